@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing bulkhead needs on Debian 12, as root.
+# Idempotent: packages already present are not fetched again.
+set -euo pipefail
+
+want=(runc runsc busybox-static libseccomp-dev pkg-config jq iproute2 util-linux "$@")
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if command -v go >/dev/null 2>&1 && [ -f go.mod ]; then
+  go mod download
+fi
