@@ -1,0 +1,128 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	libseccomp "github.com/seccomp/libseccomp-golang"
+)
+
+// Sizes from linux/filter.h and linux/bpf_common.h.
+const (
+	bpfInsnSize = 8    // sizeof(struct sock_filter)
+	bpfMaxInsns = 4096 // BPF_MAXINSNS
+)
+
+// compile builds the libseccomp filter the way runc does (native plus the
+// listed architectures, the same rule translation, the same skipping of
+// rules that repeat the default action) and generates its BPF, so that a
+// profile the backend could not load fails here, before any container
+// exists. Nothing is loaded into the kernel.
+func compile(spec *filterSpec) error {
+	f, err := buildFilter(spec)
+	if err != nil {
+		return err
+	}
+	defer f.Release()
+
+	n, err := exportBPF(f)
+	if err != nil {
+		return fmt.Errorf("seccomp: compile: generating BPF: %w", err)
+	}
+	if n == 0 {
+		return errors.New("seccomp: compile: libseccomp generated an empty program")
+	}
+	// The kernel refuses longer programs (BPF_MAXINSNS) when the backend
+	// installs them; say so now rather than at create.
+	if insns := n / bpfInsnSize; insns > bpfMaxInsns {
+		return fmt.Errorf("seccomp: compile: %d BPF instructions, the kernel accepts at most %d", insns, bpfMaxInsns)
+	}
+	return nil
+}
+
+// buildFilter returns the libseccomp filter for spec; the caller releases it.
+func buildFilter(spec *filterSpec) (_ *libseccomp.ScmpFilter, err error) {
+	f, err := libseccomp.NewFilter(spec.defaultAction)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: compile: default action: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Release()
+		}
+	}()
+
+	// Architectures first: libseccomp adds a rule only to the
+	// architectures present when the rule is added.
+	for _, a := range spec.arches {
+		if err := f.AddArch(a); err != nil {
+			return nil, fmt.Errorf("seccomp: compile: architecture %s: %w", a, err)
+		}
+	}
+	// runc turns this on for profiles of more than 32 syscalls (it counts
+	// one per name); the same setting gives the same BPF, so a size or shape
+	// problem shows up here too. Older libseccomp lacks it, which runc also
+	// tolerates.
+	names := 0
+	for _, r := range spec.rules {
+		names += len(r.names)
+	}
+	if names > 32 {
+		_ = f.SetOptimize(2)
+	}
+
+	for _, r := range spec.rules {
+		// libseccomp refuses a rule whose action is the default one; runc
+		// skips such rules, and they change nothing.
+		if r.action == spec.defaultAction {
+			continue
+		}
+		for _, name := range r.names {
+			// Resolved on the native architecture as runc does;
+			// libseccomp translates the number to each architecture.
+			nr, err := libseccomp.GetSyscallFromName(name)
+			if err != nil {
+				return nil, fmt.Errorf("seccomp: compile: syscall %q: %w", name, err)
+			}
+			if len(r.conds) == 0 {
+				err = f.AddRule(nr, r.action)
+			} else {
+				err = f.AddRuleConditional(nr, r.action, r.conds)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("seccomp: compile: syscall %q action %s: %w", name, r.action, err)
+			}
+		}
+	}
+
+	return f, nil
+}
+
+// exportBPF generates the filter's BPF into a pipe and returns its size.
+// A pipe rather than a temporary file leaves nothing behind on any path,
+// and seccomp_export_bpf_mem needs libseccomp 2.6.
+func exportBPF(f *libseccomp.ScmpFilter) (int64, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := io.Copy(io.Discard, r)
+		done <- result{n, err}
+	}()
+	exportErr := f.ExportBPF(w)
+	w.Close()
+	res := <-done
+	if exportErr != nil {
+		return 0, exportErr
+	}
+	return res.n, res.err
+}

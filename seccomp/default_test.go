@@ -1,0 +1,187 @@
+package seccomp
+
+import (
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	libseccomp "github.com/seccomp/libseccomp-golang"
+)
+
+func TestDefaultNamesResolve(t *testing.T) {
+	// Checked directly with libseccomp, not through Validate, so that a
+	// bug in Validate cannot hide a bad name.
+	arches := []libseccomp.ScmpArch{libseccomp.ArchAMD64, libseccomp.ArchARM64}
+	lists := map[string][]string{"Denied": Denied}
+	for _, r := range Default().Syscalls {
+		lists["Default"] = append(lists["Default"], r.Names...)
+	}
+	for list, names := range lists {
+		for _, name := range names {
+			for _, a := range arches {
+				if _, err := libseccomp.GetSyscallFromNameByArch(name, a); err != nil {
+					t.Errorf("%s: %q does not resolve on %s: %v", list, name, a, err)
+				}
+			}
+		}
+	}
+}
+
+func TestDefaultValidates(t *testing.T) {
+	if err := Validate(Default()); err != nil {
+		t.Fatalf("Validate(Default()) = %v", err)
+	}
+	p, err := ForProfile("")
+	if err != nil {
+		t.Fatalf(`ForProfile("") = %v`, err)
+	}
+	if p.DefaultAction != rspec.ActErrno || p.DefaultErrnoRet == nil || *p.DefaultErrnoRet != errnoEPERM {
+		t.Errorf("default action = %s/%v, want SCMP_ACT_ERRNO/EPERM", p.DefaultAction, p.DefaultErrnoRet)
+	}
+	want := []rspec.Arch{rspec.ArchX86_64, rspec.ArchX86, rspec.ArchX32, rspec.ArchAARCH64, rspec.ArchARM}
+	for _, a := range want {
+		if !containsSpecArch(p.Architectures, a) {
+			t.Errorf("architectures %v lack %s", p.Architectures, a)
+		}
+	}
+}
+
+func TestDefaultIsFresh(t *testing.T) {
+	a := Default()
+	a.Syscalls[0].Names[0] = "changed"
+	a.Syscalls = nil
+	if b := Default(); len(b.Syscalls) == 0 || b.Syscalls[0].Names[0] == "changed" {
+		t.Fatal("Default shares state between calls")
+	}
+}
+
+func TestDeniedNeverAllowed(t *testing.T) {
+	p := Default()
+	for _, name := range Denied {
+		for _, r := range rulesFor(p, name) {
+			if r.Action == rspec.ActAllow || r.Action == rspec.ActLog {
+				t.Errorf("%s: allowed by a %s rule of %d names", name, r.Action, len(r.Names))
+			}
+		}
+		if allows(p, name) {
+			t.Errorf("%s: allowed", name)
+		}
+	}
+	// The policy's list, repeated so that shrinking Denied fails here.
+	policy := []string{"ptrace", "process_vm_readv", "process_vm_writev",
+		"io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd",
+		"keyctl", "add_key", "request_key", "bpf", "perf_event_open", "unshare",
+		"setns", "mount", "umount", "umount2", "mount_setattr", "move_mount",
+		"open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "pivot_root",
+		"chroot", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+		"delete_module", "open_by_handle_at", "name_to_handle_at", "acct",
+		"swapon", "swapoff", "reboot"}
+	for _, name := range policy {
+		if !hasName(Denied, name) {
+			t.Errorf("Denied lacks %s", name)
+		}
+	}
+}
+
+func TestDefaultArgumentRules(t *testing.T) {
+	const (
+		afUnix, afInet, afInet6, afNetlink = 1, 2, 10, 16
+		cloneThread                        = 0x10000 | 0x100 | 0x800 | 0x400 // THREAD|VM|SIGHAND|FS
+		sigchld                            = 17
+	)
+	tests := []struct {
+		name string
+		args []uint64
+		want bool
+	}{
+		{"socket", []uint64{afUnix}, true},
+		{"socket", []uint64{afInet}, true},
+		{"socket", []uint64{afInet6}, true},
+		{"socket", []uint64{afNetlink}, true},
+		{"socket", []uint64{39}, true},
+		{"socket", []uint64{41}, true},
+		{"socket", []uint64{45}, true},
+		{"socket", []uint64{afALG}, false},
+		{"socket", []uint64{afVSOCK}, false},
+		// The kernel reads an int: these are AF_ALG and AF_VSOCK again.
+		{"socket", []uint64{1<<32 | afALG}, false},
+		{"socket", []uint64{0xffffffff00000000 | afVSOCK}, false},
+		{"clone", []uint64{sigchld}, true},
+		{"clone", []uint64{cloneThread}, true},
+		{"clone", []uint64{sigchld | 0x10000000}, false}, // CLONE_NEWUSER
+		{"clone", []uint64{sigchld | 0x20000000}, false}, // CLONE_NEWPID
+		{"clone", []uint64{sigchld | 0x40000000}, false}, // CLONE_NEWNET
+		{"clone", []uint64{sigchld | 0x00020000}, false}, // CLONE_NEWNS
+		{"clone", []uint64{sigchld | 0x02000000}, false}, // CLONE_NEWCGROUP
+		{"clone", []uint64{sigchld | 0x04000000}, false}, // CLONE_NEWUTS
+		{"clone", []uint64{sigchld | 0x08000000}, false}, // CLONE_NEWIPC
+		{"clone3", nil, false},
+		{"personality", []uint64{0}, true},
+		{"personality", []uint64{0x8}, true},
+		{"personality", []uint64{0x20000}, true},
+		{"personality", []uint64{0x20008}, true},
+		{"personality", []uint64{0xffffffff}, true},
+		{"personality", []uint64{0x0400000}, false}, // READ_IMPLIES_EXEC
+		{"personality", []uint64{0x0040000}, false}, // ADDR_NO_RANDOMIZE
+		{"read", nil, true},
+		{"arch_prctl", nil, true},
+	}
+	p := Default()
+	for _, tt := range tests {
+		if got := allows(p, tt.name, tt.args...); got != tt.want {
+			t.Errorf("%s(%#x) allowed = %v, want %v", tt.name, tt.args, got, tt.want)
+		}
+	}
+
+	// clone3 must fail with ENOSYS, not the default EPERM, or glibc
+	// would not fall back to clone.
+	r := rulesFor(p, "clone3")
+	if len(r) != 1 || r[0].Action != rspec.ActErrno || r[0].ErrnoRet == nil || *r[0].ErrnoRet != errnoENOSYS {
+		t.Errorf("clone3 rules = %+v, want one SCMP_ACT_ERRNO ENOSYS", r)
+	}
+	// Each argument rule must have one condition per argument, or runc
+	// would OR them (see convertRule).
+	for _, name := range []string{"socket", "clone", "personality"} {
+		for _, r := range rulesFor(p, name) {
+			if len(r.Args) != 1 {
+				t.Errorf("%s rule has %d conditions, want 1", name, len(r.Args))
+			}
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	one := uint(1)
+	tests := []struct {
+		name           string
+		p              *rspec.LinuxSeccomp
+		allowed, denid int
+	}{
+		{"nil", nil, 0, 0},
+		{"mixed", &rspec.LinuxSeccomp{DefaultAction: rspec.ActErrno, Syscalls: []rspec.LinuxSyscall{
+			allow("read", "write"),
+			allowIf("socket", rspec.LinuxSeccompArg{Index: 0, Value: 1, Op: rspec.OpEqualTo}),
+			allowIf("socket", rspec.LinuxSeccompArg{Index: 0, Value: 2, Op: rspec.OpEqualTo}),
+			{Names: []string{"ptrace", "read"}, Action: rspec.ActErrno, ErrnoRet: &one},
+			{Names: []string{"kill"}, Action: rspec.ActKillProcess},
+		}}, 3, 2},
+	}
+	for _, tt := range tests {
+		a, d := Summary(tt.p)
+		if a != tt.allowed || d != tt.denid {
+			t.Errorf("%s: Summary = %d, %d, want %d, %d", tt.name, a, d, tt.allowed, tt.denid)
+		}
+	}
+	a, d := Summary(Default())
+	// socket, personality, clone, arch_prctl, modify_ldt and five arm names.
+	if want := len(defaultAllowed) + 10; a != want || d != 1 {
+		t.Errorf("Summary(Default()) = %d, %d, want %d, 1", a, d, want)
+	}
+}
+
+func BenchmarkForProfile(b *testing.B) {
+	for b.Loop() {
+		if _, err := ForProfile(""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+// Package seccomp provides bulkhead's default-deny seccomp profile and
+// validates and compiles profiles with libseccomp before hand-over.
+//
+// The built-in profile (Default) is kept as Go values rather than embedded
+// moby JSON, so that every group of rules can carry a comment saying where it
+// comes from: Docker's default profile (moby profiles/seccomp/default.json at
+// commit 00f3d189e420d485e42d15fe494f96d272284e0e) evaluated for a container
+// with no capabilities, minus the syscalls in Denied.
+//
+// Operators may replace it with a file in moby's format (LoadMoby). Either
+// way the profile goes through Validate before a container gets it: every
+// syscall name must be known to libseccomp on x86_64, aarch64 and every
+// architecture the profile lists (runc silently drops unknown names, which
+// would turn a typo into a missing rule), and the whole profile must compile
+// to BPF. Validate only proves that the profile loads; the kernel enforces
+// it once the backend installs it.
+//
+// Architecture-specific syscalls: an OCI profile has no per-architecture
+// rules, so a rule applies on every listed architecture. libseccomp resolves
+// a name that an architecture lacks (arch_prctl on aarch64, set_tls on
+// x86_64) to a negative pseudo-syscall number and adds no rule for it there,
+// which scopes such names to the architectures that have them. Validate
+// therefore accepts a name that is a pseudo-syscall on some listed
+// architectures but refuses one that is a real syscall on none of them.
+package seccomp
+
+import (
+	"fmt"
+	"os"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// ForProfile returns the seccomp profile a container gets: the built-in
+// default when path is empty, otherwise the operator's moby-format file.
+// The result has been validated and compiled with libseccomp.
+func ForProfile(path string) (*rspec.LinuxSeccomp, error) {
+	var p *rspec.LinuxSeccomp
+	if path == "" {
+		p = Default()
+	} else {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("seccomp profile: %w", err)
+		}
+		p, err = LoadMoby(data)
+		if err != nil {
+			return nil, fmt.Errorf("seccomp profile %s: %w", path, err)
+		}
+	}
+	if err := Validate(p); err != nil {
+		if path == "" {
+			return nil, fmt.Errorf("built-in seccomp profile: %w", err)
+		}
+		return nil, fmt.Errorf("seccomp profile %s: %w", path, err)
+	}
+	return p, nil
+}
