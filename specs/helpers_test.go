@@ -1,0 +1,118 @@
+package specs
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
+
+// fakeSeccomp keeps the tests of this package independent of the seccomp
+// package's profile, which changes on its own schedule.
+func fakeSeccomp(path string) (*rspec.LinuxSeccomp, error) {
+	if path != "" {
+		_, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return &rspec.LinuxSeccomp{DefaultAction: rspec.ActErrno, Architectures: []rspec.Arch{rspec.ArchX86_64},
+		Syscalls: []rspec.LinuxSyscall{{Names: []string{"read", "write", "exit_group"}, Action: rspec.ActAllow}}}, nil
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	seccompForProfile = fakeSeccomp
+	os.Exit(m.Run())
+}
+
+func testProfile() *Profile {
+	p := DefaultProfile()
+	return &p
+}
+
+func testContext() *Context {
+	return &Context{Profile: testProfile()}
+}
+
+// hostileSpec asks for everything the default profile takes away.
+func hostileSpec() *rspec.Spec {
+	all := []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_DAC_OVERRIDE"}
+	return &rspec.Spec{
+		Version: rspec.Version,
+		Root:    &rspec.Root{Path: "rootfs"},
+		Process: &rspec.Process{
+			Args: []string{"sh"}, Cwd: "/", Env: []string{"PATH=/bin"},
+			User: rspec.User{UID: 0, GID: 0, AdditionalGids: []uint32{0, 10}},
+			Capabilities: &rspec.LinuxCapabilities{Bounding: all, Effective: all, Inheritable: all,
+				Permitted: all, Ambient: all},
+		},
+		Mounts: []rspec.Mount{
+			{Destination: "/proc", Type: "proc", Source: "proc"},
+			{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "rw"}},
+			{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"rw"}},
+		},
+		Linux: &rspec.Linux{},
+	}
+}
+
+func find(ds []Decision, field string) (Decision, bool) {
+	for _, d := range ds {
+		if d.Field == field {
+			return d, true
+		}
+	}
+	return Decision{}, false
+}
+
+func wantDecision(t *testing.T, ds []Decision, field string, a Action) Decision {
+	t.Helper()
+	d, ok := find(ds, field)
+	if !ok {
+		t.Fatalf("no decision for %s in %s", field, dump(ds))
+	}
+	if d.Action != a {
+		t.Fatalf("%s: action %s, want %s (%+v)", field, d.Action, a, d)
+	}
+	if d.Rule == "" || d.Why == "" || d.Layer == "" {
+		t.Fatalf("%s: incomplete decision %+v", field, d)
+	}
+	return d
+}
+
+func dump(ds []Decision) string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString("\n  " + d.Rule + " " + d.Field + " " + string(d.Action) + " " + d.Before + " -> " + d.After)
+	}
+	return b.String()
+}
+
+type ruleCase struct {
+	name string
+	ctx  func(c *Context)
+	spec func(s *rspec.Spec)
+	want func(t *testing.T, s *rspec.Spec, ds []Decision)
+}
+
+func runRule(t *testing.T, rule func(*Context, *rspec.Spec) []Decision, cases []ruleCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testContext()
+			if tc.ctx != nil {
+				tc.ctx(c)
+			}
+			s := hostileSpec()
+			if tc.spec != nil {
+				tc.spec(s)
+			}
+			ds := rule(c, s)
+			tc.want(t, s, ds)
+		})
+	}
+}

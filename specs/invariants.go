@@ -1,0 +1,235 @@
+package specs
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// CheckInvariants reports every way in which s falls short of the
+// profile's boundary, or nil. It is what Apply must guarantee and what the
+// post-create verification re-reads; it uses no host state, so it is
+// validation of the spec, not of the kernel. No namespace path may be
+// joined; see CheckInvariantsContext for pods.
+func CheckInvariants(p *Profile, s *rspec.Spec) error {
+	return CheckInvariantsContext(&Context{Profile: p}, s)
+}
+
+// CheckInvariantsContext is CheckInvariants with the namespace paths that
+// c.JoinableNamespace accepts allowed.
+func CheckInvariantsContext(c *Context, s *rspec.Spec) error {
+	p := c.Profile
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if s.Process == nil {
+		return errors.New("process: absent")
+	}
+	proc := s.Process
+	if caps := proc.Capabilities; caps == nil {
+		bad("process.capabilities: absent, runc would keep them all")
+	} else if n := len(caps.Bounding) + len(caps.Effective) + len(caps.Inheritable) + len(caps.Permitted) + len(caps.Ambient); n > 0 {
+		bad("process.capabilities: %d left", n)
+	}
+	if !proc.NoNewPrivileges {
+		bad("process.noNewPrivileges: false")
+	}
+	if p.UID != 0 && proc.User.UID == 0 {
+		bad("process.user.uid: 0")
+	}
+	if p.GID != 0 && (proc.User.GID == 0 || hasGid0(proc.User.AdditionalGids)) {
+		bad("process.user: gid 0")
+	}
+	if p.DropSecretEnv {
+		for _, kv := range proc.Env {
+			name, value, _ := strings.Cut(kv, "=")
+			if secretName(name) || secretValue(value) {
+				bad("process.env: %s looks like a secret", name)
+			}
+		}
+	}
+	if !filepath.IsAbs(proc.Cwd) || underProc(filepath.Clean(proc.Cwd)) {
+		bad("process.cwd: %q", proc.Cwd)
+	}
+	core := false
+	for _, r := range proc.Rlimits {
+		if r.Type == "RLIMIT_CORE" {
+			core = r.Soft == 0 && r.Hard == 0
+		}
+	}
+	if !core {
+		bad("process.rlimits: RLIMIT_CORE not 0")
+	}
+	if proc.OOMScoreAdj == nil || *proc.OOMScoreAdj < minOOMScoreAdj {
+		bad("process.oomScoreAdj: below %d", minOOMScoreAdj)
+	}
+
+	if s.Root == nil || (p.ReadonlyRootfs && !s.Root.Readonly) {
+		bad("root: not read-only")
+	}
+	errs = append(errs, checkMounts(p, s.Mounts)...)
+
+	if s.Linux == nil {
+		return errors.Join(append(errs, errors.New("linux: absent"))...)
+	}
+	l := s.Linux
+	if l.Seccomp == nil {
+		bad("linux.seccomp: absent")
+	}
+	for _, want := range dockerMaskedPaths {
+		if !hasOpt(l.MaskedPaths, want) {
+			bad("linux.maskedPaths: %s missing", want)
+		}
+	}
+	for _, want := range dockerReadonlyPaths {
+		if !hasOpt(l.ReadonlyPaths, want) {
+			bad("linux.readonlyPaths: %s missing", want)
+		}
+	}
+	for _, d := range l.Devices {
+		if !allowedNode(d) {
+			bad("linux.devices: %s %d:%d", d.Path, d.Major, d.Minor)
+		}
+	}
+	errs = append(errs, checkNamespaces(c, l)...)
+	for k := range l.Sysctl {
+		if ns, ok := sysctlNamespace(strings.ReplaceAll(k, "/", ".")); !ok || !ownNamespace(c, l, ns) {
+			bad("linux.sysctl: %s", k)
+		}
+	}
+	errs = append(errs, checkResources(p, l.Resources)...)
+	if p.Network == NetworkNone && s.Hooks != nil {
+		for _, hs := range [][]rspec.Hook{s.Hooks.Prestart, s.Hooks.CreateRuntime, s.Hooks.CreateContainer, s.Hooks.StartContainer} {
+			for _, h := range hs {
+				if mentions(h, "libnetwork-setkey") {
+					bad("hooks: libnetwork-setkey")
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func hasGid0(gids []uint32) bool {
+	for _, g := range gids {
+		if g == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// lastOpt says which of two opposite mount options wins: runc applies them
+// in order.
+func lastOpt(opts []string, on, off string) bool {
+	v := false
+	for _, o := range opts {
+		switch o {
+		case on:
+			v = true
+		case off:
+			v = false
+		}
+	}
+	return v
+}
+
+func checkMounts(p *Profile, mounts []rspec.Mount) []error {
+	var errs []error
+	tmp := -1
+	for i, m := range mounts {
+		dst := cleanAbs(m.Destination)
+		if dst == "/tmp" {
+			tmp = i
+		}
+		switch {
+		case isBind(m):
+			if !lastOpt(m.Options, "ro", "rw") || !lastOpt(m.Options, "nosuid", "suid") || !lastOpt(m.Options, "nodev", "dev") ||
+				hasOpt(m.Options, "rrw") || hasOpt(m.Options, "rsuid") || hasOpt(m.Options, "rdev") {
+				errs = append(errs, fmt.Errorf("mounts[%s]: bind of %s not ro,nosuid,nodev", m.Destination, m.Source))
+			}
+			if filepath.IsAbs(m.Source) {
+				if why := lexicalRefusal(canonicalRun(filepath.Clean(m.Source))); why != "" {
+					errs = append(errs, fmt.Errorf("mounts[%s]: %s", m.Destination, why))
+				}
+			}
+		case !hasOpt(virtualFS, m.Type):
+			errs = append(errs, fmt.Errorf("mounts[%s]: type %q", m.Destination, m.Type))
+		case m.Type == "sysfs" || m.Type == "cgroup" || m.Type == "cgroup2":
+			if !lastOpt(m.Options, "ro", "rw") || hasOpt(m.Options, "rrw") {
+				errs = append(errs, fmt.Errorf("mounts[%s]: %s not ro", m.Destination, m.Type))
+			}
+		}
+	}
+	if tmp < 0 {
+		return append(errs, errors.New("mounts[/tmp]: absent"))
+	}
+	m := mounts[tmp]
+	if m.Type != "tmpfs" || isBind(m) || !lastOpt(m.Options, "noexec", "exec") || hasOpt(m.Options, "rexec") ||
+		!lastOpt(m.Options, "nosuid", "suid") || !lastOpt(m.Options, "nodev", "dev") {
+		errs = append(errs, fmt.Errorf("mounts[/tmp]: %s %v, want tmpfs noexec,nosuid,nodev", m.Type, m.Options))
+	}
+	return errs
+}
+
+func checkNamespaces(c *Context, l *rspec.Linux) []error {
+	var errs []error
+	want := append([]rspec.LinuxNamespaceType{}, requiredNamespaces...)
+	if c.Profile.Network == NetworkNone {
+		want = append(want, rspec.NetworkNamespace)
+	}
+	for _, t := range want {
+		if namespaceIndex(l, t) < 0 {
+			errs = append(errs, fmt.Errorf("linux.namespaces: no %s namespace", t))
+		}
+	}
+	for _, ns := range l.Namespaces {
+		if ns.Path == "" || c.joinable(ns.Type, ns.Path) {
+			continue
+		}
+		if ns.Type == rspec.NetworkNamespace && c.Profile.Network != NetworkNone {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("linux.namespaces: %s joins %s", ns.Type, ns.Path))
+	}
+	return errs
+}
+
+func checkResources(p *Profile, r *rspec.LinuxResources) []error {
+	var errs []error
+	if r == nil {
+		r = &rspec.LinuxResources{}
+	}
+	if len(r.Devices) == 0 || r.Devices[0].Allow || !(r.Devices[0].Type == "" || r.Devices[0].Type == "a") ||
+		r.Devices[0].Major != nil || r.Devices[0].Minor != nil {
+		errs = append(errs, errors.New("linux.resources.devices: does not start with deny-all"))
+	}
+	for _, d := range r.Devices {
+		if d.Allow && !inAllowlist(d) {
+			errs = append(errs, fmt.Errorf("linux.resources.devices: %s", cgroupRuleString(d)))
+		}
+	}
+	if p.PidsLimit > 0 && (r.Pids == nil || r.Pids.Limit == nil || *r.Pids.Limit <= 0 || *r.Pids.Limit > p.PidsLimit) {
+		errs = append(errs, fmt.Errorf("linux.resources.pids.limit: want 1..%d", p.PidsLimit))
+	}
+	if ceiling, _ := p.MemoryBytes(); ceiling > 0 {
+		m := r.Memory
+		switch {
+		case m == nil || m.Limit == nil || *m.Limit <= 0 || *m.Limit > ceiling:
+			errs = append(errs, fmt.Errorf("linux.resources.memory.limit: want 1..%d", ceiling))
+		case m.Swap == nil || *m.Swap != *m.Limit:
+			errs = append(errs, errors.New("linux.resources.memory.swap: not equal to the limit"))
+		}
+	}
+	if p.CPUs > 0 {
+		c := r.CPU
+		if c == nil || c.Quota == nil || c.Period == nil || *c.Quota <= 0 || *c.Period == 0 || *c.Period > maxCPUPeriod ||
+			float64(*c.Quota) > p.CPUs*float64(*c.Period) {
+			errs = append(errs, fmt.Errorf("linux.resources.cpu: quota/period above %v", p.CPUs))
+		}
+	}
+	return errs
+}

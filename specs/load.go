@@ -1,0 +1,85 @@
+package specs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// Decode parses a config.json. A field the runtime-spec types do not know is
+// refused by name rather than dropped, because dropping it on rewrite would
+// silently change what the caller asked for.
+func Decode(data []byte) (*rspec.Spec, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s rspec.Spec
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("config.json: trailing data after the JSON object")
+	}
+	return &s, nil
+}
+
+// Load reads and decodes the config.json of a bundle.
+func Load(bundle string) (*rspec.Spec, []byte, error) {
+	path := filepath.Join(bundle, "config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bundle %s: %w", bundle, err)
+	}
+	s, err := Decode(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bundle %s: %w", bundle, err)
+	}
+	return s, data, nil
+}
+
+// Marshal is the JSON form bulkhead writes back.
+func Marshal(s *rspec.Spec) ([]byte, error) {
+	return json.MarshalIndent(s, "", "\t")
+}
+
+// WriteAtomic replaces path with data through a temp file in the same
+// directory and a rename, so a reader never sees half a file.
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".bulkhead-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Clone deep-copies a spec through JSON, which the spec types round-trip.
+func Clone(s *rspec.Spec) *rspec.Spec {
+	data, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("spec does not marshal: %v", err))
+	}
+	var out rspec.Spec
+	if err := json.Unmarshal(data, &out); err != nil {
+		panic(fmt.Sprintf("spec does not round-trip: %v", err))
+	}
+	return &out
+}

@@ -1,0 +1,71 @@
+package specs
+
+import (
+	"encoding/json"
+	"fmt"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// ApplyProcess polices the process of `exec --process`: the engine takes
+// its capabilities, user and environment from that file, not from
+// config.json, so the process-level controls must hold there too. When
+// c.Bundle is set, cwd is also resolved inside the container's rootfs as
+// its (rewritten) config.json names it.
+func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, error) {
+	out, err := cloneProcess(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	rootfs := ""
+	if c.Bundle != "" {
+		s, _, err := Load(c.Bundle)
+		if err != nil {
+			return nil, nil, fmt.Errorf("exec: cwd cannot be resolved: %w", err)
+		}
+		rootfs = rootfsPath(c, s.Root)
+	}
+	var ds []Decision
+	ds = append(ds, dropCapabilities(out)...)
+	ds = append(ds, forbidNewPrivileges(out)...)
+	ds = append(ds, demoteUser(c.Profile, out)...)
+	ds = append(ds, dropSecretEnv(c.Profile, out)...)
+	ds = append(ds, checkCwd(out, rootfs)...)
+	ds = append(ds, clampRlimits(out)...)
+	ds = append(ds, raiseOOMScoreAdj(out)...)
+	if out.ApparmorProfile != "" {
+		ds = append(ds, Decision{Rule: "apparmor", Field: "process.apparmorProfile", Action: Kept,
+			Before: out.ApparmorProfile, After: out.ApparmorProfile, Layer: LayerNone,
+			Why: "the engine's AppArmor profile only adds restrictions"})
+	}
+	if refused(ds) {
+		return nil, ds, &RefusalError{Profile: c.Profile.Name, Decisions: ds}
+	}
+	return out, ds, nil
+}
+
+func cloneProcess(p *rspec.Process) (*rspec.Process, error) {
+	if p == nil {
+		return nil, fmt.Errorf("exec: no process")
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("exec: process: %w", err)
+	}
+	var out rspec.Process
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("exec: process: %w", err)
+	}
+	return &out, nil
+}
+
+// ClampResources holds an `update --resources` request to the profile's
+// ceilings. Values the request leaves out stay as they are in the
+// container, which create already clamped.
+func ClampResources(p *Profile, r *rspec.LinuxResources) []Decision {
+	var ds []Decision
+	ds = append(ds, clampPids(p, r, true)...)
+	ds = append(ds, clampMemory(p, r, true)...)
+	ds = append(ds, clampCPU(p, r, true)...)
+	return ds
+}

@@ -1,0 +1,158 @@
+package specs
+
+import (
+	"fmt"
+	"time"
+
+	units "github.com/docker/go-units"
+)
+
+// Mode says whether a profile changes the spec or only records what it
+// would change.
+type Mode string
+
+const (
+	Enforce Mode = "enforce"
+	Audit   Mode = "audit"
+)
+
+// Network values of a profile.
+const (
+	NetworkNone   = "none"   // a new network namespace with loopback only
+	NetworkCaller = "caller" // whatever the caller configured (test and trusted profiles)
+)
+
+// Profile is one named policy: the value of every control. Its TOML form is
+// the [profiles.<name>] table of /etc/bulkhead/config.toml; unset keys take
+// the default profile's values (see runtime.LoadConfig).
+type Profile struct {
+	Name string `toml:"-" json:"name"`
+	// Mode enforce rewrites the spec; audit records the decisions and hands
+	// the caller's spec over unchanged.
+	Mode Mode `toml:"mode" json:"mode"`
+	// Backend is the OCI runtime that runs the containers of this profile.
+	Backend string `toml:"backend" json:"backend"`
+	// Selectable lets a job pick this profile through an annotation.
+	Selectable bool `toml:"selectable" json:"selectable"`
+	// Trusted profiles may use workspace mode "direct".
+	Trusted bool `toml:"trusted" json:"trusted"`
+
+	UID            uint32  `toml:"uid" json:"uid"`
+	GID            uint32  `toml:"gid" json:"gid"`
+	ReadonlyRootfs bool    `toml:"readonly_rootfs" json:"readonly_rootfs"`
+	TmpSize        string  `toml:"tmp_size" json:"tmp_size"`
+	Network        string  `toml:"network" json:"network"`
+	PidsLimit      int64   `toml:"pids_limit" json:"pids_limit"`
+	Memory         string  `toml:"memory" json:"memory"`
+	CPUs           float64 `toml:"cpus" json:"cpus"`
+	// Seccomp is empty for the built-in default profile, or the path of a
+	// profile in the moby JSON format.
+	Seccomp       string `toml:"seccomp" json:"seccomp,omitempty"`
+	DropSecretEnv bool   `toml:"drop_secret_env" json:"drop_secret_env"`
+	// MaxLifetime is a Go duration; "0" or empty means none.
+	MaxLifetime string `toml:"max_lifetime" json:"max_lifetime"`
+
+	Workspaces    []string `toml:"workspaces" json:"workspaces,omitempty"`
+	WorkspaceMode string   `toml:"workspace_mode" json:"workspace_mode,omitempty"`
+	WorkspaceSize string   `toml:"workspace_size" json:"workspace_size,omitempty"`
+}
+
+// DefaultProfile is the boundary every container gets unless the
+// administrator configures another: the hardened `docker run` of DESIGN.md.
+func DefaultProfile() Profile {
+	return Profile{
+		Name:           "default",
+		Mode:           Enforce,
+		Backend:        "runc",
+		UID:            65534,
+		GID:            65534,
+		ReadonlyRootfs: true,
+		TmpSize:        "16m",
+		Network:        NetworkNone,
+		PidsLimit:      64,
+		Memory:         "256m",
+		CPUs:           1,
+		DropSecretEnv:  true,
+		MaxLifetime:    "0",
+		WorkspaceMode:  "overlay",
+		WorkspaceSize:  "256m",
+	}
+}
+
+// MemoryBytes is the memory ceiling in bytes, 0 for none.
+func (p *Profile) MemoryBytes() (int64, error) {
+	return parseSize("memory", p.Memory)
+}
+
+// TmpBytes is the size of the /tmp tmpfs in bytes.
+func (p *Profile) TmpBytes() (int64, error) {
+	return parseSize("tmp_size", p.TmpSize)
+}
+
+// CPUQuota returns the CFS quota and period for the profile's cpus, or
+// 0, 0 when the profile sets no CPU ceiling.
+func (p *Profile) CPUQuota() (quota int64, period uint64) {
+	if p.CPUs <= 0 {
+		return 0, 0
+	}
+	const defaultPeriod = 100000
+	return int64(p.CPUs * defaultPeriod), defaultPeriod
+}
+
+// Lifetime is the parsed max_lifetime, 0 for none.
+func (p *Profile) Lifetime() (time.Duration, error) {
+	if p.MaxLifetime == "" || p.MaxLifetime == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(p.MaxLifetime)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("profile %s: max_lifetime %q: want a duration such as 30m", p.Name, p.MaxLifetime)
+	}
+	return d, nil
+}
+
+// Validate reports the first value of the profile that cannot be used.
+func (p *Profile) Validate() error {
+	switch p.Mode {
+	case Enforce, Audit:
+	default:
+		return fmt.Errorf("profile %s: mode %q: want \"enforce\" or \"audit\"", p.Name, p.Mode)
+	}
+	switch p.Network {
+	case NetworkNone, NetworkCaller:
+	default:
+		return fmt.Errorf("profile %s: network %q: want %q or %q", p.Name, p.Network, NetworkNone, NetworkCaller)
+	}
+	if p.PidsLimit < 0 {
+		return fmt.Errorf("profile %s: pids_limit %d: want 0 (none) or more", p.Name, p.PidsLimit)
+	}
+	if p.CPUs < 0 {
+		return fmt.Errorf("profile %s: cpus %v: want 0 (none) or more", p.Name, p.CPUs)
+	}
+	if _, err := p.MemoryBytes(); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	if _, err := p.TmpBytes(); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
+	}
+	if _, err := p.Lifetime(); err != nil {
+		return err
+	}
+	switch p.WorkspaceMode {
+	case "", "overlay", "readonly", "direct":
+	default:
+		return fmt.Errorf("profile %s: workspace_mode %q: want overlay, readonly or direct", p.Name, p.WorkspaceMode)
+	}
+	return nil
+}
+
+func parseSize(key, v string) (int64, error) {
+	if v == "" || v == "0" {
+		return 0, nil
+	}
+	n, err := units.RAMInBytes(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %q: want a size such as 256m", key, v)
+	}
+	return n, nil
+}

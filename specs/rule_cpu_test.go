@@ -1,0 +1,48 @@
+package specs
+
+import (
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func TestRuleCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		cpu           *rspec.LinuxCPU
+		action        Action
+		quota, period int64
+	}{
+		{"absent", nil, Added, 100000, 100000},
+		{"unlimited", &rspec.LinuxCPU{Quota: i64(-1)}, Tightened, 100000, 100000},
+		{"zero", &rspec.LinuxCPU{Quota: i64(0), Period: u64(100000)}, Tightened, 100000, 100000},
+		{"four cpus", &rspec.LinuxCPU{Quota: i64(400000), Period: u64(100000)}, Tightened, 100000, 100000},
+		{"caller's period kept", &rspec.LinuxCPU{Quota: i64(200000), Period: u64(50000)}, Tightened, 50000, 50000},
+		{"half cpu kept", &rspec.LinuxCPU{Quota: i64(50000), Period: u64(100000)}, Kept, 50000, 100000},
+		{"period too long", &rspec.LinuxCPU{Quota: i64(1 << 40), Period: u64(1 << 62)}, Tightened, 1000000, 1000000},
+		{"burst", &rspec.LinuxCPU{Quota: i64(50000), Period: u64(100000), Burst: u64(500000)}, Kept, 50000, 100000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := hostileSpec()
+			s.Linux.Resources = &rspec.LinuxResources{CPU: tc.cpu}
+			ds := ruleCPU(testContext(), s)
+			wantDecision(t, ds, "linux.resources.cpu.quota", tc.action)
+			c := s.Linux.Resources.CPU
+			if *c.Quota != tc.quota || int64(*c.Period) != tc.period || c.Burst != nil {
+				t.Fatalf("quota %d period %d burst %v, want %d/%d", *c.Quota, *c.Period, c.Burst, tc.quota, tc.period)
+			}
+		})
+	}
+}
+
+func TestResourcesNotEnforced(t *testing.T) {
+	c := testContext()
+	c.Profile.PidsLimit, c.Profile.Memory, c.Profile.CPUs = 0, "0", 0
+	s := hostileSpec()
+	rulePids(c, s)
+	ruleMemory(c, s)
+	ruleCPU(c, s)
+	if r := s.Linux.Resources; r != nil && (r.Pids != nil || r.Memory != nil || r.CPU != nil) {
+		t.Fatalf("resources set although not enforced: %+v", r)
+	}
+}

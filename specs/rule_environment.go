@@ -1,0 +1,92 @@
+package specs
+
+import (
+	"regexp"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func ruleEnvironment(c *Context, s *rspec.Spec) []Decision {
+	return dropSecretEnv(c.Profile, ensureProcess(s))
+}
+
+// dropSecretEnv removes variables whose name or value looks like a
+// credential. Decisions carry the name only: the audit record must not
+// become a second copy of the secret.
+func dropSecretEnv(prof *Profile, p *rspec.Process) []Decision {
+	if !prof.DropSecretEnv {
+		return []Decision{notEnforced("environment", "process.env", "")}
+	}
+	var ds []Decision
+	kept := []string{}
+	for _, kv := range p.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		why := ""
+		switch {
+		case secretName(name):
+			why = "its name looks like a secret; pass it to the job through a file the operator mounts, not the environment"
+		case secretValue(value):
+			why = "its value looks like a credential (key, token or URL with a password)"
+		}
+		if why == "" {
+			kept = append(kept, kv)
+			continue
+		}
+		ds = append(ds, Decision{Rule: "environment", Field: "process.env[" + name + "]",
+			Action: Removed, Layer: LayerNone, Why: why})
+	}
+	if len(ds) == 0 {
+		return []Decision{{Rule: "environment", Field: "process.env", Action: Kept,
+			Layer: LayerNone, Why: "no variable looks like a secret"}}
+	}
+	p.Env = kept
+	return ds
+}
+
+var (
+	secretNameParts    = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL"}
+	secretNameSuffixes = []string{"_KEY", "_AUTH"}
+	secretNamePrefixes = []string{"AWS_", "VAULT_"}
+	secretNames        = []string{"SSH_AUTH_SOCK", "DOCKER_AUTH_CONFIG", "KUBECONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_SECRET", "NPM_TOKEN"}
+	// AWS_REGION says where, not who.
+	harmlessNames = []string{"AWS_REGION", "AWS_DEFAULT_REGION"}
+)
+
+func secretName(name string) bool {
+	n := strings.ToUpper(name)
+	if hasOpt(harmlessNames, n) {
+		return false
+	}
+	if hasOpt(secretNames, n) {
+		return true
+	}
+	for _, part := range secretNameParts {
+		if strings.Contains(n, part) {
+			return true
+		}
+	}
+	for _, suf := range secretNameSuffixes {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	for _, pre := range secretNamePrefixes {
+		if strings.HasPrefix(n, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretValue recognises the credential formats whose prefixes are
+// distinctive enough not to drop ordinary values.
+var secretValueRE = regexp.MustCompile(`(?:^|[^A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?:$|[^A-Z0-9])` +
+	`|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}` +
+	`|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}` +
+	`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
+	`|[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)
+
+func secretValue(v string) bool {
+	return secretValueRE.MatchString(v)
+}

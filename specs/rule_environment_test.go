@@ -1,0 +1,70 @@
+package specs
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestRuleEnvironment(t *testing.T) {
+	secrets := []string{
+		"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+		"AWS_SESSION_TOKEN=FQoGZXIvYXdzEXAMPLE",
+		"GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ012345",
+		"OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz",
+		"DB_PASSWORD=hunter2hunter2",
+		"MYSQL_ROOT_PASSWD=hunter3",
+		"STRIPE_APIKEY=rk_live_abcdefgh",
+		"AZURE_CLIENT_SECRET=azsecretvalue",
+		"GOOGLE_APPLICATION_CREDENTIALS=/secrets/gcp.json",
+		"SSH_AUTH_SOCK=/tmp/ssh-XXXX/agent.123",
+		"NPM_TOKEN=npm_abcdefghijklmnop",
+		"DOCKER_AUTH_CONFIG={\"auths\":{}}",
+		"REGISTRY_AUTH=dXNlcjpwYXNz",
+		"KUBECONFIG=/root/.kube/config",
+		"VAULT_ADDR=https://vault:8200",
+		"SIGNING_PRIVATE_KEY=somekeymaterial",
+		"my_app_key=lowercase",
+		"CI_JOB_TOKEN=glcbt-xxxx",
+		// Harmless names, credential values.
+		"NOTES=AKIAIOSFODNN7EXAMPLE",
+		"SLACK_HOOK_X=xoxb-1234567890-abcdefghij",
+		"DATABASE_URL=postgres://app:s3cr3tpw@db:5432/app",
+		"CERT=-----BEGIN OPENSSH PRIVATE KEY-----\nabc",
+		"GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+	}
+	keep := []string{"PATH=/usr/bin:/bin", "HOME=/root", "TERM=xterm", "HOSTNAME=abc123", "LANG=C.UTF-8",
+		"AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=eu-west-1", "KEYBOARD=us", "URL=https://example.com/x",
+		"NO_VALUE"}
+	c := testContext()
+	s := hostileSpec()
+	s.Process.Env = append(append([]string{}, keep...), secrets...)
+	ds := ruleEnvironment(c, s)
+	if !slices.Equal(s.Process.Env, keep) {
+		t.Fatalf("env after: %q\nwant %q", s.Process.Env, keep)
+	}
+	for _, kv := range secrets {
+		name, value, _ := strings.Cut(kv, "=")
+		wantDecision(t, ds, "process.env["+name+"]", Removed)
+		data, _ := json.Marshal(ds)
+		if strings.Contains(string(data), value) {
+			t.Fatalf("value of %s appears in the decisions: %s", name, data)
+		}
+		if err := (&RefusalError{Decisions: ds}).Error(); strings.Contains(err, value) {
+			t.Fatalf("value of %s appears in an error", name)
+		}
+	}
+
+	t.Run("profile does not drop", func(t *testing.T) {
+		c := testContext()
+		c.Profile.DropSecretEnv = false
+		s := hostileSpec()
+		s.Process.Env = secrets
+		ruleEnvironment(c, s)
+		if len(s.Process.Env) != len(secrets) {
+			t.Fatal("env changed although the profile keeps it")
+		}
+	})
+}

@@ -1,0 +1,221 @@
+package specs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// virtualFS are the filesystem types that expose no host files of their
+// own: the kernel builds them for the container's namespaces.
+var virtualFS = []string{"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"}
+
+func isBind(m rspec.Mount) bool {
+	return m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
+}
+
+func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
+	var ds []Decision
+	for i := range s.Mounts {
+		m := &s.Mounts[i]
+		field := "mounts[" + m.Destination + "]"
+		if !isBind(*m) {
+			if !hasOpt(virtualFS, m.Type) {
+				ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,
+					Before: m.Type + " " + m.Source, Layer: LayerNone,
+					Why: "filesystem type " + m.Type + " may mount a host device or export; bind a host directory instead"})
+			}
+			continue
+		}
+		src := m.Source
+		if !filepath.IsAbs(src) {
+			src = cleanAbs(filepath.Join(c.Bundle, src)) // runc resolves relative sources in the bundle
+		}
+		if why := hostPathRefusal(src); why != "" {
+			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,
+				Before: m.Source, Layer: LayerNone, Why: why + "; remove this mount or bind a directory that holds only what the job needs"})
+			continue
+		}
+		ds = append(ds, readOnlyBind(m, field))
+	}
+	return ds
+}
+
+// loosening are the options that undo ro, nosuid or nodev; the recursive
+// ones (runc's mount_setattr attributes) are applied after the plain flags.
+var loosening = []string{"rw", "suid", "dev", "rrw", "rsuid", "rdev"}
+
+// readOnlyBind makes a bind read-only and strips setuid and device files.
+// Loosening options are removed, not just overridden, because runc applies
+// mount options in order and a later one would win.
+func readOnlyBind(m *rspec.Mount, field string) Decision {
+	before := fmtList(m.Options)
+	opts := withoutOpts(m.Options, append(loosening, "ro", "nosuid", "nodev")...)
+	opts = append(opts, "ro", "nosuid", "nodev")
+	d := Decision{Rule: "host_mounts", Field: field, Action: Kept, Before: m.Source + " " + before,
+		After: m.Source + " " + fmtList(opts), Layer: LayerMountFlags,
+		Why: "host files are visible read-only (EROFS), without setuid or device files"}
+	if len(withoutOpts(m.Options, loosening...)) != len(m.Options) ||
+		!hasOpt(m.Options, "ro") || !hasOpt(m.Options, "nosuid") || !hasOpt(m.Options, "nodev") {
+		d.Action = Tightened
+	}
+	m.Options = opts
+	return d
+}
+
+// hostPathRefusal says why a bind source must not reach the sandbox, or ""
+// when it may be bound read-only. Both the path the caller wrote and the
+// path its symlinks resolve to must pass: a link named like a harmless
+// directory may point at docker.sock.
+func hostPathRefusal(src string) string {
+	clean := filepath.Clean(src)
+	candidates := []string{clean}
+	real, err := resolveHost(clean)
+	if err != nil {
+		return "the source cannot be resolved on the host (" + err.Error() + ")"
+	}
+	if real != clean {
+		candidates = append(candidates, real)
+	}
+	for _, p := range candidates {
+		if why := lexicalRefusal(canonicalRun(p)); why != "" {
+			if p != clean {
+				why = src + " resolves to " + p + ": " + why
+			}
+			return why
+		}
+	}
+	if fi, err := os.Stat(real); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		return "a host socket is a channel to a service outside the sandbox"
+	}
+	return ""
+}
+
+// resolveHost follows the source's symlinks on the host. A link whose
+// target does not exist (yet) is followed lexically rather than trusted:
+// docker.sock may appear before runc mounts it. A link that cannot be
+// read (such as /proc/1/root) is an error: the target is unknown.
+func resolveHost(p string) (string, error) {
+	real, err := filepath.EvalSymlinks(p)
+	if err == nil {
+		return real, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return securejoin.SecureJoin("/", p)
+}
+
+// canonicalRun folds /var/run onto /run, which it links to on every
+// current distribution, so that one list covers both spellings of a path
+// that does not exist here.
+func canonicalRun(p string) string {
+	if rest, ok := strings.CutPrefix(p, "/var/run"); ok && (rest == "" || rest[0] == '/') {
+		return "/run" + rest
+	}
+	return p
+}
+
+// hostTrees are host directories whose content, or any part of it, gives
+// control of the host.
+var hostTrees = []string{"/proc", "/sys", "/dev"}
+
+// stateDirs hold engine state: sockets, other containers' filesystems and
+// configuration. Binding one, or a directory above one, is refused; below
+// one only the per-container files in engineOwnFiles are allowed.
+var stateDirs = []string{
+	"/run/docker", "/var/lib/docker", "/run/containerd", "/var/lib/containerd",
+	"/run/crio", "/var/lib/containers", "/run/containers", "/run/podman",
+	"/run/buildkit", "/var/lib/buildkit", "/var/lib/kubelet", "/etc/kubernetes",
+	"/run/user",
+}
+
+// engineOwnFiles are what engines bind into their own containers: hosts,
+// resolv.conf, hostname, /dev/shm, volumes and service-account tokens.
+var engineOwnFiles = []*regexp.Regexp{
+	regexp.MustCompile(`^/var/lib/docker/containers/[0-9a-f]+/(hosts|hostname|resolv\.conf|mounts/.+)$`),
+	regexp.MustCompile(`^/var/lib/docker/volumes/[^/]+/_data(/.*)?$`),
+	regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/(sandboxes|containers)/[0-9a-f]+/.+$`),
+	regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/[0-9a-f]+/userdata/.+$`),
+	regexp.MustCompile(`^/var/lib/containers/storage/volumes/[^/]+/_data(/.*)?$`),
+	regexp.MustCompile(`^/var/lib/kubelet/pods/[^/]+/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`),
+}
+
+var engineSocket = regexp.MustCompile(`^(docker|containerd|crio|podman|buildkitd|cri-dockerd|dockershim|kubelet)\.sock(\.ttrpc)?$`)
+
+// sshAgent matches OpenSSH's default agent socket, /tmp/ssh-XXXX/agent.PID.
+var homeDir = regexp.MustCompile(`^/home/[^/]+$`)
+
+var sshAgent = regexp.MustCompile(`^/tmp/ssh-[^/]+(/agent\.[^/]*)?$`)
+
+// credentialDirs are component sequences that name credentials wherever
+// they appear in a path. Binding a directory that ends in a prefix of one
+// (such as ~/.config) binds the credentials below it too.
+var credentialDirs = [][]string{
+	{".ssh"}, {".aws"}, {".kube"}, {".gnupg"}, {".docker"}, {".azure"}, {".netrc"},
+	{".config", "gcloud"}, {".config", "gh"}, {".git-credentials"}, {".password-store"},
+}
+
+func lexicalRefusal(p string) string {
+	if p == "/" {
+		return "host / exposes every host file"
+	}
+	for _, t := range hostTrees {
+		if under(p, t) {
+			return "host " + t + " gives access to the host kernel, processes or devices"
+		}
+	}
+	if engineSocket.MatchString(path.Base(p)) {
+		return path.Base(p) + " is a container engine socket: whoever holds it controls the host"
+	}
+	if sshAgent.MatchString(p) || p == "/tmp" {
+		return "host /tmp holds SSH agent sockets, which let the job sign in as the operator"
+	}
+	if p == "/root" || p == "/home" || homeDir.MatchString(p) {
+		return p + " is a home directory, full of the owner's credentials and history"
+	}
+	if c := credentialIn(p); c != "" {
+		return c + " holds credentials"
+	}
+	for _, d := range stateDirs {
+		if under(d, p) {
+			return p + " is or contains engine state " + d
+		}
+		if under(p, d) && !engineOwnFile(p) {
+			return p + " is engine state under " + d + ", not a per-container file the engine made for this container"
+		}
+	}
+	return ""
+}
+
+func engineOwnFile(p string) bool {
+	for _, re := range engineOwnFiles {
+		if re.MatchString(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func credentialIn(p string) string {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	for _, cred := range credentialDirs {
+		for i := range parts {
+			n := 0
+			for n < len(cred) && i+n < len(parts) && parts[i+n] == cred[n] {
+				n++
+			}
+			if n == len(cred) || (n > 0 && i+n == len(parts)) {
+				return strings.Join(cred, "/")
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,111 @@
+package specs
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func TestRuleHostMountsRefused(t *testing.T) {
+	dir := t.TempDir()
+	// Links whose names say nothing; their targets are what counts.
+	mustSymlink(t, "/var/run/docker.sock", filepath.Join(dir, "innocent"))
+	mustSymlink(t, "/run/containerd/containerd.sock", filepath.Join(dir, "data"))
+	mustSymlink(t, "/proc/1/root", filepath.Join(dir, "pid1"))
+	creds := filepath.Join(dir, "home/alice/.ssh")
+	if err := os.MkdirAll(creds, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, creds, filepath.Join(dir, "keys"))
+	sock := filepath.Join(dir, "svc.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	sources := []string{
+		"/var/run/docker.sock", "/run/docker.sock", "/var/run/docker", "/run/docker", "/var/lib/docker",
+		"/var/lib/docker/overlay2", "/var/lib/docker/containers", "/var/lib/docker/containers/abc123",
+		"/var/lib/docker/containers/abc123/config.v2.json",
+		"/run/containerd/containerd.sock", "/run/containerd", "/var/lib/containerd",
+		"/var/lib/containerd/io.containerd.content.v1.content",
+		"/var/run/crio/crio.sock", "/var/run/crio", "/run/podman/podman.sock", "/run/podman",
+		"/run/user/1000/podman/podman.sock", "/run/buildkit/buildkitd.sock", "/srv/x/docker.sock",
+		"/tmp/ssh-XXXXabcd/agent.1234", "/tmp/ssh-XXXXabcd", "/tmp",
+		"/root", "/home", "/home/alice", "/home/alice/.ssh", "/home/alice/.ssh/id_ed25519", "/root/.aws",
+		"/home/bob/.kube/config", "/home/bob/.config/gcloud", "/home/bob/.config", "/home/bob/.gnupg",
+		"/home/bob/.docker/config.json", "/home/bob/.azure", "/home/bob/.netrc", "/srv/build/.ssh",
+		"/", "/proc", "/proc/1/root", "/sys", "/sys/fs/cgroup", "/dev", "/dev/mem", "/dev/sda",
+		"/var", "/var/lib", "/var/run", "/run", "/etc/kubernetes/admin.conf", "/var/lib/kubelet/pki",
+		"/var/lib/kubelet/pods", "/home/alice/../../var/run/docker.sock",
+		filepath.Join(dir, "innocent"), filepath.Join(dir, "data"), filepath.Join(dir, "pid1"),
+		filepath.Join(dir, "keys"), sock,
+	}
+	for _, src := range sources {
+		t.Run(src, func(t *testing.T) {
+			s := hostileSpec()
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: []string{"rbind", "ro"}})
+			ds := ruleHostMounts(testContext(), s)
+			wantDecision(t, ds, "mounts[/mnt]", Refused)
+		})
+	}
+}
+
+func TestRuleHostMountsReadOnly(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	sources := []string{
+		"/var/lib/docker/containers/" + id + "/hosts",
+		"/var/lib/docker/containers/" + id + "/resolv.conf",
+		"/var/lib/docker/containers/" + id + "/hostname",
+		"/var/lib/docker/containers/" + id + "/mounts/shm",
+		"/var/lib/docker/volumes/cache/_data",
+		"/var/lib/containerd/io.containerd.grpc.v1.cri/sandboxes/" + id + "/hosts",
+		"/run/containerd/io.containerd.grpc.v1.cri/sandboxes/" + id + "/shm",
+		"/var/lib/kubelet/pods/7f3c0d9e-1111-2222-3333-444455556666/etc-hosts",
+		"/var/lib/kubelet/pods/7f3c0d9e-1111-2222-3333-444455556666/volumes/kubernetes.io~projected/kube-api-access-abcde",
+		"/srv/data", "/home/alice/src/project", "/etc/ssl/certs", "/opt/tools",
+	}
+	for _, src := range sources {
+		t.Run(src, func(t *testing.T) {
+			s := hostileSpec()
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: src,
+				Options: []string{"rbind", "rprivate", "rw", "suid", "dev", "rrw", "rsuid"}})
+			ds := ruleHostMounts(testContext(), s)
+			wantDecision(t, ds, "mounts[/mnt]", Tightened)
+			m := s.Mounts[len(s.Mounts)-1]
+			want := []string{"rbind", "rprivate", "ro", "nosuid", "nodev"}
+			if len(m.Options) != len(want) {
+				t.Fatalf("options %v, want %v", m.Options, want)
+			}
+			for i := range want {
+				if m.Options[i] != want[i] {
+					t.Fatalf("options %v, want %v", m.Options, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRuleHostMountsTypes(t *testing.T) {
+	runRule(t, ruleHostMounts, []ruleCase{
+		{name: "virtual filesystems untouched", want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			if len(ds) != 0 {
+				t.Fatalf("decisions on proc/sysfs/cgroup: %s", dump(ds))
+			}
+		}},
+		{name: "host disk", spec: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "ext4", Source: "/dev/sda1"})
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "mounts[/mnt]", Refused) }},
+		{name: "bind by option only", spec: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Source: "/var/run/docker.sock", Options: []string{"bind"}})
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "mounts[/mnt]", Refused) }},
+		{name: "relative source resolves in the bundle", ctx: func(c *Context) { c.Bundle = "/" },
+			spec: func(s *rspec.Spec) {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: "var/run/docker.sock"})
+			}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "mounts[/mnt]", Refused) }},
+	})
+}

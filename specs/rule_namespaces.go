@@ -1,0 +1,48 @@
+package specs
+
+import rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+// requiredNamespaces are new for every container; the network namespace
+// is the network rule's.
+var requiredNamespaces = []rspec.LinuxNamespaceType{
+	rspec.PIDNamespace, rspec.IPCNamespace, rspec.UTSNamespace, rspec.MountNamespace, rspec.CgroupNamespace,
+}
+
+func ruleNamespaces(c *Context, s *rspec.Spec) []Decision {
+	l := ensureLinux(s)
+	var ds []Decision
+	for _, ns := range l.Namespaces {
+		if ns.Type == rspec.NetworkNamespace {
+			continue
+		}
+		d := Decision{Rule: "namespaces", Field: "linux.namespaces[" + string(ns.Type) + "]", Action: Kept,
+			Before: nsString(ns), After: nsString(ns), Layer: LayerNamespaces}
+		switch {
+		case ns.Path == "":
+			d.Why = "a new namespace of its own"
+		case c.joinable(ns.Type, ns.Path):
+			d.Why = "the pod sandbox's namespace, which bulkhead created under this policy"
+		default:
+			d.Action, d.After = Refused, ""
+			d.Why = "joining the " + string(ns.Type) + " namespace at " + ns.Path +
+				" shares it with a process bulkhead did not create; remove the path (or run the pod's sandbox under bulkhead)"
+		}
+		ds = append(ds, d)
+	}
+	for _, t := range requiredNamespaces {
+		if namespaceIndex(l, t) < 0 {
+			l.Namespaces = append(l.Namespaces, rspec.LinuxNamespace{Type: t})
+			ds = append(ds, Decision{Rule: "namespaces", Field: "linux.namespaces[" + string(t) + "]",
+				Action: Added, Before: "host namespace", After: "new namespace", Layer: LayerNamespaces,
+				Why: "the host's " + string(t) + " namespace would be shared with the sandbox"})
+		}
+	}
+	return ds
+}
+
+func nsString(ns rspec.LinuxNamespace) string {
+	if ns.Path == "" {
+		return "new namespace"
+	}
+	return ns.Path
+}

@@ -1,0 +1,47 @@
+package specs
+
+import (
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func TestRuleRlimits(t *testing.T) {
+	runRule(t, ruleRlimits, []ruleCase{
+		{name: "absent core added", want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			wantDecision(t, ds, "process.rlimits[RLIMIT_CORE]", Added)
+			wantRlimit(t, s, "RLIMIT_CORE", 0, 0)
+		}},
+		{name: "unlimited core and huge nofile", spec: func(s *rspec.Spec) {
+			s.Process.Rlimits = []rspec.POSIXRlimit{
+				{Type: "RLIMIT_CORE", Soft: ^uint64(0), Hard: ^uint64(0)},
+				{Type: "RLIMIT_NOFILE", Soft: 1 << 30, Hard: 1 << 30},
+				{Type: "RLIMIT_NPROC", Soft: 20, Hard: 20},
+			}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			wantDecision(t, ds, "process.rlimits[RLIMIT_CORE]", Tightened)
+			wantDecision(t, ds, "process.rlimits[RLIMIT_NOFILE]", Tightened)
+			wantRlimit(t, s, "RLIMIT_CORE", 0, 0)
+			wantRlimit(t, s, "RLIMIT_NOFILE", maxNofile, maxNofile)
+			wantRlimit(t, s, "RLIMIT_NPROC", 20, 20)
+		}},
+		{name: "stricter nofile kept", spec: func(s *rspec.Spec) {
+			s.Process.Rlimits = []rspec.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 4096}}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			wantRlimit(t, s, "RLIMIT_NOFILE", 1024, 4096)
+		}},
+	})
+}
+
+func wantRlimit(t *testing.T, s *rspec.Spec, typ string, soft, hard uint64) {
+	t.Helper()
+	for _, r := range s.Process.Rlimits {
+		if r.Type == typ {
+			if r.Soft != soft || r.Hard != hard {
+				t.Fatalf("%s = %d/%d, want %d/%d", typ, r.Soft, r.Hard, soft, hard)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s missing", typ)
+}

@@ -1,0 +1,65 @@
+package specs
+
+import (
+	"sort"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// ruleSysctl keeps only sysctls that the kernel scopes to a namespace the
+// container has of its own; any other key would be written to the host.
+func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
+	l := ensureLinux(s)
+	keys := make([]string, 0, len(l.Sysctl))
+	for k := range l.Sysctl {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var ds []Decision
+	for _, k := range keys {
+		d := Decision{Rule: "sysctl", Field: "linux.sysctl[" + k + "]", Action: Kept, Before: l.Sysctl[k],
+			After: l.Sysctl[k], Layer: LayerNamespaces}
+		ns, ok := sysctlNamespace(strings.ReplaceAll(k, "/", "."))
+		switch {
+		case !ok:
+			d.Action, d.After = Refused, ""
+			d.Why = "sysctl " + k + " is not namespaced: it would change the host kernel; remove it from the container's configuration"
+		case !ownNamespace(c, l, ns):
+			d.Action, d.After = Refused, ""
+			d.Why = "sysctl " + k + " belongs to the " + string(ns) + " namespace, which this container shares; remove it or give the container its own " + string(ns) + " namespace"
+		default:
+			d.Why = "scoped to the container's own " + string(ns) + " namespace"
+		}
+		ds = append(ds, d)
+	}
+	return ds
+}
+
+func sysctlNamespace(k string) (rspec.LinuxNamespaceType, bool) {
+	switch {
+	case strings.HasPrefix(k, "net."):
+		return rspec.NetworkNamespace, true
+	case strings.HasPrefix(k, "kernel.shm"), strings.HasPrefix(k, "kernel.msg"), k == "kernel.sem",
+		strings.HasPrefix(k, "fs.mqueue."):
+		return rspec.IPCNamespace, true
+	case k == "kernel.hostname", k == "kernel.domainname":
+		return rspec.UTSNamespace, true
+	}
+	return "", false
+}
+
+// ownNamespace: a new namespace, or a pod sandbox's that bulkhead created.
+func ownNamespace(c *Context, l *rspec.Linux, t rspec.LinuxNamespaceType) bool {
+	found := false
+	for _, ns := range l.Namespaces {
+		if ns.Type != t {
+			continue
+		}
+		if ns.Path != "" && !c.joinable(t, ns.Path) {
+			return false
+		}
+		found = true
+	}
+	return found
+}

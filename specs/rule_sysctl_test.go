@@ -1,0 +1,44 @@
+package specs
+
+import (
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func TestRuleSysctl(t *testing.T) {
+	own := []rspec.LinuxNamespace{{Type: rspec.NetworkNamespace}, {Type: rspec.IPCNamespace}, {Type: rspec.UTSNamespace}}
+	cases := []struct {
+		key    string
+		ns     []rspec.LinuxNamespace
+		action Action
+	}{
+		{"net.ipv4.ip_unprivileged_port_start", own, Kept},
+		{"net/ipv4/ping_group_range", own, Kept},
+		{"kernel.shmmax", own, Kept},
+		{"kernel.msgmax", own, Kept},
+		{"kernel.sem", own, Kept},
+		{"fs.mqueue.msg_max", own, Kept},
+		{"kernel.domainname", own, Kept},
+		{"kernel.core_pattern", own, Refused},
+		{"kernel.modprobe", own, Refused},
+		{"kernel.randomize_va_space", own, Refused},
+		{"vm.overcommit_memory", own, Refused},
+		{"fs.protected_symlinks", own, Refused},
+		{"net.ipv4.ip_forward", nil, Refused},
+		{"net.ipv4.ip_forward", []rspec.LinuxNamespace{{Type: rspec.NetworkNamespace, Path: "/proc/1/ns/net"}}, Refused},
+		{"kernel.shmmax", []rspec.LinuxNamespace{{Type: rspec.IPCNamespace, Path: "/proc/1/ns/ipc"}}, Refused},
+	}
+	for _, tc := range cases {
+		t.Run(tc.key, func(t *testing.T) {
+			s := hostileSpec()
+			s.Linux.Namespaces = tc.ns
+			s.Linux.Sysctl = map[string]string{tc.key: "1"}
+			d := wantDecision(t, ruleSysctl(testContext(), s), "linux.sysctl["+tc.key+"]", tc.action)
+			if tc.action == Refused && !strings.Contains(d.Why, tc.key) {
+				t.Fatalf("refusal does not name %s: %s", tc.key, d.Why)
+			}
+		})
+	}
+}
