@@ -1,0 +1,109 @@
+// Command bulkhead is an OCI runtime that engines call exactly as they
+// call runc. It rewrites each container's spec to the policy's boundary,
+// hands it to a backend (runc, runsc) and verifies what the kernel applied.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"bulkhead.dev/bulkhead/runtime"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	g := &runtime.Globals{Argv0: args[0]}
+	app := newApp(g)
+	err := app.Run(args)
+	var exit *runtime.ExitError
+	var backend *runtime.BackendError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Status
+	case errors.As(err, &backend):
+		// The backend has said why on stderr and in the log already; its
+		// status is ours. bulkhead's line comes last, as the one the
+		// engine shows.
+		runtime.LogError(err)
+		return backend.Status
+	default:
+		runtime.LogError(err)
+		return 1
+	}
+}
+
+func newApp(g *runtime.Globals) *cli.App {
+	app := &cli.App{
+		Name:                      "bulkhead",
+		Usage:                     "an OCI runtime that enforces an execution boundary",
+		Version:                   version,
+		DisableSliceFlagSeparator: true,
+		HideHelpCommand:           true,
+		Flags:                     globalFlags(),
+		Before: func(c *cli.Context) error {
+			readGlobals(c, g)
+			runtime.SetupLog(g)
+			return nil
+		},
+		Commands: commands(g),
+		CommandNotFound: func(c *cli.Context, verb string) {
+			fmt.Fprintf(os.Stderr, "bulkhead: unknown command %q; see bulkhead --help\n", verb)
+			os.Exit(1)
+		},
+		OnUsageError: usageError,
+	}
+	cli.VersionPrinter = func(c *cli.Context) {
+		readGlobals(c, g)
+		if err := runtime.Version(g, version, c.App.Writer); err != nil {
+			fmt.Fprintln(os.Stderr, "bulkhead:", err)
+		}
+	}
+	return app
+}
+
+// usageError keeps flag errors to one line on stderr: stdout is the
+// backend's protocol, never bulkhead's help text.
+func usageError(c *cli.Context, err error, _ bool) error {
+	return fmt.Errorf("%s: %w", c.Command.FullName(), err)
+}
+
+func globalFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "debug", Usage: "enable debug logging"},
+		&cli.StringFlag{Name: "log", Usage: "log file (default: stderr)"},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
+		&cli.StringFlag{Name: "root", Value: runtime.DefaultRoot, Usage: "root directory for container state"},
+		&cli.StringFlag{Name: "criu", Usage: "path to criu binary (runc only)"},
+		&cli.BoolFlag{Name: "systemd-cgroup", Usage: "use systemd for cgroups"},
+		&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "ignore cgroup permission errors: true, false or auto"},
+		&cli.StringFlag{Name: "config", EnvVars: []string{"BULKHEAD_CONFIG"}, Value: runtime.DefaultConfigPath, Usage: "bulkhead configuration file"},
+		&cli.StringFlag{Name: "profile", Usage: "policy profile (default: the configuration's default_profile)"},
+		&cli.StringFlag{Name: "backend", Usage: "backend runtime (default: the profile's)"},
+	}
+}
+
+func readGlobals(c *cli.Context, g *runtime.Globals) {
+	g.Root = c.String("root")
+	g.Log = c.String("log")
+	g.LogFormat = c.String("log-format")
+	g.Debug = c.Bool("debug")
+	g.SystemdCgroup = c.Bool("systemd-cgroup")
+	if c.IsSet("rootless") {
+		g.Rootless = c.String("rootless")
+	}
+	g.Criu = c.String("criu")
+	g.SetConfig(c.String("config"), c.IsSet("config"))
+	g.Profile = c.String("profile")
+	g.Backend = c.String("backend")
+}

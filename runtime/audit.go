@@ -1,0 +1,77 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// AuditEntry is one line of the audit log: what was asked, what the
+// policy decided, what the kernel showed and how it ended.
+type AuditEntry struct {
+	Time        time.Time        `json:"time"`
+	Event       string           `json:"event"`
+	ID          string           `json:"id"`
+	Bundle      string           `json:"bundle,omitempty"`
+	Profile     string           `json:"profile,omitempty"`
+	Backend     string           `json:"backend,omitempty"`
+	Mode        specs.Mode       `json:"mode,omitempty"`
+	SpecBefore  string           `json:"spec_sha256_before,omitempty"`
+	SpecAfter   string           `json:"spec_sha256_after,omitempty"`
+	Decisions   []specs.Decision `json:"decisions,omitempty"`
+	SecretsGone []string         `json:"secret_env_removed,omitempty"`
+	Checks      []Check          `json:"verification,omitempty"`
+	Outcome     string           `json:"outcome"`
+	Error       string           `json:"error,omitempty"`
+}
+
+// WriteAudit appends one JSON line to the audit log. The line is written
+// with a single write under an exclusive flock, so lines from parallel
+// creates never interleave. Failing to audit is logged, not fatal: the
+// container's boundary does not depend on it.
+func WriteAudit(path string, e *AuditEntry) error {
+	if path == "" {
+		return nil
+	}
+	e.Time = time.Now().UTC()
+	for _, d := range e.Decisions {
+		if d.Rule == "environment" && d.Action == specs.Removed {
+			name := strings.TrimSuffix(strings.TrimPrefix(d.Field, "process.env["), "]")
+			e.SecretsGone = append(e.SecretsGone, name)
+		}
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	if _, err := f.Write(line); err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	return nil
+}
+
+func sha(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

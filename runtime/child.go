@@ -1,0 +1,98 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// backendTimeout bounds a backend call that bulkhead waits for; a backend
+// that hangs must not hang the engine forever.
+const backendTimeout = 2 * time.Minute
+
+// runBackend runs a backend as a child with bulkhead's own stdio, the
+// preserved fds at the same numbers, and every catchable signal forwarded,
+// and returns its exit status. err is non-nil only when it could not run.
+func runBackend(argv []string, preserveFds int) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	for i := 0; i < preserveFds; i++ {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(3+i), "preserved"))
+	}
+	logrus.Debugf("bulkhead: running %v", argv)
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return -1, err
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if s == unix.SIGCHLD || s == unix.SIGURG || s == unix.SIGWINCH {
+					continue
+				}
+				_ = cmd.Process.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	return exitStatus(err)
+}
+
+// outputOf runs a backend and returns its stdout, for verbs whose output
+// bulkhead reads (list, features, state of a record).
+func outputOf(argv []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	return cmd.Output()
+}
+
+// quietly runs a backend for cleanup, discarding its output.
+func quietly(argv []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		logrus.Debugf("bulkhead: %v: %v: %s", argv, err, out)
+	}
+	return err
+}
+
+// exitStatus turns a Wait error into the status a shell would report.
+func exitStatus(err error) (int, error) {
+	if err == nil {
+		return 0, nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			return waitStatusCode(ws), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return -1, err
+}
+
+func waitStatusCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}

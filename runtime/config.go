@@ -1,0 +1,202 @@
+package runtime
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"syscall"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// DefaultConfigPath is read when neither --config nor BULKHEAD_CONFIG names
+// another file. Its absence is fine: the built-in configuration applies.
+const DefaultConfigPath = "/etc/bulkhead/config.toml"
+
+//go:embed default.toml
+var builtinConfig []byte
+
+// BackendConfig is one [backends.<name>] table.
+type BackendConfig struct {
+	Path string   `toml:"path"`
+	Args []string `toml:"args"`
+}
+
+// Config is bulkhead's configuration: the built-in one with the
+// administrator's file on top.
+type Config struct {
+	DefaultProfile string                   `toml:"default_profile"`
+	AuditLog       string                   `toml:"audit_log"`
+	Backends       map[string]BackendConfig `toml:"backends"`
+	Profiles       map[string]specs.Profile `toml:"profiles"`
+}
+
+// fileConfig mirrors Config with profiles decoded as raw tables, so a
+// profile in the administrator's file can start from the default profile
+// and override only the keys it names.
+type fileConfig struct {
+	DefaultProfile string                    `toml:"default_profile"`
+	AuditLog       string                    `toml:"audit_log"`
+	Backends       map[string]BackendConfig  `toml:"backends"`
+	Profiles       map[string]map[string]any `toml:"profiles"`
+}
+
+// LoadConfig returns the built-in configuration overlaid with the file at
+// path. A missing file at the default path is not an error; a missing file
+// that was named explicitly is.
+func LoadConfig(path string, explicit bool) (*Config, error) {
+	cfg, err := decodeConfig(nil, builtinConfig, "built-in configuration")
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := readConfigFile(path)
+	if errors.Is(err, os.ErrNotExist) && !explicit {
+		return cfg, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeConfig(cfg, data, path)
+}
+
+// readConfigFile refuses a file that anyone but root could have written:
+// the file decides the boundary, so its integrity is part of it.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+		return nil, fmt.Errorf("config %s: owned by uid %d, must be owned by root", path, sys.Uid)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("config %s: mode %04o lets others than root write it; run chmod go-w %s", path, st.Mode().Perm(), path)
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeConfig decodes data strictly onto base (nil for none).
+func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
+	// The typed pass finds unknown keys with their line; the raw pass
+	// tells which profile keys the file sets.
+	var typed Config
+	if err := strictUnmarshal(data, &typed); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	var fc fileConfig
+	if err := toml.Unmarshal(data, &fc); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	cfg := &Config{Backends: map[string]BackendConfig{}, Profiles: map[string]specs.Profile{}}
+	if base != nil {
+		*cfg = *base
+		cfg.Backends = clone(base.Backends)
+		cfg.Profiles = clone(base.Profiles)
+	}
+	if fc.DefaultProfile != "" {
+		cfg.DefaultProfile = fc.DefaultProfile
+	}
+	if fc.AuditLog != "" {
+		cfg.AuditLog = fc.AuditLog
+	}
+	for name, b := range fc.Backends {
+		if name == stateDirName {
+			return nil, fmt.Errorf("config %s: backend name %q is reserved", name, name)
+		}
+		cfg.Backends[name] = b
+	}
+	// The default profile is decoded first: every other profile starts
+	// from it.
+	names := make([]string, 0, len(fc.Profiles))
+	for n := range fc.Profiles {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] == "default" || (names[j] != "default" && names[i] < names[j]) })
+	for _, n := range names {
+		start, ok := cfg.Profiles[n]
+		if !ok {
+			start = cfg.Profiles["default"]
+			if n != "default" {
+				start.Selectable = false
+				start.Trusted = false
+			}
+		}
+		p, err := overlayProfile(start, fc.Profiles[n])
+		if err != nil {
+			return nil, fmt.Errorf("config %s: profile %s: %w", name, n, err)
+		}
+		p.Name = n
+		cfg.Profiles[n] = p
+	}
+	return cfg, cfg.validate(name)
+}
+
+func overlayProfile(p specs.Profile, table map[string]any) (specs.Profile, error) {
+	data, err := toml.Marshal(table)
+	if err != nil {
+		return p, err
+	}
+	err = strictUnmarshal(data, &p)
+	return p, err
+}
+
+func strictUnmarshal(data []byte, v any) error {
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		return errors.New(strict.String())
+	}
+	var derr *toml.DecodeError
+	if errors.As(err, &derr) {
+		row, col := derr.Position()
+		return fmt.Errorf("line %d column %d: %s", row, col, derr.Error())
+	}
+	return err
+}
+
+func (c *Config) validate(name string) error {
+	if _, ok := c.Profiles[c.DefaultProfile]; !ok {
+		return fmt.Errorf("config %s: default_profile %q is not defined", name, c.DefaultProfile)
+	}
+	for n, p := range c.Profiles {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("config %s: %w", name, err)
+		}
+		if _, ok := c.Backends[p.Backend]; !ok {
+			return fmt.Errorf("config %s: profile %s: backend %q is not defined under [backends]", name, n, p.Backend)
+		}
+	}
+	for n, b := range c.Backends {
+		if b.Path == "" {
+			return fmt.Errorf("config %s: backends.%s: path is empty", name, n)
+		}
+	}
+	return nil
+}
+
+func clone[M ~map[K]V, K comparable, V any](m M) M {
+	out := make(M, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// BackendError carries a backend's non-zero exit status, which bulkhead
+// returns as its own so the engine sees what the backend said.
+type BackendError struct {
+	Verb   string
+	Status int
+}
+
+func (e *BackendError) Error() string {
+	return fmt.Sprintf("backend %s exited with status %d", e.Verb, e.Status)
+}
+
+// creation is one container on its way from the caller's bundle to a
+// verified backend container. Until commit, undo removes every trace.
+type creation struct {
+	g       *Globals
+	cfg     *Config
+	reg     *Registry
+	rec     *Record
+	sel     *Selection
+	bundle  string
+	pidFile string
+	ownPid  bool // bulkhead chose the pid file and removes it on failure
+
+	original   []byte // the caller's config.json, byte for byte
+	handed     *rspec.Spec
+	handedJSON []byte
+	rewritten  bool // config.json was replaced
+	created    bool // the backend has a container of this id
+	audit      AuditEntry
+}
+
+// prepare runs everything before the hand-over: load, select, rules,
+// validation, record. On error nothing of the container exists.
+func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return nil, err
+	}
+	if bundle == "" {
+		if bundle, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	if bundle, err = filepath.Abs(bundle); err != nil {
+		return nil, err
+	}
+	spec, original, err := specs.Load(bundle)
+	if err != nil {
+		return nil, err
+	}
+	sel, err := Select(cfg, g, spec.Annotations)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := OpenRegistry(g.Root)
+	if err != nil {
+		return nil, err
+	}
+	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: pidFile, original: original}
+	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
+		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
+
+	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace}
+	rewritten, decisions, err := specs.Apply(ctx, spec)
+	c.audit.Decisions = decisions
+	if err != nil && sel.Profile.Mode == specs.Enforce {
+		return nil, c.fail(err)
+	}
+	for _, d := range decisions {
+		logrus.Debugf("bulkhead: %s %s %s: %s", d.Rule, d.Field, d.Action, d.Why)
+	}
+	c.handed = spec
+	if sel.Profile.Mode == specs.Enforce {
+		c.handed = rewritten
+		if c.handed.Linux != nil && c.handed.Linux.CgroupsPath == "" && !g.SystemdCgroup {
+			// An explicit path lets bulkhead find and remove the cgroup
+			// a failed create leaves behind.
+			c.handed.Linux.CgroupsPath = "/bulkhead/" + id
+		}
+		if sel.Backend.IsGVisor() {
+			translateForGVisor(c.handed, &sel.Profile)
+		}
+	}
+	if err := validateForBackend(id, bundle, c.handed, g); err != nil {
+		return nil, c.fail(err)
+	}
+	if c.handedJSON, err = specs.Marshal(c.handed); err != nil {
+		return nil, c.fail(err)
+	}
+	c.audit.SpecAfter = sha(c.handedJSON)
+	if sel.Profile.Mode == specs.Audit {
+		c.audit.SpecAfter = c.audit.SpecBefore
+	}
+
+	c.rec = &Record{ID: id, Backend: sel.Backend.Name, BackendPath: sel.Backend.Path, Bundle: bundle,
+		Profile: sel.Profile.Name, Mode: sel.Profile.Mode, Decisions: decisions}
+	c.rec.Created = nowUTC()
+	if c.handed.Linux != nil {
+		c.rec.CgroupsPath = c.handed.Linux.CgroupsPath
+	}
+	if err := reg.Add(c.rec); err != nil {
+		return nil, c.fail(err)
+	}
+	if c.pidFile == "" {
+		c.pidFile, c.ownPid = filepath.Join(reg.Dir(id), "init.pid"), true
+	}
+	if err := os.WriteFile(filepath.Join(reg.Dir(id), "config.orig.json"), original, 0o600); err != nil {
+		return nil, c.fail(c.undo(err))
+	}
+	if sel.Profile.Mode == specs.Enforce {
+		if err := specs.WriteAtomic(filepath.Join(bundle, "config.json"), c.handedJSON, 0o644); err != nil {
+			return nil, c.fail(c.undo(err))
+		}
+		c.rewritten = true
+	}
+	return c, nil
+}
+
+// handOver runs the backend's create (or restore) with the caller's flags,
+// then verifies what the kernel applied. On any failure it undoes
+// everything and returns the error.
+func (c *creation) handOver(verb string, v Values) error {
+	b := c.sel.Backend
+	flags, dropped := forwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
+	if len(dropped) > 0 {
+		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
+	}
+	args := append([]string{"--bundle", c.bundle, "--pid-file", c.pidFile}, flags...)
+	args = append(args, c.rec.ID)
+	argv := c.g.backendArgv(b, verb, args...)
+	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)
+	status, err := runBackend(argv, v.Int("preserve-fds"))
+	c.created = true // even a failed create may leave state behind
+	if err == nil && status != 0 {
+		err = &BackendError{Verb: verb, Status: status}
+	}
+	if err != nil {
+		return c.fail(c.undo(err))
+	}
+	pid, err := readPidFile(c.pidFile)
+	if err != nil {
+		return c.fail(c.undo(err))
+	}
+	c.rec.InitPid = pid
+	report, err := Verify(pid, c.handed, b.Name)
+	c.rec.Checks = report
+	c.audit.Checks = report
+	if err == nil {
+		err = report.Err()
+	}
+	if err != nil && c.sel.Profile.Mode == specs.Enforce {
+		return c.fail(c.undo(fmt.Errorf("verification after %s: %w", verb, err)))
+	}
+	if err := c.reg.Update(c.rec); err != nil {
+		return c.fail(c.undo(err))
+	}
+	c.audit.Outcome = "created"
+	if c.sel.Profile.Mode == specs.Audit {
+		c.audit.Outcome = "created (audit mode: spec handed over unchanged)"
+	}
+	c.writeAudit()
+	return nil
+}
+
+// undo removes everything this creation made and returns cause, with any
+// cleanup failure attached: a failed cleanup must be visible.
+func (c *creation) undo(cause error) error {
+	var errs []error
+	if c.created {
+		_ = quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
+		if err := removeCgroup(c.rec.CgroupsPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.rewritten {
+		if err := specs.WriteAtomic(filepath.Join(c.bundle, "config.json"), c.original, 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restore config.json: %w", err))
+		}
+	}
+	if c.ownPid {
+		os.Remove(c.pidFile)
+	}
+	if err := c.reg.Remove(c.rec.ID); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w (cleanup: %v)", cause, errors.Join(errs...))
+	}
+	return cause
+}
+
+// fail records a refused or failed creation in the audit log.
+func (c *creation) fail(err error) error {
+	c.audit.Outcome = "refused"
+	var be *BackendError
+	if errors.As(err, &be) {
+		c.audit.Outcome = "failed"
+	}
+	c.audit.Error = err.Error()
+	c.writeAudit()
+	return err
+}
+
+func (c *creation) writeAudit() {
+	if err := WriteAudit(c.cfg.AuditLog, &c.audit); err != nil {
+		logrus.Warnf("bulkhead: %v", err)
+	}
+}
+
+func readPidFile(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("pid file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pid file %s: %q is not a pid", path, data)
+	}
+	return pid, nil
+}
+
+// Create is the create verb: policy, hand-over, verification.
+func Create(g *Globals, v Values, id string) error {
+	c, err := prepare(g, "create", id, v.String("bundle"), v.String("pid-file"))
+	if err != nil {
+		return err
+	}
+	return c.handOver("create", v)
+}
+
+// Restore is the restore verb: the same policy and verification as create,
+// since a checkpoint image carries a process but the boundary is the spec's.
+func Restore(g *Globals, v Values, id string) error {
+	c, err := prepare(g, "restore", id, v.String("bundle"), v.String("pid-file"))
+	if err != nil {
+		return err
+	}
+	return c.handOver("restore", v)
+}

@@ -1,0 +1,39 @@
+package runtime
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+)
+
+// DefaultRoot is bulkhead's state root when the caller passes no --root.
+const DefaultRoot = "/run/bulkhead"
+
+// stateDirName is the directory below the caller's root that holds
+// bulkhead's own records; each backend gets a sibling named after it.
+const stateDirName = "bulkhead"
+
+// validID is runc's rule for container ids; anything else could escape the
+// state directory through the path.
+var validID = regexp.MustCompile(`^[\w+\-.]+$`)
+
+// CheckID refuses ids that are not safe as one path component.
+func CheckID(id string) error {
+	if id == "" {
+		return fmt.Errorf("container id is empty")
+	}
+	if !validID.MatchString(id) || id == "." || id == ".." {
+		return fmt.Errorf("invalid container id %q: use letters, digits, '_', '+', '-' and '.'", id)
+	}
+	return nil
+}
+
+// backendRoot is the --root handed to a backend: its own directory below
+// the caller's root, so two backends never share state.
+func backendRoot(root, backend string) string {
+	return filepath.Join(root, backend)
+}
+
+func stateRoot(root string) string {
+	return filepath.Join(root, stateDirName)
+}

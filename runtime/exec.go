@@ -1,0 +1,171 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// processFlags define the exec'd process; bulkhead folds them into one
+// process JSON, polices it, and hands only that to the backend.
+var processFlags = []string{"process", "cwd", "env", "tty", "user", "additional-gids", "process-label", "apparmor", "no-new-privs", "cap"}
+
+// Exec polices the process an exec asks for with the container's profile
+// (capabilities, user, no_new_privs, environment, cwd) and then replaces
+// bulkhead with the backend's exec. `docker exec --privileged -u 0` gets no
+// capabilities, no root and no_new_privs, like the container's init.
+func Exec(g *Globals, v Values, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("exec: container id missing")
+	}
+	id := args[0]
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return err
+	}
+	b, reg, err := owner(g, id)
+	if err != nil {
+		return err
+	}
+	rec, err := reg.Get(id)
+	if err != nil {
+		return fmt.Errorf("exec %s: bulkhead has no record of this container: %w", id, err)
+	}
+	profile, ok := cfg.Profiles[rec.Profile]
+	if !ok {
+		return fmt.Errorf("exec %s: profile %q of the container is no longer configured", id, rec.Profile)
+	}
+	proc, err := execProcess(v, args[1:], rec.Bundle)
+	if err != nil {
+		return err
+	}
+	ctx := &specs.Context{Profile: &profile}
+	policed, decisions, err := specs.ApplyProcess(ctx, proc)
+	audit := AuditEntry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name, Backend: b.Name,
+		Mode: profile.Mode, Decisions: decisions, Outcome: "exec"}
+	if err != nil && profile.Mode == specs.Enforce {
+		audit.Outcome, audit.Error = "refused", err.Error()
+		_ = WriteAudit(cfg.AuditLog, &audit)
+		return err
+	}
+	if profile.Mode == specs.Audit {
+		policed = proc
+	}
+	_ = WriteAudit(cfg.AuditLog, &audit)
+	data, err := json.Marshal(policed)
+	if err != nil {
+		return err
+	}
+	path, err := memfdPath("bulkhead-process", data)
+	if err != nil {
+		return err
+	}
+	flags, _ := forwardFlags("exec", v, b.IsGVisor(), processFlags...)
+	rest := append([]string{"--process", path}, flags...)
+	rest = append(rest, id)
+	return execBackend(g.backendArgv(b, "exec", rest...))
+}
+
+// execProcess builds the process runc would run for these exec flags:
+// --process as given, otherwise the container's process with the flags
+// applied (runc's own rules: args replace, env appends, caps add).
+func execProcess(v Values, args []string, bundle string) (*rspec.Process, error) {
+	if path := v.String("process"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("exec --process: %w", err)
+		}
+		var p rspec.Process
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, fmt.Errorf("exec --process %s: %w", path, err)
+		}
+		return &p, nil
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("exec: no command given and no --process")
+	}
+	s, _, err := specs.Load(bundle)
+	if err != nil {
+		return nil, err
+	}
+	p := s.Process
+	if p == nil {
+		p = &rspec.Process{}
+	}
+	p.Args = args
+	p.Terminal = v.Bool("tty")
+	if c := v.String("cwd"); c != "" {
+		p.Cwd = c
+	}
+	p.Env = append(p.Env, v.StringSlice("env")...)
+	if a := v.String("apparmor"); a != "" {
+		p.ApparmorProfile = a
+	}
+	if l := v.String("process-label"); l != "" {
+		p.SelinuxLabel = l
+	}
+	if caps := v.StringSlice("cap"); len(caps) > 0 {
+		if p.Capabilities == nil {
+			p.Capabilities = &rspec.LinuxCapabilities{}
+		}
+		for _, c := range caps {
+			c = strings.ToUpper(c)
+			if !strings.HasPrefix(c, "CAP_") {
+				c = "CAP_" + c
+			}
+			p.Capabilities.Bounding = append(p.Capabilities.Bounding, c)
+			p.Capabilities.Effective = append(p.Capabilities.Effective, c)
+			p.Capabilities.Permitted = append(p.Capabilities.Permitted, c)
+		}
+	}
+	if v.IsSet("no-new-privs") {
+		p.NoNewPrivileges = v.Bool("no-new-privs")
+	}
+	if u := v.String("user"); u != "" {
+		uidStr, gidStr, hasGid := strings.Cut(u, ":")
+		uid, err := strconv.ParseUint(uidStr, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("exec --user %q: want <uid>[:<gid>]", u)
+		}
+		p.User.UID = uint32(uid)
+		if hasGid {
+			gid, err := strconv.ParseUint(gidStr, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("exec --user %q: want <uid>[:<gid>]", u)
+			}
+			p.User.GID = uint32(gid)
+		}
+	}
+	for _, g := range v.StringSlice("additional-gids") {
+		gid, err := strconv.ParseUint(g, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("exec --additional-gids %q: not a number", g)
+		}
+		p.User.AdditionalGids = append(p.User.AdditionalGids, uint32(gid))
+	}
+	return p, nil
+}
+
+// memfdPath puts data in an anonymous file that survives exec and
+// returns a path the backend can open. Nothing is left on disk.
+func memfdPath(name string, data []byte) (string, error) {
+	fd, err := unix.MemfdCreate(name, 0)
+	if err != nil {
+		return "", fmt.Errorf("memfd: %w", err)
+	}
+	if _, err := unix.Write(fd, data); err != nil {
+		unix.Close(fd)
+		return "", fmt.Errorf("memfd: %w", err)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(fd), nil
+}

@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// ContainerState is one entry of `list --format json`, runc's fields.
+type ContainerState struct {
+	Version        string            `json:"ociVersion"`
+	ID             string            `json:"id"`
+	InitProcessPid int               `json:"pid"`
+	Status         string            `json:"status"`
+	Bundle         string            `json:"bundle"`
+	Rootfs         string            `json:"rootfs"`
+	Created        time.Time         `json:"created"`
+	Annotations    map[string]string `json:"annotations,omitempty"`
+	Owner          string            `json:"owner"`
+}
+
+// List merges the containers of every configured backend under this root.
+// A backend that is not installed, or whose list fails, contributes none.
+func List(g *Globals, v Values, out io.Writer) error {
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return err
+	}
+	all := []ContainerState{}
+	for _, name := range sortedKeys(cfg.Backends) {
+		b, err := cfg.ResolveBackend(name)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(backendRoot(g.Root, name)); err != nil {
+			continue
+		}
+		data, err := outputOf(g.backendArgv(b, "list", "--format", "json"))
+		if err != nil {
+			return fmt.Errorf("list of backend %s: %w", name, err)
+		}
+		var states []ContainerState
+		if err := json.Unmarshal(data, &states); err != nil && len(data) > 0 {
+			return fmt.Errorf("list of backend %s: %w", name, err)
+		}
+		all = append(all, states...)
+	}
+	switch {
+	case v.Bool("quiet"):
+		for _, s := range all {
+			fmt.Fprintln(out, s.ID)
+		}
+	case v.String("format") == "json":
+		return json.NewEncoder(out).Encode(all)
+	case v.String("format") == "" || v.String("format") == "table":
+		w := tabwriter.NewWriter(out, 12, 1, 3, ' ', 0)
+		fmt.Fprint(w, "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n")
+		for _, s := range all {
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.InitProcessPid, s.Status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
+		}
+		return w.Flush()
+	default:
+		return fmt.Errorf("list --format %q: want table or json", v.String("format"))
+	}
+	return nil
+}
+
+// Features prints the default backend's features document after checking
+// that it parses: dockerd reads it at start.
+func Features(g *Globals, out io.Writer) error {
+	b, _, err := owner(g, "")
+	if err != nil {
+		return err
+	}
+	data, err := outputOf(g.backendArgv(b, "features"))
+	if err != nil {
+		return fmt.Errorf("features of backend %s: %w", b.Name, err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("features of backend %s: not JSON: %w", b.Name, err)
+	}
+	_, err = out.Write(data)
+	return err
+}
+
+// Version prints the backends bulkhead would use, then its own version on
+// the last line: dockerd takes the runtime version from a line that
+// contains "version".
+func Version(g *Globals, version string, out io.Writer) error {
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return err
+	}
+	for _, name := range sortedKeys(cfg.Backends) {
+		b, err := cfg.ResolveBackend(name)
+		if err != nil {
+			fmt.Fprintf(out, "backend %s: not found (%s)\n", name, cfg.Backends[name].Path)
+			continue
+		}
+		fmt.Fprintf(out, "backend %s: %s (%s)\n", name, b.Path, b.Version())
+	}
+	fmt.Fprintf(out, "bulkhead version %s\n", version)
+	return nil
+}

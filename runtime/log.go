@@ -1,0 +1,52 @@
+package runtime
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sirupsen/logrus"
+)
+
+// SetupLog sends bulkhead's messages where runc sends its own: the --log
+// file in runc's format (logrus JSON lines with "level", "msg", "time" for
+// --log-format json), because containerd and dockerd show the user the
+// last error line of that file. A log path that cannot be opened falls
+// back to stderr: logging never fails a container.
+func SetupLog(g *Globals) {
+	logrus.SetOutput(os.Stderr)
+	switch g.LogFormat {
+	case "json":
+		logrus.SetFormatter(new(logrus.JSONFormatter))
+	default:
+		logrus.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
+	}
+	switch {
+	case g.Debug:
+		logrus.SetLevel(logrus.DebugLevel)
+	case g.Log == "":
+		// stderr is the engine's to show; only trouble goes there.
+		logrus.SetLevel(logrus.WarnLevel)
+	default:
+		logrus.SetLevel(logrus.InfoLevel)
+	}
+	if g.Log == "" {
+		return
+	}
+	f, err := os.OpenFile(g.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bulkhead: log %s: %v; logging to stderr\n", g.Log, err)
+		return
+	}
+	logrus.SetOutput(f)
+}
+
+// LogError reports err as the last error line of the log and on stderr,
+// the way runc does: containerd and dockerd show the user that line.
+func LogError(err error) {
+	msg := "bulkhead: " + err.Error()
+	if logrus.StandardLogger().Out != io.Writer(os.Stderr) {
+		logrus.Error(msg)
+	}
+	fmt.Fprintln(os.Stderr, msg)
+}

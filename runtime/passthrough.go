@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+)
+
+// owner returns the backend that owns id: the one recorded at create, or,
+// for a container bulkhead has no record of, the backend the runtime entry
+// selects (so `state` of an unknown id gets the backend's own answer).
+func owner(g *Globals, id string) (*Backend, *Registry, error) {
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := OpenRegistry(g.Root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if CheckID(id) == nil {
+		rec, err := reg.Get(id)
+		if err == nil {
+			b, err := cfg.ResolveBackend(rec.Backend)
+			return b, reg, err
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, err
+		}
+	}
+	sel, err := Select(cfg, g, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sel.Backend, reg, nil
+}
+
+// Passthrough replaces bulkhead with the owning backend for verbs whose
+// whole effect is the backend's: pid, stdio, console socket, preserved fds,
+// signals and exit status are then the backend's own.
+func Passthrough(g *Globals, verb string, v Values, args []string) error {
+	id := ""
+	if len(args) > 0 {
+		id = args[0]
+	}
+	b, _, err := owner(g, id)
+	if err != nil {
+		return err
+	}
+	flags, dropped := forwardFlags(verb, v, b.IsGVisor())
+	if len(dropped) > 0 {
+		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
+	}
+	return execBackend(g.backendArgv(b, verb, append(flags, args...)...))
+}
+
+func execBackend(argv []string) error {
+	logrus.Debugf("bulkhead: exec %v", argv)
+	err := syscall.Exec(argv[0], argv, os.Environ())
+	return fmt.Errorf("exec %s: %w", argv[0], err)
+}
+
+// Delete deletes the container through its backend and then every trace
+// bulkhead kept of it. A record whose container the backend no longer
+// knows is removed too, so a crashed create cannot leave a stale record.
+func Delete(g *Globals, v Values, id string) error {
+	b, reg, err := owner(g, id)
+	if err != nil {
+		return err
+	}
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	flags, _ := forwardFlags("delete", v, b.IsGVisor())
+	status, err := runBackend(g.backendArgv(b, "delete", append(flags, id)...), 0)
+	if err != nil {
+		return err
+	}
+	rec, recErr := reg.Get(id)
+	if status != 0 {
+		if recErr != nil || backendKnows(g, b, id) {
+			return &BackendError{Verb: "delete", Status: status}
+		}
+		logrus.Warnf("bulkhead: %s: backend %s has no such container; removing bulkhead's record", id, b.Name)
+	}
+	if recErr == nil {
+		if err := removeCgroup(rec.CgroupsPath); err != nil {
+			logrus.Warnf("bulkhead: %v", err)
+		}
+	}
+	return reg.Remove(id)
+}
+
+// backendKnows tells whether the backend still has state for id.
+func backendKnows(g *Globals, b *Backend, id string) bool {
+	_, err := outputOf(g.backendArgv(b, "state", id))
+	return err == nil
+}

@@ -1,0 +1,142 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// Record is what bulkhead remembers of a container it created: which
+// backend owns it, and what the policy decided.
+type Record struct {
+	ID          string           `json:"id"`
+	Backend     string           `json:"backend"`
+	BackendPath string           `json:"backend_path"`
+	Bundle      string           `json:"bundle"`
+	Profile     string           `json:"profile"`
+	Mode        specs.Mode       `json:"mode"`
+	Created     time.Time        `json:"created"`
+	InitPid     int              `json:"init_pid,omitempty"`
+	CgroupsPath string           `json:"cgroups_path,omitempty"`
+	Decisions   []specs.Decision `json:"decisions,omitempty"`
+	Checks      []Check          `json:"checks,omitempty"`
+}
+
+// Registry maps (root, id) to the backend that owns the container. Every
+// change happens under an exclusive flock on one file, so parallel creates
+// and deletes cannot lose or corrupt records.
+type Registry struct {
+	dir string
+}
+
+// OpenRegistry returns the registry under the caller's root, creating its
+// directory.
+func OpenRegistry(root string) (*Registry, error) {
+	dir := stateRoot(root)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	return &Registry{dir: dir}, nil
+}
+
+// Dir is the directory of one container's state: its record, the original
+// spec and anything else bulkhead keeps for it.
+func (r *Registry) Dir(id string) string {
+	return filepath.Join(r.dir, id)
+}
+
+func (r *Registry) lock() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(r.dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// ErrExists is returned by Add when the id is already taken.
+var ErrExists = errors.New("container id already exists")
+
+// Add records a new container. It fails if a record for the id exists.
+func (r *Registry) Add(rec *Record) error {
+	unlock, err := r.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	dir := r.Dir(rec.ID)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("container %s: %w", rec.ID, ErrExists)
+		}
+		return err
+	}
+	return r.write(rec)
+}
+
+// Update rewrites an existing record.
+func (r *Registry) Update(rec *Record) error {
+	unlock, err := r.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return r.write(rec)
+}
+
+func (r *Registry) write(rec *Record) error {
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return specs.WriteAtomic(filepath.Join(r.Dir(rec.ID), "record.json"), data, 0o600)
+}
+
+// Get returns the record of id, or an error wrapping os.ErrNotExist.
+func (r *Registry) Get(id string) (*Record, error) {
+	data, err := os.ReadFile(filepath.Join(r.Dir(id), "record.json"))
+	if err != nil {
+		return nil, err
+	}
+	var rec Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("record of %s: %w", id, err)
+	}
+	return &rec, nil
+}
+
+// Remove deletes the record and all state of id. Removing a missing record
+// is not an error: delete must be idempotent.
+func (r *Registry) Remove(id string) error {
+	unlock, err := r.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return os.RemoveAll(r.Dir(id))
+}
+
+// IDs lists the ids that have a record.
+func (r *Registry) IDs() ([]string, error) {
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids, nil
+}

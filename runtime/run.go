@@ -1,0 +1,107 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+)
+
+// ExitError carries the status `run` returns: the container's own.
+type ExitError struct{ Status int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("container exited with status %d", e.Status) }
+
+// Run is create, verify, start and wait. runc's own run cannot be used:
+// the workload would start before bulkhead had verified the boundary.
+// bulkhead becomes a child subreaper before the backend's create, so the
+// container's init is re-parented to it and its exit status can be
+// collected like runc run does.
+func Run(g *Globals, v Values, id string) error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("become subreaper: %w", err)
+	}
+	c, err := prepare(g, "run", id, v.String("bundle"), v.String("pid-file"))
+	if err != nil {
+		return err
+	}
+	if err := c.handOver("create", v); err != nil {
+		return err
+	}
+	// Signals from now on are the container's, as with runc run.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs)
+	defer signal.Stop(sigs)
+
+	b := c.sel.Backend
+	status, err := runBackend(g.backendArgv(b, "start", id), 0)
+	if err == nil && status != 0 {
+		err = &BackendError{Verb: "start", Status: status}
+	}
+	if err != nil {
+		_ = Delete(g, forceValues{}, id)
+		return err
+	}
+	if v.Bool("detach") {
+		return nil
+	}
+	exit := waitInit(c.rec.InitPid, sigs, func(s os.Signal) {
+		_ = quietly(g.backendArgv(b, "kill", id, strconv.Itoa(int(s.(unix.Signal)))))
+	})
+	if !v.Bool("keep") {
+		if err := Delete(g, forceValues{}, id); err != nil {
+			logrus.Warnf("bulkhead: delete after run: %v", err)
+		}
+	}
+	if exit != 0 {
+		return &ExitError{Status: exit}
+	}
+	return nil
+}
+
+// waitInit reaps children until pid exits, forwarding signals meanwhile,
+// and returns its status the way a shell reports it.
+func waitInit(pid int, sigs chan os.Signal, forward func(os.Signal)) int {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if s != unix.SIGCHLD && s != unix.SIGURG && s != unix.SIGWINCH {
+					forward(s)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	for {
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			// No child left: the init was not ours to reap.
+			logrus.Warnf("bulkhead: wait for %d: %v", pid, err)
+			return 255
+		}
+		if got == pid {
+			if ws.Signaled() {
+				return 128 + int(ws.Signal())
+			}
+			return ws.ExitStatus()
+		}
+	}
+}
+
+// forceValues is the flag set of an internal `delete --force`.
+type forceValues struct{ noValues }
+
+func (forceValues) IsSet(name string) bool { return name == "force" }
+func (forceValues) Bool(name string) bool  { return name == "force" }

@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// Annotations a job may use to ask for a profile or backend. They are
+// honoured only for profiles the administrator marked selectable, and
+// only towards stronger isolation.
+const (
+	AnnotationProfile = "bulkhead.dev/profile"
+	AnnotationBackend = "bulkhead.dev/backend"
+)
+
+// isolation ranks backends: a job may move up this ladder, never down.
+var isolation = map[string]int{"runc": 1, "crun": 1, "runsc": 2}
+
+// Selection is the profile and backend chosen for one container.
+type Selection struct {
+	Profile specs.Profile
+	Backend *Backend
+}
+
+// Select decides profile and backend from, in order: the runtime entry
+// (--profile/--backend flags or the argv0 symlink), the configuration's
+// default, then the job's annotations within what the administrator
+// allows.
+func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection, error) {
+	profileName := g.Profile
+	if profileName == "" {
+		profileName = cfg.DefaultProfile
+	}
+	profile, ok := cfg.Profiles[profileName]
+	if !ok {
+		return nil, fmt.Errorf("unknown profile %q: configured profiles are %s", profileName, strings.Join(sortedKeys(cfg.Profiles), ", "))
+	}
+	backendName := profile.Backend
+	if b := defaultBackendForArgv0(g.Argv0); b != "" {
+		backendName = b
+	}
+	if g.Backend != "" {
+		backendName = g.Backend
+	}
+
+	if want, ok := annotations[AnnotationProfile]; ok && want != profileName {
+		p, ok := cfg.Profiles[want]
+		if !ok {
+			return nil, fmt.Errorf("annotation %s=%q: unknown profile", AnnotationProfile, want)
+		}
+		if !p.Selectable {
+			return nil, fmt.Errorf("annotation %s=%q: profile is not selectable; an administrator can set selectable = true in [profiles.%s]", AnnotationProfile, want, want)
+		}
+		if isolation[p.Backend] < isolation[backendName] {
+			return nil, fmt.Errorf("annotation %s=%q: its backend %s is weaker than %s", AnnotationProfile, want, p.Backend, backendName)
+		}
+		profile, backendName = p, p.Backend
+	}
+	if want, ok := annotations[AnnotationBackend]; ok && want != backendName {
+		if _, ok := cfg.Backends[want]; !ok {
+			return nil, fmt.Errorf("annotation %s=%q: unknown backend", AnnotationBackend, want)
+		}
+		if isolation[want] <= isolation[backendName] {
+			return nil, fmt.Errorf("annotation %s=%q: refused, only a stronger isolation than %s may be requested", AnnotationBackend, want, backendName)
+		}
+		backendName = want
+	}
+	b, err := cfg.ResolveBackend(backendName)
+	if err != nil {
+		return nil, err
+	}
+	return &Selection{Profile: profile, Backend: b}, nil
+}

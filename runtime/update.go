@@ -1,0 +1,124 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	units "github.com/docker/go-units"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// Update clamps the requested resources to the container's profile and
+// hands them to the backend as one JSON document: `docker update --memory
+// 1g --pids-limit 100000` leaves the cgroup at the profile's ceilings.
+func Update(g *Globals, v Values, id string) error {
+	if err := CheckID(id); err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return err
+	}
+	b, reg, err := owner(g, id)
+	if err != nil {
+		return err
+	}
+	if b.IsGVisor() {
+		return fmt.Errorf("update %s: backend %s has no update verb", id, b.Name)
+	}
+	r, err := requestedResources(v)
+	if err != nil {
+		return err
+	}
+	if rec, err := reg.Get(id); err == nil {
+		profile, ok := cfg.Profiles[rec.Profile]
+		if !ok {
+			return fmt.Errorf("update %s: profile %q of the container is no longer configured", id, rec.Profile)
+		}
+		target := r
+		if profile.Mode == specs.Audit {
+			// Audit mode records what enforcement would change, and changes nothing.
+			target = new(rspec.LinuxResources)
+			data, _ := json.Marshal(r)
+			_ = json.Unmarshal(data, target)
+		}
+		decisions := specs.ClampResources(&profile, target)
+		_ = WriteAudit(cfg.AuditLog, &AuditEntry{Event: "update", ID: id, Profile: profile.Name, Backend: b.Name,
+			Mode: profile.Mode, Decisions: decisions, Outcome: "update"})
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	path, err := memfdPath("bulkhead-resources", data)
+	if err != nil {
+		return err
+	}
+	return execBackend(g.backendArgv(b, "update", "--resources", path, id))
+}
+
+// requestedResources reads --resources (a file or "-" for stdin) or, like
+// runc, the single-value flags when it is absent.
+func requestedResources(v Values) (*rspec.LinuxResources, error) {
+	r := &rspec.LinuxResources{Memory: &rspec.LinuxMemory{}, CPU: &rspec.LinuxCPU{}, Pids: &rspec.LinuxPids{}, BlockIO: &rspec.LinuxBlockIO{}}
+	if in := v.String("resources"); in != "" {
+		var src io.Reader = os.Stdin
+		if in != "-" {
+			f, err := os.Open(in)
+			if err != nil {
+				return nil, fmt.Errorf("update --resources: %w", err)
+			}
+			defer f.Close()
+			src = f
+		}
+		if err := json.NewDecoder(src).Decode(r); err != nil {
+			return nil, fmt.Errorf("update --resources: %w", err)
+		}
+		return r, nil
+	}
+	if w := v.Int("blkio-weight"); w != 0 {
+		weight := uint16(w)
+		r.BlockIO.Weight = &weight
+	}
+	r.CPU.Cpus, r.CPU.Mems = v.String("cpuset-cpus"), v.String("cpuset-mems")
+	for flag, dst := range map[string]**uint64{"cpu-period": &r.CPU.Period, "cpu-share": &r.CPU.Shares, "cpu-rt-period": &r.CPU.RealtimePeriod, "cpu-burst": &r.CPU.Burst} {
+		if s := v.String(flag); s != "" {
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("update --%s %q: %w", flag, s, err)
+			}
+			*dst = &n
+		}
+	}
+	for flag, dst := range map[string]**int64{"cpu-quota": &r.CPU.Quota, "cpu-rt-runtime": &r.CPU.RealtimeRuntime, "cpu-idle": &r.CPU.Idle} {
+		if s := v.String(flag); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("update --%s %q: %w", flag, s, err)
+			}
+			*dst = &n
+		}
+	}
+	for flag, dst := range map[string]**int64{"memory": &r.Memory.Limit, "memory-swap": &r.Memory.Swap, "memory-reservation": &r.Memory.Reservation} {
+		if s := v.String(flag); s != "" {
+			n := int64(-1)
+			if s != "-1" {
+				var err error
+				if n, err = units.RAMInBytes(s); err != nil {
+					return nil, fmt.Errorf("update --%s %q: %w", flag, s, err)
+				}
+			}
+			*dst = &n
+		}
+	}
+	if v.IsSet("pids-limit") {
+		n := int64(v.Int("pids-limit"))
+		r.Pids.Limit = &n
+	}
+	return r, nil
+}

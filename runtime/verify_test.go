@@ -1,0 +1,366 @@
+package runtime
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// statusFixture is a trimmed /proc/PID/status of a hardened container's init.
+const statusFixture = `Name:	sleep
+Umask:	0022
+State:	S (sleeping)
+Pid:	4242
+Uid:	65534	65534	65534	65534
+Gid:	65534	65534	65534	65534
+FDSize:	64
+Groups:	65534 
+NoNewPrivs:	1
+Seccomp:	2
+Seccomp_filters:	1
+CapInh:	0000000000000000
+CapPrm:	0000000000000000
+CapEff:	0000000000000000
+CapBnd:	0000000000000000
+CapAmb:	0000000000000000
+`
+
+func hardenedSpec() *rspec.Spec {
+	return &rspec.Spec{
+		Process: &rspec.Process{
+			User:            rspec.User{UID: 65534, GID: 65534, AdditionalGids: []uint32{65534}},
+			Capabilities:    &rspec.LinuxCapabilities{},
+			NoNewPrivileges: true,
+		},
+		Linux: &rspec.Linux{Seccomp: &rspec.LinuxSeccomp{DefaultAction: rspec.ActAllow}},
+	}
+}
+
+func TestParseProcStatus(t *testing.T) {
+	st, err := parseProcStatus(strings.NewReader(statusFixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st["Uid"] != "65534 65534 65534 65534" || st["Groups"] != "65534" || st["CapBnd"] != "0000000000000000" {
+		t.Fatalf("parsed %v", st)
+	}
+	var r Report
+	if err := checkStatus(&r, st, hardenedSpec()); err != nil {
+		t.Fatal(err)
+	}
+	if f := r.Failed(); len(f) != 0 || r.Err() != nil {
+		t.Fatalf("failed: %+v", f)
+	}
+	if len(r) != 10 { // 5 cap sets, nnp, seccomp, uid, gid, groups
+		t.Errorf("%d checks: %+v", len(r), r)
+	}
+
+	// The same process against a spec that keeps CAP_CHOWN and runs as 0.
+	s := hardenedSpec()
+	s.Process.Capabilities.Bounding = []string{"CAP_CHOWN"}
+	s.Process.User = rspec.User{}
+	r = nil
+	if err := checkStatus(&r, st, s); err != nil {
+		t.Fatal(err)
+	}
+	got := controls(r.Failed())
+	if got != "capabilities,uid,gid" {
+		t.Errorf("failed controls %s", got)
+	}
+	want := "verify: control capabilities: expected CapBnd 0000000000000001, kernel applied CapBnd 0000000000000000"
+	if err := r.Err(); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Err() = %v, want prefix %q", err, want)
+	}
+
+	// A root supplementary group the spec did not ask for fails.
+	st["Groups"] = "0 65534"
+	r = nil
+	if err := checkStatus(&r, st, hardenedSpec()); err != nil {
+		t.Fatal(err)
+	}
+	if got := controls(r.Failed()); got != "groups" {
+		t.Errorf("failed controls %s", got)
+	}
+
+	if _, err := capMask([]string{"CAP_NOT_A_CAP"}); err == nil {
+		t.Error("unknown capability accepted")
+	}
+}
+
+func TestCheckLimits(t *testing.T) {
+	pids, mem, quota, period := int64(64), int64(256<<20), int64(100000), uint64(100000)
+	res := &rspec.LinuxResources{
+		Pids:   &rspec.LinuxPids{Limit: &pids},
+		Memory: &rspec.LinuxMemory{Limit: &mem, Swap: &mem},
+		CPU:    &rspec.LinuxCPU{Quota: &quota, Period: &period},
+	}
+	ok := cgroups.Limits{Version: 2, PidsMax: 64, MemoryMax: mem, MemorySwapMax: mem, CPUQuota: 100000, CPUPeriod: 100000}
+	var r Report
+	if err := checkLimits(&r, ok, res); err != nil || r.Err() != nil {
+		t.Fatalf("%v %v", err, r.Err())
+	}
+	bad := ok
+	bad.PidsMax = cgroups.Unlimited
+	bad.MemorySwapMax = cgroups.Absent
+	r = nil
+	if err := checkLimits(&r, bad, res); err != nil {
+		t.Fatal(err)
+	}
+	want := "verify: control pids: expected pids.max 64, kernel applied pids.max max (and 1 more failed checks)"
+	if err := r.Err(); err == nil || err.Error() != want {
+		t.Errorf("Err() = %v, want %q", err, want)
+	}
+	if got := controls(r.Failed()); got != "pids,memory+swap" {
+		t.Errorf("failed controls %s", got)
+	}
+}
+
+func TestNetDevInterfaces(t *testing.T) {
+	data := []byte(`Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:       0       0    0    0    0     0          0         0        0       0    0    0    0     0       0          0
+  eth0:    1296      16    0    0    0     0          0         0      656       8    0    0    0     0       0          0
+`)
+	if got := strings.Join(netDevInterfaces(data), ","); got != "lo,eth0" {
+		t.Errorf("interfaces %q", got)
+	}
+}
+
+func controls(cs []Check) string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Control)
+	}
+	return strings.Join(names, ",")
+}
+
+func needRoot(t *testing.T, backend string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("skipping: %s containers need root", backend)
+	}
+	p, err := exec.LookPath(backend)
+	if err != nil {
+		t.Skipf("skipping: %s is not installed (hack/install-deps.sh)", backend)
+	}
+	return p
+}
+
+func testName(t *testing.T) string {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "bulkhead-verify-" + hex.EncodeToString(b)
+}
+
+// createContainer runs `<backend> [flags] create` on a busybox bundle
+// running sleep, with spec edited by mutate, and returns the pid the backend
+// wrote. The container is deleted in t.Cleanup, and its cgroup must be gone
+// afterwards.
+func createContainer(t *testing.T, backend string, flags []string, mutate func(*rspec.Spec)) int {
+	t.Helper()
+	bin := needRoot(t, backend)
+	id := testName(t)
+	cgPath := "/" + id
+	b := bundle.New(t, []string{"sleep", "30"}, func(s *rspec.Spec) {
+		s.Linux.CgroupsPath = cgPath
+		mutate(s)
+	})
+	root := t.TempDir()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// Output goes to a file: the container inherits it, and a pipe would
+	// keep the test waiting until the container exits.
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close() })
+	args := append([]string{"--root", root}, flags...)
+	cmd := exec.Command(bin, append(args, "create", "--bundle", b, "--pid-file", pidFile, id)...)
+	cmd.Stdout, cmd.Stderr = out, out
+	t.Cleanup(func() {
+		if o, err := exec.Command(bin, "--root", root, "delete", "--force", id).CombinedOutput(); err != nil {
+			t.Errorf("%s delete: %v: %s", backend, err, o)
+		}
+		if cgroups.Exists(cgPath) {
+			t.Errorf("%s delete --force left cgroup %s behind", backend, cgPath)
+		}
+	})
+	if err := cmd.Run(); err != nil {
+		o, _ := os.ReadFile(out.Name())
+		t.Fatalf("%s create: %v: %s", backend, err, o)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// harden applies bulkhead's default controls (with test-sized limits) to s.
+func harden(pids int64) func(*rspec.Spec) {
+	return func(s *rspec.Spec) {
+		mem, quota, period := int64(64<<20), int64(50000), uint64(100000)
+		s.Process.Capabilities = &rspec.LinuxCapabilities{}
+		s.Process.NoNewPrivileges = true
+		s.Process.User = rspec.User{UID: 65534, GID: 65534}
+		s.Root.Readonly = true
+		s.Linux.Seccomp = &rspec.LinuxSeccomp{
+			DefaultAction: rspec.ActAllow,
+			Architectures: []rspec.Arch{rspec.ArchX86_64, rspec.ArchX86, rspec.ArchX32, rspec.ArchAARCH64},
+			Syscalls:      []rspec.LinuxSyscall{{Names: []string{"acct"}, Action: rspec.ActErrno}},
+		}
+		s.Linux.Resources.Pids = &rspec.LinuxPids{Limit: &pids}
+		s.Linux.Resources.Memory = &rspec.LinuxMemory{Limit: &mem, Swap: &mem}
+		s.Linux.Resources.CPU = &rspec.LinuxCPU{Quota: &quota, Period: &period}
+	}
+}
+
+func specOf(mutate ...func(*rspec.Spec)) *rspec.Spec {
+	dir, err := os.MkdirTemp("", "bulkhead-verify-spec")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	// bundle.Make writes the same spec createContainer gets (rootfs
+	// included, which Verify ignores).
+	if err := bundle.Make(dir, []string{"sleep", "30"}, mutate...); err != nil {
+		panic(err)
+	}
+	s, err := bundle.Read(dir)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func TestVerifyRuncHardened(t *testing.T) {
+	pid := createContainer(t, "runc", nil, harden(64))
+	s := specOf(harden(64))
+	r, err := Verify(pid, s, "runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r {
+		t.Logf("%-18s ok=%-5v expected %q observed %q", c.Control, c.OK, c.Expected, c.Observed)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range r {
+		seen[c.Control] = true
+	}
+	for _, want := range []string{"capabilities", "no_new_privs", "seccomp", "uid", "gid", "groups",
+		"network namespace", "network interfaces", "read-only root", "pids", "memory", "memory+swap", "cpu"} {
+		if !seen[want] {
+			t.Errorf("no %s check", want)
+		}
+	}
+}
+
+func TestVerifyRuncMismatch(t *testing.T) {
+	// The container keeps CAP_CHOWN, gets pids 100, a writable root and
+	// the host's network namespace; Verify is told the hardened spec.
+	pid := createContainer(t, "runc", nil, func(s *rspec.Spec) {
+		harden(100)(s)
+		chown := []string{"CAP_CHOWN"}
+		s.Process.Capabilities = &rspec.LinuxCapabilities{Bounding: chown, Effective: chown, Permitted: chown}
+		s.Process.User = rspec.User{}
+		s.Root.Readonly = false
+		var ns []rspec.LinuxNamespace
+		for _, n := range s.Linux.Namespaces {
+			if n.Type != rspec.NetworkNamespace {
+				ns = append(ns, n)
+			}
+		}
+		s.Linux.Namespaces = ns
+	})
+	want := specOf(harden(64))
+	r, err := Verify(pid, want, "runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := r.Failed()
+	for _, c := range failed {
+		t.Logf("failed %-18s expected %q observed %q", c.Control, c.Expected, c.Observed)
+	}
+	got := map[string]bool{}
+	for _, c := range failed {
+		got[c.Control] = true
+	}
+	for _, c := range []string{"capabilities", "uid", "gid", "network namespace", "network interfaces", "read-only root", "pids"} {
+		if !got[c] {
+			t.Errorf("mismatch of %s not detected", c)
+		}
+	}
+	for _, c := range []string{"memory", "cpu", "no_new_privs", "seccomp"} {
+		if got[c] {
+			t.Errorf("%s reported failed though it matches", c)
+		}
+	}
+	err = r.Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "verify: control capabilities: expected CapBnd 0000000000000000, kernel applied CapBnd 0000000000000001") {
+		t.Errorf("Err() = %v", err)
+	}
+
+	// Only the pids limit differs.
+	pid2 := createContainer(t, "runc", nil, harden(100))
+	r, err = Verify(pid2, specOf(harden(64)), "runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := controls(r.Failed()); got != "pids" {
+		t.Errorf("failed controls %q, want pids", got)
+	}
+	if err := r.Err(); err == nil || err.Error() != "verify: control pids: expected pids.max 64, kernel applied pids.max 100" {
+		t.Errorf("Err() = %v", err)
+	}
+}
+
+func TestVerifyRunsc(t *testing.T) {
+	flags := []string{"--network=none", "--oci-seccomp", "--platform=ptrace"}
+	// gVisor's own threads count against the host pids.max: below ~128 the
+	// sandbox does not start, so the translated limit is larger.
+	pid := createContainer(t, "runsc", flags, harden(256))
+	r, err := Verify(pid, specOf(harden(256)), "runsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r {
+		t.Logf("%-18s ok=%-5v expected %q observed %q", c.Control, c.OK, c.Expected, c.Observed)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := controls(r)
+	for _, want := range []string{"network namespace", "runsc network", "runsc seccomp", "pids", "memory", "cpu"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %s check in %s", want, got)
+		}
+	}
+	// A sandbox started without the flags is caught.
+	pid2 := createContainer(t, "runsc", []string{"--network=none", "--platform=ptrace"}, harden(256))
+	r, err = Verify(pid2, specOf(harden(256)), "runsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := controls(r.Failed()); got != "runsc seccomp" {
+		t.Errorf("failed controls %q, want runsc seccomp", got)
+	}
+}
