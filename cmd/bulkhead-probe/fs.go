@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	tmpDir   = "/tmp"
+	tmpLimit = 16 << 20 // the default profile's /tmp size
+	// tmpSlack allows for tmpfs rounding and for what else already sits in
+	// /tmp; more than that means the size option is not what the policy says.
+	tmpSlack = 1 << 20
+	// tmpWriteCap bounds the fill so a /tmp without a size limit (or on the
+	// host's disk) costs at most this much before the control gives up.
+	tmpWriteCap = 48 << 20
+)
+
+func probeFile(dir, what string) string {
+	return filepath.Join(dir, fmt.Sprintf(".bulkhead-probe-%s-%d", what, os.Getpid()))
+}
+
+// createOnly creates path exclusively and removes it again if that worked,
+// so a write that should have been refused leaves nothing behind.
+func createOnly(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	os.Remove(path)
+	return nil
+}
+
+// checkWorkspace: the host folder is bind-mounted read-only, so creating a
+// file in it must fail with EROFS. EACCES would mean only file permissions
+// stand between the job and the host's files, which is not the control.
+func checkWorkspace(env *probeEnv) Result {
+	r := Result{Attempt: "create a file in " + env.workspace}
+	if env.workspace == "" {
+		return skipped("", "create a file in the workspace", "no workspace given")
+	}
+	if st, err := os.Stat(env.workspace); err != nil || !st.IsDir() {
+		how := "given with -workspace"
+		if !env.workspaceFlag {
+			how = "default"
+		}
+		return skipped("", r.Attempt, fmt.Sprintf("%s (%s) is not mounted here: %s", env.workspace, how, errName(err)))
+	}
+	err := createOnly(probeFile(env.workspace, "write"))
+	r.Observed = errName(err)
+	r.Layer = writeLayer(err)
+	r.Pass = isErrno(err, unix.EROFS)
+	switch {
+	case err == nil:
+		r.Layer = LayerNone
+		r.Detail = "the host folder is writable from the sandbox (file removed again)"
+	case !r.Pass:
+		r.Detail = "refused, but not by a read-only mount"
+	}
+	return r
+}
+
+// checkEtc: the root filesystem is read-only. Creating a file in /etc as a
+// non-root user could also fail with EACCES (root owns /etc); the kernel
+// checks the mount before permissions when creating (lookup_open returns
+// EROFS before may_o_create), so EROFS proves the mount and EACCES proves
+// only DAC.
+func checkEtc(env *probeEnv) Result {
+	path := "/etc/bulkhead-probe"
+	r := Result{Attempt: "open " + path + " for writing (O_CREAT)"}
+	_, statErr := os.Lstat(path)
+	existed := statErr == nil
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err == nil {
+		f.Close()
+		if !existed {
+			os.Remove(path)
+		}
+	}
+	r.Observed = errName(err)
+	r.Layer = writeLayer(err)
+	r.Pass = isErrno(err, unix.EROFS)
+	switch {
+	case err == nil:
+		r.Layer = LayerNone
+		r.Detail = "the root filesystem is writable"
+	case isErrno(err, unix.EACCES):
+		// gVisor checks permissions before the mount when creating, so
+		// there EACCES hides a read-only mount; mountinfo tells which, but the
+		// attempt was still answered by DAC, so it does not pass.
+		if readOnlyFS("/etc") {
+			r.Detail = "file permissions answered first although the mount is read-only (statfs/mountinfo): gVisor checks DAC before the mount"
+		} else {
+			r.Detail = "only file permissions refused it: statfs and mountinfo report the root filesystem writable"
+		}
+	}
+	return r
+}
+
+// checkTmpWrite: /tmp must be usable scratch space.
+func checkTmpWrite(env *probeEnv) Result {
+	path := probeFile(tmpDir, "write")
+	r := Result{Attempt: "write and read back " + path, Layer: LayerTmpfs}
+	defer os.Remove(path)
+	data := []byte("bulkhead-probe\n")
+	err := os.WriteFile(path, data, 0o600)
+	if err == nil {
+		var got []byte
+		got, err = os.ReadFile(path)
+		if err == nil && string(got) != string(data) {
+			err = errors.New("read back different content")
+		}
+	}
+	r.Observed = errName(err)
+	r.Pass = err == nil
+	r.Detail = "filesystem " + fsType(tmpDir)
+	if err != nil {
+		if l := writeLayer(err); l != "" {
+			r.Layer = l
+		}
+	}
+	return r
+}
+
+// checkTmpNoexec: a copy of the probe in /tmp must not execute. The kernel
+// answers EACCES for a noexec mount (do_open_execat → path_noexec), which
+// the errno alone cannot tell from a missing x bit; the copy is made 0755
+// so the only reason left is the mount flag.
+func checkTmpNoexec(env *probeEnv) Result {
+	path := probeFile(tmpDir, "exec")
+	r := Result{Attempt: "copy /proc/self/exe to " + path + " (0755) and execve it"}
+	defer os.Remove(path)
+	if err := copyExe(path); err != nil {
+		r.Observed = errName(err)
+		r.Layer = LayerNone
+		r.Detail = "could not copy the probe into /tmp (tmp-write shows why)"
+		return r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "-print-euid").CombinedOutput()
+	r.Observed = errName(err)
+	switch {
+	case err == nil:
+		r.Layer = LayerNone
+		r.Detail = fmt.Sprintf("the copy ran: %q", string(out))
+	case isErrno(err, unix.EACCES):
+		r.Layer = LayerTmpfs
+		r.Pass = true
+		r.Detail = "noexec mount"
+	default:
+		r.Layer = LayerNone
+		r.Detail = fmt.Sprintf("%v %s", err, out)
+	}
+	return r
+}
+
+func copyExe(dst string) error {
+	in, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Chmod(dst, 0o755) // the umask may have cut the x bits
+}
+
+// checkTmpSize fills /tmp until ENOSPC; the tmpfs size option is the layer.
+// The file is removed afterwards so later controls (and the memory cgroup,
+// which tmpfs pages are charged to) start clean.
+func checkTmpSize(env *probeEnv) Result {
+	path := probeFile(tmpDir, "fill")
+	r := Result{Attempt: fmt.Sprintf("write %s in 1 MiB chunks until ENOSPC (at most %d MiB)", path, tmpWriteCap>>20)}
+	defer os.Remove(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		r.Observed = errName(err)
+		r.Layer = LayerNone
+		r.Detail = "cannot create a file in /tmp"
+		return r
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for i := range chunk {
+		chunk[i] = byte(i) // not zero: nothing may dedupe or sparse it
+	}
+	var written int64
+	for written < tmpWriteCap {
+		n, werr := f.Write(chunk)
+		written += int64(n)
+		if werr != nil {
+			err = werr
+			break
+		}
+	}
+	r.Value = num(float64(written))
+	r.Observed = errName(err)
+	if err == nil {
+		r.Observed = "no error"
+	}
+	r.Detail = fmt.Sprintf("wrote %d bytes; filesystem %s; limit %d + slack %d", written, fsType(tmpDir), tmpLimit, tmpSlack)
+	switch {
+	case isErrno(err, unix.ENOSPC):
+		r.Layer = LayerTmpfs
+		r.Pass = written <= tmpLimit+tmpSlack
+		if !r.Pass {
+			r.Detail += ": /tmp is larger than the policy's 16 MiB"
+		}
+	case err == nil:
+		r.Layer = LayerNone
+		r.Detail += ": no limit reached"
+	default:
+		r.Layer = writeLayer(err)
+	}
+	return r
+}
+
+// readOnlyFS reports whether path's mount is read-only: statfs's ST_RDONLY,
+// or the mount options in /proc/self/mountinfo (gVisor's statfs leaves
+// ST_RDONLY clear on its read-only root; its mountinfo says "ro").
+func readOnlyFS(path string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) == nil && st.Flags&unix.ST_RDONLY != 0 {
+		return true
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	best, ro := "", false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		mp := f[4]
+		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) >= len(best) {
+			best = mp
+			ro = false
+			for _, o := range strings.Split(f[5], ",") {
+				ro = ro || o == "ro"
+			}
+		}
+	}
+	return ro
+}
+
+// fsType names the filesystem at path for details ("tmpfs", "overlay", …).
+func fsType(path string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return "unknown (" + errName(err) + ")"
+	}
+	switch uint32(st.Type) {
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.OVERLAYFS_SUPER_MAGIC:
+		return "overlay"
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	case unix.V9FS_MAGIC:
+		return "9p"
+	case unix.PROC_SUPER_MAGIC:
+		return "proc"
+	}
+	return fmt.Sprintf("0x%x", st.Type)
+}
+
+func isErrno(err error, want unix.Errno) bool {
+	e, ok := errnoOf(err)
+	return ok && e == want
+}

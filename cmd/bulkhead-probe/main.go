@@ -1,0 +1,231 @@
+// Command bulkhead-probe runs inside a sandbox and attempts each boundary of
+// bulkhead's default profile, harmlessly, reporting one JSON line per control:
+//
+//	{"control":"etc","attempt":"...","observed":"EROFS","layer":"read-only mount","pass":true,"detail":"..."}
+//	...
+//	{"control":"done"}
+//
+// It is evidence from inside, not enforcement: every attempt is a real
+// system call the kernel answers, and the line names the layer that
+// answered (DESIGN.md principle 4). The verdict is the host's (`bulkhead
+// probe` adds cgroup counters such as pids.events max, memory oom_kill and
+// cpu nr_throttled), so the probe always ends with {"control":"done"} and
+// exits 0, even when controls fail; a missing done line means the probe
+// itself died.
+//
+// The binary must be static (CGO_ENABLED=0): the images it runs in have no
+// libc, or a different one.
+//
+// Under gVisor (runsc 2022, --platform=ptrace --network=none --oci-seccomp,
+// measured on this project's hosts) the answers differ:
+//   - etc: EACCES, not EROFS — gVisor checks permissions before the
+//     read-only mount when creating; mountinfo shows / ro. FAIL (the
+//     attempt was answered by DAC).
+//   - network: EHOSTUNREACH, not ENETUNREACH, from gVisor's netstack with
+//     only lo; accepted only together with the lo-only interface list.
+//   - capabilities: no CapAmb line and no PR_CAP_AMBIENT (EINVAL): read as
+//     an empty ambient set. NoNewPrivs and Seccomp come from prctl where
+//     /proc/self/status lacks them.
+//   - seccomp: clone3 gets EPERM, not ENOSYS (--oci-seccomp ignores a
+//     rule's errnoRet). FAIL: glibc falls back to clone only on ENOSYS.
+//   - devices: /dev has fuse and net/; mknod c 1:1 succeeds without
+//     CAP_MKNOD (opening the node gives ENXIO). FAIL.
+//   - masked-proc: the files do not exist (pass as "absent").
+//   - cpu: getrusage counts host-throttled time as CPU (ratio ~2.2 inside
+//     while the host cgroup runs at 1.0 CPU, nr_throttled growing): not
+//     judged, the host's cpu.stat decides.
+//   - pids, memory: not tried by default (-force-limits runs them): past
+//     host pids.max the sentry panics, past the memory limit the host OOM
+//     killer takes the whole sandbox; either way no report would come.
+//
+// Hidden modes (used when the probe re-executes itself, since Go cannot
+// fork without exec): -child-sleep, -child-mem, -child-pids N,
+// -child-setuid and -print-euid.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// probeEnv is what the controls need to know about this run.
+type probeEnv struct {
+	workspace     string // host folder bind mount; "" when absent
+	workspaceFlag bool   // -workspace was given explicitly
+	setuid        string // setuid-root binary to exec (-setuid)
+	netTarget     string // address that must be unreachable
+	forceLimits   bool   // run pids and memory even under gVisor
+}
+
+// control is one row of the table: a name the host and -only use, a
+// deadline after which the probe gives up on it, and the attempt.
+type control struct {
+	name    string
+	timeout time.Duration
+	run     func(*probeEnv) Result
+}
+
+// controls lists every control in the order they run. The order matters in
+// two places: tmp-noexec copies the probe into /tmp before tmp-size fills
+// it, and the process-heavy controls (pids, memory) come after the cheap
+// ones so a failure there cannot hide the others.
+var controls = []control{
+	{"workspace", 2 * time.Second, checkWorkspace},
+	{"etc", 2 * time.Second, checkEtc},
+	{"tmp-write", 2 * time.Second, checkTmpWrite},
+	{"tmp-noexec", 3 * time.Second, checkTmpNoexec},
+	{"tmp-size", 4 * time.Second, checkTmpSize},
+	{"uid", 2 * time.Second, checkUID},
+	{"capabilities", 3 * time.Second, checkCapabilities},
+	{"no_new_privs", 3 * time.Second, checkNoNewPrivs},
+	{"network", 3 * time.Second, checkNetwork},
+	{"seccomp", 3 * time.Second, checkSeccomp},
+	{"masked-proc", 2 * time.Second, checkMaskedProc},
+	{"proc-sys", 2 * time.Second, checkProcSys},
+	{"environment", 1 * time.Second, checkEnvironment},
+	{"devices", 2 * time.Second, checkDevices},
+	{"cpu", 4 * time.Second, checkCPU},
+	{"pids", 8 * time.Second, checkPids},
+	{"memory", 10 * time.Second, checkMemory},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bulkhead-probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	only := fs.String("only", "", "comma-separated controls to run (default all): "+controlNames())
+	workspace := fs.String("workspace", "", "host folder bind-mounted into the sandbox (default /workspace if it exists)")
+	format := fs.String("format", "json", "output format: json (one object per line) or text")
+	setuid := fs.String("setuid", "", "setuid-root binary to exec for the no_new_privs control (default: /bin/busybox if it is setuid root)")
+	netTarget := fs.String("net-target", "192.0.2.1:80", "TCP address that must be unreachable (TEST-NET-1 by default)")
+	forceLimits := fs.Bool("force-limits", false, "run the pids and memory controls even under gVisor, where reaching a host limit kills the whole sandbox")
+	// Hidden modes: the probe re-executes itself for work that needs a
+	// separate process.
+	childSleep := fs.Bool("child-sleep", false, "")
+	childMem := fs.Bool("child-mem", false, "")
+	childPids := fs.Int("child-pids", 0, "")
+	childSetuid := fs.Bool("child-setuid", false, "")
+	printEuid := fs.Bool("print-euid", false, "")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: bulkhead-probe [-only names] [-workspace PATH] [-setuid PATH] [-format json|text]\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			if f.Usage != "" {
+				fmt.Fprintf(stderr, "  -%s\t%s\n", f.Name, f.Usage)
+			}
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case *printEuid:
+		fmt.Fprintf(stdout, "%s euid=%d uid=%d\n", euidMarker, os.Geteuid(), os.Getuid())
+		return 0
+	case *childSleep:
+		return childSleepMain()
+	case *childMem:
+		return childMemMain(stdout)
+	case *childPids > 0:
+		return childPidsMain(*childPids, stdout)
+	case *childSetuid:
+		return childSetuidMain(stdout)
+	}
+	if *format != "json" && *format != "text" {
+		fmt.Fprintf(stderr, "bulkhead-probe: -format must be json or text, not %q\n", *format)
+		return 2
+	}
+	selected, err := selectControls(*only)
+	if err != nil {
+		fmt.Fprintf(stderr, "bulkhead-probe: %v\n", err)
+		return 2
+	}
+	env := &probeEnv{setuid: *setuid, netTarget: *netTarget, forceLimits: *forceLimits}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "workspace" {
+			env.workspaceFlag = true
+		}
+	})
+	env.workspace = *workspace
+	if !env.workspaceFlag {
+		env.workspace = "/workspace"
+	}
+	for _, c := range selected {
+		emit(stdout, *format, runControl(c, env))
+	}
+	emitDone(stdout, *format)
+	return 0
+}
+
+func controlNames() string {
+	names := make([]string, len(controls))
+	for i, c := range controls {
+		names[i] = c.name
+	}
+	return strings.Join(names, ",")
+}
+
+// selectControls resolves -only. A name selects the control of that name;
+// a family prefix ("tmp") selects every control named "tmp-…". Unknown names
+// are errors so a typo cannot silently run nothing.
+func selectControls(only string) ([]control, error) {
+	if strings.TrimSpace(only) == "" {
+		return controls, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	used := map[string]bool{}
+	var out []control
+	for _, c := range controls {
+		family, _, _ := strings.Cut(c.name, "-")
+		switch {
+		case want[c.name]:
+			used[c.name] = true
+		case want[family]:
+			used[family] = true
+		default:
+			continue
+		}
+		out = append(out, c)
+	}
+	for n := range want {
+		if !used[n] {
+			return nil, fmt.Errorf("unknown control %q (known: %s)", n, controlNames())
+		}
+	}
+	return out, nil
+}
+
+// runControl runs one control under its deadline. A control that overruns
+// is reported as failed; its goroutine is abandoned (each control bounds
+// its own children, so nothing outlives the probe by much).
+func runControl(c control, env *probeEnv) Result {
+	done := make(chan Result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- Result{Control: c.name, Observed: "panic", Layer: LayerNone, Detail: fmt.Sprint(p)}
+			}
+		}()
+		r := c.run(env)
+		r.Control = c.name
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(c.timeout):
+		return Result{Control: c.name, Observed: "timeout", Layer: LayerNone,
+			Detail: fmt.Sprintf("no answer within %s", c.timeout)}
+	}
+}
