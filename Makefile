@@ -1,0 +1,53 @@
+# bulkhead: `make demo` and `make test` do all set-up on a fresh Debian 12
+# machine as root (see README.md).
+GO       ?= go
+PREFIX   ?= /usr/local
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+FUZZTIME ?= 20s
+
+.PHONY: all build install deps demo test unit lint fuzz bench conformance clean
+
+all: build
+
+deps:
+	bash hack/install-deps.sh
+
+build:
+	mkdir -p bin
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/bulkhead ./cmd/bulkhead
+	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o bin/bulkhead-probe ./cmd/bulkhead-probe
+	ln -sf bulkhead bin/bulkhead-runsc
+
+install: build
+	install -m 0755 bin/bulkhead bin/bulkhead-probe $(PREFIX)/bin/
+	ln -sf bulkhead $(PREFIX)/bin/bulkhead-runsc
+
+demo: deps build
+	bash hack/demo.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	bash hack/staticcheck.sh
+
+# The whole suite: unit tests, integration tests against real runc and
+# runsc (as root), and a short fuzz run of every parser.
+test: deps build lint
+	BULKHEAD_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 40m ./...
+	$(MAKE) fuzz
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./specs
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadMoby$$' -fuzztime $(FUZZTIME) ./seccomp
+	$(GO) test -run '^$$' -fuzz '^FuzzParseArgv$$' -fuzztime $(FUZZTIME) ./cmd/bulkhead
+
+bench: deps build
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./runtime ./specs ./seccomp ./cmd/bulkhead
+	$(GO) run ./test/bench -bin $(CURDIR)/bin -n 30
+
+conformance: deps build
+	bash hack/conformance.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs staticcheck, installing it from the module proxy on first use.
+set -euo pipefail
+bin="$(go env GOPATH)/bin/staticcheck"
+if [ ! -x "$bin" ]; then
+  GOFLAGS=-mod=mod go install honnef.co/go/tools/cmd/staticcheck@latest
+fi
+"$bin" ./...
