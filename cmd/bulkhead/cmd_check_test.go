@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// TestCheckCommand runs `bulkhead check` as an operator would: the exit
+// status says whether create would run the container, stdout carries the
+// report, and the bundle is left as it was.
+func TestCheckCommand(t *testing.T) {
+	bin := binaries.Bulkhead(t)
+	good := bundle.New(t, []string{"true"})
+	bad := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
+		s.Process.Cwd = "/proc/self"
+	})
+	root := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		dir      string
+		wantCode int
+		stdout   []string
+		stderr   string
+	}{
+		{"bundle flag", []string{"check", "--bundle", good}, "", 0,
+			[]string{"validation, not containment", "verdict: WOULD RUN", "+++ config.json (as bulkhead hands it to the backend)", `+			"uid": 65534,`}, ""},
+		{"config path", []string{"check", filepath.Join(good, "config.json")}, "", 0, []string{"verdict: WOULD RUN"}, ""},
+		{"current directory", []string{"check"}, good, 0, []string{"verdict: WOULD RUN"}, ""},
+		{"refused", []string{"check", "--bundle", bad}, "", 1,
+			[]string{"verdict: REFUSED", "rule cwd refuses process.cwd /proc/self"}, "would refuse this container (cwd)"},
+		{"json", []string{"check", "--format", "json", "-b", bad}, "", 1, []string{`"runs": false`, `"notice": "validation, not containment`}, ""},
+		{"unknown profile", []string{"check", "--profile", "nope", "-b", good}, "", 1, nil, `unknown profile "nope"`},
+		{"bad format", []string{"check", "--format", "yaml", "-b", good}, "", 1, nil, "want text or json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before, _ := os.ReadFile(filepath.Join(good, "config.json"))
+			cmd := exec.Command(bin, append([]string{"--root", root}, tc.args...)...)
+			cmd.Dir = tc.dir
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			code := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout.String(), stderr.String())
+			}
+			for _, want := range tc.stdout {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				}
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr lacks %q: %s", tc.stderr, stderr.String())
+			}
+			if tc.name == "json" {
+				var v map[string]any
+				if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+					t.Errorf("--format json output is not JSON: %v", err)
+				}
+			}
+			after, _ := os.ReadFile(filepath.Join(good, "config.json"))
+			if !bytes.Equal(before, after) {
+				t.Fatal("check changed the bundle")
+			}
+		})
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("check left state in --root: %v", entries)
+	}
+}
