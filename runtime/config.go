@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/pelletier/go-toml/v2"
@@ -163,7 +164,13 @@ func strictUnmarshal(data []byte, v any) error {
 	err := dec.Decode(v)
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
-		return errors.New(strict.String())
+		// Name every unknown key with its line, then show where it is.
+		var msgs []string
+		for _, e := range strict.Errors {
+			row, col := e.Position()
+			msgs = append(msgs, fmt.Sprintf("line %d column %d: unknown key %s", row, col, strings.Join(e.Key(), ".")))
+		}
+		return fmt.Errorf("%s\n%s", strings.Join(msgs, "; "), strict.String())
 	}
 	var derr *toml.DecodeError
 	if errors.As(err, &derr) {

@@ -1,0 +1,183 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+const exampleConfig = "../docs/config.example.toml"
+
+// installExample copies the documented example where LoadConfig accepts
+// it (root-owned, 0644), whoever owns the checkout.
+func installExample(t *testing.T) (string, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeTestConfig(t, string(data)), data
+}
+
+func tomlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+		if tag != "" && tag != "-" {
+			keys = append(keys, tag)
+		}
+	}
+	return keys
+}
+
+// TestExampleConfig: docs/config.example.toml parses strictly with the
+// loader, changes nothing against the built-in configuration, and sets
+// every key the loader knows, so the documentation cannot fall behind a
+// new field of specs.Profile.
+func TestExampleConfig(t *testing.T) {
+	path, data := installExample(t)
+	got, err := LoadConfig(path, true)
+	if err != nil {
+		t.Fatalf("example does not load: %v", err)
+	}
+	builtin, err := LoadConfig("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, builtin) {
+		t.Errorf("example differs from the built-in defaults:\nexample  %+v\nbuilt-in %+v", got, builtin)
+	}
+	p, want := got.Profiles["default"], specs.DefaultProfile()
+	if len(p.Workspaces) == 0 {
+		p.Workspaces = nil // [] in TOML, nil in Go: both are none
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("example's default profile is not specs.DefaultProfile (DESIGN's defaults):\n%+v\n%+v", p, want)
+	}
+
+	var raw map[string]any
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range tomlKeys(reflect.TypeOf(Config{})) {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("example does not document top-level key %s", k)
+		}
+	}
+	backends, _ := raw["backends"].(map[string]any)
+	for name := range got.Backends {
+		b, _ := backends[name].(map[string]any)
+		for _, k := range tomlKeys(reflect.TypeOf(BackendConfig{})) {
+			if _, ok := b[k]; !ok {
+				t.Errorf("example does not document backends.%s.%s", name, k)
+			}
+		}
+	}
+	profiles, _ := raw["profiles"].(map[string]any)
+	def, _ := profiles["default"].(map[string]any)
+	for _, k := range tomlKeys(reflect.TypeOf(specs.Profile{})) {
+		if _, ok := def[k]; !ok {
+			t.Errorf("example does not document profiles.default.%s", k)
+		}
+		if !hasCommentBefore(string(data), k) {
+			t.Errorf("profiles.default.%s has no comment explaining it", k)
+		}
+	}
+}
+
+// hasCommentBefore reports whether the line setting key follows a comment,
+// directly or through other keys the same comment explains (uid, gid).
+func hasCommentBefore(doc, key string) bool {
+	lines := strings.Split(doc, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, key+" = ") {
+			continue
+		}
+		for j := i - 1; j >= 0; j-- {
+			switch {
+			case strings.HasPrefix(lines[j], "#"):
+				return true
+			case strings.Contains(lines[j], " = ") && !strings.HasPrefix(lines[j], "["):
+				continue
+			}
+			break
+		}
+	}
+	return false
+}
+
+func TestConfigUnknownKey(t *testing.T) {
+	tests := []struct {
+		name, content, key, line string
+	}{
+		{"top level", "default_profile = \"default\"\naudit_logs = \"/tmp/x\"\n", "audit_logs", "line 2"},
+		{"backend", "[backends.runc]\npath = \"runc\"\nargz = []\n", "backends.runc.argz", "line 3"},
+		{"profile", "[profiles.ci]\nmode = \"enforce\"\n\npid_limit = 10\n", "profiles.ci.pid_limit", "line 4"},
+		{"default profile", "[profiles.default]\nmemroy = \"1g\"\n", "profiles.default.memroy", "line 2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadConfig(writeTestConfig(t, tc.content), true)
+			if err == nil {
+				t.Fatal("unknown key accepted")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.line+" column 1: unknown key "+tc.key) {
+				t.Fatalf("error does not name %s at %s: %v", tc.key, tc.line, err)
+			}
+		})
+	}
+}
+
+func TestConfigFileOwnership(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own the file and chown it")
+	}
+	tests := []struct {
+		name string
+		mode os.FileMode
+		uid  int
+		want string // "" means accepted
+	}{
+		{"root 0644", 0o644, 0, ""},
+		{"root 0600", 0o600, 0, ""},
+		{"group writable", 0o664, 0, "mode 0664 lets others than root write it"},
+		{"others writable", 0o646, 0, "mode 0646 lets others than root write it"},
+		{"world writable", 0o666, 0, "mode 0666"},
+		{"not root's", 0o644, 65534, "owned by uid 65534, must be owned by root"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeTestConfig(t, "default_profile = \"default\"\n")
+			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(path, tc.uid, 0); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadConfig(path, true)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "none.toml")
+	if _, err := LoadConfig(missing, false); err != nil {
+		t.Fatalf("absent default path: %v", err)
+	}
+	if _, err := LoadConfig(missing, true); err == nil {
+		t.Fatal("an explicitly named missing file was accepted")
+	}
+}
