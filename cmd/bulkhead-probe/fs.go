@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -94,12 +93,15 @@ func checkEtc(env *probeEnv) Result {
 	case err == nil:
 		r.Layer = LayerNone
 		r.Detail = "the root filesystem is writable"
-	case isErrno(err, unix.EACCES):
+	case isErrno(err, unix.EACCES) && env.gvisor && mountinfoReadOnly("/"):
 		// gVisor checks permissions before the mount when creating, so
-		// there EACCES hides a read-only mount; mountinfo tells which, but the
-		// attempt was still answered by DAC, so it does not pass.
+		// there EACCES hides a read-only root mount; mountinfo shows it.
+		r.Pass = true
+		r.Layer = LayerGVisorDACFirst
+		r.Detail = "gVisor checks file permissions before the read-only mount when creating; /proc/self/mountinfo shows / read-only"
+	case isErrno(err, unix.EACCES):
 		if readOnlyFS("/etc") {
-			r.Detail = "file permissions answered first although the mount is read-only (statfs/mountinfo): gVisor checks DAC before the mount"
+			r.Detail = "file permissions answered first although the mount is read-only (statfs/mountinfo); accepted only under gVisor (-gvisor)"
 		} else {
 			r.Detail = "only file permissions refused it: statfs and mountinfo report the root filesystem writable"
 		}
@@ -243,26 +245,7 @@ func readOnlyFS(path string) bool {
 	if unix.Statfs(path, &st) == nil && st.Flags&unix.ST_RDONLY != 0 {
 		return true
 	}
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	best, ro := "", false
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 {
-			continue
-		}
-		mp := f[4]
-		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) >= len(best) {
-			best = mp
-			ro = false
-			for _, o := range strings.Split(f[5], ",") {
-				ro = ro || o == "ro"
-			}
-		}
-	}
-	return ro
+	return mountinfoReadOnly(path)
 }
 
 // fsType names the filesystem at path for details ("tmpfs", "overlay", …).

@@ -376,15 +376,3 @@ func setuidEuid(bin string) (string, string) {
 	}
 	return "?", fmt.Sprintf("cannot tell the euid of %s (%s): %q", bin, errName(err), strings.TrimSpace(string(out)))
 }
-
-// gVisorVersion is the fixed kernel version string gVisor's sentry reports
-// in uname and /proc/version.
-const gVisorVersion = "4.4.0 #1 SMP Sun Jan 10 15:06:54 PST 2016"
-
-// inGVisor reports whether the probe runs under gVisor. Two controls
-// behave differently there (see checkPids and checkMemory): the sandbox's
-// processes are the sentry's tasks, and the host cgroups see the sentry.
-func inGVisor() bool {
-	b, err := os.ReadFile("/proc/version")
-	return err == nil && strings.Contains(string(b), gVisorVersion)
-}

@@ -78,19 +78,19 @@ type pidsReport struct {
 // aborts, not the probe. Each fork re-executes the probe as a sleeper:
 // Go cannot fork() without exec.
 //
-// Inside gVisor, the sandbox's processes are not host processes: the host
-// pids cgroup sees only gVisor's own threads, so this control fails there
-// unless something inside the sandbox (RLIMIT_NPROC, which gVisor enforces
-// per sandbox) stops the loop.
+// Under gVisor (-gvisor) the sandbox's processes are the Sentry's tasks:
+// with the ptrace platform each is backed by host threads, and reaching
+// the host pids.max makes the Sentry panic and the whole sandbox die. The
+// loop runs there only when RLIMIT_NPROC is finite (bulkhead sets it to the
+// profile's limit for runsc, and the host pids.max above it): gVisor's
+// kernel then answers EAGAIN per sandbox.
 func checkPids(env *probeEnv) Result {
 	r := Result{Attempt: fmt.Sprintf("fork/exec up to %d sleeping children until EAGAIN", maxChildren)}
-	if inGVisor() && !env.forceLimits {
-		var rl unix.Rlimit
-		unix.Getrlimit(unix.RLIMIT_NPROC, &rl)
-		return notTriedInGVisor(r.Attempt, fmt.Sprintf("with the ptrace platform every sandboxed process is backed by host processes, "+
+	nproc, nprocSet := nprocLimit()
+	if env.gvisor && !env.forceLimits && !nprocSet {
+		return notTriedInGVisor(r.Attempt, "RLIMIT_NPROC is unlimited: with the ptrace platform every sandboxed process is backed by host threads, "+
 			"and when they reach the host pids.max the sentry panics (\"error initializing first thread: resource temporarily unavailable\") "+
-			"and the whole sandbox dies, so the probe would not report; the host's pids.max and pids.events are the evidence here. "+
-			"RLIMIT_NPROC inside: %s", rlimitString(rl.Cur)))
+			"and the whole sandbox dies, so the probe would not report; the host's pids.events is the evidence here")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Second)
 	defer cancel()
@@ -122,11 +122,15 @@ func checkPids(env *probeEnv) Result {
 	if rep.Err != "" {
 		r.Detail += "; " + rep.Err
 	}
-	switch rep.Errno {
-	case "EAGAIN":
+	switch {
+	case rep.Errno == "EAGAIN" && env.gvisor:
+		r.Layer = LayerGVisorNproc
+		r.Pass = true
+		r.Detail += fmt.Sprintf("; RLIMIT_NPROC %d inside; the host's pids.events tells whether the host pids cgroup answered instead", nproc)
+	case rep.Errno == "EAGAIN":
 		r.Layer = LayerPids
 		r.Pass = true
-	case "none":
+	case rep.Errno == "none":
 		r.Layer = LayerNone
 		r.Detail += ": no limit reached"
 	default:
@@ -181,7 +185,7 @@ func childSleepMain() int {
 // own oom_score_adj so the kernel picks it, and the probe survives.
 func checkMemory(env *probeEnv) Result {
 	r := Result{Attempt: fmt.Sprintf("child touches memory in %d MiB steps up to %d MiB", memStep>>20, memCeiling>>20)}
-	if inGVisor() && !env.forceLimits {
+	if env.gvisor && !env.forceLimits && !env.memoryAfterDone {
 		return notTriedInGVisor(r.Attempt, "the host memory cgroup sees only the sentry: past the limit the host OOM killer kills the "+
 			"whole sandbox (runsc exits 137), not the child, so the probe would not report; the host's memory oom_kill is the evidence here. "+
 			"MemTotal inside: "+memTotal())
@@ -321,7 +325,7 @@ func checkCPU(env *probeEnv) Result {
 	if !r.Pass {
 		r.Layer = LayerNone
 	}
-	if inGVisor() {
+	if env.gvisor {
 		r.Observed += " (not judged: gVisor)"
 		r.Pass, r.Skipped, r.Layer = false, true, LayerNone
 		r.Detail += "; gVisor's CPU accounting counts host-throttled time, so the host's cpu.stat nr_throttled decides"
@@ -351,16 +355,9 @@ func spin(deadline time.Time) uint64 {
 // notTriedInGVisor is the result of a limit control the probe does not
 // push under gVisor: not evidence of the limit, so not a pass, but not a
 // failure the probe observed either — the host's cgroup counters decide.
-// -force-limits runs them anyway.
+// -force-limits runs them anyway; -memory-after-done runs memory last.
 func notTriedInGVisor(attempt, why string) Result {
 	return Result{Attempt: attempt, Observed: "not tried (gVisor)", Layer: LayerNone, Skipped: true, Detail: why}
-}
-
-func rlimitString(v uint64) string {
-	if v == unix.RLIM_INFINITY {
-		return "unlimited"
-	}
-	return strconv.FormatUint(v, 10)
 }
 
 func memTotal() string {

@@ -16,27 +16,34 @@
 // The binary must be static (CGO_ENABLED=0): the images it runs in have no
 // libc, or a different one.
 //
-// Under gVisor (runsc 2022, --platform=ptrace --network=none --oci-seccomp,
-// measured on this project's hosts) the answers differ:
-//   - etc: EACCES, not EROFS — gVisor checks permissions before the
-//     read-only mount when creating; mountinfo shows / ro. FAIL (the
-//     attempt was answered by DAC).
-//   - network: EHOSTUNREACH, not ENETUNREACH, from gVisor's netstack with
-//     only lo; accepted only together with the lo-only interface list.
+// The probe cannot tell reliably that it runs in gVisor (runsc), so the
+// host says so with -gvisor; without it every control keeps runc's strict
+// expectations. With -gvisor these documented gVisor answers are accepted
+// (measured with runsc 2022, --platform=ptrace --network=none --oci-seccomp):
+//   - etc: EACCES, not EROFS, when /proc/self/mountinfo shows the root mount
+//     read-only: gVisor checks permissions before the read-only mount when
+//     creating. Layer "gVisor: DAC before read-only mount".
+//   - network: EHOSTUNREACH, not ENETUNREACH, from gVisor's netstack, only
+//     together with a lo-only interface list. Layer "gVisor (Sentry)".
+//   - devices: gVisor's own /dev/fuse and /dev/net/tun; mknod c 1:1 succeeds
+//     in gVisor's tmpfs but the node cannot be opened (ENXIO). Layer
+//     "gVisor (Sentry)".
+//   - pids: the fork loop runs only when RLIMIT_NPROC is finite (bulkhead
+//     sets it to the profile's limit for runsc); gVisor answers EAGAIN
+//     before the host pids.max is reached. Without it, reaching host
+//     pids.max makes the sentry panic and no report would come.
+//   - memory: past the limit the host OOM killer kills the whole sandbox,
+//     so with -memory-after-done the attempt runs after the done line and
+//     the host's memory oom_kill counter decides.
+//   - cpu: getrusage counts host-throttled time as CPU (ratio ~2.2 inside
+//     while the host cgroup runs at 1.0 CPU): not judged, the host's
+//     cpu.stat nr_throttled decides.
 //   - capabilities: no CapAmb line and no PR_CAP_AMBIENT (EINVAL): read as
 //     an empty ambient set. NoNewPrivs and Seccomp come from prctl where
 //     /proc/self/status lacks them.
-//   - seccomp: clone3 gets EPERM, not ENOSYS (--oci-seccomp ignores a
-//     rule's errnoRet). FAIL: glibc falls back to clone only on ENOSYS.
-//   - devices: /dev has fuse and net/; mknod c 1:1 succeeds without
-//     CAP_MKNOD (opening the node gives ENXIO). FAIL.
 //   - masked-proc: the files do not exist (pass as "absent").
-//   - cpu: getrusage counts host-throttled time as CPU (ratio ~2.2 inside
-//     while the host cgroup runs at 1.0 CPU, nr_throttled growing): not
-//     judged, the host's cpu.stat decides.
-//   - pids, memory: not tried by default (-force-limits runs them): past
-//     host pids.max the sentry panics, past the memory limit the host OOM
-//     killer takes the whole sandbox; either way no report would come.
+//
+// Seccomp stays strict under gVisor: clone3 must get ENOSYS.
 //
 // Hidden modes (used when the probe re-executes itself, since Go cannot
 // fork without exec): -child-sleep, -child-mem, -child-pids N,
@@ -59,6 +66,10 @@ type probeEnv struct {
 	setuid        string // setuid-root binary to exec (-setuid)
 	netTarget     string // address that must be unreachable
 	forceLimits   bool   // run pids and memory even under gVisor
+	gvisor        bool   // the host says this is gVisor: accept its documented answers
+	// memoryAfterDone defers the memory control until after the done line:
+	// under gVisor the host OOM killer ends the whole sandbox.
+	memoryAfterDone bool
 }
 
 // control is one row of the table: a name the host and -only use, a
@@ -106,6 +117,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	setuid := fs.String("setuid", "", "setuid-root binary to exec for the no_new_privs control (default: /bin/busybox if it is setuid root)")
 	netTarget := fs.String("net-target", "192.0.2.1:80", "TCP address that must be unreachable (TEST-NET-1 by default)")
 	forceLimits := fs.Bool("force-limits", false, "run the pids and memory controls even under gVisor, where reaching a host limit kills the whole sandbox")
+	gvisor := fs.Bool("gvisor", false, "the sandbox is gVisor (runsc): accept gVisor's documented answers (set by the host)")
+	memoryAfterDone := fs.Bool("memory-after-done", false, "run the memory control after the done line (gVisor: the host OOM killer ends the sandbox; the host's oom_kill decides)")
 	// Hidden modes: the probe re-executes itself for work that needs a
 	// separate process.
 	childSleep := fs.Bool("child-sleep", false, "")
@@ -146,7 +159,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bulkhead-probe: %v\n", err)
 		return 2
 	}
-	env := &probeEnv{setuid: *setuid, netTarget: *netTarget, forceLimits: *forceLimits}
+	env := &probeEnv{setuid: *setuid, netTarget: *netTarget, forceLimits: *forceLimits, gvisor: *gvisor, memoryAfterDone: *memoryAfterDone}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "workspace" {
 			env.workspaceFlag = true
@@ -156,10 +169,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if !env.workspaceFlag {
 		env.workspace = "/workspace"
 	}
+	var deferred []control
 	for _, c := range selected {
+		if c.name == "memory" && env.memoryAfterDone {
+			deferred = append(deferred, c)
+			continue
+		}
 		emit(stdout, *format, runControl(c, env))
 	}
 	emitDone(stdout, *format)
+	// A deferred attempt may end the whole sandbox: its line comes after
+	// done, if at all, and the host's cgroup counters decide.
+	for _, c := range deferred {
+		emit(stdout, *format, runControl(c, env))
+	}
 	return 0
 }
 
