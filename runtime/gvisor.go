@@ -1,7 +1,11 @@
 package runtime
 
 import (
+	"fmt"
+	"slices"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -11,11 +15,24 @@ import (
 // cannot start at all.
 const gvisorThreads = 192
 
-// translateForGVisor moves the process limit to where gVisor enforces it.
-// On the host, pids.max counts the sandbox's own threads, so the cgroup
+// translateForGVisor adapts the rewritten spec to how runsc enforces it:
+// the process limit (translatePidsForGVisor) and the seccomp profile
+// (TranslateSeccompForGVisor). It runs after the rules and their
+// validation, on the spec handed to runsc only.
+func translateForGVisor(s *rspec.Spec, p *specs.Profile) {
+	translatePidsForGVisor(s)
+	if s.Linux != nil && s.Linux.Seccomp != nil {
+		for _, n := range TranslateSeccompForGVisor(s.Linux.Seccomp) {
+			logrus.Debugf("bulkhead: runsc seccomp: %s", n)
+		}
+	}
+}
+
+// translatePidsForGVisor moves the process limit to where gVisor enforces
+// it. On the host, pids.max counts the sandbox's own threads, so the cgroup
 // gets the profile's limit plus room for them; inside, gVisor's kernel
 // enforces RLIMIT_NPROC per sandbox, which carries the profile's limit.
-func translateForGVisor(s *rspec.Spec, p *specs.Profile) {
+func translatePidsForGVisor(s *rspec.Spec) {
 	if s.Linux == nil || s.Linux.Resources == nil || s.Linux.Resources.Pids == nil || s.Linux.Resources.Pids.Limit == nil {
 		return
 	}
@@ -38,4 +55,83 @@ func translateForGVisor(s *rspec.Spec, p *specs.Profile) {
 		}
 	}
 	s.Process.Rlimits = append(s.Process.Rlimits, nproc)
+}
+
+const (
+	errnoEPERM  = 1
+	errnoENOSYS = 38
+)
+
+// gvisorSyscallAliases maps libseccomp's name of a syscall to the name
+// runsc's own table gives it, where they differ. runsc --oci-seccomp looks
+// every name up in gVisor's syscall table for the native architecture and
+// drops a name it does not find ("OCI seccomp: ignoring syscall" in its
+// debug log), so an allowed syscall under libseccomp's name would get the
+// default action, EPERM. Measured with runsc 0.0~20221219 on x86_64: of
+// the profile's allowed x86_64 names it drops pselect6 (its table says
+// "pselect"), which broke glibc's select() and pselect(); newer gVisor
+// says pselect6 and drops the alias instead, which is as harmless.
+var gvisorSyscallAliases = map[string]string{
+	"pselect6": "pselect",
+}
+
+// TranslateSeccompForGVisor rewrites p, already validated, so that runsc
+// --oci-seccomp answers what runc would. It never allows a call the
+// profile denies. It returns one note per change, for logs and
+// `bulkhead seccomp show`.
+//
+// errnoRet: runsc's 2022 OCI converter ignores errnoRet and
+// defaultErrnoRet, so every SCMP_ACT_ERRNO answers EPERM. For clone3 that
+// breaks glibc >= 2.34, which falls back from clone3 to clone only on
+// ENOSYS: pthread_create failed with EPERM inside gVisor. Allowing clone3
+// and letting gVisor answer would work with that build, which does not
+// implement clone3 (measured: ENOSYS without a filter), but a gVisor that
+// implements it would then create namespaces through clone3, which seccomp
+// cannot inspect. So an ERRNO rule (or default) with errnoRet ENOSYS
+// becomes SCMP_ACT_TRACE instead: gVisor's seccomp, like Linux's, answers
+// ENOSYS to a TRACE result when no ptrace tracer with
+// PTRACE_O_TRACESECCOMP is attached, and none can be: ptrace is denied.
+// Any other errnoRet cannot be carried over; the call stays denied, with
+// EPERM, and a note says so. The default profile has one errnoRet rule
+// (clone3 ENOSYS) and defaultErrnoRet EPERM, so only clone3 changes.
+//
+// Names runsc does not know at all (x86_64, runsc 2022: openat2,
+// landlock_*, memfd_secret, process_mrelease and futex_waitv, none of which
+// it implements) cannot be expressed: they get the default action, EPERM,
+// where gVisor itself would answer ENOSYS.
+func TranslateSeccompForGVisor(p *rspec.LinuxSeccomp) []string {
+	if p == nil {
+		return nil
+	}
+	var notes []string
+	if p.DefaultAction == rspec.ActErrno && p.DefaultErrnoRet != nil {
+		switch *p.DefaultErrnoRet {
+		case errnoEPERM:
+		case errnoENOSYS:
+			p.DefaultAction = rspec.ActTrace
+			notes = append(notes, "defaultAction SCMP_ACT_ERRNO(ENOSYS) handed over as SCMP_ACT_TRACE (runsc ignores defaultErrnoRet; no tracer: ENOSYS)")
+		default:
+			notes = append(notes, fmt.Sprintf("defaultErrnoRet %d: runsc ignores it and answers EPERM (still denied)", *p.DefaultErrnoRet))
+		}
+	}
+	for i := range p.Syscalls {
+		r := &p.Syscalls[i]
+		if r.Action == rspec.ActErrno && r.ErrnoRet != nil {
+			switch *r.ErrnoRet {
+			case errnoEPERM:
+			case errnoENOSYS:
+				r.Action = rspec.ActTrace
+				notes = append(notes, fmt.Sprintf("%v: SCMP_ACT_ERRNO(ENOSYS) handed over as SCMP_ACT_TRACE (runsc ignores errnoRet; no tracer: ENOSYS)", r.Names))
+			default:
+				notes = append(notes, fmt.Sprintf("%v: errnoRet %d: runsc ignores it and answers EPERM (still denied)", r.Names, *r.ErrnoRet))
+			}
+		}
+		for _, n := range r.Names {
+			if alias, ok := gvisorSyscallAliases[n]; ok && !slices.Contains(r.Names, alias) {
+				r.Names = append(r.Names, alias)
+				notes = append(notes, fmt.Sprintf("%s: also named %q, as runsc's syscall table calls it", n, alias))
+			}
+		}
+	}
+	return notes
 }

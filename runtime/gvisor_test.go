@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"slices"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/seccomp"
+	"bulkhead.dev/bulkhead/specs"
+)
+
+func rulesNaming(p *rspec.LinuxSeccomp, name string) []rspec.LinuxSyscall {
+	var out []rspec.LinuxSyscall
+	for _, r := range p.Syscalls {
+		if slices.Contains(r.Names, name) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestTranslateSeccompForGVisorDefault: on the default profile only clone3
+// (ENOSYS → TRACE) and pselect6 (alias) change, and nothing is allowed
+// that was not.
+func TestTranslateSeccompForGVisorDefault(t *testing.T) {
+	p := seccomp.Default()
+	before := seccomp.Default()
+	notes := TranslateSeccompForGVisor(p)
+	if len(notes) != 2 {
+		t.Errorf("notes %q, want two (clone3, pselect6)", notes)
+	}
+	if p.DefaultAction != rspec.ActErrno || p.DefaultErrnoRet == nil || *p.DefaultErrnoRet != 1 {
+		t.Errorf("default action changed: %s %v", p.DefaultAction, p.DefaultErrnoRet)
+	}
+	c3 := rulesNaming(p, "clone3")
+	if len(c3) != 1 || c3[0].Action != rspec.ActTrace {
+		t.Fatalf("clone3 rules %+v, want one SCMP_ACT_TRACE", c3)
+	}
+	ps := rulesNaming(p, "pselect6")
+	if len(ps) != 1 || !slices.Contains(ps[0].Names, "pselect") || ps[0].Action != rspec.ActAllow {
+		t.Errorf("pselect6 rules %+v, want the allow rule also naming pselect", ps)
+	}
+	// Same rules, same order, same conditions; only those two differ.
+	if len(p.Syscalls) != len(before.Syscalls) {
+		t.Fatalf("%d rules, want %d", len(p.Syscalls), len(before.Syscalls))
+	}
+	for i := range p.Syscalls {
+		a, b := p.Syscalls[i], before.Syscalls[i]
+		if slices.Contains(b.Names, "clone3") || slices.Contains(b.Names, "pselect6") {
+			continue
+		}
+		if a.Action != b.Action || !slices.Equal(a.Names, b.Names) || len(a.Args) != len(b.Args) {
+			t.Errorf("rule %d changed: %+v, was %+v", i, a, b)
+		}
+	}
+	for _, name := range seccomp.Denied {
+		for _, r := range rulesNaming(p, name) {
+			if r.Action == rspec.ActAllow || r.Action == rspec.ActLog {
+				t.Errorf("%s allowed after translation", name)
+			}
+		}
+	}
+}
+
+func TestTranslateSeccompForGVisorErrnos(t *testing.T) {
+	enosys, eacces := uint(38), uint(13)
+	p := &rspec.LinuxSeccomp{
+		DefaultAction:   rspec.ActErrno,
+		DefaultErrnoRet: &enosys,
+		Syscalls: []rspec.LinuxSyscall{
+			{Names: []string{"read"}, Action: rspec.ActAllow},
+			{Names: []string{"openat2"}, Action: rspec.ActErrno, ErrnoRet: &enosys},
+			{Names: []string{"chmod"}, Action: rspec.ActErrno, ErrnoRet: &eacces},
+			{Names: []string{"ptrace"}, Action: rspec.ActErrno},
+		},
+	}
+	notes := TranslateSeccompForGVisor(p)
+	if p.DefaultAction != rspec.ActTrace {
+		t.Errorf("default ERRNO(ENOSYS) became %s, want SCMP_ACT_TRACE", p.DefaultAction)
+	}
+	want := []rspec.LinuxSeccompAction{rspec.ActAllow, rspec.ActTrace, rspec.ActErrno, rspec.ActErrno}
+	for i, r := range p.Syscalls {
+		if r.Action != want[i] {
+			t.Errorf("%v: action %s, want %s", r.Names, r.Action, want[i])
+		}
+	}
+	if len(notes) != 3 {
+		t.Errorf("notes %q, want three (default, openat2, chmod)", notes)
+	}
+	if TranslateSeccompForGVisor(nil) != nil {
+		t.Error("notes for no profile")
+	}
+}
+
+// TestTranslateForGVisor: the whole translation runs on a spec the rules
+// produced, and the result still passes runc's validation.
+func TestTranslateForGVisor(t *testing.T) {
+	limit := int64(64)
+	s := &rspec.Spec{
+		Root:    &rspec.Root{Path: "/"},
+		Process: &rspec.Process{Args: []string{"true"}, Cwd: "/"},
+		Linux: &rspec.Linux{
+			Seccomp:   seccomp.Default(),
+			Resources: &rspec.LinuxResources{Pids: &rspec.LinuxPids{Limit: &limit}},
+		},
+	}
+	p := specs.DefaultProfile()
+	translateForGVisor(s, &p)
+	if got := *s.Linux.Resources.Pids.Limit; got != 64+gvisorThreads {
+		t.Errorf("pids limit %d, want %d", got, 64+gvisorThreads)
+	}
+	if r := rulesNaming(s.Linux.Seccomp, "clone3"); len(r) != 1 || r[0].Action != rspec.ActTrace {
+		t.Errorf("clone3 rules %+v", r)
+	}
+	if err := validateForBackend("x", t.TempDir(), s, &Globals{}); err != nil {
+		t.Errorf("translated spec fails runc's validation: %v", err)
+	}
+}
