@@ -33,7 +33,8 @@ import (
 
 // ForProfile returns the seccomp profile a container gets: the built-in
 // default when path is empty, otherwise the operator's moby-format file.
-// The result has been validated and compiled with libseccomp.
+// The result has been validated and compiled with libseccomp (the compile
+// is remembered in DefaultCacheDir; see validateCached).
 func ForProfile(path string) (*rspec.LinuxSeccomp, error) {
 	var p *rspec.LinuxSeccomp
 	if path == "" {
@@ -48,7 +49,7 @@ func ForProfile(path string) (*rspec.LinuxSeccomp, error) {
 			return nil, fmt.Errorf("seccomp profile %s: %w", path, err)
 		}
 	}
-	if err := Validate(p); err != nil {
+	if err := validateCached(p, cacheDir); err != nil {
 		if path == "" {
 			return nil, fmt.Errorf("built-in seccomp profile: %w", err)
 		}
