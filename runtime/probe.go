@@ -1,0 +1,351 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"bulkhead.dev/bulkhead/cgroups"
+)
+
+// ProbeOptions configure one `bulkhead probe`.
+type ProbeOptions struct {
+	// Profile and Backend override the selection (as --profile and
+	// --backend do for create); empty means what create would choose.
+	Profile string
+	Backend string
+	// Bulkhead is the bulkhead executable that creates, starts and deletes
+	// the probe's container (default: the running executable), so policy,
+	// backend and verification are exactly create's.
+	Bulkhead string
+	// ProbeBinary is the static bulkhead-probe (default: next to Bulkhead,
+	// else on PATH).
+	ProbeBinary string
+	// Timeout bounds the whole run (default 2 minutes).
+	Timeout time.Duration
+}
+
+// probeDoneLine ends the probe's output (cmd/bulkhead-probe/result.go).
+const probeDoneLine = `{"control":"done"}`
+
+// afterDoneWait is how long the host waits, under gVisor, for the memory
+// attempt the probe makes after its done line to end the sandbox.
+const afterDoneWait = 30 * time.Second
+
+// Probe runs the boundary probe in a throwaway container through bulkhead's
+// own create path (the executable in opt.Bulkhead, with the caller's
+// globals), reads its lines, samples the container's cgroup counters as
+// each line arrives, and judges every control. The returned report is
+// complete even when a control failed; err is set only when the probe
+// could not run (it is also in the report). Everything it made is removed
+// before it returns: container, record, cgroup, bundle and workspace.
+func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*ProbeReport, error) {
+	if opt.Timeout == 0 {
+		opt.Timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
+
+	sel, cfgPath, err := probeSelect(g, opt)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Bulkhead == "" {
+		if opt.Bulkhead, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("probe: %w", err)
+		}
+	}
+	if opt.ProbeBinary == "" {
+		if opt.ProbeBinary, err = FindProbeBinary(opt.Bulkhead); err != nil {
+			return nil, err
+		}
+	} else if err := checkStatic(opt.ProbeBinary); err != nil {
+		return nil, err
+	}
+	gvisor := sel.Backend.IsGVisor()
+	rep := &ProbeReport{ID: probeID(), Profile: sel.Profile.Name, Mode: string(sel.Profile.Mode), Backend: sel.Backend.Name}
+
+	work, err := os.MkdirTemp("", "bulkhead-probe-")
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
+	}
+	p := &probeRun{g: g, opt: opt, sel: sel, cfgPath: cfgPath, rep: rep, work: work, gvisor: gvisor}
+	if !g.SystemdCgroup {
+		p.cgroupsPath = "/bulkhead/" + rep.ID
+	}
+	defer func() {
+		if cerr := p.cleanup(); cerr != nil {
+			logrus.Warnf("bulkhead: probe cleanup: %v", cerr)
+			if rep.Error == "" {
+				rep.Error = "cleanup: " + cerr.Error()
+			}
+			rep.Pass = false
+		}
+	}()
+	if err := p.run(ctx); err != nil {
+		rep.Error = err.Error()
+		rep.Pass = false
+		return rep, err
+	}
+	return rep, nil
+}
+
+// probeSelect resolves profile and backend the way create will, so the
+// probe knows beforehand whether it runs in gVisor.
+func probeSelect(g *Globals, opt ProbeOptions) (*Selection, string, error) {
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return nil, "", err
+	}
+	sg := *g
+	if opt.Profile != "" {
+		sg.Profile = opt.Profile
+	}
+	if opt.Backend != "" {
+		sg.Backend = opt.Backend
+	}
+	sel, err := Select(cfg, &sg, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	cfgPath := ""
+	if g.explicit {
+		cfgPath = g.Config
+	}
+	return sel, cfgPath, nil
+}
+
+func probeID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("bulkhead-probe-%d-%s", os.Getpid(), hex.EncodeToString(b))
+}
+
+// probeRun is one probe on its way; cleanup undoes whatever it made.
+type probeRun struct {
+	g           *Globals
+	opt         ProbeOptions
+	sel         *Selection
+	cfgPath     string
+	rep         *ProbeReport
+	work        string
+	gvisor      bool
+	cgroupsPath string
+	bundle      *probeBundle
+	created     bool
+}
+
+// bulkheadArgv is the command line of one bulkhead verb for the probe's
+// container, with the caller's globals and the probe's selection.
+func (p *probeRun) bulkheadArgv(verb string, args ...string) []string {
+	argv := []string{p.opt.Bulkhead, "--root", p.g.Root}
+	if p.cfgPath != "" {
+		argv = append(argv, "--config", p.cfgPath)
+	}
+	argv = append(argv, "--profile", p.sel.Profile.Name, "--backend", p.sel.Backend.Name)
+	if p.g.SystemdCgroup {
+		argv = append(argv, "--systemd-cgroup")
+	}
+	if p.g.Rootless != "" {
+		argv = append(argv, "--rootless", p.g.Rootless)
+	}
+	if p.g.Debug {
+		argv = append(argv, "--debug")
+	}
+	argv = append(argv, verb)
+	return append(argv, args...)
+}
+
+func (p *probeRun) run(ctx context.Context) error {
+	args := []string{"-workspace", "/workspace", "-setuid", "/bin/" + ProbeBinaryName + "-suid"}
+	if p.gvisor {
+		args = append(args, "-gvisor", "-memory-after-done")
+	}
+	var err error
+	if p.bundle, err = makeProbeBundle(p.work, p.opt.ProbeBinary, p.cgroupsPath, args); err != nil {
+		return fmt.Errorf("probe bundle: %w", err)
+	}
+
+	// The container's stdout is this pipe; its stderr and bulkhead's go to
+	// a file (a pipe nobody drains could block the container).
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer outR.Close()
+	errFile, err := os.Create(filepath.Join(p.work, "stderr.log"))
+	if err != nil {
+		outW.Close()
+		return err
+	}
+	defer errFile.Close()
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		outW.Close()
+		return err
+	}
+	defer devNull.Close()
+
+	pidFile := filepath.Join(p.work, "init.pid")
+	create := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("create", "--bundle", p.bundle.dir, "--pid-file", pidFile, p.rep.ID)[1:]...)
+	create.Stdin, create.Stdout, create.Stderr = devNull, outW, errFile
+	// Interrupted, bulkhead create must still undo what it made: it gets
+	// SIGTERM (which it forwards to the backend), not SIGKILL.
+	create.Cancel = func() error { return create.Process.Signal(syscall.SIGTERM) }
+	create.WaitDelay = backendTimeout
+	p.created = true // a failed create is cleaned up by create; delete is harmless
+	err = create.Run()
+	outW.Close() // the container holds its own copy
+	if err != nil {
+		return fmt.Errorf("create refused or failed (%v): %s", err, probeLogTail(filepath.Join(p.work, "stderr.log")))
+	}
+
+	reg, err := OpenRegistry(p.g.Root)
+	if err != nil {
+		return err
+	}
+	rec, err := reg.Get(p.rep.ID)
+	if err != nil {
+		return fmt.Errorf("record of %s: %w", p.rep.ID, err)
+	}
+	p.rep.Verification = rec.Checks
+	if rec.CgroupsPath != "" {
+		p.cgroupsPath = rec.CgroupsPath
+	}
+	grp, err := cgroups.ForPID(rec.InitPid)
+	if err != nil {
+		return fmt.Errorf("cgroup of the probe's container: %w", err)
+	}
+	var limits *cgroups.Limits
+	if l, err := grp.Limits(); err == nil {
+		limits = &l
+	}
+
+	lines := make(chan string)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-stop:
+				return
+			}
+		}
+	}()
+
+	prev, prevErr := grp.Events()
+	start := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("start", p.rep.ID)[1:]...)
+	if out, err := start.CombinedOutput(); err != nil {
+		return fmt.Errorf("start: %v: %s", err, bytes.TrimSpace(out))
+	}
+
+	got := map[string]ProbeLine{}
+	samples := map[string]probeSample{}
+	take := func(raw string) {
+		var l ProbeLine
+		if err := json.Unmarshal([]byte(raw), &l); err != nil || l.Control == "" {
+			logrus.Warnf("bulkhead: probe: not a probe line: %q", raw)
+			return
+		}
+		now, err := grp.Events()
+		samples[l.Control] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil}
+		prev, prevErr = now, err
+		got[l.Control] = l
+	}
+	var after <-chan time.Time // set once done arrived and an attempt follows it
+read:
+	for {
+		select {
+		case raw, ok := <-lines:
+			if !ok {
+				break read
+			}
+			if strings.TrimSpace(raw) == probeDoneLine {
+				p.rep.Finished = true
+				if !p.gvisor {
+					break read
+				}
+				after = time.After(afterDoneWait)
+				continue
+			}
+			take(raw)
+		case <-after:
+			break read
+		case <-ctx.Done():
+			break read
+		}
+	}
+	if p.gvisor && p.rep.Finished {
+		// The memory attempt after done: its line if the sandbox
+		// survived, else the counters when the sandbox ended.
+		if _, ok := samples["memory"]; !ok {
+			now, err := grp.Events()
+			samples["memory"] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil}
+		}
+	}
+	p.rep.Controls = judgeProbe(got, samples, limits, p.gvisor)
+	p.rep.Pass = p.rep.Finished && len(p.rep.Failed()) == 0
+	if err := ctx.Err(); err != nil && !p.rep.Finished {
+		return fmt.Errorf("probe: %w before the done line", err)
+	}
+	return nil
+}
+
+// cleanup deletes the container through bulkhead, then makes sure nothing
+// is left: no record, no cgroup, no bundle or workspace.
+func (p *probeRun) cleanup() error {
+	var errs []error
+	if p.created {
+		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+		defer cancel()
+		del := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("delete", "--force", p.rep.ID)[1:]...)
+		if out, err := del.CombinedOutput(); err != nil {
+			logrus.Debugf("bulkhead: probe: delete %s: %v: %s", p.rep.ID, err, out)
+		}
+		if reg, err := OpenRegistry(p.g.Root); err == nil {
+			if _, err := reg.Get(p.rep.ID); err == nil {
+				errs = append(errs, reg.Remove(p.rep.ID))
+			}
+		}
+		if p.cgroupsPath != "" && cgroups.Exists(p.cgroupsPath) {
+			errs = append(errs, removeCgroup(p.cgroupsPath))
+			if cgroups.Exists(p.cgroupsPath) {
+				errs = append(errs, fmt.Errorf("cgroup %s is still there", p.cgroupsPath))
+			}
+		}
+	}
+	if err := os.RemoveAll(p.work); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// probeLogTail is the last lines of a log file, for an error message.
+func probeLogTail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, " | ")
+}

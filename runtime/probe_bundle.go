@@ -1,0 +1,188 @@
+package runtime
+
+import (
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/opencontainers/runc/libcontainer/specconv"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// ProbeBinaryName is the static boundary probe (cmd/bulkhead-probe).
+const ProbeBinaryName = "bulkhead-probe"
+
+// probeCanaryEnv is a credential-looking variable the probe bundle asks
+// for: the environment control shows whether the policy dropped it. Its
+// value is no secret.
+const probeCanaryEnv = "BULKHEAD_PROBE_API_TOKEN=canary-not-a-secret"
+
+// FindProbeBinary returns the probe next to the bulkhead executable self,
+// else the one on PATH, and refuses one that is not static: the rootfs the
+// probe runs in has no libc.
+func FindProbeBinary(self string) (string, error) {
+	var candidates []string
+	if self != "" {
+		candidates = append(candidates, filepath.Join(filepath.Dir(self), ProbeBinaryName))
+	}
+	if p, err := exec.LookPath(ProbeBinaryName); err == nil {
+		candidates = append(candidates, p)
+	}
+	for _, p := range candidates {
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if err := checkStatic(p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("probe: no %s next to %s or on PATH (make build puts it in bin/)", ProbeBinaryName, self)
+}
+
+// checkStatic refuses an ELF file that asks for a dynamic loader.
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("probe binary %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("probe binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
+		}
+	}
+	return nil
+}
+
+// probeBundle is the throwaway bundle `bulkhead probe` runs: a rootfs made
+// of the probe alone, and a host folder to bind-mount at /workspace.
+type probeBundle struct {
+	dir       string // bundle directory: config.json and rootfs/
+	workspace string // host folder bind-mounted at /workspace
+}
+
+// makeProbeBundle writes, below work, a bundle whose config is what a
+// careless caller would send (root user, writable root, the host's network,
+// a writable bind of a host folder, a credential in the environment), so
+// that every control the probe sees is the policy's doing, not the
+// bundle's. args follow the probe's path in process.args.
+func makeProbeBundle(work, probe, cgroupsPath string, args []string) (*probeBundle, error) {
+	b := &probeBundle{dir: filepath.Join(work, "bundle"), workspace: filepath.Join(work, "workspace")}
+	rootfs := filepath.Join(b.dir, "rootfs")
+	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "workspace"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	// An empty /tmp anyone may use, as an image would have it; the policy
+	// mounts its own tmpfs over it.
+	if err := mkdirMode(filepath.Join(rootfs, "tmp"), 0o1777); err != nil {
+		return nil, err
+	}
+	// The workspace is writable by anyone on the host, so only the
+	// read-only mount can refuse the probe's write (EROFS, not EACCES).
+	if err := mkdirMode(b.workspace, 0o777); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(b.workspace, "README"), []byte("a host folder: the sandbox must not write here\n"), 0o644); err != nil {
+		return nil, err
+	}
+	files := []struct {
+		name string
+		mode os.FileMode
+	}{
+		{"bin/" + ProbeBinaryName, 0o755},
+		// A setuid-root copy: under no_new_privs exec must gain nothing.
+		{"bin/" + ProbeBinaryName + "-suid", 0o755 | os.ModeSetuid},
+	}
+	for _, f := range files {
+		if err := copyMode(probe, filepath.Join(rootfs, f.name), f.mode); err != nil {
+			return nil, err
+		}
+	}
+	text := map[string]struct {
+		content string
+		mode    os.FileMode
+	}{
+		"etc/passwd": {"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n", 0o644},
+		"etc/group":  {"root:x:0:\nnogroup:x:65534:\n", 0o644},
+		// The root-owned 0600 file the identity control must not read.
+		"etc/shadow": {"root:*:19000:0:99999:7:::\nnobody:*:19000:0:99999:7:::\n", 0o600},
+	}
+	for name, f := range text {
+		if err := writeMode(filepath.Join(rootfs, name), []byte(f.content), f.mode); err != nil {
+			return nil, err
+		}
+	}
+
+	s := specconv.Example()
+	s.Hostname = "bulkhead-probe"
+	s.Process.Terminal = false
+	s.Process.Args = append([]string{"/bin/" + ProbeBinaryName}, args...)
+	s.Process.Env = append(s.Process.Env, probeCanaryEnv)
+	s.Root = &rspec.Root{Path: "rootfs", Readonly: false}
+	var ns []rspec.LinuxNamespace
+	for _, n := range s.Linux.Namespaces {
+		if n.Type != rspec.NetworkNamespace {
+			ns = append(ns, n)
+		}
+	}
+	s.Linux.Namespaces = ns
+	s.Linux.CgroupsPath = cgroupsPath
+	s.Mounts = append(s.Mounts, rspec.Mount{
+		Destination: "/workspace", Type: "bind", Source: b.workspace, Options: []string{"rbind", "rw"},
+	})
+	data, err := json.MarshalIndent(s, "", "\t")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, "config.json"), data, 0o644); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// mkdirMode creates dir with exactly mode (MkdirAll passes the umask and
+// drops the sticky bit).
+func mkdirMode(dir string, mode os.FileMode) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.Chmod(dir, mode.Perm()|mode&os.ModeSticky)
+}
+
+func writeMode(path string, data []byte, mode os.FileMode) error {
+	if err := os.WriteFile(path, data, mode.Perm()); err != nil {
+		return err
+	}
+	return os.Chmod(path, mode)
+}
+
+// copyMode copies src to dst and sets mode afterwards, since the umask
+// and WriteFile drop the setuid bit.
+func copyMode(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o700)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("copy %s: %w", src, err), os.Remove(dst))
+	}
+	return os.Chmod(dst, mode)
+}
