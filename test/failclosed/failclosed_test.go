@@ -1,0 +1,247 @@
+// Package failclosed shows DESIGN.md principle 5 against a backend that
+// lies: it accepts the spec bulkhead hands over, silently drops part of it,
+// and reports success. bulkhead must notice from the host, refuse the
+// container naming the control with expected and observed values, and leave
+// nothing behind.
+package failclosed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// liarEnv switches the test binary into the liar backend: the wrapper
+// script execs this binary with it set, so the spec is edited in Go (no jq
+// or python on a fresh machine) and then runc runs with the same argv.
+const liarEnv = "BULKHEAD_TEST_LIAR"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(liarEnv); mode != "" {
+		os.Exit(liar(mode, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// liar edits <bundle>/config.json on create, then becomes runc.
+func liar(mode string, args []string) int {
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "liar:", err)
+		return 1
+	}
+	bundleDir, create := "", false
+	for i, a := range args {
+		switch {
+		case a == "create":
+			create = true
+		case (a == "--bundle" || a == "-b") && i+1 < len(args):
+			bundleDir = args[i+1]
+		case strings.HasPrefix(a, "--bundle="):
+			bundleDir = strings.TrimPrefix(a, "--bundle=")
+		}
+	}
+	if create && bundleDir != "" {
+		if err := lie(mode, filepath.Join(bundleDir, "config.json")); err != nil {
+			fmt.Fprintln(os.Stderr, "liar:", err)
+			return 1
+		}
+	}
+	err = syscall.Exec(runc, append([]string{runc}, args...), os.Environ())
+	fmt.Fprintln(os.Stderr, "liar: exec runc:", err)
+	return 1
+}
+
+// lie drops or adds what mode says, keeping everything else as it was
+// (a generic map, so fields this test does not know survive).
+func lie(mode, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var s map[string]any
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	linux, _ := s["linux"].(map[string]any)
+	process, _ := s["process"].(map[string]any)
+	switch mode {
+	case "pids":
+		if res, ok := linux["resources"].(map[string]any); ok {
+			delete(res, "pids")
+		}
+	case "caps":
+		caps, _ := process["capabilities"].(map[string]any)
+		if caps == nil {
+			caps = map[string]any{}
+			process["capabilities"] = caps
+		}
+		for _, set := range []string{"bounding", "effective", "permitted", "inheritable", "ambient"} {
+			list, _ := caps[set].([]any)
+			caps[set] = append(list, "CAP_CHOWN")
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
+	}
+	out, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+func needRunc(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: containers are created for real")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Skipf("needs runc on PATH (hack/install-deps.sh installs it): %v", err)
+	}
+	if _, err := os.Stat(bundle.Busybox); err != nil {
+		t.Skipf("needs busybox-static for the test bundle: %v", err)
+	}
+}
+
+// writeLiar writes the wrapper script and a root-owned, 0644 config that
+// names it as backend key and makes it the default profile's backend.
+func writeLiar(t *testing.T, mode, key string) (config string) {
+	t.Helper()
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "liar")
+	body := fmt.Sprintf("#!/bin/sh\n# A backend that silently ignores part of the spec (%s).\nexport %s=%s\nexec %q \"$@\"\n", mode, liarEnv, mode, self)
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config = filepath.Join(dir, "config.toml")
+	toml := fmt.Sprintf("[backends.%s]\npath = %q\n\n[profiles.default]\nbackend = %q\n", key, script, key)
+	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(config, 0o644); err != nil { // config files must not be group/world-writable
+		t.Fatal(err)
+	}
+	return config
+}
+
+// TestFailClosed: a backend that drops linux.resources.pids, and one that
+// re-adds CAP_CHOWN to every capability set. create must fail non-zero
+// naming the control with expected and observed values, and afterwards
+// there is no container, no cgroup, no record, and config.json is the
+// caller's byte for byte.
+//
+// The liar is configured as [backends.runc]: Verify knows backends by
+// name, so a differently named backend is refused before any check (see
+// TestFailClosedUnknownBackendName).
+func TestFailClosed(t *testing.T) {
+	needRunc(t)
+	cases := []struct {
+		mode, control, expected, observed string
+	}{
+		{"pids", "pids", "pids.max 64", "pids.max max"},
+		{"caps", "capabilities", "CapBnd 0000000000000000", "CapBnd 0000000000000001"},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			cfg := writeLiar(t, c.mode, "runc")
+			out := createMustFail(t, cfg, "runc")
+			for _, want := range []string{"control " + c.control, "expected " + c.expected, "kernel applied " + c.observed} {
+				if !strings.Contains(out, want) {
+					t.Errorf("error does not say %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestFailClosedUnknownBackendName: with the liar under its own name,
+// create still fails closed and leaves nothing behind, though for another
+// reason: Verify has no checks for a backend it does not know.
+func TestFailClosedUnknownBackendName(t *testing.T) {
+	needRunc(t)
+	cfg := writeLiar(t, "pids", "liar")
+	if out := createMustFail(t, cfg, "liar"); !strings.Contains(out, `"liar"`) {
+		t.Errorf("the error does not name the backend:\n%s", out)
+	}
+}
+
+// createMustFail runs bulkhead create of a fresh busybox bundle with cfg,
+// asserts a non-zero exit and that nothing is left, and returns stderr.
+func createMustFail(t *testing.T, cfg, backendKey string) string {
+	t.Helper()
+	b := bundle.New(t, []string{"sleep", "30"})
+	orig, err := os.ReadFile(filepath.Join(b, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	id := fmt.Sprintf("failclosed-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), "--root", root, "--config", cfg, "create", "--bundle", b, id)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	t.Cleanup(func() {
+		// Whatever the assertions say, leave this host clean.
+		exec.Command("runc", "--root", filepath.Join(root, backendKey), "delete", "--force", id).Run()
+	})
+	if err == nil {
+		t.Fatalf("create succeeded with a lying backend; stderr:\n%s", stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("create: %v", err)
+	}
+
+	// No container in the backend's state.
+	list, err := exec.Command("runc", "--root", filepath.Join(root, backendKey), "list", "-q").CombinedOutput()
+	if err != nil {
+		t.Errorf("runc list: %v: %s", err, list)
+	}
+	if strings.Contains(string(list), id) {
+		t.Errorf("runc still lists %s:\n%s", id, list)
+	}
+	// No cgroup, in any hierarchy.
+	if cg := "/bulkhead/" + id; cgroups.Exists(cg) {
+		t.Errorf("cgroup %s left behind", cg)
+	}
+	// No state directory or record.
+	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+		t.Errorf("state of %s left under %s/bulkhead: %v", id, root, err)
+	}
+	// config.json restored byte for byte.
+	now, err := os.ReadFile(filepath.Join(b, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(now, orig) {
+		t.Errorf("config.json not restored: %d bytes before, %d after", len(orig), len(now))
+	}
+	// No temp file next to it.
+	ents, _ := os.ReadDir(b)
+	for _, e := range ents {
+		if e.Name() != "config.json" && e.Name() != "rootfs" {
+			t.Errorf("left in the bundle: %s", e.Name())
+		}
+	}
+	t.Logf("exit %d: %s", ee.ExitCode(), strings.TrimSpace(stderr.String()))
+	return stderr.String()
+}
