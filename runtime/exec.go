@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -70,10 +72,37 @@ func Exec(g *Globals, v Values, args []string) error {
 	if err != nil {
 		return err
 	}
+	if b.IsGVisor() && v.Bool("detach") {
+		return detachGVisorExec(g, b, v, path, id)
+	}
 	flags, _ := forwardFlags("exec", v, b.IsGVisor(), processFlags...)
 	rest := append([]string{"--process", path}, flags...)
 	rest = append(rest, id)
 	return execBackend(g.backendArgv(b, "exec", rest...))
+}
+
+// detachGVisorExec does what `runsc exec --detach` should: runsc's own
+// detach re-runs itself with --pid-file appended after the container id,
+// where its flag parser no longer sees it, and fails. bulkhead starts the
+// attached exec in a session of its own instead and writes that process's
+// pid, which is also what runsc would have written.
+func detachGVisorExec(g *Globals, b *Backend, v Values, process, id string) error {
+	flags, _ := forwardFlags("exec", v, true, append(processFlags, "detach", "pid-file")...)
+	rest := append([]string{"--process", process}, flags...)
+	argv := g.backendArgv(b, "exec", append(rest, id)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("exec %s: %w", id, err)
+	}
+	if pf := v.String("pid-file"); pf != "" {
+		if err := specs.WriteAtomic(pf, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("exec %s: pid file: %w", id, err)
+		}
+	}
+	return cmd.Process.Release()
 }
 
 // execProcess builds the process runc would run for these exec flags:

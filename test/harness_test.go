@@ -1,0 +1,182 @@
+package test
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/opencontainers/runc/libcontainer/utils"
+
+	"bulkhead.dev/bulkhead/test/binaries"
+)
+
+// result is what one bulkhead invocation printed and returned.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// needRoot skips a test that needs root and a backend binary, saying why.
+func needRoot(t *testing.T, backends ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: containers are created for real")
+	}
+	for _, b := range backends {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("needs %s on PATH (hack/install-deps.sh installs it): %v", b, err)
+		}
+	}
+}
+
+// bulkhead runs the bulkhead binary with args and stdin, with a deadline.
+func bulkhead(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binaries.Bulkhead(t), args...)
+	// Files, not pipes: a created container keeps the stdio it inherited,
+	// so a pipe would not reach EOF before the container ends.
+	out, errb := tempFile(t), tempFile(t)
+	cmd.Stdout, cmd.Stderr = out, errb
+	cmd.Stdin = strings.NewReader(stdin)
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("bulkhead %v: no exit after 2 minutes", args)
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("bulkhead %v: %v", args, err)
+	}
+	return result{readBack(t, out), readBack(t, errb), code}
+}
+
+func tempFile(t *testing.T) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func readBack(t *testing.T, f *os.File) string {
+	t.Helper()
+	data, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// must runs bulkhead and fails the test on a non-zero exit.
+func must(t *testing.T, args ...string) string {
+	t.Helper()
+	r := bulkhead(t, "", args...)
+	if r.code != 0 {
+		t.Fatalf("bulkhead %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// stateRoot makes a fresh --root for one test and removes it afterwards.
+func stateRoot(t *testing.T) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// consoleSocket listens where a backend sends the pty master of a
+// terminal container, as containerd's shim does, and delivers the master.
+func consoleSocket(t *testing.T) (string, <-chan *os.File) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "console.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan *os.File, 1)
+	go func() {
+		defer ln.Close()
+		_ = ln.SetDeadline(time.Now().Add(time.Minute))
+		conn, err := ln.AcceptUnix()
+		if err != nil {
+			ch <- nil
+			return
+		}
+		defer conn.Close()
+		f, err := conn.File()
+		if err != nil {
+			ch <- nil
+			return
+		}
+		defer f.Close()
+		master, err := utils.RecvFile(f)
+		if err != nil {
+			ch <- nil
+			return
+		}
+		ch <- master
+	}()
+	return path, ch
+}
+
+// readUntil reads from f until want appears or 20 s pass.
+func readUntil(t *testing.T, f *os.File, want string) string {
+	t.Helper()
+	var got strings.Builder
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 256)
+		for !strings.Contains(got.String(), want) {
+			n, err := f.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("waited 20 s for %q, read %q", want, got.String())
+	}
+	return got.String()
+}
+
+// bulkheadWithFiles runs bulkhead with extra open files at fds 3, 4, …
+func bulkheadWithFiles(t *testing.T, files []*os.File, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binaries.Bulkhead(t), args...)
+	out, errb := tempFile(t), tempFile(t)
+	cmd.Stdout, cmd.Stderr = out, errb
+	cmd.ExtraFiles = files
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{readBack(t, out), readBack(t, errb), code}
+}

@@ -1,0 +1,198 @@
+package test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+var backends = []string{"runc", "runsc"}
+
+// state is the part of `state` output the tests read.
+type state struct {
+	ID     string `json:"id"`
+	Pid    int    `json:"pid"`
+	Status string `json:"status"`
+}
+
+func containerState(t *testing.T, g []string, id string) state {
+	t.Helper()
+	var s state
+	out := must(t, append(g, "state", id)...)
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("state %s is not JSON: %v\n%s", id, err, out)
+	}
+	return s
+}
+
+func waitStatus(t *testing.T, g []string, id, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := containerState(t, g, id)
+		if s.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s: status %q, want %q", id, s.Status, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// assertGone checks that nothing of a deleted container remains: no
+// record or state directory of bulkhead's, no backend state, no cgroup.
+func assertGone(t *testing.T, root, backend, id string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+		t.Errorf("bulkhead state of %s still there (err %v)", id, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, backend, id)); !os.IsNotExist(err) {
+		t.Errorf("%s state of %s still there (err %v)", backend, id, err)
+	}
+	if cgroups.Exists("/bulkhead/" + id) {
+		t.Errorf("cgroup /bulkhead/%s still there", id)
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			b := bundle.New(t, []string{"sleep", "300"})
+			id := "life-" + backend
+			g := []string{"--root", root, "--backend", backend}
+
+			must(t, append(g, "create", "--bundle", b, id)...)
+			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+			if s := containerState(t, g, id); s.Status != "created" || s.Pid <= 0 {
+				t.Fatalf("after create: %+v, want status created with a pid", s)
+			}
+			must(t, append(g, "start", id)...)
+			waitStatus(t, g, id, "running")
+
+			var pids []int
+			if err := json.Unmarshal([]byte(must(t, append(g, "ps", "--format", "json", id)...)), &pids); err != nil || len(pids) == 0 {
+				t.Fatalf("ps --format json: %v %v", pids, err)
+			}
+
+			must(t, append(g, "exec", "--detach", id, "sh", "-c", "echo detached > /tmp/mark")...)
+			var out string
+			for i := 0; i < 50; i++ {
+				if out = bulkhead(t, "", append(g, "exec", id, "cat", "/tmp/mark")...).stdout; out != "" {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if strings.TrimSpace(out) != "detached" {
+				t.Fatalf("attached exec read %q from the detached exec's file, want \"detached\"", out)
+			}
+
+			if backend == "runc" {
+				must(t, append(g, "pause", id)...)
+				waitStatus(t, g, id, "paused")
+				must(t, append(g, "resume", id)...)
+				waitStatus(t, g, id, "running")
+			}
+
+			must(t, append(g, "kill", id, "KILL")...)
+			waitStatus(t, g, id, "stopped")
+			must(t, append(g, "delete", id)...)
+			assertGone(t, root, backend, id)
+			if r := bulkhead(t, "", append(g, "state", id)...); r.code == 0 {
+				t.Fatalf("state after delete succeeded: %s", r.stdout)
+			}
+		})
+	}
+}
+
+func TestRunExitStatus(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			b := bundle.New(t, []string{"sh", "-c", "echo out; exit 7"})
+			id := "exit-" + backend
+			r := bulkhead(t, "", "--root", root, "--backend", backend, "run", "--bundle", b, id)
+			if r.code != 7 {
+				t.Fatalf("run exit status %d, want 7\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			if strings.TrimSpace(r.stdout) != "out" {
+				t.Fatalf("run stdout %q, want the container's \"out\"", r.stdout)
+			}
+			assertGone(t, root, backend, id)
+		})
+	}
+}
+
+func TestRunDetach(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			b := bundle.New(t, []string{"sleep", "300"})
+			id := "detach-" + backend
+			g := []string{"--root", root, "--backend", backend}
+			must(t, append(g, "run", "--detach", "--bundle", b, id)...)
+			waitStatus(t, g, id, "running")
+			must(t, append(g, "delete", "--force", id)...)
+			assertGone(t, root, backend, id)
+		})
+	}
+}
+
+func TestRunWithTerminal(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			b := bundle.New(t, []string{"sh", "-c", "test -t 0 && test -t 1 && echo on-a-tty; echo ready"}, func(s *rspec.Spec) { s.Process.Terminal = true })
+			id := "tty-" + backend
+			g := []string{"--root", root, "--backend", backend}
+			sock, master := consoleSocket(t)
+			must(t, append(g, "create", "--bundle", b, "--console-socket", sock, id)...)
+			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+			pty := <-master
+			if pty == nil {
+				t.Fatal("no pty master received on the console socket")
+			}
+			defer pty.Close()
+			must(t, append(g, "start", id)...)
+			out := readUntil(t, pty, "ready")
+			if !strings.Contains(out, "on-a-tty") {
+				t.Fatalf("the container's stdin and stdout are not a terminal: it printed %q", out)
+			}
+		})
+	}
+}
+
+func TestPreserveFds(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"sh", "-c", "echo through-fd-3 >&3"})
+	id := "fds"
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	res := bulkheadWithFiles(t, []*os.File{w}, "--root", root, "run", "--preserve-fds", "1", "--bundle", b, id)
+	w.Close()
+	if res.code != 0 {
+		t.Fatalf("run --preserve-fds: exit %d: %s", res.code, res.stderr)
+	}
+	buf := make([]byte, 64)
+	n, _ := r.Read(buf)
+	if got := strings.TrimSpace(string(buf[:n])); got != "through-fd-3" {
+		t.Fatalf("read %q from the preserved fd, want through-fd-3", got)
+	}
+}
