@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"bulkhead.dev/bulkhead/cgroups"
 )
@@ -190,7 +191,7 @@ func judgeCPU(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limit
 	if limits != nil {
 		quota = fmt.Sprintf(" (quota %s/%s)", cgroups.String(limits.CPUQuota), cgroups.String(limits.CPUPeriod))
 	}
-	row.Evidence = fmt.Sprintf("cpu.stat nr_throttled +%d, throttled %s%s", grew, (s.After.ThrottledTime - s.Before.ThrottledTime).String(), quota)
+	row.Evidence = fmt.Sprintf("cpu.stat nr_throttled +%d, throttled %s%s", grew, (s.After.ThrottledTime - s.Before.ThrottledTime).Round(time.Millisecond).String(), quota)
 	contended := !gvisor && limits != nil && limits.CPUQuota > 0 && l.Value != nil && *l.Value < contendedRatio
 	switch {
 	case grew == 0 && contended && l.Pass:
