@@ -164,13 +164,14 @@ func strictUnmarshal(data []byte, v any) error {
 	err := dec.Decode(v)
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
-		// Name every unknown key with its line, then show where it is.
+		// One line naming every unknown key and its line: a refusal is the
+		// last line the engine shows.
 		var msgs []string
 		for _, e := range strict.Errors {
 			row, col := e.Position()
 			msgs = append(msgs, fmt.Sprintf("line %d column %d: unknown key %s", row, col, strings.Join(e.Key(), ".")))
 		}
-		return fmt.Errorf("%s\n%s", strings.Join(msgs, "; "), strict.String())
+		return errors.New(strings.Join(msgs, "; "))
 	}
 	var derr *toml.DecodeError
 	if errors.As(err, &derr) {
