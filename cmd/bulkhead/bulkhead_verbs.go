@@ -6,7 +6,13 @@ import (
 	"bulkhead.dev/bulkhead/runtime"
 )
 
-// bulkheadCommands are bulkhead's own verbs, beyond runc's.
+// bulkheadCommands are bulkhead's own verbs, beyond runc's. Each lives in
+// its own file (cmd_<verb>.go).
 func bulkheadCommands(g *runtime.Globals) []*cli.Command {
-	return nil
+	return []*cli.Command{
+		checkCommand(g),
+		seccompCommand(g),
+		probeCommand(g),
+		installCommand(g), uninstallCommand(g),
+	}
 }
