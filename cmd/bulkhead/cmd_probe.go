@@ -52,7 +52,7 @@ func probeCommand(g *runtime.Globals) *cli.Command {
 				return werr
 			}
 			if err != nil {
-				return fmt.Errorf("probe: %w", err)
+				return err
 			}
 			if !rep.Pass {
 				return fmt.Errorf("probe: controls that did not hold on %s with profile %s: %s", rep.Backend, rep.Profile, strings.Join(rep.Failed(), ", "))
