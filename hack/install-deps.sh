@@ -3,7 +3,8 @@
 # Idempotent: packages already present are not fetched again.
 set -euo pipefail
 
-want=(runc runsc busybox-static libseccomp-dev pkg-config jq iproute2 util-linux "$@")
+# docker.io brings dockerd, containerd and tini for the engine tests (test/engine).
+want=(runc runsc busybox-static libseccomp-dev pkg-config jq iproute2 util-linux docker.io "$@")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

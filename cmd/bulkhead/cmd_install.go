@@ -147,9 +147,26 @@ func uninstallDocker(c *cli.Context, out io.Writer) error {
 		fmt.Fprintf(out, "%s has no bulkhead runtime named %s; nothing to do\n", res.Path, d.Name)
 		return nil
 	}
-	fmt.Fprintf(out, "\napply: kill -HUP $(pidof dockerd)    # or: systemctl reload docker\n")
-	fmt.Fprintf(out, "        containers already running under %s keep running until they are removed\n", d.Name)
+	if removedDefault(res) {
+		// dockerd keeps a reloaded default-runtime whose key disappeared
+		// from the file; 20.10 then dereferences the runtime it no longer
+		// has and crashes (measured: nil pointer in fillPlatformInfo).
+		fmt.Fprintf(out, "\napply: restart dockerd (systemctl restart docker): default-runtime was removed, and on\n"+
+			"       SIGHUP dockerd keeps a default whose key is gone, so it would still point at %s\n", d.Name)
+	} else {
+		fmt.Fprintf(out, "\napply: kill -HUP $(pidof dockerd)    # or: systemctl reload docker\n")
+	}
+	fmt.Fprintf(out, "       containers already running under %s keep running until they are removed\n", d.Name)
 	return nil
+}
+
+func removedDefault(res *install.Result) bool {
+	for _, c := range res.Changes {
+		if c.Key == "default-runtime" && c.Action == "removed" {
+			return true
+		}
+	}
+	return false
 }
 
 // report prints what changed, where, and with --dry-run the file that

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Containerd is a private containerd: its root, state, sockets and plugin
+// directories are all below Dir.
+type Containerd struct {
+	Dir     string // everything of this instance lives here
+	Address string // gRPC socket
+	Config  string // the config.toml it runs with
+	Log     string
+
+	proc *process
+	own  bool // Dir was made by the harness and is removed on Close
+}
+
+// ContainerdOptions tune a private containerd.
+type ContainerdOptions struct {
+	// Dir to use; a new temporary directory when empty.
+	Dir string
+	// Extra is appended to the generated config.toml (plugin sections).
+	Extra string
+}
+
+// StartContainerd starts a private containerd and waits until its socket
+// answers. The caller must Close it.
+func StartContainerd(opts ContainerdOptions) (*Containerd, error) {
+	if err := Ensure(map[string]string{"containerd": "containerd"}); err != nil {
+		return nil, err
+	}
+	c := &Containerd{Dir: opts.Dir}
+	if c.Dir == "" {
+		dir, err := tempDir("bh-ctrd-")
+		if err != nil {
+			return nil, err
+		}
+		c.Dir, c.own = dir, true
+	}
+	if err := os.MkdirAll(c.Dir, 0o711); err != nil {
+		return nil, err
+	}
+	c.Address = filepath.Join(c.Dir, "containerd.sock")
+	c.Config = filepath.Join(c.Dir, "config.toml")
+	c.Log = filepath.Join(c.Dir, "containerd.log")
+	// version 2 is what containerd 1.6 and 1.7 read; 2.x converts it.
+	config := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+
+[grpc]
+  address = %q
+
+[ttrpc]
+  address = %q
+
+[debug]
+  level = "info"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
+%s`, filepath.Join(c.Dir, "root"), filepath.Join(c.Dir, "state"), c.Address, c.Address+".ttrpc",
+		filepath.Join(c.Dir, "opt"), opts.Extra)
+	if err := os.WriteFile(c.Config, []byte(config), 0o644); err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	bin, err := exec.LookPath("containerd")
+	if err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	c.proc, err = startProcess("containerd", c.Log, []string{bin, "--config", c.Config})
+	if err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	err = waitFor(c.proc, 30*time.Second, func() error {
+		conn, err := net.DialTimeout("unix", c.Address, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewContainerd starts a private containerd for one test and stops it when
+// the test ends.
+func NewContainerd(t testing.TB, opts ContainerdOptions) *Containerd {
+	t.Helper()
+	c, err := StartContainerd(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+// Ctr runs ctr against this containerd.
+func (c *Containerd) Ctr(args ...string) *exec.Cmd {
+	return exec.Command("ctr", append([]string{"--address", c.Address}, args...)...)
+}
+
+// Close stops containerd and whatever its shims left, unmounts and removes
+// its directory (when the harness made it).
+func (c *Containerd) Close() error {
+	var errs []string
+	if err := c.proc.stop(15 * time.Second); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := c.cleanup(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("containerd %s: %s", c.Dir, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (c *Containerd) cleanup() error {
+	if pids := killUnder(c.Dir); len(pids) > 0 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := unmountUnder(c.Dir); err != nil {
+		return err
+	}
+	if c.own {
+		return os.RemoveAll(c.Dir)
+	}
+	return nil
+}
