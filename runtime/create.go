@@ -140,7 +140,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 // everything and returns the error.
 func (c *creation) handOver(verb string, v Values) error {
 	b := c.sel.Backend
-	flags, dropped := forwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
+	flags, dropped := ForwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
 	}

@@ -75,7 +75,7 @@ func Exec(g *Globals, v Values, args []string) error {
 	if b.IsGVisor() && v.Bool("detach") {
 		return detachGVisorExec(g, b, v, path, id)
 	}
-	flags, _ := forwardFlags("exec", v, b.IsGVisor(), processFlags...)
+	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), processFlags...)
 	rest := append([]string{"--process", path}, flags...)
 	rest = append(rest, id)
 	return execBackend(g.backendArgv(b, "exec", rest...))
@@ -87,7 +87,7 @@ func Exec(g *Globals, v Values, args []string) error {
 // attached exec in a session of its own instead and writes that process's
 // pid, which is also what runsc would have written.
 func detachGVisorExec(g *Globals, b *Backend, v Values, process, id string) error {
-	flags, _ := forwardFlags("exec", v, true, append(processFlags, "detach", "pid-file")...)
+	flags, _ := ForwardFlags("exec", v, true, append(processFlags, "detach", "pid-file")...)
 	rest := append([]string{"--process", process}, flags...)
 	argv := g.backendArgv(b, "exec", append(rest, id)...)
 	cmd := exec.Command(argv[0], argv[1:]...)

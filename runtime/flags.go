@@ -123,10 +123,10 @@ var VerbFlags = map[string][]Flag{
 	"features": nil,
 }
 
-// forwardFlags renders the flags the caller set, in table order, as
+// ForwardFlags renders the flags the caller set, in table order, as
 // --name=value arguments for the backend. Flags the backend does not know
 // are left out, and named in dropped so the caller can log them.
-func forwardFlags(verb string, v Values, gvisor bool, skip ...string) (args, dropped []string) {
+func ForwardFlags(verb string, v Values, gvisor bool, skip ...string) (args, dropped []string) {
 	for _, f := range VerbFlags[verb] {
 		if !v.IsSet(f.Name) || slices.Contains(skip, f.Name) {
 			continue

@@ -51,7 +51,7 @@ func Passthrough(g *Globals, verb string, v Values, args []string) error {
 	if err != nil {
 		return err
 	}
-	flags, dropped := forwardFlags(verb, v, b.IsGVisor())
+	flags, dropped := ForwardFlags(verb, v, b.IsGVisor())
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
 	}
@@ -75,7 +75,7 @@ func Delete(g *Globals, v Values, id string) error {
 	if err := CheckID(id); err != nil {
 		return err
 	}
-	flags, _ := forwardFlags("delete", v, b.IsGVisor())
+	flags, _ := ForwardFlags("delete", v, b.IsGVisor())
 	status, err := runBackend(g.backendArgv(b, "delete", append(flags, id)...), 0)
 	if err != nil {
 		return err

@@ -22,8 +22,7 @@ func main() {
 
 func run(args []string) int {
 	g := &runtime.Globals{Argv0: args[0]}
-	app := newApp(g)
-	err := app.Run(args)
+	err := parse(g, wiring{dispatch: dispatch, setupLog: runtime.SetupLog, ownVerbs: true}, args)
 	var exit *runtime.ExitError
 	var backend *runtime.BackendError
 	switch {
@@ -43,7 +42,33 @@ func run(args []string) int {
 	}
 }
 
-func newApp(g *runtime.Globals) *cli.App {
+// dispatcher runs one parsed runc verb.
+type dispatcher func(g *runtime.Globals, verb string, c *cli.Context) error
+
+// wiring connects the parsed command line to what runs it. Tests give a
+// dispatcher that only records, no log set-up and none of bulkhead's own
+// verbs, so parsing can be tested without side effects.
+type wiring struct {
+	dispatch dispatcher
+	setupLog func(*runtime.Globals)
+	ownVerbs bool
+}
+
+// parse parses args and runs the verb they name.
+func parse(g *runtime.Globals, w wiring, args []string) error {
+	var unknown string
+	app := newApp(g, w)
+	app.CommandNotFound = func(_ *cli.Context, verb string) { unknown = verb }
+	if err := app.Run(args); err != nil {
+		return err
+	}
+	if unknown != "" {
+		return fmt.Errorf("unknown command %q; see bulkhead --help", unknown)
+	}
+	return nil
+}
+
+func newApp(g *runtime.Globals, w wiring) *cli.App {
 	app := &cli.App{
 		Name:                      "bulkhead",
 		Usage:                     "an OCI runtime that enforces an execution boundary",
@@ -53,14 +78,12 @@ func newApp(g *runtime.Globals) *cli.App {
 		Flags:                     globalFlags(),
 		Before: func(c *cli.Context) error {
 			readGlobals(c, g)
-			runtime.SetupLog(g)
+			if w.setupLog != nil {
+				w.setupLog(g)
+			}
 			return nil
 		},
-		Commands: commands(g),
-		CommandNotFound: func(c *cli.Context, verb string) {
-			fmt.Fprintf(os.Stderr, "bulkhead: unknown command %q; see bulkhead --help\n", verb)
-			os.Exit(1)
-		},
+		Commands: commands(g, w),
 		OnUsageError: usageError,
 	}
 	cli.VersionPrinter = func(c *cli.Context) {

@@ -36,7 +36,7 @@ var verbUsage = map[string]string{
 
 // commands builds one urfave command per runc verb from runtime.VerbFlags,
 // the table that also decides what reaches the backend.
-func commands(g *runtime.Globals) []*cli.Command {
+func commands(g *runtime.Globals, w wiring) []*cli.Command {
 	var cmds []*cli.Command
 	for _, verb := range sortedVerbs() {
 		verb := verb
@@ -46,11 +46,14 @@ func commands(g *runtime.Globals) []*cli.Command {
 			Flags:        cliFlags(runtime.VerbFlags[verb]),
 			OnUsageError: usageError,
 			Action: func(c *cli.Context) error {
-				return dispatch(g, verb, c)
+				return w.dispatch(g, verb, c)
 			},
 		})
 	}
-	return append(cmds, bulkheadCommands(g)...)
+	if w.ownVerbs {
+		cmds = append(cmds, bulkheadCommands(g)...)
+	}
+	return cmds
 }
 
 func dispatch(g *runtime.Globals, verb string, c *cli.Context) error {
