@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -33,10 +34,22 @@ func (c *Config) ResolveBackend(name string) (*Backend, error) {
 	return &Backend{Name: name, Path: path, Args: bc.Args}, nil
 }
 
+// Kind is the runtime a backend is, whatever the administrator named it:
+// runsc, crun or runc. Flags, translation and verification follow the
+// kind, so [backends.runc-next] with path = "/opt/runc" is still runc.
+func (b *Backend) Kind() string {
+	for _, kind := range []string{"runsc", "crun"} {
+		if b.Name == kind || filepath.Base(b.Path) == kind {
+			return kind
+		}
+	}
+	return "runc"
+}
+
 // IsGVisor tells whether the backend is runsc, whose flags and host-side
 // view differ from runc's.
 func (b *Backend) IsGVisor() bool {
-	return b.Name == "runsc" || strings.HasSuffix(b.Path, "/runsc")
+	return b.Kind() == "runsc"
 }
 
 // Version asks the backend for its version line.

@@ -19,9 +19,15 @@ import (
 type BackendError struct {
 	Verb   string
 	Status int
+	// Msg is the backend's own last error line of the --log file, when it
+	// wrote one: the engine shows only the last line, bulkhead's.
+	Msg string
 }
 
 func (e *BackendError) Error() string {
+	if e.Msg != "" {
+		return fmt.Sprintf("backend %s exited with status %d: %s", e.Verb, e.Status, e.Msg)
+	}
 	return fmt.Sprintf("backend %s exited with status %d", e.Verb, e.Status)
 }
 
@@ -148,10 +154,11 @@ func (c *creation) handOver(verb string, v Values) error {
 	args = append(args, c.rec.ID)
 	argv := c.g.backendArgv(b, verb, args...)
 	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)
+	logOffset := logSize(c.g.Log)
 	status, err := runBackend(argv, v.Int("preserve-fds"))
 	c.created = true // even a failed create may leave state behind
 	if err == nil && status != 0 {
-		err = &BackendError{Verb: verb, Status: status}
+		err = &BackendError{Verb: verb, Status: status, Msg: lastBackendError(c.g.Log, logOffset)}
 	}
 	if err != nil {
 		return c.fail(c.undo(err))
@@ -161,7 +168,7 @@ func (c *creation) handOver(verb string, v Values) error {
 		return c.fail(c.undo(err))
 	}
 	c.rec.InitPid = pid
-	report, err := Verify(pid, c.handed, b.Name)
+	report, err := Verify(pid, c.handed, b.Kind())
 	c.rec.Checks = report
 	c.audit.Checks = report
 	if err == nil {

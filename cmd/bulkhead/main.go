@@ -83,7 +83,7 @@ func newApp(g *runtime.Globals, w wiring) *cli.App {
 			}
 			return nil
 		},
-		Commands: commands(g, w),
+		Commands:     commands(g, w),
 		OnUsageError: usageError,
 	}
 	cli.VersionPrinter = func(c *cli.Context) {

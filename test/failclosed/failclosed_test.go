@@ -146,10 +146,6 @@ func writeLiar(t *testing.T, mode, key string) (config string) {
 // naming the control with expected and observed values, and afterwards
 // there is no container, no cgroup, no record, and config.json is the
 // caller's byte for byte.
-//
-// The liar is configured as [backends.runc]: Verify knows backends by
-// name, so a differently named backend is refused before any check (see
-// TestFailClosedUnknownBackendName).
 func TestFailClosed(t *testing.T) {
 	needRunc(t)
 	cases := []struct {
@@ -171,14 +167,14 @@ func TestFailClosed(t *testing.T) {
 	}
 }
 
-// TestFailClosedUnknownBackendName: with the liar under its own name,
-// create still fails closed and leaves nothing behind, though for another
-// reason: Verify has no checks for a backend it does not know.
-func TestFailClosedUnknownBackendName(t *testing.T) {
+// TestFailClosedOwnBackendName: a backend the administrator named freely
+// is verified as the runtime its binary is, so the liar under the name
+// "liar" is caught by the same pids check.
+func TestFailClosedOwnBackendName(t *testing.T) {
 	needRunc(t)
 	cfg := writeLiar(t, "pids", "liar")
-	if out := createMustFail(t, cfg, "liar"); !strings.Contains(out, `"liar"`) {
-		t.Errorf("the error does not name the backend:\n%s", out)
+	if out := createMustFail(t, cfg, "liar"); !strings.Contains(out, "control pids") {
+		t.Errorf("the error does not name the pids control:\n%s", out)
 	}
 }
 
