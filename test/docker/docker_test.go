@@ -305,6 +305,23 @@ func TestRefusedMountsLeaveNothing(t *testing.T) {
 	}
 }
 
+// TestBackendReasonReachesDocker: when the backend itself fails, docker
+// shows bulkhead's line (the last error line of the log), which must carry
+// the backend's reason. Raising RLIMIT_NOFILE above root's hard limit needs
+// CAP_SYS_RESOURCE, which root lacks on this project's hosts (runc fails
+// the same way without bulkhead).
+func TestBackendReasonReachesDocker(t *testing.T) {
+	d := daemon(t)
+	r := d.Run(t, "run", "--rm", "--runtime=bulkhead", "--ulimit", "nofile=4000000:4000000", image, "true")
+	if r.Code == 0 {
+		t.Skip("this host lets root raise RLIMIT_NOFILE: the backend does not fail")
+	}
+	if !strings.Contains(r.Stderr, "bulkhead: backend create exited with status 1: ") || !strings.Contains(r.Stderr, "rlimit") {
+		t.Errorf("docker does not show the backend's reason:\n%s", r)
+	}
+	t.Logf("docker says: %s", strings.TrimSpace(strings.Split(r.Stderr, "\n")[0]))
+}
+
 // TestWorkspaceHostFolderUnchanged: a writable -v HOSTDIR:/workspace does
 // not let the container change the host folder.
 func TestWorkspaceHostFolderUnchanged(t *testing.T) {
