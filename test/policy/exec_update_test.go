@@ -1,0 +1,136 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// running creates and starts a `sleep 60` container through bulkhead on
+// runc and returns its --root, id and bundle; it is deleted at the end.
+func running(t *testing.T, env []string, mutate ...func(*rspec.Spec)) (root, id, dir string) {
+	t.Helper()
+	dir = bundle.New(t, []string{"sleep", "60"}, mutate...)
+	root = filepath.Join(t.TempDir(), "state")
+	id = fmt.Sprintf("%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), os.Getpid())
+	must(t, env, "--root", root, "create", "--bundle", dir, id)
+	t.Cleanup(func() { bulkhead(t, "", env, "--root", root, "delete", "--force", id) })
+	must(t, env, "--root", root, "start", id)
+	return root, id, dir
+}
+
+// TestExecIsPoliced: whatever an exec asks for, by flags or by a
+// --process file as dockerd sends it, the process gets no capabilities,
+// no root, no_new_privs and no secret variables.
+func TestExecIsPoliced(t *testing.T) {
+	needRunc(t)
+	root, id, _ := running(t, nil)
+
+	out := must(t, nil, "--root", root, "exec", "--cap", "CAP_SYS_ADMIN", "--user", "0", "--env", "GITHUB_TOKEN="+secretValues[0],
+		id, "cat", "/proc/self/status")
+	checkExecStatus(t, "exec --cap CAP_SYS_ADMIN --user 0", out)
+
+	proc := rspec.Process{
+		Args: []string{"sh", "-c", "cat /proc/self/status; echo '== env'; env"},
+		Env:  []string{"PATH=/bin", "GITHUB_TOKEN=" + secretValues[0], "AWS_SECRET_ACCESS_KEY=" + secretValues[1]},
+		Cwd:  "/",
+		User: rspec.User{UID: 0, GID: 0, AdditionalGids: []uint32{0}},
+		Capabilities: &rspec.LinuxCapabilities{Bounding: allCaps, Effective: allCaps, Inheritable: allCaps,
+			Permitted: allCaps, Ambient: allCaps},
+		NoNewPrivileges: false,
+	}
+	data, err := json.Marshal(proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "process.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = must(t, nil, "--root", root, "exec", "--process", path, id)
+	checkExecStatus(t, "exec --process (all caps, uid 0, nnp false)", out)
+	env := sections(out)["env"]
+	for _, name := range []string{"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"} {
+		if strings.Contains(env, name) {
+			t.Errorf("exec --process: %s reached the process", name)
+		}
+	}
+	if !strings.Contains(env, "PATH=/bin") {
+		t.Errorf("exec --process: ordinary variables dropped:\n%s", env)
+	}
+}
+
+func checkExecStatus(t *testing.T, what, out string) {
+	t.Helper()
+	for _, v := range secretValues {
+		if strings.Contains(out, v) {
+			t.Errorf("%s: secret value visible", what)
+		}
+	}
+	for key, want := range map[string]string{
+		"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000",
+		"CapAmb": "0000000000000000", "Uid": "65534\t65534\t65534\t65534", "NoNewPrivs": "1", "Seccomp": "2",
+	} {
+		if got := statusField(out, key); got != want {
+			t.Errorf("%s: %s %q, want %q", what, key, got, want)
+		}
+	}
+	if g := statusField(out, "Groups"); strings.Contains(" "+g+" ", " 0 ") {
+		t.Errorf("%s: supplementary group 0: %q", what, g)
+	}
+}
+
+// TestUpdateIsClamped: `update` cannot raise a container above the
+// profile's ceilings, whether the request comes as JSON on stdin (dockerd)
+// or as flags; a stricter value is applied. Read back from the kernel.
+func TestUpdateIsClamped(t *testing.T) {
+	needRunc(t)
+	root, id, dir := running(t, nil)
+	s, err := bundle.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Linux == nil || s.Linux.CgroupsPath == "" {
+		t.Fatal("the rewritten config.json names no cgroupsPath")
+	}
+	g, err := cgroups.Load(s.Linux.CgroupsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib256 = 256 << 20
+	expect := func(step string, pids int64) {
+		t.Helper()
+		l, err := g.Limits()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.PidsMax != pids || l.MemoryMax != mib256 || (l.MemorySwapMax != cgroups.Absent && l.MemorySwapMax != mib256) {
+			t.Errorf("%s: pids.max %s, memory %s, memory+swap %s; want %d, %d, %d", step,
+				cgroups.String(l.PidsMax), cgroups.String(l.MemoryMax), cgroups.String(l.MemorySwapMax), pids, mib256, mib256)
+		}
+	}
+	expect("after create", 64)
+
+	r := bulkhead(t, `{"memory":{"limit":10737418240},"pids":{"limit":100000}}`, nil, "--root", root, "update", "--resources", "-", id)
+	if r.code != 0 {
+		t.Fatalf("update --resources -: exit %d: %s", r.code, r.stderr)
+	}
+	expect("update --resources - {memory 10g, pids 100000}", 64)
+
+	must(t, nil, "--root", root, "update", "--memory", "10g", "--pids-limit", "100000", id)
+	expect("update --memory 10g --pids-limit 100000", 64)
+
+	must(t, nil, "--root", root, "update", "--memory", "-1", "--memory-swap", "-1", "--pids-limit", "-1", id)
+	expect("update to unlimited (-1)", 64)
+
+	must(t, nil, "--root", root, "update", "--pids-limit", "10", id)
+	expect("update --pids-limit 10 (stricter, kept)", 10)
+}

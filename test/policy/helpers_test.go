@@ -1,0 +1,142 @@
+package policy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/test/binaries"
+)
+
+// result is what one bulkhead invocation printed and returned.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func needRunc(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: containers are created for real")
+	}
+	if _, err := exec.LookPath("runc"); err != nil {
+		t.Skipf("needs runc on PATH (hack/install-deps.sh installs it): %v", err)
+	}
+}
+
+// bulkhead runs the binary with a deadline; env entries are added to the
+// test's environment. stdout and stderr are files, as an engine's fifos
+// are: a created container's init inherits them and keeps them open, so
+// waiting for a pipe to close would wait for the container.
+func bulkhead(t *testing.T, stdin string, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = 5 * time.Second
+	dir := t.TempDir()
+	outF, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outF.Close()
+	errF, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errF.Close()
+	cmd.Stdout, cmd.Stderr = outF, errF
+	cmd.Stdin = strings.NewReader(stdin)
+	err = cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("bulkhead %v: %v", args, err)
+	}
+	out, _ := os.ReadFile(outF.Name())
+	errb, _ := os.ReadFile(errF.Name())
+	return result{string(out), string(errb), code}
+}
+
+func must(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	r := bulkhead(t, "", env, args...)
+	if r.code != 0 {
+		t.Fatalf("bulkhead %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// lastErrorLine is the msg of the last "level":"error" line of a
+// --log-format json log: what containerd and dockerd show the user.
+func lastErrorLine(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("log: %v", err)
+	}
+	defer f.Close()
+	last := ""
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Level string `json:"level"`
+			Msg   string `json:"msg"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
+		}
+		if line.Level == "error" {
+			last = line.Msg
+		}
+	}
+	return last
+}
+
+// writeConfig writes a root-owned 0644 bulkhead configuration.
+func writeConfig(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// sections splits probe output into "== name" sections.
+func sections(out string) map[string]string {
+	m := map[string]string{}
+	name := ""
+	for _, l := range strings.Split(out, "\n") {
+		if n, ok := strings.CutPrefix(l, "== "); ok {
+			name = n
+			continue
+		}
+		if name != "" {
+			m[name] += l + "\n"
+		}
+	}
+	return m
+}
+
+// statusField returns the value of one /proc/PID/status line.
+func statusField(status, key string) string {
+	for _, l := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
