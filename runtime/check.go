@@ -87,7 +87,7 @@ func DryRun(g *Globals, specPath, bundle string) (*CheckReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	spec, err := specs.Decode(data)
+	spec, err := specs.DecodeLenient(data)
 	if err != nil {
 		return nil, fmt.Errorf("check %s: %w", specPath, err)
 	}
@@ -101,7 +101,7 @@ func DryRun(g *Globals, specPath, bundle string) (*CheckReport, error) {
 	// A registry that is only read: joining a pod sandbox's namespace is
 	// judged as create would, and nothing is created.
 	reg := &Registry{dir: stateRoot(g.Root)}
-	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace}
+	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace, Original: data}
 	rewritten, decisions, applyErr := specs.Apply(ctx, spec)
 	r.Decisions = decisions
 	if applyErr != nil {

@@ -10,12 +10,24 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// Decode parses a config.json. A field the runtime-spec types do not know is
-// refused by name rather than dropped, because dropping it on rewrite would
-// silently change what the caller asked for.
+// Decode parses a config.json strictly: a field the runtime-spec types do
+// not know is an error naming it.
 func Decode(data []byte) (*rspec.Spec, error) {
+	return decode(data, true)
+}
+
+// DecodeLenient parses a config.json and ignores fields the runtime-spec
+// types do not know. Apply's unknown_fields rule refuses them by name, so
+// that audit mode can still hand such a spec over unchanged.
+func DecodeLenient(data []byte) (*rspec.Spec, error) {
+	return decode(data, false)
+}
+
+func decode(data []byte, strict bool) (*rspec.Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	var s rspec.Spec
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("config.json: %w", err)
@@ -26,14 +38,15 @@ func Decode(data []byte) (*rspec.Spec, error) {
 	return &s, nil
 }
 
-// Load reads and decodes the config.json of a bundle.
+// Load reads and decodes the config.json of a bundle. Unknown fields are
+// left to the unknown_fields rule (see DecodeLenient).
 func Load(bundle string) (*rspec.Spec, []byte, error) {
 	path := filepath.Join(bundle, "config.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle %s: %w", bundle, err)
 	}
-	s, err := Decode(data)
+	s, err := DecodeLenient(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle %s: %w", bundle, err)
 	}

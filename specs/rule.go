@@ -15,6 +15,9 @@ type Context struct {
 	// container bulkhead itself created under a policy at least as strict
 	// (a pod's sandbox). Nil means no path may be joined.
 	JoinableNamespace func(kind rspec.LinuxNamespaceType, path string) bool
+	// Original is the caller's config.json as given. When nil, rules that
+	// need the bytes read Bundle/config.json.
+	Original []byte
 }
 
 func (c *Context) joinable(kind rspec.LinuxNamespaceType, path string) bool {
@@ -30,11 +33,14 @@ type Rule struct {
 	Apply func(c *Context, s *rspec.Spec) []Decision
 }
 
-// Rules is the order in which the controls are applied. The order matters
+// Rules is the order in which the controls are applied. unknown_fields
+// comes first: the typed spec the others see has lost those fields. The
+// order matters
 // only where one control reads what another wrote: seccomp is computed
 // after the capabilities are dropped, host_mounts sees the /tmp tmpfs and
 // not the caller's /tmp bind, sysctl sees the final network namespace.
 var Rules = []Rule{
+	{"unknown_fields", ruleUnknownFields},
 	{"capabilities", ruleCapabilities},
 	{"no_new_privileges", ruleNoNewPrivileges},
 	{"user", ruleUser},

@@ -22,6 +22,7 @@ func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 		name  string
 		hooks *[]rspec.Hook
 	}{
+		//lint:ignore SA1019 engines still send prestart hooks (Docker's libnetwork-setkey); they must be policed
 		{"prestart", &h.Prestart}, {"createRuntime", &h.CreateRuntime}, {"createContainer", &h.CreateContainer},
 		{"startContainer", &h.StartContainer}, {"poststart", &h.Poststart}, {"poststop", &h.Poststop},
 	} {

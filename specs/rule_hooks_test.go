@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 Docker sends prestart hooks; the tests use what it sends
+
 package specs
 
 import (

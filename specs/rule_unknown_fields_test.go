@@ -1,0 +1,56 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestUnknownFields(t *testing.T) {
+	tests := []struct {
+		json string
+		want []string
+	}{
+		{`{"ociVersion":"1.0.2","process":{"cwd":"/","args":["sh"]},"root":{"path":"rootfs"}}`, nil},
+		{`{"ociVersion":"1.0.2","unknown":1}`, []string{"unknown"}},
+		{`{"Process":{"CWD":"/"}}`, nil},
+		{`{"process":{"user":{"uid":0,"umask":18,"shell":"/bin/sh"}}}`, []string{"process.user.shell"}},
+		{`{"mounts":[{"destination":"/x","type":"bind","source":"/y"},{"destination":"/z","propagation":"shared"}]}`, []string{"mounts[1].propagation"}},
+		{`{"linux":{"sysctl":{"anything.goes":"1"},"resources":{"memory":{"limit":1,"kmemTCP2":3}}}}`, []string{"linux.resources.memory.kmemTCP2"}},
+		{`{"annotations":{"x":"y"},"hooks":{"prestart":[{"path":"/bin/true","when":"always"}]}}`, []string{"hooks.prestart[0].when"}},
+		{`not json`, nil},
+	}
+	for _, tc := range tests {
+		if got := UnknownFields([]byte(tc.json)); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.json, got, tc.want)
+		}
+	}
+}
+
+// TestUnknownFieldsRefused: Load accepts what the types do not know, and
+// Apply refuses it by name, from the bytes in the Context or the bundle.
+func TestUnknownFieldsRefused(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte(`{"ociVersion":"1.0.2","process":{"cwd":"/","args":["true"],"user":{"uid":0,"gid":0}},"root":{"path":"rootfs"},"unknown":{"a":1}}`)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(data); err == nil {
+		t.Fatal("strict Decode accepted an unknown field")
+	}
+	s, _, err := Load(dir)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	for _, c := range []*Context{{Profile: testProfile(), Bundle: dir}, {Profile: testProfile(), Original: data}} {
+		_, ds, err := Apply(c, s)
+		if err == nil || !strings.Contains(err.Error(), "refuses unknown") || !strings.Contains(err.Error(), "rule unknown_fields") {
+			t.Fatalf("Apply: %v", err)
+		}
+		if ds[0].Rule != "unknown_fields" || ds[0].Field != "unknown" || ds[0].Action != Refused {
+			t.Fatalf("first decision %+v", ds[0])
+		}
+	}
+}
