@@ -85,7 +85,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
 
-	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace}
+	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace, Original: original}
 	rewritten, decisions, err := specs.Apply(ctx, spec)
 	c.audit.Decisions = decisions
 	if err != nil && sel.Profile.Mode == specs.Enforce {
@@ -97,17 +97,18 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.handed = spec
 	if sel.Profile.Mode == specs.Enforce {
 		c.handed = rewritten
-		if c.handed.Linux != nil && c.handed.Linux.CgroupsPath == "" && !g.SystemdCgroup {
-			// An explicit path lets bulkhead find and remove the cgroup
-			// a failed create leaves behind.
-			c.handed.Linux.CgroupsPath = "/bulkhead/" + id
-		}
+		chooseCgroupsPath(c.handed, g, id)
 		if sel.Backend.IsGVisor() {
 			translateForGVisor(c.handed, &sel.Profile)
 		}
 	}
 	if err := validateForBackend(id, bundle, c.handed, g); err != nil {
-		return nil, c.fail(err)
+		if sel.Profile.Mode == specs.Enforce {
+			return nil, c.fail(err)
+		}
+		// Audit mode promises the backend's own behaviour: our copy of
+		// runc's validator may be newer than the installed runc.
+		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
 	if c.handedJSON, err = specs.Marshal(c.handed); err != nil {
 		return nil, c.fail(err)
