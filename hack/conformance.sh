@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Run the OCI runtime-tools validation suite twice, once against plain runc
+# and once against bulkhead in audit mode, and compare them program by
+# program. In audit mode bulkhead hands the caller's spec to runc unchanged,
+# so every difference is bulkhead's own doing (argv handling, state,
+# routing, exit codes, stdio) and fails this script.
+#
+# Usage: hack/conformance.sh        (as root; `make conformance` builds first)
+# Environment:
+#   BULKHEAD        bulkhead binary (default: bin/bulkhead of this checkout)
+#   RUNC            runc binary (default: runc from PATH)
+#   CONFORMANCE_DIR work directory, kept between runs so the suite is built
+#                   once (default: /var/tmp/bulkhead-conformance)
+#   CONFORMANCE_RUN extended regexp of program names to run (default: all)
+#   PROGRAM_TIMEOUT seconds one program may take (default: 120)
+#
+# Enforce mode is not compared: it changes the spec on purpose (uid, caps,
+# read-only root, ...), and many programs check exactly those fields.
+set -euo pipefail
+
+MODULE=github.com/opencontainers/runtime-tools
+VERSION=v0.9.1-0.20250523060157-0ea5ed0382a2 # v0.9.0 has no go.mod
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bulkhead=$(readlink -f "${BULKHEAD:-$here/bin/bulkhead}")
+runc=$(command -v "${RUNC:-runc}" || true)
+work=${CONFORMANCE_DIR:-/var/tmp/bulkhead-conformance}
+only=${CONFORMANCE_RUN:-.}
+timeout_s=${PROGRAM_TIMEOUT:-120}
+
+die() { echo "conformance: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "must run as root: the suite creates containers"
+[ -x "$bulkhead" ] || die "no bulkhead binary at $bulkhead (run make build)"
+[ -n "$runc" ] || die "runc not found (hack/install-deps.sh installs it)"
+[ -x /bin/busybox ] || die "busybox-static not found (hack/install-deps.sh installs it)"
+command -v go >/dev/null || die "go not found"
+
+src=$work/src-$VERSION
+mkdir -p "$work"
+
+# 1. The suite's source, from the module proxy through the module cache,
+#    without its vendor/ tree (its vendored modules do not build with
+#    current Go); dependencies come from the proxy too.
+if [ ! -f "$src/.built" ]; then
+	echo "conformance: building $MODULE@$VERSION in $src" >&2
+	moddir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "$MODULE@$VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$moddir" ] || die "go mod download $MODULE@$VERSION failed"
+	rm -rf "$src"
+	cp -r "$moddir" "$src"
+	chmod -R u+w "$src"
+	rm -rf "$src/vendor"
+	(
+		cd "$src"
+		export GOFLAGS=-mod=mod
+		CGO_ENABLED=0 go build -ldflags '-s -w -extldflags -static' -o runtimetest ./cmd/runtimetest
+		for f in validation/*/*.go; do
+			case $f in validation/util/*) continue ;; esac
+			go build -o "${f%.go}.t" "$f"
+		done
+	)
+	touch "$src/.built"
+fi
+
+# 2. The rootfs every program unpacks into its bundle: busybox-static and
+#    one link per applet, built here rather than taken from the module.
+rootfs=$(mktemp -d)
+trap 'rm -rf "$rootfs"' EXIT
+mkdir -p "$rootfs"/{bin,sbin,etc,dev,proc,sys,tmp,root,usr/bin,var}
+cp /bin/busybox "$rootfs/bin/busybox"
+for applet in $(/bin/busybox --list); do
+	[ "$applet" = busybox ] || ln -sf busybox "$rootfs/bin/$applet"
+done
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$rootfs/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$rootfs/etc/group"
+chmod 1777 "$rootfs/tmp"
+# The tar's "./" entry sets the bundle directory's mode; mktemp made 0700,
+# which a non-root container user could not traverse.
+chmod 0755 "$rootfs"
+tar -C "$rootfs" -czf "$src/rootfs-amd64.tar.gz" .
+
+# 3. bulkhead's configuration for the second pass: the default profile in
+#    audit mode. bulkhead reads only a root-owned file that nobody else may
+#    write.
+config=$work/bulkhead-audit.toml
+cat >"$config" <<EOF
+# Written by hack/conformance.sh: every container in audit mode.
+default_profile = "conformance"
+audit_log = "$work/audit.jsonl"
+
+[backends.runc]
+path = "$runc"
+
+[profiles.conformance]
+mode = "audit"
+EOF
+chown root:root "$config"
+chmod 0644 "$config"
+: >"$work/audit.jsonl"
+
+# result FILE EXIT: one word per program from its TAP output: pass (every
+# test ok or skipped, plan met), fail:N/M (N of M not ok, or plan not met),
+# error:EXIT (no TAP at all).
+result() {
+	awk -v code="$2" '
+		/^1\.\.[0-9]+/ { split($1, p, "\\.\\."); plan += p[2]; next }
+		/^ok /         { ok++; next }
+		/^not ok /     { bad++; next }
+		END {
+			total = ok + bad
+			if (total == 0 && plan == 0) { printf "error:%s\n", code; exit }
+			if (bad == 0 && total >= plan) { printf "pass:%d\n", total; exit }
+			printf "fail:%d/%d\n", bad, (plan > total ? plan : total)
+		}' "$1"
+}
+
+programs=()
+for t in "$src"/validation/*/*.t; do
+	name=${t#"$src/validation/"}
+	name=${name%.t}
+	[[ $name =~ $only ]] && programs+=("$name")
+done
+[ ${#programs[@]} -gt 0 ] || die "no program matches $only"
+
+# run PASS RUNTIME [ENV...]: every program from the source root, TAP kept
+# under $work/PASS/.
+run_pass() {
+	local pass=$1 runtime=$2
+	shift 2
+	local out=$work/$pass
+	rm -rf "$out"
+	mkdir -p "$out"
+	local start=$SECONDS
+	for name in "${programs[@]}"; do
+		local log=$out/${name//\//_}.tap code=0
+		(cd "$src" && env RUNTIME="$runtime" "$@" timeout "$timeout_s" "./validation/$name.t") >"$log" 2>&1 || code=$?
+		result "$log" "$code" >"$log.result"
+	done
+	echo "conformance: $pass pass took $((SECONDS - start)) s" >&2
+}
+
+run_pass runc "$runc"
+run_pass bulkhead-audit "$bulkhead" BULKHEAD_CONFIG="$config"
+
+# Side by side, then the tallies.
+differ=0
+printf '%-44s %-16s %-16s\n' PROGRAM "runc" "bulkhead(audit)"
+declare -A full=([runc]=0 [bulkhead-audit]=0) oks=([runc]=0 [bulkhead-audit]=0) totals=([runc]=0 [bulkhead-audit]=0)
+for name in "${programs[@]}"; do
+	file=${name//\//_}.tap
+	a=$(cat "$work/runc/$file.result")
+	b=$(cat "$work/bulkhead-audit/$file.result")
+	mark=""
+	if [ "$a" != "$b" ]; then
+		mark="  <-- differs"
+		differ=$((differ + 1))
+	fi
+	printf '%-44s %-16s %-16s%s\n' "$name" "$a" "$b" "$mark"
+	for pass in runc bulkhead-audit; do
+		tap=$work/$pass/$file
+		[[ $(cat "$tap.result") == pass:* ]] && full[$pass]=$((full[$pass] + 1))
+		oks[$pass]=$((oks[$pass] + $(grep -c '^ok ' "$tap" || true)))
+		totals[$pass]=$((totals[$pass] + $(grep -cE '^(not )?ok ' "$tap" || true)))
+	done
+done
+echo
+for pass in runc bulkhead-audit; do
+	printf '%-16s %d of %d programs pass fully; %d of %d TAP tests ok\n' \
+		"$pass:" "${full[$pass]}" "${#programs[@]}" "${oks[$pass]}" "${totals[$pass]}"
+done
+echo "TAP output: $work/runc/ and $work/bulkhead-audit/; bulkhead's audit log: $work/audit.jsonl"
+if [ "$differ" -gt 0 ]; then
+	echo "conformance: $differ program(s) differ between runc and bulkhead in audit mode" >&2
+	exit 1
+fi
+echo "conformance: bulkhead in audit mode matches runc on every program"
