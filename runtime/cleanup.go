@@ -9,6 +9,7 @@ import (
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 func nowUTC() time.Time { return time.Now().UTC() }
@@ -38,4 +39,34 @@ func removeCgroup(path string) error {
 		return nil
 	}
 	return fmt.Errorf("cgroup %s: %w", path, err)
+}
+
+// annotationCgroupsPath records a cgroups path bulkhead chose itself. The
+// rewritten config.json stays in the bundle, so a later create from the
+// same bundle must recognise the path as bulkhead's and choose anew
+// rather than share the earlier container's cgroup.
+const annotationCgroupsPath = "bulkhead.dev/cgroups-path"
+
+// DefaultCgroupsPath is where a container whose caller named no cgroup
+// lives: below /bulkhead, unique per state root and id, so containers of
+// the same id under two engines never share one.
+func DefaultCgroupsPath(root, id string) string {
+	return "/bulkhead/" + id + "-" + sha([]byte(root))[:8]
+}
+
+// chooseCgroupsPath gives the handed spec an explicit cgroups path when the
+// caller set none, so bulkhead can verify the container's limits and remove
+// a cgroup that a failed create leaves behind.
+func chooseCgroupsPath(s *rspec.Spec, g *Globals, id string) {
+	if s.Linux == nil || g.SystemdCgroup {
+		return
+	}
+	if s.Linux.CgroupsPath != "" && s.Annotations[annotationCgroupsPath] != s.Linux.CgroupsPath {
+		return
+	}
+	s.Linux.CgroupsPath = DefaultCgroupsPath(g.Root, id)
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations[annotationCgroupsPath] = s.Linux.CgroupsPath
 }

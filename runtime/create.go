@@ -97,11 +97,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.handed = spec
 	if sel.Profile.Mode == specs.Enforce {
 		c.handed = rewritten
-		if c.handed.Linux != nil && c.handed.Linux.CgroupsPath == "" && !g.SystemdCgroup {
-			// An explicit path lets bulkhead find and remove the cgroup
-			// a failed create leaves behind.
-			c.handed.Linux.CgroupsPath = "/bulkhead/" + id
-		}
+		chooseCgroupsPath(c.handed, g, id)
 		if sel.Backend.IsGVisor() {
 			translateForGVisor(c.handed, &sel.Profile)
 		}

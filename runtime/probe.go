@@ -84,7 +84,7 @@ func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*ProbeReport, err
 	}
 	p := &probeRun{g: g, opt: opt, sel: sel, cfgPath: cfgPath, rep: rep, work: work, gvisor: gvisor}
 	if !g.SystemdCgroup {
-		p.cgroupsPath = "/bulkhead/" + rep.ID
+		p.cgroupsPath = DefaultCgroupsPath(g.Root, rep.ID)
 	}
 	defer func() {
 		if cerr := p.cleanup(); cerr != nil {

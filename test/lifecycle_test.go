@@ -11,6 +11,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -58,8 +59,8 @@ func assertGone(t *testing.T, root, backend, id string) {
 	if _, err := os.Stat(filepath.Join(root, backend, id)); !os.IsNotExist(err) {
 		t.Errorf("%s state of %s still there (err %v)", backend, id, err)
 	}
-	if cgroups.Exists("/bulkhead/" + id) {
-		t.Errorf("cgroup /bulkhead/%s still there", id)
+	if cgroups.Exists(runtime.DefaultCgroupsPath(root, id)) {
+		t.Errorf("cgroup %s still there", runtime.DefaultCgroupsPath(root, id))
 	}
 }
 
@@ -194,5 +195,22 @@ func TestPreserveFds(t *testing.T) {
 	n, _ := r.Read(buf)
 	if got := strings.TrimSpace(string(buf[:n])); got != "through-fd-3" {
 		t.Fatalf("read %q from the preserved fd, want through-fd-3", got)
+	}
+}
+
+// TestSameBundleTwice: bulkhead leaves its rewritten config.json in the
+// bundle; a second container from the same bundle must still get a cgroup
+// of its own, not the first one's.
+func TestSameBundleTwice(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"sleep", "300"})
+	g := []string{"--root", root}
+	for _, id := range []string{"twice-a", "twice-b"} {
+		must(t, append(g, "create", "--bundle", b, id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		if !cgroups.Exists(runtime.DefaultCgroupsPath(root, id)) {
+			t.Fatalf("%s: no cgroup of its own at %s", id, runtime.DefaultCgroupsPath(root, id))
+		}
 	}
 }

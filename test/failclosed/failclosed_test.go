@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime"
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -216,7 +217,7 @@ func createMustFail(t *testing.T, cfg, backendKey string) string {
 		t.Errorf("runc still lists %s:\n%s", id, list)
 	}
 	// No cgroup, in any hierarchy.
-	if cg := "/bulkhead/" + id; cgroups.Exists(cg) {
+	if cg := runtime.DefaultCgroupsPath(root, id); cgroups.Exists(cg) {
 		t.Errorf("cgroup %s left behind", cg)
 	}
 	// No state directory or record.

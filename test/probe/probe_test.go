@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime"
 	"bulkhead.dev/bulkhead/test/binaries"
 )
 
@@ -100,8 +101,8 @@ func probe(t *testing.T, cfg string, args ...string) (report, int, string) {
 	if ents, _ := os.ReadDir(filepath.Join(root, "bulkhead")); len(ents) > 1 { // the lock file stays
 		t.Errorf("state left under %s/bulkhead: %v", root, ents)
 	}
-	if r.ID == "" || cgroups.Exists("/bulkhead/"+r.ID) {
-		t.Errorf("cgroup /bulkhead/%s left behind (or no id)", r.ID)
+	if cg := runtime.DefaultCgroupsPath(root, r.ID); r.ID == "" || cgroups.Exists(cg) {
+		t.Errorf("cgroup %s left behind (or no id)", cg)
 	}
 	for _, b := range []string{"runc", "runsc"} {
 		if ents, _ := os.ReadDir(filepath.Join(root, b)); len(ents) > 0 {
