@@ -19,7 +19,7 @@ func SetupLog(g *Globals) {
 	case "json":
 		logrus.SetFormatter(new(logrus.JSONFormatter))
 	default:
-		logrus.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true})
+		logrus.SetFormatter(&logrus.TextFormatter{DisableColors: true, FullTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000Z07:00"})
 	}
 	switch {
 	case g.Debug:
