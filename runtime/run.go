@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
@@ -52,6 +53,10 @@ func Run(g *Globals, v Values, id string) error {
 	exit := waitInit(c.rec.InitPid, sigs, func(s os.Signal) {
 		_ = quietly(g.backendArgv(b, "kill", id, strconv.Itoa(int(s.(unix.Signal)))))
 	})
+	// The backend's other processes (gVisor's gofer and sandbox) were
+	// re-parented to bulkhead too. Until they are reaped they are zombies,
+	// which runsc's delete takes for a live sandbox and waits 5 s on.
+	reapExited()
 	if !v.Bool("keep") {
 		if err := Delete(g, forceValues{}, id); err != nil {
 			logrus.Warnf("bulkhead: delete after run: %v", err)
@@ -97,6 +102,24 @@ func waitInit(pid int, sigs chan os.Signal, forward func(os.Signal)) int {
 			}
 			return ws.ExitStatus()
 		}
+	}
+}
+
+// reapExited waits, for a bounded time, until every child has exited and
+// been collected. After the workload ends, only the backend's own processes
+// remain children of bulkhead, and they end on their own.
+func reapExited() {
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		switch {
+		case errors.Is(err, unix.EINTR), pid > 0:
+			continue
+		case err != nil: // ECHILD: none left
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
