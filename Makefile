@@ -41,9 +41,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./specs
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadMoby$$' -fuzztime $(FUZZTIME) ./seccomp
 	$(GO) test -run '^$$' -fuzz '^FuzzParseArgv$$' -fuzztime $(FUZZTIME) ./cmd/bulkhead
+	$(GO) test -run '^$$' -fuzz '^FuzzParseObject$$' -fuzztime $(FUZZTIME) ./install
 
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./runtime ./specs ./seccomp ./cmd/bulkhead
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./cmd/bulkhead ./specs ./seccomp ./runtime
 	$(GO) run ./test/bench -bin $(CURDIR)/bin -n 30
 
 conformance: deps build

@@ -156,3 +156,14 @@ func FuzzParseArgv(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseArgv measures parsing dockerd's create command line, which
+// every container pays.
+func BenchmarkParseArgv(b *testing.B) {
+	argv := strings.Fields("bulkhead --root /var/run/docker/runtime-bulkhead/moby --log /b/log.json --log-format json create --bundle /b --pid-file /b/init.pid abc")
+	for i := 0; i < b.N; i++ {
+		if _, err := parseArgv(b, argv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

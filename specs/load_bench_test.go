@@ -1,0 +1,37 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkLoadApplyStore measures the spec work of one create: decode a
+// real engine's config.json, apply every rule, marshal and write it back.
+func BenchmarkLoadApplyStore(b *testing.B) {
+	data, err := os.ReadFile("testdata/docker-run-busybox.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	p := DefaultProfile()
+	c := &Context{Profile: &p, Bundle: dir, Original: data}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s, err := DecodeLenient(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _, err := Apply(c, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		js, err := Marshal(out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := WriteAtomic(filepath.Join(dir, "config.json"), js, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+// Command bench compares `bulkhead run` with the plain backend's `run` of
+// the same bundle, interleaved in one run so both see the same machine,
+// and prints min, median, max and the ratio of the medians.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+func main() {
+	bin := flag.String("bin", "bin", "directory with the bulkhead binary")
+	n := flag.Int("n", 30, "iterations per runtime")
+	flag.Parse()
+	if err := run(*bin, *n); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin string, n int) error {
+	dir, err := os.MkdirTemp("", "bulkhead-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bulkhead, err := filepath.Abs(filepath.Join(bin, "bulkhead"))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("bulkhead run vs plain run of a busybox bundle running `true`, %d iterations each, interleaved\n", n)
+	fmt.Printf("%-8s %-10s %9s %9s %9s\n", "backend", "runtime", "min", "median", "max")
+	for _, backend := range []string{"runc", "runsc"} {
+		plain, err := exec.LookPath(backend)
+		if err != nil {
+			fmt.Printf("%-8s not installed, skipped\n", backend)
+			continue
+		}
+		iterations := n
+		if backend == "runsc" {
+			iterations = max(n/3, 10) // gVisor starts take seconds under ptrace; fewer keep make bench short
+		}
+		var plainArgs []string
+		if backend == "runsc" {
+			plainArgs = []string{"--platform=ptrace", "--network=none"}
+		}
+		ours := filepath.Join(dir, backend+"-bulkhead")
+		theirs := filepath.Join(dir, backend+"-plain")
+		for _, b := range []string{ours, theirs} {
+			if err := bundle.Make(b, []string{"true"}); err != nil {
+				return err
+			}
+		}
+		var tb, tp []time.Duration
+		for i := 0; i < iterations; i++ {
+			id := fmt.Sprintf("bench-%s-%d", backend, i)
+			d, err := timed(bulkhead, "--root", filepath.Join(dir, "root"), "--backend", backend, "run", "--bundle", ours, id)
+			if err != nil {
+				return err
+			}
+			tb = append(tb, d)
+			d, err = timed(plain, append(plainArgs, "--root", filepath.Join(dir, "plain-"+backend), "run", "--bundle", theirs, id)...)
+			if err != nil {
+				return err
+			}
+			tp = append(tp, d)
+		}
+		mb, mp := stats(backend, "bulkhead", tb), stats(backend, backend, tp)
+		fmt.Printf("%-8s median ratio bulkhead/%s: %.2f\n", backend, backend, float64(mb)/float64(mp))
+	}
+	return nil
+}
+
+func timed(name string, args ...string) (time.Duration, error) {
+	start := time.Now()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return d, nil
+}
+
+func stats(backend, label string, ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	med := ds[len(ds)/2]
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
+	fmt.Printf("%-8s %-10s %9s %9s %9s\n", backend, label, ms(ds[0]), ms(med), ms(ds[len(ds)-1]))
+	return med
+}
