@@ -2,6 +2,7 @@ package test
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -179,4 +180,11 @@ func bulkheadWithFiles(t *testing.T, files []*os.File, args ...string) result {
 		t.Fatal(err)
 	}
 	return result{readBack(t, out), readBack(t, errb), code}
+}
+
+// uniqueID names a container after what it tests and this test process:
+// gVisor's control socket is named after the id host-wide, so two test
+// runs must not share ids.
+func uniqueID(name string) string {
+	return fmt.Sprintf("%s-%d", name, os.Getpid())
 }

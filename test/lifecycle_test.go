@@ -70,7 +70,7 @@ func TestLifecycle(t *testing.T) {
 			needRoot(t, backend)
 			root := stateRoot(t)
 			b := bundle.New(t, []string{"sleep", "300"})
-			id := "life-" + backend
+			id := uniqueID("life-" + backend)
 			g := []string{"--root", root, "--backend", backend}
 
 			must(t, append(g, "create", "--bundle", b, id)...)
@@ -122,7 +122,7 @@ func TestRunExitStatus(t *testing.T) {
 			needRoot(t, backend)
 			root := stateRoot(t)
 			b := bundle.New(t, []string{"sh", "-c", "echo out; exit 7"})
-			id := "exit-" + backend
+			id := uniqueID("exit-" + backend)
 			r := bulkhead(t, "", "--root", root, "--backend", backend, "run", "--bundle", b, id)
 			if r.code != 7 {
 				t.Fatalf("run exit status %d, want 7\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
@@ -141,7 +141,7 @@ func TestRunDetach(t *testing.T) {
 			needRoot(t, backend)
 			root := stateRoot(t)
 			b := bundle.New(t, []string{"sleep", "300"})
-			id := "detach-" + backend
+			id := uniqueID("detach-" + backend)
 			g := []string{"--root", root, "--backend", backend}
 			must(t, append(g, "run", "--detach", "--bundle", b, id)...)
 			waitStatus(t, g, id, "running")
@@ -157,7 +157,7 @@ func TestRunWithTerminal(t *testing.T) {
 			needRoot(t, backend)
 			root := stateRoot(t)
 			b := bundle.New(t, []string{"sh", "-c", "test -t 0 && test -t 1 && echo on-a-tty; echo ready"}, func(s *rspec.Spec) { s.Process.Terminal = true })
-			id := "tty-" + backend
+			id := uniqueID("tty-" + backend)
 			g := []string{"--root", root, "--backend", backend}
 			sock, master := consoleSocket(t)
 			must(t, append(g, "create", "--bundle", b, "--console-socket", sock, id)...)
@@ -206,7 +206,7 @@ func TestSameBundleTwice(t *testing.T) {
 	root := stateRoot(t)
 	b := bundle.New(t, []string{"sleep", "300"})
 	g := []string{"--root", root}
-	for _, id := range []string{"twice-a", "twice-b"} {
+	for _, id := range []string{uniqueID("twice-a"), uniqueID("twice-b")} {
 		must(t, append(g, "create", "--bundle", b, id)...)
 		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
 		if !cgroups.Exists(runtime.DefaultCgroupsPath(root, id)) {
