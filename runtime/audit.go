@@ -30,6 +30,8 @@ type AuditEntry struct {
 	Decisions   []specs.Decision `json:"decisions,omitempty"`
 	SecretsGone []string         `json:"secret_env_removed,omitempty"`
 	Checks      []Check          `json:"verification,omitempty"`
+	Deadline    *time.Time       `json:"deadline,omitempty"`
+	Killed      *int             `json:"processes_killed,omitempty"`
 	Outcome     string           `json:"outcome"`
 	Error       string           `json:"error,omitempty"`
 }

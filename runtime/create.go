@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -49,6 +50,9 @@ type creation struct {
 	rewritten  bool // config.json was replaced
 	created    bool // the backend has a container of this id
 	audit      AuditEntry
+
+	// lifetime is max_lifetime after the annotation; 0 for none.
+	lifetime time.Duration
 }
 
 // prepare runs everything before the hand-over: load, select, rules,
@@ -87,6 +91,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 
 	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace, Original: original}
 	rewritten, decisions, err := specs.Apply(ctx, spec)
+	decisions, err = c.decideLifetime(spec.Annotations, decisions, err)
 	c.audit.Decisions = decisions
 	if err != nil && sel.Profile.Mode == specs.Enforce {
 		return nil, c.fail(err)
@@ -177,6 +182,9 @@ func (c *creation) handOver(verb string, v Values) error {
 	}
 	if err != nil && c.sel.Profile.Mode == specs.Enforce {
 		return c.fail(c.undo(fmt.Errorf("verification after %s: %w", verb, err)))
+	}
+	if err := c.startWatchdog(); err != nil {
+		return c.fail(c.undo(err))
 	}
 	if err := c.reg.Update(c.rec); err != nil {
 		return c.fail(c.undo(err))

@@ -27,6 +27,12 @@ type Record struct {
 	CgroupsPath string           `json:"cgroups_path,omitempty"`
 	Decisions   []specs.Decision `json:"decisions,omitempty"`
 	Checks      []Check          `json:"checks,omitempty"`
+	// MaxLifetime is the effective wall-clock lifetime, enforced by the
+	// watchdog WatchdogPid; Deadline is set when the watchdog sees the
+	// container start.
+	MaxLifetime string     `json:"max_lifetime,omitempty"`
+	WatchdogPid int        `json:"watchdog_pid,omitempty"`
+	Deadline    *time.Time `json:"deadline,omitempty"`
 }
 
 // Registry maps (root, id) to the backend that owns the container. Every

@@ -1,0 +1,155 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// Inspection is what `bulkhead inspect` shows of one container.
+type Inspection struct {
+	ID          string           `json:"id"`
+	Status      string           `json:"status"`
+	Profile     string           `json:"profile"`
+	Backend     string           `json:"backend"`
+	Mode        specs.Mode       `json:"mode"`
+	Bundle      string           `json:"bundle"`
+	Created     time.Time        `json:"created"`
+	InitPid     int              `json:"init_pid,omitempty"`
+	CgroupsPath string           `json:"cgroups_path,omitempty"`
+	MaxLifetime string           `json:"max_lifetime,omitempty"`
+	Deadline    *time.Time       `json:"deadline,omitempty"`
+	TimeLeft    string           `json:"time_left,omitempty"`
+	WatchdogPid int              `json:"watchdog_pid,omitempty"`
+	Watchdog    string           `json:"watchdog,omitempty"`
+	Decisions   []specs.Decision `json:"decisions"`
+	Checks      []Check          `json:"verification"`
+}
+
+// Inspect reads bulkhead's record of id and asks the owning backend for
+// its status.
+func Inspect(g *Globals, id string) (*Inspection, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	b, reg, err := owner(g, id)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := reg.Get(id)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("container %s: bulkhead has no record of it under %s", id, g.Root)
+	}
+	if err != nil {
+		return nil, err
+	}
+	in := &Inspection{ID: id, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode, Bundle: rec.Bundle,
+		Created: rec.Created, InitPid: rec.InitPid, CgroupsPath: rec.CgroupsPath, MaxLifetime: rec.MaxLifetime,
+		Deadline: rec.Deadline, WatchdogPid: rec.WatchdogPid, Decisions: rec.Decisions, Checks: rec.Checks}
+	in.Status = "unknown to " + b.Name
+	if out, err := outputOf(g.backendArgv(b, "state", id)); err == nil {
+		var s struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(out, &s) == nil && s.Status != "" {
+			in.Status = s.Status
+		}
+	}
+	switch {
+	case rec.MaxLifetime == "":
+	case rec.Deadline != nil:
+		in.TimeLeft = max(time.Until(*rec.Deadline), 0).Truncate(time.Second).String()
+	case rec.Mode != specs.Enforce:
+		in.TimeLeft = "not enforced (audit mode)"
+	default:
+		in.TimeLeft = rec.MaxLifetime + " from start (not started yet)"
+	}
+	if rec.WatchdogPid > 0 {
+		in.Watchdog = "gone"
+		if unix.Kill(rec.WatchdogPid, 0) == nil && isWatchdog(rec.WatchdogPid, id) {
+			in.Watchdog = "running"
+		}
+	}
+	return in, nil
+}
+
+// isWatchdog tells whether pid is still a watchdog of id, not a reused pid.
+func isWatchdog(pid int, id string) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	return len(args) > 1 && args[len(args)-1] == id && strings.Contains(string(data), "\x00"+WatchdogVerb+"\x00")
+}
+
+// WriteJSON writes the inspection as one indented JSON document.
+func (in *Inspection) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(in)
+}
+
+// WriteText writes the inspection for people.
+func (in *Inspection) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("id", in.ID)
+	row("status", in.Status)
+	row("profile", fmt.Sprintf("%s (%s)", in.Profile, in.Mode))
+	row("backend", in.Backend)
+	row("bundle", in.Bundle)
+	row("created", in.Created.Format(time.RFC3339))
+	if in.InitPid > 0 {
+		row("init pid", fmt.Sprint(in.InitPid))
+	}
+	if in.CgroupsPath != "" {
+		row("cgroup", in.CgroupsPath)
+	}
+	if in.MaxLifetime == "" {
+		row("max lifetime", "none")
+	} else {
+		row("max lifetime", in.MaxLifetime)
+		if in.Deadline != nil {
+			row("deadline", in.Deadline.Local().Format(time.RFC3339))
+		}
+		row("time left", in.TimeLeft)
+		if in.WatchdogPid > 0 {
+			row("watchdog", fmt.Sprintf("pid %d, %s", in.WatchdogPid, in.Watchdog))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\ndecisions (%d):\n", len(in.Decisions))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, d := range in.Decisions {
+		change := d.After
+		if d.Before != "" && d.Before != d.After {
+			change = d.Before + " -> " + d.After
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t[%s] %s\n", d.Rule, d.Field, d.Action, change, d.Layer, d.Why)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nverification (%d checks):\n", len(in.Checks))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range in.Checks {
+		verdict := "ok"
+		if !c.OK {
+			verdict = "MISMATCH"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\texpected %s\tobserved %s\n", verdict, c.Control, c.Expected, c.Observed)
+	}
+	return tw.Flush()
+}
