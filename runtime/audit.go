@@ -33,6 +33,8 @@ type AuditEntry struct {
 	Deadline    *time.Time       `json:"deadline,omitempty"`
 	Killed      *int             `json:"processes_killed,omitempty"`
 	Outcome     string           `json:"outcome"`
+	Changes     string           `json:"changes,omitempty"`
+	ChangesTill *time.Time       `json:"changes_expire,omitempty"`
 	Error       string           `json:"error,omitempty"`
 }
 

@@ -35,16 +35,22 @@ type Config struct {
 	AuditLog       string                   `toml:"audit_log"`
 	Backends       map[string]BackendConfig `toml:"backends"`
 	Profiles       map[string]specs.Profile `toml:"profiles"`
+	// ChangesDir keeps workspace changes after delete, for
+	// ChangesRetention (a Go duration); see runtime/changes_store.go.
+	ChangesDir       string `toml:"changes_dir"`
+	ChangesRetention string `toml:"changes_retention"`
 }
 
 // fileConfig mirrors Config with profiles decoded as raw tables, so a
 // profile in the administrator's file can start from the default profile
 // and override only the keys it names.
 type fileConfig struct {
-	DefaultProfile string                    `toml:"default_profile"`
-	AuditLog       string                    `toml:"audit_log"`
-	Backends       map[string]BackendConfig  `toml:"backends"`
-	Profiles       map[string]map[string]any `toml:"profiles"`
+	DefaultProfile   string                    `toml:"default_profile"`
+	AuditLog         string                    `toml:"audit_log"`
+	Backends         map[string]BackendConfig  `toml:"backends"`
+	Profiles         map[string]map[string]any `toml:"profiles"`
+	ChangesDir       string                    `toml:"changes_dir"`
+	ChangesRetention string                    `toml:"changes_retention"`
 }
 
 // LoadConfig returns the built-in configuration overlaid with the file at
@@ -116,6 +122,12 @@ func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
 	}
 	if fc.AuditLog != "" {
 		cfg.AuditLog = fc.AuditLog
+	}
+	if fc.ChangesDir != "" {
+		cfg.ChangesDir = fc.ChangesDir
+	}
+	if fc.ChangesRetention != "" {
+		cfg.ChangesRetention = fc.ChangesRetention
 	}
 	for name, b := range fc.Backends {
 		if name == stateDirName {

@@ -50,6 +50,7 @@ type creation struct {
 	rewritten  bool // config.json was replaced
 	created    bool // the backend has a container of this id
 	audit      AuditEntry
+	ws         []workspace // overlay workspaces (runtime/workspace.go)
 
 	// lifetime is max_lifetime after the annotation; 0 for none.
 	lifetime time.Duration
@@ -115,6 +116,9 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		// runc's validator may be newer than the installed runc.
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
+	if err := c.planWorkspaces(); err != nil {
+		return nil, c.fail(err)
+	}
 	if c.handedJSON, err = specs.Marshal(c.handed); err != nil {
 		return nil, c.fail(err)
 	}
@@ -136,6 +140,9 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		c.pidFile, c.ownPid = filepath.Join(reg.Dir(id), "init.pid"), true
 	}
 	if err := os.WriteFile(filepath.Join(reg.Dir(id), "config.orig.json"), original, 0o600); err != nil {
+		return nil, c.fail(c.undo(err))
+	}
+	if err := c.mountWorkspaces(); err != nil {
 		return nil, c.fail(c.undo(err))
 	}
 	if sel.Profile.Mode == specs.Enforce {

@@ -91,6 +91,7 @@ func Delete(g *Globals, v Values, id string) error {
 		if err := removeCgroup(rec.CgroupsPath); err != nil {
 			logrus.Warnf("bulkhead: %v", err)
 		}
+		retainChanges(g, reg, rec) // workspace changes outlive the container
 	}
 	return reg.Remove(id)
 }

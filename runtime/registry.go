@@ -129,6 +129,11 @@ func (r *Registry) Remove(id string) error {
 		return err
 	}
 	defer unlock()
+	// Workspace overlays and their tmpfs live here: unmount first, so
+	// RemoveAll never walks through a mount.
+	if err := unmountUnder(r.Dir(id)); err != nil {
+		return err
+	}
 	return os.RemoveAll(r.Dir(id))
 }
 

@@ -74,6 +74,7 @@ func DefaultProfile() Profile {
 		CPUs:           1,
 		DropSecretEnv:  true,
 		MaxLifetime:    "0",
+		Workspaces:     []string{"/workspace"},
 		WorkspaceMode:  "overlay",
 		WorkspaceSize:  "256m",
 	}

@@ -47,6 +47,7 @@ var Rules = []Rule{
 	{"readonly_rootfs", ruleReadonlyRootfs},
 	{"tmp", ruleTmp},
 	{"host_mounts", ruleHostMounts},
+	{"workspace", ruleWorkspace},
 	{"masked_paths", ruleMaskedPaths},
 	{"devices", ruleDevices},
 	{"network", ruleNetwork},

@@ -1,0 +1,174 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+)
+
+// gitMode is the mode git records for a change: 100644, 100755 or 120000.
+func gitMode(c Change, old bool) string {
+	m := c.Mode
+	if old {
+		m = c.OldMode
+	}
+	if c.Type == "symlink" {
+		return "120000"
+	}
+	var v int
+	fmt.Sscanf(m, "%o", &v)
+	if v&0o111 != 0 {
+		return "100755"
+	}
+	return "100644"
+}
+
+// oddName is a path git would quote; bulkhead refuses to guess its
+// quoting and leaves such paths to the tar export.
+func oddName(p string) bool {
+	return strings.ContainsAny(p, "\"\\\t\n\r") || strings.HasPrefix(p, " ") || strings.HasSuffix(p, " ")
+}
+
+// patchSource reads the contents a patch needs: the old side from the
+// lower layer, the new side from the upper layer, never following links.
+type patchSource struct {
+	up, low *layer
+}
+
+func (ps patchSource) content(c Change, old bool) ([]byte, error) {
+	if old {
+		if c.Type == "symlink" {
+			t, err := ps.low.readlink(c.lowerRel)
+			return []byte(t), err
+		}
+		return ps.low.readFile(c.lowerRel, maxDiffFile)
+	}
+	if c.Type == "symlink" {
+		return []byte(c.Target), nil
+	}
+	return ps.up.readFile(c.upperRel, maxDiffFile)
+}
+
+// writePatch writes the changes as a git-style patch (`git apply` takes it
+// in a clean checkout of the source) and returns the paths it could not
+// express: binary files, odd names and rejected entries.
+func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (skipped []string, err error) {
+	for _, c := range changes {
+		if c.Type == "dir" {
+			continue // git tracks no directories
+		}
+		p := prefix + c.Path
+		switch {
+		case c.Rejected != "":
+			skipped = append(skipped, p+": "+c.Rejected)
+			continue
+		case c.Type != "file" && c.Type != "symlink":
+			skipped = append(skipped, p+": "+c.Type+" is not expressible in a patch")
+			continue
+		case oddName(p):
+			skipped = append(skipped, p+": file name needs quoting; use --format tar")
+			continue
+		}
+		var oldData, newData []byte
+		if c.Kind != "added" {
+			if oldData, err = ps.content(c, true); err != nil {
+				return skipped, err
+			}
+		}
+		if c.Kind != "deleted" {
+			if newData, err = ps.content(c, false); err != nil {
+				skipped = append(skipped, p+": "+err.Error())
+				continue
+			}
+		}
+		if isBinary(oldData) || isBinary(newData) {
+			skipped = append(skipped, p+": binary file (no GIT binary patch); use --format tar")
+			continue
+		}
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "diff --git a/%s b/%s\n", p, p)
+		switch c.Kind {
+		case "added":
+			fmt.Fprintf(&b, "new file mode %s\n", gitMode(c, false))
+		case "deleted":
+			fmt.Fprintf(&b, "deleted file mode %s\n", gitMode(c, true))
+		default:
+			if om, nm := gitMode(c, true), gitMode(c, false); om != nm {
+				fmt.Fprintf(&b, "old mode %s\nnew mode %s\n", om, nm)
+			}
+		}
+		if !bytes.Equal(oldData, newData) {
+			from, to := "a/"+p, "b/"+p
+			if c.Kind == "added" {
+				from = "/dev/null"
+			}
+			if c.Kind == "deleted" {
+				to = "/dev/null"
+			}
+			fmt.Fprintf(&b, "--- %s\n+++ %s\n", from, to)
+			writeHunks(&b, splitLines(oldData), splitLines(newData))
+		}
+		if _, err := w.Write(b.Bytes()); err != nil {
+			return skipped, err
+		}
+	}
+	return skipped, nil
+}
+
+// splitLines keeps each line's newline, so the last line's lack of one is
+// visible.
+func splitLines(b []byte) []string {
+	var out []string
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			out = append(out, string(b))
+			break
+		}
+		out = append(out, string(b[:i+1]))
+		b = b[i+1:]
+	}
+	return out
+}
+
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
+}
+
+func writeLine(b *bytes.Buffer, mark byte, line string) {
+	b.WriteByte(mark)
+	b.WriteString(line)
+	if !strings.HasSuffix(line, "\n") {
+		b.WriteString("\n\\ No newline at end of file\n")
+	}
+}
+
+// writeHunks writes unified hunks with three lines of context.
+func writeHunks(b *bytes.Buffer, a, c []string) {
+	m := difflib.NewMatcher(a, c)
+	for _, g := range m.GetGroupedOpCodes(3) {
+		first, last := g[0], g[len(g)-1]
+		fmt.Fprintf(b, "@@ -%s +%s @@\n", hunkRange(first.I1, last.I2-first.I1), hunkRange(first.J1, last.J2-first.J1))
+		for _, op := range g {
+			switch op.Tag {
+			case 'e':
+				for _, l := range a[op.I1:op.I2] {
+					writeLine(b, ' ', l)
+				}
+			default:
+				for _, l := range a[op.I1:op.I2] {
+					writeLine(b, '-', l)
+				}
+				for _, l := range c[op.J1:op.J2] {
+					writeLine(b, '+', l)
+				}
+			}
+		}
+	}
+}

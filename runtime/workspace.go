@@ -1,0 +1,211 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/moby/sys/mountinfo"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// workspace is one overlay workspace of a container. Its layers live in
+// the container's state directory: <state>/ws is a tmpfs of the profile's
+// workspace_size (the cap: ENOSPC past it) holding <n>/upper, <n>/work and
+// the mount point <n>/merged, which the backend bind-mounts instead of the
+// caller's source. The source is only ever the overlay's read-only lower
+// layer: nothing the sandbox does reaches it.
+type workspace struct {
+	Destination string `json:"destination"`
+	Source      string `json:"source"` // the host directory, symlinks resolved
+	Dir         string `json:"dir"`    // <state>/ws/<n>
+}
+
+func (w workspace) upper() string  { return filepath.Join(w.Dir, "upper") }
+func (w workspace) work() string   { return filepath.Join(w.Dir, "work") }
+func (w workspace) merged() string { return filepath.Join(w.Dir, "merged") }
+
+const workspacesFile = "workspaces.json"
+
+// planWorkspaces rewrites the handed spec's workspace binds to their
+// overlays' merged directories (mounted later by mountWorkspaces, once the
+// state directory exists). Only enforce mode and workspace_mode overlay
+// get overlays; the workspace rule already decided the other modes.
+func (c *creation) planWorkspaces() error {
+	p := &c.sel.Profile
+	if p.Mode != specs.Enforce || p.WorkspaceModeOf() != specs.WorkspaceOverlay {
+		return nil
+	}
+	for i := range c.handed.Mounts {
+		m := &c.handed.Mounts[i]
+		if !p.IsWorkspace(*m) {
+			continue
+		}
+		src := m.Source
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(c.bundle, src)
+		}
+		real, err := filepath.EvalSymlinks(src)
+		if err != nil {
+			return fmt.Errorf("workspace %s: source %s: %w", m.Destination, m.Source, err)
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			return fmt.Errorf("workspace %s: %w", m.Destination, err)
+		}
+		if !fi.IsDir() {
+			logrus.Warnf("bulkhead: workspace %s: source %s is not a directory; it stays a read-only bind", m.Destination, m.Source)
+			continue
+		}
+		// overlayfs splits its options at ',' and lowerdir at ':'; such a
+		// source cannot be named safely.
+		if strings.ContainsAny(real, ",:\\\n") {
+			return fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
+		}
+		w := workspace{Destination: m.Destination, Source: real,
+			Dir: filepath.Join(c.reg.Dir(c.audit.ID), "ws", strconv.Itoa(len(c.ws)))}
+		c.ws = append(c.ws, w)
+		m.Source = w.merged()
+		m.Type = "bind"
+		m.Options = append(withoutOpt(m.Options, "ro", "rro", "rw", "rbind", "bind"), "rbind", "rw", "nosuid", "nodev")
+	}
+	return nil
+}
+
+func withoutOpt(opts []string, drop ...string) []string {
+	var out []string
+	for _, o := range opts {
+		keep := true
+		for _, d := range drop {
+			if o == d {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// mountWorkspaces mounts the tmpfs and the overlays planned by
+// planWorkspaces. On error the caller's undo unmounts whatever exists
+// (Registry.Remove unmounts everything under the state directory).
+func (c *creation) mountWorkspaces() error {
+	if len(c.ws) == 0 {
+		return nil
+	}
+	size, err := c.sel.Profile.WorkspaceBytes()
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(c.reg.Dir(c.rec.ID), "ws")
+	if err := os.Mkdir(base, 0o700); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	if err := unix.Mount("bulkhead-ws", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
+		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
+		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
+	}
+	for _, w := range c.ws {
+		if err := mountOverlay(w); err != nil {
+			return err
+		}
+	}
+	data, err := json.MarshalIndent(c.ws, "", "  ")
+	if err != nil {
+		return err
+	}
+	return specs.WriteAtomic(filepath.Join(c.reg.Dir(c.rec.ID), workspacesFile), data, 0o600)
+}
+
+func mountOverlay(w workspace) error {
+	for _, d := range []string{w.Dir, w.upper(), w.work(), w.merged()} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return fmt.Errorf("workspace: %w", err)
+		}
+	}
+	// The merged root shows the upper root's owner and mode: give it the
+	// source's, so the sandbox may write exactly where it could with a
+	// read-write bind.
+	var st unix.Stat_t
+	if err := unix.Stat(w.Source, &st); err != nil {
+		return fmt.Errorf("workspace source %s: %w", w.Source, err)
+	}
+	if err := os.Lchown(w.upper(), int(st.Uid), int(st.Gid)); err != nil {
+		return err
+	}
+	if err := os.Chmod(w.upper(), os.FileMode(st.Mode&0o777)|modeBits(st.Mode)); err != nil {
+		return err
+	}
+	// redirect_dir and metacopy off: the upper layer then holds whole
+	// files and plain whiteouts only, which is what diff and export read.
+	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.Source, w.upper(), w.work())
+	var err error
+	for _, extra := range []string{",redirect_dir=off,metacopy=off,index=off", ""} {
+		err = unix.Mount("bulkhead-ws", w.merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, base+extra)
+		if err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("workspace %s: mount overlay on %s: %w", w.Destination, w.merged(), err)
+}
+
+func modeBits(m uint32) os.FileMode {
+	var fm os.FileMode
+	if m&unix.S_ISVTX != 0 {
+		fm |= os.ModeSticky
+	}
+	return fm
+}
+
+// loadWorkspaces reads the workspaces of a container's state directory;
+// none is not an error.
+func loadWorkspaces(stateDir string) ([]workspace, error) {
+	data, err := os.ReadFile(filepath.Join(stateDir, workspacesFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ws []workspace
+	return ws, json.Unmarshal(data, &ws)
+}
+
+// unmountUnder unmounts every mount at or below dir, deepest first, so
+// that a later RemoveAll never walks into an overlay or tmpfs. A busy
+// mount is detached (MNT_DETACH): it disappears from the tree at once and
+// the kernel frees it when its last user goes.
+func unmountUnder(dir string) error {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return fmt.Errorf("mountinfo: %w", err)
+	}
+	sort.Slice(mounts, func(i, j int) bool {
+		if len(mounts[i].Mountpoint) != len(mounts[j].Mountpoint) {
+			return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint)
+		}
+		return mounts[i].ID > mounts[j].ID // stacked mounts: the newest first
+	})
+	var errs []error
+	for _, m := range mounts {
+		err := unix.Unmount(m.Mountpoint, 0)
+		if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			err = unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
+		}
+		if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
+		}
+	}
+	return errors.Join(errs...)
+}
