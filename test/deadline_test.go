@@ -1,0 +1,299 @@
+package test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// lifetimeConfig writes a root-owned, 0644 configuration whose default
+// profile has max_lifetime lifetime and whose audit log is the test's.
+// It returns the config path and the audit log path.
+func lifetimeConfig(t *testing.T, lifetime string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.jsonl")
+	path := filepath.Join(dir, "config.toml")
+	body := fmt.Sprintf("audit_log = %q\n[profiles.default]\nmax_lifetime = %q\n", audit, lifetime)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, audit
+}
+
+// watchdogs lists the pids of the watchdog processes of id, found by
+// their command line.
+func watchdogs(t *testing.T, id string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if len(args) > 2 && args[len(args)-1] == id && strings.Contains(string(data), "\x00watchdog\x00") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitNoWatchdog fails unless every watchdog of id is gone within d.
+func waitNoWatchdog(t *testing.T, id string, d time.Duration) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for {
+		pids := watchdogs(t, id)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("watchdog of %s still running after %s: pids %v", id, d, pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// deadlineEvent returns the audit log's deadline event for id.
+func deadlineEvent(t *testing.T, audit, id string) map[string]any {
+	t.Helper()
+	f, err := os.Open(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e map[string]any
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e["event"] == "deadline" && e["id"] == id {
+			return e
+		}
+	}
+	t.Fatalf("no deadline event for %s in %s", id, audit)
+	return nil
+}
+
+// inspectJSON is the part of `inspect --format json` the tests read.
+type inspectJSON struct {
+	Status      string `json:"status"`
+	MaxLifetime string `json:"max_lifetime"`
+	Deadline    string `json:"deadline"`
+	TimeLeft    string `json:"time_left"`
+	WatchdogPid int    `json:"watchdog_pid"`
+	Decisions   []struct {
+		Rule, Field, Action, Before, After, Why string
+	} `json:"decisions"`
+}
+
+func inspect(t *testing.T, g []string, id string) inspectJSON {
+	t.Helper()
+	var in inspectJSON
+	out := must(t, append(g, "inspect", "--format", "json", id)...)
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatalf("inspect %s: %v\n%s", id, err, out)
+	}
+	return in
+}
+
+func withLifetimeAnnotation(v string) func(*rspec.Spec) {
+	return func(s *rspec.Spec) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations["bulkhead.dev/max-lifetime"] = v
+	}
+}
+
+// A container past its deadline is killed from outside: run returns the
+// SIGKILL status 3 to 5 s after start, and the audit log says so.
+func TestDeadlineRun(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			config, audit := lifetimeConfig(t, "3s")
+			root := stateRoot(t)
+			b := bundle.New(t, []string{"sleep", "3600"})
+			id := uniqueID("deadline-" + backend)
+			begin := time.Now()
+			r := bulkhead(t, "", "--config", config, "--root", root, "--backend", backend, "run", "--bundle", b, id)
+			took := time.Since(begin)
+			if r.code != 137 {
+				t.Fatalf("run exit %d, want 137 (SIGKILL)\nstderr: %s", r.code, r.stderr)
+			}
+			// run includes create and delete; the lifetime counts from start.
+			if took < 3*time.Second || took > 6*time.Second {
+				t.Fatalf("run took %s, want the 3 s lifetime plus create and delete", took)
+			}
+			e := deadlineEvent(t, audit, id)
+			if e["outcome"] != "killed" || e["processes_killed"] == nil {
+				t.Fatalf("deadline event %v, want outcome killed with a process count", e)
+			}
+			waitNoWatchdog(t, id, 2*time.Second)
+			assertGone(t, root, backend, id)
+			t.Logf("run took %s; audit: %v", took, e)
+		})
+	}
+}
+
+// Children that fork, double-fork and ignore SIGTERM die too; the
+// deadline counts from start, not create.
+func TestDeadlineKillsEveryProcess(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			config, audit := lifetimeConfig(t, "3s")
+			root := stateRoot(t)
+			g := []string{"--config", config, "--root", root, "--backend", backend}
+			b := bundle.New(t, []string{"sh", "-c", `trap "" TERM; (sleep 3600 &) ; sleep 3600; echo not reached`})
+			id := uniqueID("forks-" + backend)
+			must(t, append(g, "create", "--bundle", b, id)...)
+			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+			if n := len(watchdogs(t, id)); n != 1 {
+				t.Fatalf("after create: %d watchdogs of %s, want 1", n, id)
+			}
+			in := inspect(t, g, id)
+			if in.MaxLifetime != "3s" || in.Deadline != "" {
+				t.Fatalf("before start: inspect %+v, want max_lifetime 3s and no deadline yet", in)
+			}
+			time.Sleep(2 * time.Second) // a created container's clock does not run
+			must(t, append(g, "start", id)...)
+			started := time.Now()
+			time.Sleep(time.Second)
+			s := containerState(t, g, id)
+			if s.Status != "running" {
+				t.Fatalf("1 s after start: %+v, want running", s)
+			}
+			var pids []json.RawMessage
+			ps := must(t, append(g, "ps", "--format", "json", id)...)
+			if err := json.Unmarshal([]byte(ps), &pids); err != nil || len(pids) < 3 {
+				t.Fatalf("ps before the deadline: %s (%v), want sh, its sleep and the orphaned sleep", ps, err)
+			}
+			if in := inspect(t, g, id); in.Deadline == "" || in.TimeLeft == "" {
+				t.Fatalf("running: inspect %+v, want a deadline and the time left", in)
+			}
+			for containerState(t, g, id).Status != "stopped" {
+				if time.Since(started) > 5*time.Second {
+					t.Fatalf("container %s still %s 5 s after start", id, containerState(t, g, id).Status)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			took := time.Since(started)
+			if took < 2900*time.Millisecond {
+				t.Fatalf("stopped %s after start, before its 3 s lifetime", took)
+			}
+			e := deadlineEvent(t, audit, id)
+			if n, _ := e["processes_killed"].(float64); n < 3 {
+				t.Fatalf("deadline event %v: want at least 3 processes killed (sh, sleep, the orphaned sleep)", e)
+			}
+			waitNoWatchdog(t, id, 2*time.Second)
+			must(t, append(g, "delete", id)...)
+			assertGone(t, root, backend, id)
+			t.Logf("stopped %s after start; audit: %v", took, e)
+		})
+	}
+}
+
+// A container that ends before its deadline, or is deleted first, leaves
+// no watchdog behind.
+func TestDeadlineWatchdogLeaves(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			config, audit := lifetimeConfig(t, "1m")
+			root := stateRoot(t)
+			g := []string{"--config", config, "--root", root, "--backend", backend}
+
+			id := uniqueID("early-exit-" + backend)
+			r := bulkhead(t, "", append(g, "run", "--bundle", bundle.New(t, []string{"sh", "-c", "sleep 1; exit 3"}), id)...)
+			if r.code != 3 {
+				t.Fatalf("run exit %d, want the container's 3\nstderr: %s", r.code, r.stderr)
+			}
+			waitNoWatchdog(t, id, 2*time.Second)
+
+			id = uniqueID("early-delete-" + backend)
+			must(t, append(g, "run", "--detach", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+			if n := len(watchdogs(t, id)); n != 1 {
+				t.Fatalf("running: %d watchdogs of %s, want 1", n, id)
+			}
+			must(t, append(g, "delete", "--force", id)...)
+			waitNoWatchdog(t, id, 2*time.Second)
+
+			id = uniqueID("created-delete-" + backend)
+			must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+			if n := len(watchdogs(t, id)); n != 1 {
+				t.Fatalf("created: %d watchdogs of %s, want 1", n, id)
+			}
+			must(t, append(g, "delete", "--force", id)...)
+			waitNoWatchdog(t, id, 2*time.Second)
+
+			if data, _ := os.ReadFile(audit); strings.Contains(string(data), `"event":"deadline"`) {
+				t.Fatalf("a deadline fired for a container that ended first:\n%s", data)
+			}
+		})
+	}
+}
+
+// The annotation may shorten the profile's lifetime, never lengthen it.
+func TestDeadlineAnnotation(t *testing.T) {
+	needRoot(t, "runc")
+	config, _ := lifetimeConfig(t, "1m")
+	root := stateRoot(t)
+	g := []string{"--config", config, "--root", root}
+
+	id := uniqueID("longer")
+	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}, withLifetimeAnnotation("2h")), id)...)
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	in := inspect(t, g, id)
+	d := findDecision(t, in, "lifetime")
+	if in.MaxLifetime != "1m0s" || d.Action != "tightened" || d.Before != "2h" || !strings.Contains(d.Why, "clamped") {
+		t.Fatalf("annotation 2h over a 1m profile: max_lifetime %q, decision %+v; want clamped to 1m", in.MaxLifetime, d)
+	}
+	must(t, append(g, "delete", "--force", id)...)
+
+	id = uniqueID("shorter")
+	begin := time.Now()
+	r := bulkhead(t, "", append(g, "run", "--bundle", bundle.New(t, []string{"sleep", "3600"}, withLifetimeAnnotation("1s")), id)...)
+	if took := time.Since(begin); r.code != 137 || took > 4*time.Second {
+		t.Fatalf("annotation 1s under a 1m profile: run exit %d after %s, want 137 within about 1 s\nstderr: %s", r.code, took, r.stderr)
+	}
+
+	id = uniqueID("garbage")
+	r = bulkhead(t, "", append(g, "create", "--bundle", bundle.New(t, []string{"true"}, withLifetimeAnnotation("forever")), id)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "max-lifetime") {
+		t.Fatalf("annotation forever: exit %d, stderr %q; want a refusal naming the annotation", r.code, r.stderr)
+	}
+	if n := len(watchdogs(t, id)); n != 0 {
+		t.Fatalf("refused create left %d watchdogs", n)
+	}
+}
+
+func findDecision(t *testing.T, in inspectJSON, rule string) struct{ Rule, Field, Action, Before, After, Why string } {
+	t.Helper()
+	for _, d := range in.Decisions {
+		if d.Rule == rule {
+			return d
+		}
+	}
+	t.Fatalf("no %s decision in %+v", rule, in.Decisions)
+	return struct{ Rule, Field, Action, Before, After, Why string }{}
+}
