@@ -337,7 +337,12 @@ func verifyRootfs(r *Report, pid int, s *rspec.Spec) error {
 	if s.Root == nil || !s.Root.Readonly {
 		return nil
 	}
-	mounts, err := mountinfo.PidMountInfo(pid)
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
+	}
+	defer f.Close()
+	mounts, err := mountinfo.GetMountsFromReader(f, nil)
 	if err != nil {
 		return fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
 	}

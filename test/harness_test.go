@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opencontainers/runc/libcontainer/utils"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/test/binaries"
 )
@@ -124,20 +124,28 @@ func consoleSocket(t *testing.T) (string, <-chan *os.File) {
 			return
 		}
 		defer conn.Close()
-		f, err := conn.File()
-		if err != nil {
-			ch <- nil
-			return
-		}
-		defer f.Close()
-		master, err := utils.RecvFile(f)
-		if err != nil {
-			ch <- nil
-			return
-		}
-		ch <- master
+		ch <- recvFd(conn)
 	}()
 	return path, ch
+}
+
+// recvFd receives one file descriptor sent with SCM_RIGHTS, as the
+// backend sends the pty master.
+func recvFd(conn *net.UnixConn) *os.File {
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := conn.ReadMsgUnix(make([]byte, 4096), oob)
+	if err != nil {
+		return nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return nil
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil
+	}
+	return os.NewFile(uintptr(fds[0]), "pty-master")
 }
 
 // readUntil reads from f until want appears or 20 s pass.
