@@ -3,6 +3,6 @@
 set -euo pipefail
 bin="$(go env GOPATH)/bin/staticcheck"
 if [ ! -x "$bin" ]; then
-  GOFLAGS=-mod=mod go install honnef.co/go/tools/cmd/staticcheck@latest
+  GOFLAGS=-mod=mod go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
 "$bin" ./...
