@@ -1,0 +1,129 @@
+package docker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/engine"
+)
+
+// TestDeadline: a runtime whose profile has max_lifetime = "3s" (through
+// runtimeArgs --config, since dockerd 20.10 passes no annotations) ends a
+// `docker run` with SIGKILL's 137 about 3 s after start; Docker sees it
+// exited, its shim is undisturbed, and no watchdog remains.
+func TestDeadline(t *testing.T) {
+	d := daemon(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.toml")
+	audit := filepath.Join(dir, "audit.jsonl")
+	body := fmt.Sprintf("audit_log = %q\n[profiles.default]\nmax_lifetime = \"3s\"\n", audit)
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := binaries.Dir(t)
+	runtimes := map[string]engine.Runtime{
+		"bulkhead":       {Path: filepath.Join(bin, "bulkhead")},
+		"bulkhead-runsc": {Path: filepath.Join(bin, "bulkhead-runsc")},
+	}
+	with := map[string]engine.Runtime{"bulkhead-3s": {Path: filepath.Join(bin, "bulkhead"), Args: []string{"--config", config}}}
+	for k, v := range runtimes {
+		with[k] = v
+	}
+	if err := d.WriteConfig(with); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.WriteConfig(runtimes); err == nil {
+			_ = d.Reload()
+		}
+	})
+
+	name := fmt.Sprintf("deadline-%d", os.Getpid())
+	t.Cleanup(func() { d.Run(t, "rm", "-f", name) })
+	begin := time.Now()
+	r := d.Run(t, "run", "--name", name, "--runtime=bulkhead-3s", image, "sleep", "3600")
+	took := time.Since(begin)
+	if r.Code != 137 {
+		t.Fatalf("want exit 137 (SIGKILL at the deadline)\n%s\ndockerd log:\n%s", r, d.LogTail(10))
+	}
+	if took < 3*time.Second || took > 10*time.Second {
+		t.Fatalf("docker run took %s, want about the 3 s lifetime", took)
+	}
+	id := d.Must(t, "inspect", "-f", "{{.Id}}", name)
+	if s := d.Must(t, "ps", "-a", "--filter", "name="+name, "--format", "{{.Status}}"); !strings.HasPrefix(s, "Exited (137)") {
+		t.Fatalf("docker ps -a: %q, want Exited (137)", s)
+	}
+	data, _ := os.ReadFile(audit)
+	if !strings.Contains(string(data), `"event":"deadline","id":"`+id+`"`) {
+		t.Fatalf("no deadline event for %s in the audit log:\n%s", id, data)
+	}
+	if n := watchdogsOf(id); n != 0 {
+		t.Fatalf("%d watchdogs of %s left after the deadline", n, id)
+	}
+
+	// The shim that ran it is still good for the rest of the lifecycle:
+	// start again (a new deadline), exec, stop, rm.
+	d.Must(t, "start", name)
+	if out := d.Must(t, "exec", name, "echo", "exec-ok"); out != "exec-ok" {
+		t.Fatalf("docker exec after restart: %q", out)
+	}
+	pid, _ := strconv.Atoi(d.Must(t, "inspect", "-f", "{{.State.Pid}}", name))
+	if pid <= 0 || watchdogsOf(id) != 1 {
+		t.Fatalf("after docker start: pid %d, %d watchdogs; want a running container with one watchdog", pid, watchdogsOf(id))
+	}
+	d.Must(t, "stop", "-t", "1", name)
+	d.Must(t, "rm", name)
+	if !eventually(3*time.Second, func() bool { return watchdogsOf(id) == 0 }) {
+		t.Fatalf("watchdog of %s left after docker rm", id)
+	}
+
+	// Annotations reach a runtime only from API 1.43 (Docker 24) on: with
+	// dockerd 20.10 (API 1.41) the client refuses --annotation. This
+	// records which, rather than fails; the CLI tests cover the annotation.
+	begin = time.Now()
+	r = d.Run(t, "run", "--rm", "--annotation", "bulkhead.dev/max-lifetime=1s", "--runtime=bulkhead-3s", image, "sleep", "3600")
+	switch took := time.Since(begin); {
+	case r.Code == 137 && took < 2500*time.Millisecond:
+		t.Logf("annotation max-lifetime=1s honoured through Docker: exit 137 after %s", took)
+	case r.Code == 137:
+		t.Logf("this dockerd dropped the annotation (no annotations before API 1.43): profile's 3 s applied, exit 137 after %s", took)
+	default:
+		t.Logf("docker run --annotation not available here: %s", strings.TrimSpace(r.Stderr))
+	}
+
+	// A container that ends first leaves no watchdog and no deadline event.
+	id = d.Must(t, "run", "-d", "--runtime=bulkhead-3s", image, "true")
+	d.Must(t, "wait", id)
+	if !eventually(3*time.Second, func() bool { return watchdogsOf(id) == 0 }) {
+		t.Fatalf("watchdog of %s left after the container exited", id)
+	}
+	d.Must(t, "rm", id)
+}
+
+// watchdogsOf counts watchdog processes of id by their command line.
+func watchdogsOf(id string) int {
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(data), "\x00watchdog\x00") && strings.HasSuffix(string(data), "\x00"+id+"\x00") {
+			n++
+		}
+	}
+	return n
+}
