@@ -28,25 +28,11 @@ func Exec(g *Globals, v Values, args []string) error {
 		return fmt.Errorf("exec: container id missing")
 	}
 	id := args[0]
-	if err := CheckID(id); err != nil {
-		return err
-	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	c, err := lookupRecorded(g, "exec", id)
 	if err != nil {
 		return err
 	}
-	b, reg, err := owner(g, id)
-	if err != nil {
-		return err
-	}
-	rec, err := reg.Get(id)
-	if err != nil {
-		return fmt.Errorf("exec %s: bulkhead has no record of this container: %w", id, err)
-	}
-	profile, ok := cfg.Profiles[rec.Profile]
-	if !ok {
-		return fmt.Errorf("exec %s: profile %q of the container is no longer configured", id, rec.Profile)
-	}
+	cfg, b, rec, profile := c.cfg, c.backend, c.rec, c.profile
 	proc, err := execProcess(v, args[1:], rec.Bundle)
 	if err != nil {
 		return err

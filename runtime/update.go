@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,16 +18,18 @@ import (
 // hands them to the backend as one JSON document: `docker update --memory
 // 1g --pids-limit 100000` leaves the cgroup at the profile's ceilings.
 func Update(g *Globals, v Values, id string) error {
-	if err := CheckID(id); err != nil {
+	c, err := lookupRecorded(g, "update", id)
+	var b *Backend
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// Not bulkhead's container: the backend decides, as it would alone.
+		if b, _, err = owner(g, id); err != nil {
+			return err
+		}
+	case err != nil:
 		return err
-	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
-	if err != nil {
-		return err
-	}
-	b, reg, err := owner(g, id)
-	if err != nil {
-		return err
+	default:
+		b = c.backend
 	}
 	if b.IsGVisor() {
 		return fmt.Errorf("update %s: backend %s has no update verb", id, b.Name)
@@ -35,21 +38,8 @@ func Update(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
-	if rec, err := reg.Get(id); err == nil {
-		profile, ok := cfg.Profiles[rec.Profile]
-		if !ok {
-			return fmt.Errorf("update %s: profile %q of the container is no longer configured", id, rec.Profile)
-		}
-		target := r
-		if profile.Mode == specs.Audit {
-			// Audit mode records what enforcement would change, and changes nothing.
-			target = new(rspec.LinuxResources)
-			data, _ := json.Marshal(r)
-			_ = json.Unmarshal(data, target)
-		}
-		decisions := specs.ClampResources(&profile, target)
-		_ = WriteAudit(cfg.AuditLog, &AuditEntry{Event: "update", ID: id, Profile: profile.Name, Backend: b.Name,
-			Mode: profile.Mode, Decisions: decisions, Outcome: "update"})
+	if c != nil {
+		c.clampResources(id, r)
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -60,6 +50,21 @@ func Update(g *Globals, v Values, id string) error {
 		return err
 	}
 	return execBackend(g.backendArgv(b, "update", "--resources", path, id))
+}
+
+// clampResources holds r to the container's profile and audits the
+// decisions; audit mode records what enforcement would change, and
+// changes nothing.
+func (c *recorded) clampResources(id string, r *rspec.LinuxResources) {
+	target := r
+	if c.profile.Mode == specs.Audit {
+		target = new(rspec.LinuxResources)
+		data, _ := json.Marshal(r)
+		_ = json.Unmarshal(data, target)
+	}
+	decisions := specs.ClampResources(&c.profile, target)
+	_ = WriteAudit(c.cfg.AuditLog, &AuditEntry{Event: "update", ID: id, Profile: c.profile.Name, Backend: c.backend.Name,
+		Mode: c.profile.Mode, Decisions: decisions, Outcome: "update"})
 }
 
 // requestedResources reads --resources (a file or "-" for stdin) or, like

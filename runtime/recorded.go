@@ -1,0 +1,41 @@
+package runtime
+
+import (
+	"fmt"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// recorded is a container bulkhead created, with what later verbs police it
+// by: the profile it was created under and the backend that owns it.
+type recorded struct {
+	cfg     *Config
+	backend *Backend
+	rec     *Record
+	profile specs.Profile
+}
+
+// lookupRecorded finds a container's record, profile and backend. The
+// error wraps os.ErrNotExist when bulkhead has no record of the id.
+func lookupRecorded(g *Globals, verb, id string) (*recorded, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return nil, err
+	}
+	b, reg, err := owner(g, id)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := reg.Get(id)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: bulkhead has no record of this container: %w", verb, id, err)
+	}
+	profile, ok := cfg.Profiles[rec.Profile]
+	if !ok {
+		return nil, fmt.Errorf("%s %s: profile %q of the container is no longer configured", verb, id, rec.Profile)
+	}
+	return &recorded{cfg: cfg, backend: b, rec: rec, profile: profile}, nil
+}
