@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/typeurl/v2"
+	"google.golang.org/protobuf/proto"
+)
+
+// maxVersionEnv is set by containerd 1.7 and 2.x when they start a shim;
+// containerd 1.6 sets only TTRPC_ADDRESS (and no GRPC_ADDRESS).
+const maxVersionEnv = "MAX_SHIM_VERSION"
+
+// bulkheadManager is the runc shim manager; Start and Info differ.
+type bulkheadManager struct {
+	shim.Manager
+	name string // runtime binary name, bulkhead or bulkhead-runsc
+}
+
+// Start resolves the runtime binary first (no shim starts when bulkhead is
+// missing: fail closed), hands it to the shim it spawns through the
+// environment, and answers in the form the calling containerd reads.
+func (m *bulkheadManager) Start(ctx context.Context, id string, opts shim.StartOpts) (shim.BootstrapParams, error) {
+	bin, err := findRuntime(m.name)
+	if err != nil {
+		return shim.BootstrapParams{}, err
+	}
+	if err := os.Setenv(binaryEnv, bin); err != nil {
+		return shim.BootstrapParams{}, err
+	}
+	params, err := m.Manager.Start(ctx, id, opts)
+	if err != nil || !legacyCaller() {
+		return params, err
+	}
+	// containerd 1.6 reads the whole of stdout as the socket address
+	// (runtime/v2/binary.go: strings.TrimSpace(out)); shim.Run would print
+	// the JSON bootstrap object, which 1.6 fails to dial. containerd 2.x
+	// accepts the plain form too (parseStartResponse falls back to it), but
+	// then treats the shim as version 2 and loses the sandbox API, so the
+	// JSON form stays for callers that announce MAX_SHIM_VERSION.
+	if _, err := os.Stdout.WriteString(params.Address); err != nil {
+		return params, err
+	}
+	os.Exit(0)
+	return params, nil
+}
+
+// legacyCaller reports whether the containerd that runs `start` predates
+// the JSON bootstrap protocol (1.6 and older).
+func legacyCaller() bool {
+	return os.Getenv(maxVersionEnv) == "" && os.Getenv("GRPC_ADDRESS") == ""
+}
+
+// Info reports bulkhead's features (`bulkhead features`), with runc options
+// naming bulkhead in place of whatever options came on stdin.
+func (m *bulkheadManager) Info(ctx context.Context, optionsR io.Reader) (*types.RuntimeInfo, error) {
+	bin, err := findRuntime(m.name)
+	if err != nil {
+		return nil, err
+	}
+	opts := &options.Options{}
+	if data, err := io.ReadAll(optionsR); err == nil && len(data) > 0 {
+		// Another options type (CRI's generic one) is replaced.
+		if in, err := shim.ReadRuntimeOptions[*options.Options](bytes.NewReader(data)); err == nil {
+			opts = in
+		}
+	}
+	opts.BinaryName = bin
+	anyOpts, err := typeurl.MarshalAnyToProto(opts)
+	if err != nil {
+		return nil, err
+	}
+	data, err := proto.Marshal(anyOpts)
+	if err != nil {
+		return nil, fmt.Errorf("marshal runc options: %w", err)
+	}
+	return m.Manager.Info(ctx, bytes.NewReader(data))
+}

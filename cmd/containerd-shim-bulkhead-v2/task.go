@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/task"
+	"github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/containerd/v2/pkg/shutdown"
+	"github.com/containerd/containerd/v2/plugins"
+	"github.com/containerd/plugin"
+	"github.com/containerd/plugin/registry"
+	"github.com/containerd/ttrpc"
+	"github.com/containerd/typeurl/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/emptypb"
+)
+
+// The task plugin of containerd's runc shim, registered here with the
+// service wrapped (importing cmd/containerd-shim-runc-v2/task/plugin would
+// register the unwrapped one under the same ID).
+func init() {
+	registry.Register(&plugin.Registration{
+		Type:     plugins.TTRPCPlugin,
+		ID:       "task",
+		Requires: []plugin.Type{plugins.EventPlugin, plugins.InternalPlugin},
+		InitFn: func(ic *plugin.InitContext) (interface{}, error) {
+			pp, err := ic.GetByID(plugins.EventPlugin, "publisher")
+			if err != nil {
+				return nil, err
+			}
+			ss, err := ic.GetByID(plugins.InternalPlugin, "shutdown")
+			if err != nil {
+				return nil, err
+			}
+			bin, err := findRuntime(runtimeName(""))
+			if err != nil {
+				return nil, err
+			}
+			inner, err := task.NewTaskService(ic.Context, pp.(shim.Publisher), ss.(shutdown.Service))
+			if err != nil {
+				return nil, err
+			}
+			return &service{TTRPCTaskService: inner, binary: bin}, nil
+		},
+	})
+}
+
+// service is the runc task service with bulkhead as every container's
+// runtime binary.
+type service struct {
+	taskAPI.TTRPCTaskService
+	binary string
+}
+
+// RegisterTTRPC serves the task API under both names: containerd.task.v3
+// (containerd 2.x) and containerd.task.v2 (containerd 1.6 and 1.7, which
+// only know that one). The two protos differ only in their package name,
+// so the v2 service converts each message through its wire form.
+func (s *service) RegisterTTRPC(server *ttrpc.Server) error {
+	taskAPI.RegisterTTRPCTaskService(server, s)
+	taskv2.RegisterTaskService(server, &v2Service{s})
+	return nil
+}
+
+// Create runs the container with bulkhead, whatever options the caller
+// sent. Runc options keep their other fields (root, systemd cgroup, criu
+// paths); any other options message (CRI's generic runtimeoptions for a
+// runtime type that is not io.containerd.runc.v2) or none becomes runc
+// options naming bulkhead.
+func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*taskAPI.CreateTaskResponse, error) {
+	opts, err := s.runcOptions(r.Options)
+	if err != nil {
+		return nil, err
+	}
+	r.Options = opts
+	return s.TTRPCTaskService.Create(ctx, r)
+}
+
+func (s *service) runcOptions(in *anypb.Any) (*anypb.Any, error) {
+	opts := &options.Options{}
+	if in.GetValue() != nil && typeurl.Is(in, opts) {
+		if err := proto.Unmarshal(in.GetValue(), opts); err != nil {
+			return nil, fmt.Errorf("runc options: %w", err)
+		}
+	}
+	opts.BinaryName = s.binary
+	return typeurl.MarshalAnyToProto(opts)
+}
+
+// v2Service answers containerd.task.v2.Task by calling the v3 service.
+type v2Service struct{ s *service }
+
+// call converts req to the v3 request type In, calls fn, and converts the
+// answer back to the v2 response type Out.
+func call[In, Out proto.Message, Res proto.Message](ctx context.Context, req proto.Message, in In, out Out, fn func(context.Context, In) (Res, error)) (Out, error) {
+	if err := convert(req, in); err != nil {
+		return out, err
+	}
+	res, err := fn(ctx, in)
+	if err != nil {
+		return out, err
+	}
+	return out, convert(res, out)
+}
+
+func convert(from, to proto.Message) error {
+	data, err := proto.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return proto.Unmarshal(data, to)
+}
+
+func (v *v2Service) State(ctx context.Context, r *taskv2.StateRequest) (*taskv2.StateResponse, error) {
+	return call(ctx, r, &taskAPI.StateRequest{}, &taskv2.StateResponse{}, v.s.State)
+}
+
+func (v *v2Service) Create(ctx context.Context, r *taskv2.CreateTaskRequest) (*taskv2.CreateTaskResponse, error) {
+	return call(ctx, r, &taskAPI.CreateTaskRequest{}, &taskv2.CreateTaskResponse{}, v.s.Create)
+}
+
+func (v *v2Service) Start(ctx context.Context, r *taskv2.StartRequest) (*taskv2.StartResponse, error) {
+	return call(ctx, r, &taskAPI.StartRequest{}, &taskv2.StartResponse{}, v.s.Start)
+}
+
+func (v *v2Service) Delete(ctx context.Context, r *taskv2.DeleteRequest) (*taskv2.DeleteResponse, error) {
+	return call(ctx, r, &taskAPI.DeleteRequest{}, &taskv2.DeleteResponse{}, v.s.Delete)
+}
+
+func (v *v2Service) Pids(ctx context.Context, r *taskv2.PidsRequest) (*taskv2.PidsResponse, error) {
+	return call(ctx, r, &taskAPI.PidsRequest{}, &taskv2.PidsResponse{}, v.s.Pids)
+}
+
+func (v *v2Service) Pause(ctx context.Context, r *taskv2.PauseRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.PauseRequest{}, &emptypb.Empty{}, v.s.Pause)
+}
+
+func (v *v2Service) Resume(ctx context.Context, r *taskv2.ResumeRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.ResumeRequest{}, &emptypb.Empty{}, v.s.Resume)
+}
+
+func (v *v2Service) Checkpoint(ctx context.Context, r *taskv2.CheckpointTaskRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.CheckpointTaskRequest{}, &emptypb.Empty{}, v.s.Checkpoint)
+}
+
+func (v *v2Service) Kill(ctx context.Context, r *taskv2.KillRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.KillRequest{}, &emptypb.Empty{}, v.s.Kill)
+}
+
+func (v *v2Service) Exec(ctx context.Context, r *taskv2.ExecProcessRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.ExecProcessRequest{}, &emptypb.Empty{}, v.s.Exec)
+}
+
+func (v *v2Service) ResizePty(ctx context.Context, r *taskv2.ResizePtyRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.ResizePtyRequest{}, &emptypb.Empty{}, v.s.ResizePty)
+}
+
+func (v *v2Service) CloseIO(ctx context.Context, r *taskv2.CloseIORequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.CloseIORequest{}, &emptypb.Empty{}, v.s.CloseIO)
+}
+
+func (v *v2Service) Update(ctx context.Context, r *taskv2.UpdateTaskRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.UpdateTaskRequest{}, &emptypb.Empty{}, v.s.Update)
+}
+
+func (v *v2Service) Wait(ctx context.Context, r *taskv2.WaitRequest) (*taskv2.WaitResponse, error) {
+	return call(ctx, r, &taskAPI.WaitRequest{}, &taskv2.WaitResponse{}, v.s.Wait)
+}
+
+func (v *v2Service) Stats(ctx context.Context, r *taskv2.StatsRequest) (*taskv2.StatsResponse, error) {
+	return call(ctx, r, &taskAPI.StatsRequest{}, &taskv2.StatsResponse{}, v.s.Stats)
+}
+
+func (v *v2Service) Connect(ctx context.Context, r *taskv2.ConnectRequest) (*taskv2.ConnectResponse, error) {
+	return call(ctx, r, &taskAPI.ConnectRequest{}, &taskv2.ConnectResponse{}, v.s.Connect)
+}
+
+func (v *v2Service) Shutdown(ctx context.Context, r *taskv2.ShutdownRequest) (*emptypb.Empty, error) {
+	return call(ctx, r, &taskAPI.ShutdownRequest{}, &emptypb.Empty{}, v.s.Shutdown)
+}
