@@ -134,9 +134,35 @@ func TestDeadlineRun(t *testing.T) {
 			root := stateRoot(t)
 			b := bundle.New(t, []string{"sleep", "3600"})
 			id := uniqueID("deadline-" + backend)
+			// Meanwhile, the watchdog must not be a child of bulkhead run
+			// (a subreaper that waits for its children).
+			parents := make(chan string, 1)
+			done := make(chan struct{})
+			go func() {
+				seen := ""
+				for {
+					select {
+					case <-done:
+						parents <- seen
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+					for _, pid := range watchdogs(t, id) {
+						if p := parentCmdline(pid); p != "" {
+							seen = p
+						}
+					}
+				}
+			}()
 			begin := time.Now()
 			r := bulkhead(t, "", "--config", config, "--root", root, "--backend", backend, "run", "--bundle", b, id)
 			took := time.Since(begin)
+			close(done)
+			if p := <-parents; p == "" || strings.Contains(p, " run ") {
+				t.Fatalf("watchdog's parent during run: %q; want one that is not bulkhead run", p)
+			} else {
+				t.Logf("watchdog's parent during run: %s", p)
+			}
 			if r.code != 137 {
 				t.Fatalf("run exit %d, want 137 (SIGKILL)\nstderr: %s", r.code, r.stderr)
 			}
@@ -296,4 +322,23 @@ func findDecision(t *testing.T, in inspectJSON, rule string) struct{ Rule, Field
 	}
 	t.Fatalf("no %s decision in %+v", rule, in.Decisions)
 	return struct{ Rule, Field, Action, Before, After, Why string }{}
+}
+
+// parentCmdline is the command line of pid's parent, spaces for NULs.
+func parentCmdline(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The fields after the command's closing parenthesis: state, ppid.
+	i := strings.LastIndexByte(string(stat), ')')
+	fields := strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 {
+		return ""
+	}
+	data, err := os.ReadFile("/proc/" + fields[1] + "/cmdline")
+	if err != nil {
+		return ""
+	}
+	return fields[1] + ": " + strings.ReplaceAll(strings.TrimRight(string(data), "\x00"), "\x00", " ") + " "
 }
