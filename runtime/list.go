@@ -69,11 +69,20 @@ func List(g *Globals, v Values, out io.Writer) error {
 }
 
 // Features prints the default backend's features document after checking
-// that it parses: dockerd reads it at start.
+// that it parses: dockerd reads it at start. runsc 2022 has no features
+// verb; for it bulkhead states only the spec versions it hands over, and
+// says where the document came from.
 func Features(g *Globals, out io.Writer) error {
 	b, _, err := owner(g, "")
 	if err != nil {
 		return err
+	}
+	if b.IsGVisor() {
+		return json.NewEncoder(out).Encode(map[string]any{
+			"ociVersionMin": "1.0.0",
+			"ociVersionMax": "1.0.2",
+			"annotations":   map[string]string{"bulkhead.dev/features": "minimal: backend runsc has no features verb"},
+		})
 	}
 	data, err := outputOf(g.backendArgv(b, "features"))
 	if err != nil {

@@ -214,3 +214,57 @@ func TestSameBundleTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestFeaturesAndVersion: dockerd runs `features` at start and parses
+// `--version`; both must work through bulkhead for each backend.
+func TestFeaturesAndVersion(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			var doc map[string]any
+			out := must(t, "--backend", backend, "features")
+			if err := json.Unmarshal([]byte(out), &doc); err != nil || doc["ociVersionMax"] == nil {
+				t.Fatalf("features is not a features document: %v\n%s", err, out)
+			}
+		})
+	}
+	out := strings.TrimSpace(must(t, "--version"))
+	lines := strings.Split(out, "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "bulkhead version ") {
+		t.Fatalf("--version ends with %q, want the bulkhead version line docker parses", last)
+	}
+	if !strings.Contains(out, "backend runc: /") {
+		t.Fatalf("--version does not say which runc it uses:\n%s", out)
+	}
+}
+
+// TestListMergesBackends: `list` shows the containers of every backend.
+func TestListMergesBackends(t *testing.T) {
+	needRoot(t, "runc", "runsc")
+	root := stateRoot(t)
+	ids := map[string]string{}
+	for _, backend := range backends {
+		id := uniqueID("list-" + backend)
+		ids[id] = backend
+		g := []string{"--root", root, "--backend", backend}
+		must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "60"}), id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	}
+	var states []state
+	out := must(t, "--root", root, "list", "--format", "json")
+	if err := json.Unmarshal([]byte(out), &states); err != nil {
+		t.Fatalf("list --format json: %v\n%s", err, out)
+	}
+	seen := map[string]bool{}
+	for _, s := range states {
+		seen[s.ID] = true
+	}
+	for id, backend := range ids {
+		if !seen[id] {
+			t.Errorf("list does not show %s's container %s:\n%s", backend, id, out)
+		}
+	}
+	if q := must(t, "--root", root, "list", "-q"); len(strings.Fields(q)) != len(ids) {
+		t.Errorf("list -q printed %q, want %d ids", q, len(ids))
+	}
+}
