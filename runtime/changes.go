@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -366,4 +365,3 @@ func isBinary(b []byte) bool {
 	return bytes.IndexByte(b, 0) >= 0
 }
 
-var errRejected = errors.New("some paths were rejected")
