@@ -364,4 +364,3 @@ func isBinary(b []byte) bool {
 	}
 	return bytes.IndexByte(b, 0) >= 0
 }
-
