@@ -76,7 +76,7 @@ func DefaultProfile() Profile {
 		MaxLifetime:    "0",
 		Workspaces:     []string{"/workspace"},
 		WorkspaceMode:  "overlay",
-		WorkspaceSize:  "256m",
+		WorkspaceSize:  "128m",
 	}
 }
 
