@@ -14,7 +14,8 @@ import (
 )
 
 // installCommand registers bulkhead with a container engine:
-// `bulkhead install docker` edits daemon.json.
+// `bulkhead install docker` edits daemon.json, `bulkhead install
+// containerd` config.toml.
 func installCommand(g *runtime.Globals) *cli.Command {
 	return &cli.Command{
 		Name:            "install",
@@ -34,7 +35,7 @@ func installCommand(g *runtime.Globals) *cli.Command {
 			Action: func(c *cli.Context) error {
 				return installDocker(c, c.App.Writer)
 			},
-		}},
+		}, installContainerdCommand()},
 	}
 }
 
@@ -53,7 +54,7 @@ func uninstallCommand(g *runtime.Globals) *cli.Command {
 			Action: func(c *cli.Context) error {
 				return uninstallDocker(c, c.App.Writer)
 			},
-		}},
+		}, uninstallContainerdCommand()},
 	}
 }
 

@@ -1,0 +1,219 @@
+package install
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	toml "github.com/pelletier/go-toml/v2"
+)
+
+// configV2 is a containerd 1.x config.toml as administrators keep them:
+// comments, their own runtime, the CRI plugin tuned.
+const configV2 = `# containerd 1.6, managed by hand
+version = 2
+root = "/var/lib/containerd"
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.9"
+  restrict_oom_score_adj = true
+
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = true # the kubelet uses systemd
+`
+
+// configV3 is a containerd 2.x config.toml (version 3).
+const configV3 = `version = 3
+root = '/var/lib/containerd'
+
+[plugins]
+  [plugins.'io.containerd.cri.v1.images']
+    snapshotter = 'overlayfs'
+
+  [plugins.'io.containerd.cri.v1.runtime']
+    enable_selinux = false
+
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+          runtime_type = 'io.containerd.runc.v2'
+`
+
+func newContainerd(t *testing.T, content string) *Containerd {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if content != "" {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Containerd{Config: path, Name: "bulkhead", Runsc: runsc, Version: 2}
+}
+
+// handlerOf reads plugins.<plugin>.containerd.runtimes.<name> back.
+func handlerOf(t *testing.T, text, plugin, name string) map[string]any {
+	t.Helper()
+	var tree map[string]any
+	if err := toml.Unmarshal([]byte(text), &tree); err != nil {
+		t.Fatalf("result is not TOML: %v\n%s", err, text)
+	}
+	r := runtimesOf(tree, []string{"plugins", plugin, "containerd", "runtimes"})
+	h, _ := r[name].(map[string]any)
+	return h
+}
+
+func TestContainerdInstallBothVersionsTwiceThenUninstall(t *testing.T) {
+	for _, tc := range []struct {
+		name, content, plugin string
+	}{
+		{"v2", configV2, "io.containerd.grpc.v1.cri"},
+		{"v3", configV3, "io.containerd.cri.v1.runtime"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newContainerd(t, tc.content)
+			res, err := c.Install()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Written || len(res.Changes) != 2 {
+				t.Fatalf("first install: written %v, changes %v", res.Written, res.Changes)
+			}
+			after := read(t, c.Config)
+			if !strings.HasPrefix(after, tc.content) {
+				t.Errorf("the administrator's part of the file changed:\n%s", after)
+			}
+			if h := handlerOf(t, after, tc.plugin, "bulkhead"); h["runtime_type"] != ShimRuntimeType || h["options"] != nil {
+				t.Errorf("handler bulkhead = %v, want runtime_type %s and no options", h, ShimRuntimeType)
+			}
+			h := handlerOf(t, after, tc.plugin, "bulkhead-runsc")
+			if opts, _ := h["options"].(map[string]any); h["runtime_type"] != "io.containerd.runc.v2" || opts["BinaryName"] != runsc {
+				t.Errorf("handler bulkhead-runsc = %v", h)
+			}
+			if h := handlerOf(t, after, tc.plugin, "runc"); h["runtime_type"] != "io.containerd.runc.v2" {
+				t.Errorf("the administrator's runc handler is gone: %v", h)
+			}
+			if got := read(t, c.Config+BackupSuffix); got != tc.content {
+				t.Errorf("backup is not the original:\n%s", got)
+			}
+
+			res, err = c.Install()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Written || len(res.Changes) != 0 || read(t, c.Config) != after {
+				t.Errorf("second install changed something: %v", res.Changes)
+			}
+
+			res, err = c.Uninstall()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Changes) != 2 {
+				t.Errorf("uninstall changes: %v", res.Changes)
+			}
+			if got := read(t, c.Config); got != tc.content {
+				t.Errorf("uninstall did not give back the file byte for byte:\n%s", got)
+			}
+			res, err = c.Uninstall()
+			if err != nil || res.Written || len(res.Changes) != 0 {
+				t.Errorf("second uninstall: %v %v", res, err)
+			}
+		})
+	}
+}
+
+func TestContainerdInstallNewFileAndRemoveIt(t *testing.T) {
+	for _, version := range []int64{2, 3} {
+		c := newContainerd(t, "")
+		c.Version = version
+		if _, err := c.Install(); err != nil {
+			t.Fatal(err)
+		}
+		text := read(t, c.Config)
+		plugin := criPlugin[version]
+		if h := handlerOf(t, text, plugin, "bulkhead"); h["runtime_type"] != ShimRuntimeType {
+			t.Fatalf("version %d: no handler in\n%s", version, text)
+		}
+		res, err := c.Uninstall()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Removed {
+			t.Errorf("version %d: the file install created was not removed", version)
+		}
+		if _, err := os.Stat(c.Config); !os.IsNotExist(err) {
+			t.Errorf("version %d: %s still exists", version, c.Config)
+		}
+	}
+}
+
+func TestContainerdDryRunWritesNothing(t *testing.T) {
+	c := newContainerd(t, configV2)
+	c.DryRun = true
+	res, err := c.Install()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Written || len(res.Changes) != 2 || !strings.Contains(string(res.After), "bulkhead") {
+		t.Errorf("dry run: %+v", res)
+	}
+	if read(t, c.Config) != configV2 {
+		t.Error("dry run changed the file")
+	}
+	if _, err := os.Stat(c.Config + BackupSuffix); !os.IsNotExist(err) {
+		t.Error("dry run wrote a backup")
+	}
+}
+
+// An inline runtimes table cannot take an appended table: install writes
+// the whole file through go-toml, keeps every value, and uninstall removes
+// the handlers again.
+func TestContainerdInlineRuntimesFallsBackToRewrite(t *testing.T) {
+	const inline = "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nruntimes = { runc = { runtime_type = \"io.containerd.runc.v2\" } }\n"
+	c := newContainerd(t, inline)
+	if _, err := c.Install(); err != nil {
+		t.Fatal(err)
+	}
+	text := read(t, c.Config)
+	if h := handlerOf(t, text, "io.containerd.grpc.v1.cri", "runc"); h["runtime_type"] != "io.containerd.runc.v2" {
+		t.Errorf("runc handler lost:\n%s", text)
+	}
+	if h := handlerOf(t, text, "io.containerd.grpc.v1.cri", "bulkhead"); h["runtime_type"] != ShimRuntimeType {
+		t.Errorf("bulkhead handler missing:\n%s", text)
+	}
+	if _, err := c.Uninstall(); err != nil {
+		t.Fatal(err)
+	}
+	text = read(t, c.Config)
+	if handlerOf(t, text, "io.containerd.grpc.v1.cri", "bulkhead") != nil || handlerOf(t, text, "io.containerd.grpc.v1.cri", "runc") == nil {
+		t.Errorf("after uninstall:\n%s", text)
+	}
+}
+
+func TestContainerdRefusesWhatItCannotEdit(t *testing.T) {
+	for name, content := range map[string]string{
+		"version 1":  "[plugins.cri]\nsandbox_image = \"x\"\n",
+		"not TOML":   "version = 2\n[plugins\n",
+		"version 9":  "version = 9\n",
+		"open block": "version = 2\n" + blockBegin + "\n",
+	} {
+		c := newContainerd(t, content)
+		if _, err := c.Install(); err == nil {
+			t.Errorf("%s: install accepted\n%s", name, content)
+		}
+		if read(t, c.Config) != content {
+			t.Errorf("%s: file changed", name)
+		}
+	}
+}
