@@ -103,6 +103,7 @@ func DryRun(g *Globals, specPath, bundle string) (*CheckReport, error) {
 	reg := &Registry{dir: stateRoot(g.Root)}
 	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace, Original: data}
 	rewritten, decisions, applyErr := specs.Apply(ctx, spec)
+	_, decisions, applyErr = withLifetime(&sel.Profile, spec.Annotations, decisions, applyErr)
 	r.Decisions = decisions
 	if applyErr != nil {
 		for _, d := range decisions {

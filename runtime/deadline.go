@@ -72,11 +72,17 @@ func decideLifetime(p *specs.Profile, annotations map[string]string) (time.Durat
 // way prepare consumes specs.Apply's: decisions appended, the first error
 // kept.
 func (c *creation) decideLifetime(annotations map[string]string, decisions []specs.Decision, err error) ([]specs.Decision, error) {
-	lifetime, more, lerr := decideLifetime(&c.sel.Profile, annotations)
-	c.lifetime = lifetime
+	c.lifetime, decisions, err = withLifetime(&c.sel.Profile, annotations, decisions, err)
+	return decisions, err
+}
+
+// withLifetime appends the lifetime decisions to the rules' and keeps the
+// first error; `check` shows them as create decides them.
+func withLifetime(p *specs.Profile, annotations map[string]string, decisions []specs.Decision, err error) (time.Duration, []specs.Decision, error) {
+	lifetime, more, lerr := decideLifetime(p, annotations)
 	decisions = append(decisions, more...)
 	if err == nil {
 		err = lerr
 	}
-	return decisions, err
+	return lifetime, decisions, err
 }
