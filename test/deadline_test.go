@@ -217,6 +217,9 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 			if in := inspect(t, g, id); in.Deadline == "" || in.TimeLeft == "" {
 				t.Fatalf("running: inspect %+v, want a deadline and the time left", in)
 			}
+			if text := must(t, append(g, "inspect", id)...); !strings.Contains(text, "time left") || !strings.Contains(text, "watchdog") || !strings.Contains(text, "verification (") {
+				t.Fatalf("inspect text lacks the time left, watchdog or verification:\n%s", text)
+			}
 			for containerState(t, g, id).Status != "stopped" {
 				if time.Since(started) > 5*time.Second {
 					t.Fatalf("container %s still %s 5 s after start", id, containerState(t, g, id).Status)
