@@ -300,7 +300,7 @@ read:
 			samples["memory"] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil}
 		}
 	}
-	p.rep.Controls = judgeProbe(got, samples, limits, p.gvisor)
+	p.rep.Controls = judgeProbe(got, samples, limits, p.gvisor, p.bundle.hostFolderUnchanged())
 	p.rep.Pass = p.rep.Finished && len(p.rep.Failed()) == 0
 	if err := ctx.Err(); err != nil && !p.rep.Finished {
 		return fmt.Errorf("probe: %w before the done line", err)

@@ -91,7 +91,7 @@ func makeProbeBundle(work, probe, cgroupsPath string, args []string) (*probeBund
 	if err := mkdirMode(b.workspace, 0o777); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(b.workspace, "README"), []byte("a host folder: the sandbox must not write here\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(b.workspace, "README"), []byte(workspaceReadme), 0o644); err != nil {
 		return nil, err
 	}
 	files := []struct {
@@ -185,4 +185,17 @@ func copyMode(src, dst string, mode os.FileMode) error {
 		return errors.Join(fmt.Errorf("copy %s: %w", src, err), os.Remove(dst))
 	}
 	return os.Chmod(dst, mode)
+}
+
+const workspaceReadme = "a host folder: the sandbox must not write here\n"
+
+// hostFolderUnchanged tells whether the host folder bound at /workspace
+// still holds exactly what the bundle put there.
+func (b *probeBundle) hostFolderUnchanged() bool {
+	entries, err := os.ReadDir(b.workspace)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "README" {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(b.workspace, "README"))
+	return err == nil && string(data) == workspaceReadme
 }

@@ -95,7 +95,10 @@ const (
 // the report's rows. gvisor relaxes what only gVisor answers differently
 // (the probe itself was told with -gvisor); the verdict for cpu, pids and
 // memory always needs host evidence.
-func judgeProbe(lines map[string]ProbeLine, samples map[string]probeSample, limits *cgroups.Limits, gvisor bool) []ProbeControl {
+// hostFolderUnchanged tells whether the host folder behind /workspace is as
+// the probe's bundle made it; for a copy-on-write workspace that is the
+// evidence that the sandbox's write never reached the host.
+func judgeProbe(lines map[string]ProbeLine, samples map[string]probeSample, limits *cgroups.Limits, gvisor, hostFolderUnchanged bool) []ProbeControl {
 	var rows []ProbeControl
 	for _, name := range ProbeControls {
 		l, ok := lines[name]
@@ -110,6 +113,8 @@ func judgeProbe(lines map[string]ProbeLine, samples map[string]probeSample, limi
 		row.Pass = ok && l.Pass && !l.Skipped
 		s, sampled := samples[name]
 		switch name {
+		case "workspace":
+			judgeWorkspace(&row, l, ok, hostFolderUnchanged)
 		case "pids":
 			judgePids(&row, l, s, sampled, limits, gvisor)
 		case "memory":
@@ -123,6 +128,21 @@ func judgeProbe(lines map[string]ProbeLine, samples map[string]probeSample, limi
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// judgeWorkspace: EROFS inside proves a read-only bind; a write that went
+// through holds only if the host folder is unchanged (copy-on-write).
+func judgeWorkspace(row *ProbeControl, l ProbeLine, ok, hostFolderUnchanged bool) {
+	if !ok || l.Observed != "written" {
+		return
+	}
+	row.Pass = hostFolderUnchanged
+	row.Layer = "copy-on-write workspace"
+	row.Evidence = "host folder unchanged"
+	if !hostFolderUnchanged {
+		row.Layer = "none"
+		row.Evidence = "host folder CHANGED"
+	}
 }
 
 func limitText(file string, v int64, have bool) string {

@@ -43,7 +43,7 @@ func rowOf(rows []ProbeControl, name string) ProbeControl {
 }
 
 func TestJudgeProbeAllHold(t *testing.T) {
-	rows := judgeProbe(allPass(), bitten(), testLimits, false)
+	rows := judgeProbe(allPass(), bitten(), testLimits, false, true)
 	if len(rows) != len(ProbeControls) {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -67,7 +67,7 @@ func TestJudgeProbeNeedsHostEvidence(t *testing.T) {
 	s["cpu"] = probeSample{OK: true}
 	lines := allPass()
 	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 1.01", Pass: true, Value: f64(1.01)}
-	rows := judgeProbe(lines, s, testLimits, false)
+	rows := judgeProbe(lines, s, testLimits, false, true)
 	for _, n := range []string{"pids", "memory", "cpu"} {
 		if r := rowOf(rows, n); r.Pass {
 			t.Errorf("%s passed without host evidence: %+v", n, r)
@@ -75,7 +75,7 @@ func TestJudgeProbeNeedsHostEvidence(t *testing.T) {
 	}
 	// A missing reading fails too.
 	delete(s, "pids")
-	if r := rowOf(judgeProbe(lines, s, testLimits, false), "pids"); r.Pass || r.Evidence != "no cgroup reading" {
+	if r := rowOf(judgeProbe(lines, s, testLimits, false, true), "pids"); r.Pass || r.Evidence != "no cgroup reading" {
 		t.Errorf("%+v", r)
 	}
 }
@@ -85,10 +85,10 @@ func TestJudgeProbeCPUContended(t *testing.T) {
 	s["cpu"] = probeSample{OK: true}
 	lines := allPass()
 	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 0.80", Pass: true, Value: f64(0.8)}
-	if r := rowOf(judgeProbe(lines, s, testLimits, false), "cpu"); !r.Pass || !strings.Contains(r.Layer, "host busy") {
+	if r := rowOf(judgeProbe(lines, s, testLimits, false, true), "cpu"); !r.Pass || !strings.Contains(r.Layer, "host busy") {
 		t.Errorf("%+v", r)
 	}
-	if r := rowOf(judgeProbe(lines, s, testLimits, true), "cpu"); r.Pass {
+	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "cpu"); r.Pass {
 		t.Errorf("gVisor needs nr_throttled: %+v", r)
 	}
 }
@@ -96,13 +96,13 @@ func TestJudgeProbeCPUContended(t *testing.T) {
 func TestJudgeProbeMissingLineFails(t *testing.T) {
 	lines := allPass()
 	delete(lines, "seccomp")
-	r := rowOf(judgeProbe(lines, bitten(), testLimits, false), "seccomp")
+	r := rowOf(judgeProbe(lines, bitten(), testLimits, false, true), "seccomp")
 	if r.Pass || r.Observed != "no line" {
 		t.Errorf("%+v", r)
 	}
 	lines = allPass()
 	lines["workspace"] = ProbeLine{Control: "workspace", Observed: "skipped", Pass: true, Skipped: true}
-	if r := rowOf(judgeProbe(lines, bitten(), testLimits, false), "workspace"); r.Pass {
+	if r := rowOf(judgeProbe(lines, bitten(), testLimits, false, true), "workspace"); r.Pass {
 		t.Errorf("a skipped control passed: %+v", r)
 	}
 }
@@ -116,7 +116,7 @@ func TestJudgeProbeGVisor(t *testing.T) {
 	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 2.1 (not judged: gVisor)", Skipped: true, Value: f64(2.1)}
 	s := bitten()
 	s["pids"] = probeSample{OK: true}
-	rows := judgeProbe(lines, s, testLimits, true)
+	rows := judgeProbe(lines, s, testLimits, true, true)
 	for _, n := range []string{"pids", "memory", "cpu"} {
 		if r := rowOf(rows, n); !r.Pass {
 			t.Errorf("%s: %+v", n, r)
@@ -126,18 +126,18 @@ func TestJudgeProbeGVisor(t *testing.T) {
 		t.Errorf("%+v", r)
 	}
 	s["memory"] = probeSample{OK: true}
-	if r := rowOf(judgeProbe(lines, s, testLimits, true), "memory"); r.Pass {
+	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "memory"); r.Pass {
 		t.Errorf("no OOM kill, yet memory passed: %+v", r)
 	}
 	// Without -gvisor the same pids line needs pids.events.
-	if r := rowOf(judgeProbe(lines, s, testLimits, false), "pids"); r.Pass {
+	if r := rowOf(judgeProbe(lines, s, testLimits, false, true), "pids"); r.Pass {
 		t.Errorf("%+v", r)
 	}
 }
 
 func TestProbeReportOutput(t *testing.T) {
 	rep := &ProbeReport{ID: "p", Profile: "default", Mode: "enforce", Backend: "runc", Finished: true,
-		Controls: judgeProbe(allPass(), bitten(), testLimits, false)}
+		Controls: judgeProbe(allPass(), bitten(), testLimits, false, true)}
 	rep.Controls[1].Pass = false
 	rep.Controls[1].Detail = "why"
 	var b bytes.Buffer
@@ -164,5 +164,18 @@ func TestProbeReportOutput(t *testing.T) {
 		if _, ok := m.Controls[15][k]; !ok { // pids
 			t.Errorf("json control lacks %q: %v", k, m.Controls[15])
 		}
+	}
+}
+
+// A write that went through inside holds only when the host folder is
+// unchanged: a copy-on-write workspace, not a writable bind.
+func TestJudgeWorkspaceWrite(t *testing.T) {
+	lines := allPass()
+	lines["workspace"] = ProbeLine{Control: "workspace", Observed: "written", Pass: false}
+	if r := rowOf(judgeProbe(lines, bitten(), testLimits, false, true), "workspace"); !r.Pass || r.Layer != "copy-on-write workspace" {
+		t.Errorf("unchanged host folder: %+v", r)
+	}
+	if r := rowOf(judgeProbe(lines, bitten(), testLimits, false, false), "workspace"); r.Pass || r.Evidence != "host folder CHANGED" {
+		t.Errorf("changed host folder passed: %+v", r)
 	}
 }

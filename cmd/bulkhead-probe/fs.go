@@ -40,9 +40,12 @@ func createOnly(path string) error {
 	return nil
 }
 
-// checkWorkspace: the host folder is bind-mounted read-only, so creating a
-// file in it must fail with EROFS. EACCES would mean only file permissions
-// stand between the job and the host's files, which is not the control.
+// checkWorkspace: a host folder bind-mounted into the sandbox. A plain
+// bind is read-only, so creating a file must fail with EROFS (EACCES would
+// mean only file permissions protect the host's files). A workspace is a
+// copy-on-write layer: the write succeeds inside, and only the host can
+// tell that its folder stayed unchanged, so the file is left in place for
+// the host to look for (workspaceMarker) and the verdict is the host's.
 func checkWorkspace(env *probeEnv) Result {
 	r := Result{Attempt: "create a file in " + env.workspace}
 	if env.workspace == "" {
@@ -55,19 +58,23 @@ func checkWorkspace(env *probeEnv) Result {
 		}
 		return skipped("", r.Attempt, fmt.Sprintf("%s (%s) is not mounted here: %s", env.workspace, how, errName(err)))
 	}
-	err := createOnly(probeFile(env.workspace, "write"))
+	err := os.WriteFile(filepath.Join(env.workspace, workspaceMarker), []byte("written by bulkhead-probe\n"), 0o644)
 	r.Observed = errName(err)
 	r.Layer = writeLayer(err)
 	r.Pass = isErrno(err, unix.EROFS)
 	switch {
 	case err == nil:
-		r.Layer = LayerNone
-		r.Detail = "the host folder is writable from the sandbox (file removed again)"
+		r.Observed, r.Layer = "written", LayerNone
+		r.Detail = "the write went through inside; only the host can tell whether its folder changed (a copy-on-write workspace keeps it unchanged)"
 	case !r.Pass:
 		r.Detail = "refused, but not by a read-only mount"
 	}
 	return r
 }
+
+// workspaceMarker is the file the workspace control writes; the host
+// looks for it in its folder.
+const workspaceMarker = ".bulkhead-probe-workspace"
 
 // checkEtc: the root filesystem is read-only. Creating a file in /etc as a
 // non-root user could also fail with EACCES (root owns /etc); the kernel

@@ -122,7 +122,7 @@ func byName(r report) map[string]control {
 
 // runcLayers is the layer that must answer each control on runc.
 var runcLayers = map[string]string{
-	"workspace": "read-only mount", "etc": "read-only mount", "tmp-write": "tmpfs", "tmp-noexec": "tmpfs",
+	"workspace": "copy-on-write workspace", "etc": "read-only mount", "tmp-write": "tmpfs", "tmp-noexec": "tmpfs",
 	"tmp-size": "tmpfs", "uid": "DAC", "capabilities": "capabilities", "no_new_privs": "no_new_privs",
 	"network": "netns", "seccomp": "seccomp", "masked-proc": "masked mounts", "proc-sys": "DAC",
 	"environment": "environment", "devices": "capabilities", "cpu": "cpu cgroup", "pids": "pids cgroup",
@@ -171,7 +171,7 @@ func TestProbeDefaultProfileRunc(t *testing.T) {
 	}
 	assertAllHold(t, r, code, stderr, nil)
 	got := byName(r)
-	for name, obs := range map[string]string{"workspace": "EROFS", "etc": "EROFS", "network": "ENETUNREACH", "pids": "EAGAIN", "memory": "SIGKILL"} {
+	for name, obs := range map[string]string{"workspace": "written", "etc": "EROFS", "network": "ENETUNREACH", "pids": "EAGAIN", "memory": "SIGKILL"} {
 		if got[name].Observed != obs {
 			t.Errorf("%s observed %q, want %q", name, got[name].Observed, obs)
 		}
@@ -254,4 +254,16 @@ func TestProbeTextTable(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", s)
+}
+
+// TestProbeWorkspaceModes: with the default copy-on-write workspace the
+// write goes through inside and the host folder stays unchanged; with
+// workspace_mode = "readonly" the read-only mount refuses it (EROFS).
+func TestProbeWorkspaceModes(t *testing.T) {
+	need(t, "runc")
+	r, code, stderr := probe(t, config(t, "[profiles.ro]\nworkspace_mode = \"readonly\"\n"), "--profile", "ro", "--backend", "runc")
+	assertAllHold(t, r, code, stderr, map[string]string{"workspace": "read-only mount"})
+	if w := byName(r)["workspace"]; w.Observed != "EROFS" {
+		t.Errorf("readonly workspace: observed %q, want EROFS", w.Observed)
+	}
 }
