@@ -1,0 +1,387 @@
+// Package ctrtest holds what the containerd and CRI integration tests share:
+// ctr against a private containerd, the probe image packed as an OCI
+// image-layout tar, the probe's verdicts, and what a container left behind.
+package ctrtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/ociimage"
+)
+
+// Image is the busybox + bulkhead-probe image every test runs.
+const Image = "docker.io/library/bulkhead-test:latest"
+
+// Namespace is the containerd namespace of these tests. The runc shim
+// keeps runtime state under /run/containerd/runc/<namespace> whatever the
+// daemon's state dir, so a namespace of their own keeps them apart from
+// the host's containerd.
+const Namespace = "bulkhead-test"
+
+// Daemon is one private containerd and the ctr binary that speaks to it.
+type Daemon struct {
+	*engine.Containerd
+	Ctr string
+}
+
+// NeedRoot skips tests that start a containerd.
+func NeedRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a private containerd is started")
+	}
+}
+
+// WithShimOnPath puts the directory of bulkhead and its shim, then dirs,
+// first on PATH: containerd looks up containerd-shim-bulkhead-v2 there for
+// runtime io.containerd.bulkhead.v2, and inherits the test's environment.
+func WithShimOnPath(t testing.TB, dirs ...string) string {
+	t.Helper()
+	binaries.Shim(t)
+	dir := binaries.Dir(t)
+	want := strings.Join(append([]string{dir}, dirs...), ":") + ":"
+	if !strings.HasPrefix(os.Getenv("PATH"), want) {
+		os.Setenv("PATH", want+os.Getenv("PATH"))
+	}
+	return dir
+}
+
+// ImportProbeImage packs busybox + bulkhead-probe as Image and imports it.
+func (d *Daemon) ImportProbeImage(t testing.TB) error {
+	probe := binaries.Probe(t)
+	return d.ImportRootfs(Image, nil, func(rootfs string) error {
+		data, err := os.ReadFile(probe)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(rootfs, "bin", "bulkhead-probe"), data, 0o755)
+	})
+}
+
+// ImportRootfs packs a busybox rootfs, after add changed it, as the OCI
+// image-layout tar of image name and imports it.
+func (d *Daemon) ImportRootfs(name string, entrypoint []string, add func(rootfs string) error) error {
+	dir, err := os.MkdirTemp("", "bh-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rootfs := filepath.Join(dir, "rootfs")
+	if err := bundle.Rootfs(rootfs); err != nil {
+		return err
+	}
+	if add != nil {
+		if err := add(rootfs); err != nil {
+			return err
+		}
+	}
+	tarPath := filepath.Join(dir, "image.tar")
+	img := ociimage.Image{Name: name, Rootfs: rootfs, Entrypoint: entrypoint, Cmd: []string{"/bin/sh"}}
+	if entrypoint != nil {
+		img.Cmd = nil
+	}
+	if err := ociimage.Write(img, tarPath); err != nil {
+		return err
+	}
+	r := d.Run(2*time.Minute, "image", "import", tarPath)
+	if r.Code != 0 {
+		return fmt.Errorf("import %s: %s", name, r)
+	}
+	return nil
+}
+
+// Result is one ctr invocation.
+type Result struct {
+	Args           []string
+	Stdout, Stderr string
+	Code           int
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("ctr %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.Args, " "), r.Code, r.Stdout, r.Stderr)
+}
+
+// Run runs ctr in the test namespace with a deadline.
+func (d *Daemon) Run(timeout time.Duration, args ...string) Result {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	full := append([]string{"--address", d.Address, "--namespace", Namespace}, args...)
+	cmd := exec.CommandContext(ctx, d.Ctr, full...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := Result{Args: args, Stdout: stdout.String(), Stderr: stderr.String()}
+	if ctx.Err() != nil {
+		r.Stderr += fmt.Sprintf("\n(timed out after %s)", timeout)
+	}
+	if err != nil {
+		r.Code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.Code = ee.ExitCode()
+		}
+	}
+	return r
+}
+
+// Must runs ctr and fails the test unless it exits 0.
+func (d *Daemon) Must(t testing.TB, args ...string) string {
+	t.Helper()
+	r := d.Run(time.Minute, args...)
+	if r.Code != 0 {
+		t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
+	}
+	return r.Stdout
+}
+
+func (d *Daemon) LogTail(n int) string {
+	data, _ := os.ReadFile(d.Log)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RuntimeRoot is the --root the runc shim gives its runtime binary.
+func RuntimeRoot() string { return filepath.Join("/run/containerd/runc", Namespace) }
+
+var idSeq struct {
+	sync.Mutex
+	n int
+}
+
+// NewID is a container id unique to this test process.
+func NewID(prefix string) string {
+	idSeq.Lock()
+	defer idSeq.Unlock()
+	idSeq.n++
+	return fmt.Sprintf("bh-%s-%d-%d", prefix, os.Getpid(), idSeq.n)
+}
+
+// ProbeLine is one line of bulkhead-probe's output.
+type ProbeLine struct {
+	Control  string `json:"control"`
+	Observed string `json:"observed"`
+	Layer    string `json:"layer"`
+	Pass     bool   `json:"pass"`
+	Skipped  bool   `json:"skipped"`
+	Detail   string `json:"detail"`
+}
+
+// AssertProbePasses checks that the probe ran to its done line, reported
+// at least min controls, and that every control passed.
+func AssertProbePasses(t testing.TB, out string, min int) {
+	t.Helper()
+	var lines []ProbeLine
+	done := false
+	s := bufio.NewScanner(strings.NewReader(out))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		text := strings.TrimSpace(s.Text())
+		if !strings.HasPrefix(text, "{") {
+			continue
+		}
+		var l ProbeLine
+		if err := json.Unmarshal([]byte(text), &l); err != nil {
+			t.Errorf("probe line is not JSON: %v: %s", err, text)
+			continue
+		}
+		if l.Control == "done" {
+			done = true
+			break
+		}
+		lines = append(lines, l)
+	}
+	if !done {
+		t.Fatalf("probe did not finish (no done line):\n%s", out)
+	}
+	if len(lines) < min {
+		t.Fatalf("probe reported only %d controls:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		if !l.Pass {
+			t.Errorf("control %s FAIL: observed %q, layer %q: %s", l.Control, l.Observed, l.Layer, l.Detail)
+		}
+	}
+	t.Logf("probe: %d controls passed", len(lines))
+}
+
+// Leftovers lists what a container id left on the host: processes naming
+// it (its shim runs with -id <id>), cgroup directories named after it,
+// bulkhead's record of it under the runtime root.
+func Leftovers(t testing.TB, id string) []string {
+	t.Helper()
+	var found []string
+	self := fmt.Sprint(os.Getpid())
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), id) {
+			found = append(found, "process "+e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || !e.IsDir() {
+			return nil
+		}
+		if strings.Count(path, "/") > 7 {
+			return fs.SkipDir
+		}
+		if strings.Contains(e.Name(), id) {
+			found = append(found, "cgroup "+path)
+			return fs.SkipDir
+		}
+		return nil
+	})
+	out, err := exec.Command(binaries.Bulkhead(t), "--root", RuntimeRoot(), "list", "--quiet").CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "no such file") {
+		t.Errorf("bulkhead list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Fields(string(out)) {
+		if line == id {
+			found = append(found, "bulkhead record "+id+" under "+RuntimeRoot())
+		}
+	}
+	for _, p := range []string{filepath.Join(RuntimeRoot(), id)} {
+		if _, err := os.Stat(p); err == nil {
+			found = append(found, "state "+p)
+		}
+	}
+	return found
+}
+
+// Eventually polls cond for up to timeout.
+func Eventually(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ShimRuntime is the runtime type containerd maps to
+// containerd-shim-bulkhead-v2 on its PATH.
+const ShimRuntime = "io.containerd.bulkhead.v2"
+
+// ProbeUnder runs bulkhead-probe with `ctr run --rm` and the runtime
+// flags given, checks every control passed, and that nothing is left.
+func ProbeUnder(t *testing.T, d *Daemon, runtimeArgs ...string) {
+	t.Helper()
+	id := NewID("probe")
+	args := append([]string{"run", "--rm"}, runtimeArgs...)
+	r := d.Run(2*time.Minute, append(args, Image, id, "bulkhead-probe")...)
+	if r.Code != 0 {
+		t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
+	}
+	AssertProbePasses(t, r.Stdout, 15)
+	if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+		t.Errorf("after ctr run --rm: %s", strings.Join(Leftovers(t, id), "\n"))
+	}
+}
+
+// RefusalLeavesNothing runs a container bulkhead refuses (a bind of /root)
+// through the shim and through the runc shim's --runc-binary: it must not
+// run, ctr must show the rule, and nothing of it may be left.
+func RefusalLeavesNothing(t *testing.T, d *Daemon) {
+	for _, tc := range []struct {
+		name    string
+		runtime []string
+	}{
+		{"shim", []string{"--runtime", ShimRuntime}},
+		{"runc-binary", []string{"--runtime", "io.containerd.runc.v2", "--runc-binary", binaries.Bulkhead(t)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := NewID("refused")
+			args := append([]string{"run", "--rm"}, tc.runtime...)
+			args = append(args, "--mount", "type=bind,src=/root,dst=/x,options=rbind:ro", Image, id, "true")
+			r := d.Run(time.Minute, args...)
+			t.Cleanup(func() { d.Run(30*time.Second, "container", "rm", id) })
+			if r.Code == 0 {
+				t.Fatalf("a bind of /root ran:\n%s", r)
+			}
+			if !strings.Contains(r.Stderr, "bulkhead") || !strings.Contains(r.Stderr, "rule ") {
+				t.Errorf("the error does not name bulkhead's rule:\n%s", r)
+			}
+			t.Logf("refused: %s", strings.TrimSpace(r.Stderr))
+			if tasks := d.Must(t, "task", "ls", "--quiet"); strings.Contains(tasks, id) {
+				t.Errorf("task %s still listed:\n%s", id, tasks)
+			}
+			if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+				t.Errorf("refused container left:\n%s", strings.Join(Leftovers(t, id), "\n"))
+			}
+		})
+	}
+}
+
+// ShimRunsBulkhead starts a long-running container through the runtime
+// flags given and checks what runs it, from the host: which shim serves it
+// (shimName), that bulkhead recorded it under the runc shim's root, and
+// that its process got the policy's identity and capabilities. Then it
+// stops and removes it, and checks nothing is left.
+func ShimRunsBulkhead(t *testing.T, d *Daemon, shimName string, runtimeArgs ...string) {
+	t.Helper()
+	id := NewID("detached")
+	args := append([]string{"run", "-d"}, runtimeArgs...)
+	d.Must(t, append(args, Image, id, "sleep", "60")...)
+	t.Cleanup(func() {
+		d.Run(30*time.Second, "task", "kill", "--signal", "SIGKILL", id)
+		Eventually(10*time.Second, func() bool {
+			return d.Run(10*time.Second, "task", "delete", id).Code == 0 || !strings.Contains(d.Run(10*time.Second, "task", "ls", "-q").Stdout, id)
+		})
+		d.Run(30*time.Second, "container", "rm", id)
+		if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+			t.Errorf("after task delete and container rm: %s", strings.Join(Leftovers(t, id), "\n"))
+		}
+	})
+	var shim string
+	for _, p := range Leftovers(t, id) {
+		if strings.HasPrefix(p, "process ") && strings.Contains(p, "-id "+id) {
+			shim = p
+		}
+	}
+	if !strings.Contains(shim, "/"+shimName+" ") {
+		t.Errorf("container %s is not served by %s; processes: %s", id, shimName, strings.Join(Leftovers(t, id), "\n"))
+	}
+	out, err := exec.Command(binaries.Bulkhead(t), "--root", RuntimeRoot(), "list", "--quiet").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), id) {
+		t.Errorf("bulkhead has no record of %s under %s: %v\n%s", id, RuntimeRoot(), err, out)
+	}
+	var pid string
+	for _, line := range strings.Split(d.Must(t, "task", "ls"), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			pid = f[1]
+		}
+	}
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatalf("task %s pid %q: %v", id, pid, err)
+	}
+	for _, want := range []string{"Uid:\t65534\t65534\t65534\t65534", "CapEff:\t0000000000000000", "NoNewPrivs:\t1"} {
+		if !strings.Contains(string(status), want) {
+			t.Errorf("task %s: /proc/%s/status lacks %q:\n%s", id, pid, want, status)
+		}
+	}
+}
