@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -384,4 +385,23 @@ func ShimRunsBulkhead(t *testing.T, d *Daemon, shimName string, runtimeArgs ...s
 			t.Errorf("task %s: /proc/%s/status lacks %q:\n%s", id, pid, want, status)
 		}
 	}
+}
+
+// Containerd2 returns the directory holding containerd 2.x (containerd,
+// ctr, containerd-shim-runc-v2), built once by hack/install-containerd2.sh
+// into its cache (/var/tmp/bulkhead-containerd2, about 2.5 minutes cold).
+func Containerd2(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := goruntime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "hack", "install-containerd2.sh")
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", script)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
 }
