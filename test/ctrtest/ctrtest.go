@@ -38,6 +38,9 @@ const Namespace = "bulkhead-test"
 type Daemon struct {
 	*engine.Containerd
 	Ctr string
+	// NS is the containerd namespace ctr uses; Namespace when empty (CRI
+	// tests use k8s.io, the CRI plugin's).
+	NS string
 }
 
 // NeedRoot skips tests that start a containerd.
@@ -121,7 +124,11 @@ func (r Result) String() string {
 func (d *Daemon) Run(timeout time.Duration, args ...string) Result {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	full := append([]string{"--address", d.Address, "--namespace", Namespace}, args...)
+	ns := d.NS
+	if ns == "" {
+		ns = Namespace
+	}
+	full := append([]string{"--address", d.Address, "--namespace", ns}, args...)
 	cmd := exec.CommandContext(ctx, d.Ctr, full...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -158,8 +165,12 @@ func (d *Daemon) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// RuntimeRoot is the --root the runc shim gives its runtime binary.
-func RuntimeRoot() string { return filepath.Join("/run/containerd/runc", Namespace) }
+// RuntimeRoot is the --root the runc shim gives its runtime binary for the
+// test namespace.
+func RuntimeRoot() string { return RuntimeRootOf(Namespace) }
+
+// RuntimeRootOf is the runc shim's --root for a containerd namespace.
+func RuntimeRootOf(ns string) string { return filepath.Join("/run/containerd/runc", ns) }
 
 var idSeq struct {
 	sync.Mutex
