@@ -1,0 +1,132 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/typeurl/v2"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+func TestRuntimeName(t *testing.T) {
+	for argv0, want := range map[string]string{
+		"/usr/local/bin/containerd-shim-bulkhead-v2":        "bulkhead",
+		"containerd-shim-bulkhead-runsc-v2":                 "bulkhead-runsc",
+		"/opt/x/containerd-shim-bulkhead-strict-v2":         "bulkhead-strict",
+		"/usr/bin/containerd-shim-runc-v2":                  "bulkhead", // never another runtime
+		"/tmp/go-build123/b001/containerd-shim-bulkhead-v2": "bulkhead",
+		"shim": "bulkhead",
+		"":     "bulkhead",
+	} {
+		if got := runtimeName(argv0); got != want {
+			t.Errorf("runtimeName(%q) = %q, want %q", argv0, got, want)
+		}
+	}
+}
+
+func TestFindRuntime(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bulkhead-test-rt")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(binaryEnv, "")
+	t.Setenv("PATH", dir)
+	if got, err := findRuntime("bulkhead-test-rt"); err != nil || got != bin {
+		t.Errorf("on PATH: %q, %v; want %q", got, err, bin)
+	}
+	t.Setenv("PATH", "/nonexistent")
+	if _, err := findRuntime("bulkhead-test-rt"); err == nil {
+		t.Error("found a runtime that is nowhere: the shim must fail closed")
+	}
+	t.Setenv(binaryEnv, bin)
+	if got, err := findRuntime("anything"); err != nil || got != bin {
+		t.Errorf("from %s: %q, %v", binaryEnv, got, err)
+	}
+	t.Setenv(binaryEnv, "relative/bulkhead")
+	if _, err := findRuntime("bulkhead"); err == nil {
+		t.Errorf("a relative %s was accepted", binaryEnv)
+	}
+	if err := os.Chmod(bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(binaryEnv, bin)
+	if _, err := findRuntime("bulkhead"); err == nil {
+		t.Error("a file that is not executable was accepted")
+	}
+}
+
+func unmarshalRunc(t *testing.T, a *anypb.Any) *options.Options {
+	t.Helper()
+	v, err := typeurl.UnmarshalAny(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := v.(*options.Options)
+	if !ok {
+		t.Fatalf("options are %T, want runc options", v)
+	}
+	return o
+}
+
+// Whatever options a create request carries, the container's runtime is
+// bulkhead; fields of runc options other than BinaryName are kept.
+func TestCreateOptionsNameBulkhead(t *testing.T) {
+	s := &service{binary: "/usr/local/bin/bulkhead"}
+	runcOpts, err := typeurl.MarshalAnyToProto(&options.Options{BinaryName: "/usr/sbin/runc", Root: "/run/x", SystemdCgroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What CRI sends a runtime type other than io.containerd.runc.v2.
+	generic := &anypb.Any{TypeUrl: "runtimeoptions.v1.Options", Value: []byte{0x0a, 0x03, 'a', 'b', 'c'}}
+	for name, in := range map[string]*anypb.Any{"none": nil, "empty": {}, "runc": runcOpts, "cri generic": generic} {
+		out, err := s.runcOptions(in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		o := unmarshalRunc(t, out)
+		if o.BinaryName != s.binary {
+			t.Errorf("%s: BinaryName %q, want %q", name, o.BinaryName, s.binary)
+		}
+		if name == "runc" && (o.Root != "/run/x" || !o.SystemdCgroup) {
+			t.Errorf("runc options lost their fields: %+v", o)
+		}
+	}
+}
+
+// The task v2 and v3 messages are wire-compatible: the v2 service's
+// conversion keeps every field.
+func TestTaskV2Conversion(t *testing.T) {
+	v2 := &taskv2.CreateTaskRequest{ID: "c1", Bundle: "/b", Terminal: true, Stdout: "/o",
+		Rootfs: []*types.Mount{{Type: "overlay", Source: "overlay", Options: []string{"lowerdir=/l"}}}}
+	var v3 taskAPI.CreateTaskRequest
+	if err := convert(v2, &v3); err != nil {
+		t.Fatal(err)
+	}
+	back := &taskv2.CreateTaskRequest{}
+	if err := convert(&v3, back); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(v2, back) || v3.ID != "c1" || v3.Rootfs[0].Options[0] != "lowerdir=/l" {
+		t.Errorf("conversion lost fields: %v -> %v -> %v", v2, &v3, back)
+	}
+}
+
+func TestLegacyCaller(t *testing.T) {
+	t.Setenv("MAX_SHIM_VERSION", "")
+	t.Setenv("GRPC_ADDRESS", "")
+	if !legacyCaller() {
+		t.Error("containerd 1.6 (no MAX_SHIM_VERSION, no GRPC_ADDRESS) not detected")
+	}
+	t.Setenv("MAX_SHIM_VERSION", "2")
+	t.Setenv("GRPC_ADDRESS", "/run/containerd/containerd.sock")
+	if legacyCaller() {
+		t.Error("containerd 2.x taken for 1.6")
+	}
+}
