@@ -28,18 +28,6 @@ func probeFile(dir, what string) string {
 	return filepath.Join(dir, fmt.Sprintf(".bulkhead-probe-%s-%d", what, os.Getpid()))
 }
 
-// createOnly creates path exclusively and removes it again if that worked,
-// so a write that should have been refused leaves nothing behind.
-func createOnly(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	f.Close()
-	os.Remove(path)
-	return nil
-}
-
 // checkWorkspace: a host folder bind-mounted into the sandbox. A plain
 // bind is read-only, so creating a file must fail with EROFS (EACCES would
 // mean only file permissions protect the host's files). A workspace is a
