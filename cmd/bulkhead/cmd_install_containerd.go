@@ -53,6 +53,7 @@ func containerdFlags() []cli.Flag {
 		&cli.StringFlag{Name: "config", Value: install.DefaultContainerdConfig, Usage: "config.toml to edit"},
 		&cli.StringFlag{Name: "name", Value: "bulkhead", Usage: "runtime handler name (RuntimeClass handler, crictl --runtime); gVisor is NAME-runsc"},
 		&cli.IntFlag{Name: "config-version", Usage: "config version for a new file: 2 (containerd 1.x) or 3 (2.x); default: from `containerd --version`"},
+		&cli.StringFlag{Name: "runsc", Usage: "path of bulkhead-runsc as the node sees it, for the NAME-runsc handler (\"none\": no gVisor handler); default: next to this binary when runsc is on PATH"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the change and the resulting file; write nothing"},
 	}
 }
@@ -77,8 +78,15 @@ func containerdTarget(c *cli.Context) (*install.Containerd, string, error) {
 	if t.Version == 0 {
 		t.Version = containerdConfigVersion()
 	}
-	if _, err := exec.LookPath("runsc"); err == nil {
-		t.Runsc = filepath.Join(filepath.Dir(exe), "bulkhead-runsc")
+	switch r := c.String("runsc"); r {
+	case "none":
+	case "":
+		if _, err := exec.LookPath("runsc"); err == nil {
+			t.Runsc = filepath.Join(filepath.Dir(exe), "bulkhead-runsc")
+		}
+	default:
+		// A node installer runs in a container: the path is the node's.
+		t.Runsc = r
 	}
 	return t, exe, nil
 }
@@ -101,7 +109,7 @@ func installContainerd(c *cli.Context, out io.Writer) error {
 		return err
 	}
 	var linked bool
-	if t.Runsc != "" && !t.DryRun {
+	if t.Runsc != "" && !t.DryRun && c.String("runsc") == "" {
 		if linked, err = ensureRunscLink(t.Runsc, filepath.Base(exe)); err != nil {
 			fmt.Fprintf(out, "note: runsc is installed but %s cannot be created (%v): no %s-runsc handler\n", t.Runsc, err, t.Name)
 			t.Runsc = ""
