@@ -13,6 +13,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -266,10 +267,20 @@ func TestVerifyRuncHardened(t *testing.T) {
 	for _, c := range r {
 		seen[c.Control] = true
 	}
-	for _, want := range []string{"capabilities", "no_new_privs", "seccomp", "uid", "gid", "groups",
-		"network namespace", "network interfaces", "read-only root", "pids", "memory", "memory+swap", "cpu"} {
-		if !seen[want] {
-			t.Errorf("no %s check", want)
+	// Every check the table of controls promises is made, and every check
+	// made belongs to a control of the table.
+	promised := map[string]bool{}
+	for _, c := range specs.Controls {
+		for _, v := range c.Verified {
+			promised[v] = true
+			if !seen[v] {
+				t.Errorf("control %q promises a %s check, Verify made none", c.Name, v)
+			}
+		}
+	}
+	for name := range seen {
+		if !promised[name] {
+			t.Errorf("Verify checks %s, which no control of specs.Controls names", name)
 		}
 	}
 }

@@ -13,6 +13,7 @@ func bulkheadCommands(g *runtime.Globals) []*cli.Command {
 		checkCommand(g),
 		seccompCommand(g),
 		probeCommand(g),
+		controlsCommand(g),
 		installCommand(g), uninstallCommand(g),
 		diffCommand(g), changesCommand(g),
 		inspectCommand(g),

@@ -1,0 +1,65 @@
+package specs
+
+// Control is one row of bulkhead's table of controls: the question it
+// answers, the rules that enforce it, the default profile's value, the
+// kernel layer that denies an attempt, what bulkhead verifies from the host
+// after create, and what the boundary probe attempts from inside. The
+// README's table, `bulkhead controls` and the tests all draw from this one
+// table, so the rules, the verification and the probe cannot drift apart.
+type Control struct {
+	Name string `json:"name"`
+	// Rules are the specs.Rules that enforce it; none for a control the
+	// runtime holds itself (the lifetime watchdog).
+	Rules   []string `json:"rules,omitempty"`
+	Default string   `json:"default"`
+	Layer   string   `json:"layer"`
+	// Verified names the checks of runtime.Verify (runc) for this control;
+	// empty where the host cannot see it and only the probe can.
+	Verified []string `json:"verified,omitempty"`
+	// Probe names the bulkhead-probe controls that attempt it.
+	Probe []string `json:"probe,omitempty"`
+}
+
+// Controls is the table, in the order of DESIGN.md.
+var Controls = []Control{
+	{"capabilities", []string{"capabilities"}, "all five sets empty, for exec too",
+		"capability checks (EPERM)", []string{"capabilities"}, []string{"capabilities"}},
+	{"privilege escalation", []string{"no_new_privileges"}, "noNewPrivileges true",
+		"no_new_privs (setuid ignored)", []string{"no_new_privs"}, []string{"no_new_privs"}},
+	{"identity", []string{"user"}, "uid/gid 0 become 65534:65534; no gid 0 in additional groups",
+		"DAC (EACCES)", []string{"uid", "gid", "groups"}, []string{"uid"}},
+	{"root filesystem", []string{"readonly_rootfs"}, "read-only",
+		"read-only mount (EROFS)", []string{"read-only root"}, []string{"etc"}},
+	{"scratch", []string{"tmp"}, "/tmp tmpfs rw,noexec,nosuid,nodev,size=16m, owned by the sandbox user",
+		"tmpfs size (ENOSPC), noexec (EACCES)", nil, []string{"tmp-write", "tmp-noexec", "tmp-size"}},
+	{"host mounts", []string{"host_mounts"}, "engine sockets, homes, credential dirs, host /, /proc, /sys, /dev refused; other binds ro,nosuid,nodev",
+		"mount flags (EROFS)", nil, nil},
+	{"workspaces", []string{"workspace"}, "a bind at /workspace is a copy-on-write overlay of 128m",
+		"overlay upper on a capped tmpfs (ENOSPC); host folder unchanged", nil, []string{"workspace"}},
+	{"/proc and /sys", []string{"masked_paths"}, "Docker's masked and read-only paths; sysfs and cgroup read-only",
+		"masked mounts", nil, []string{"masked-proc", "proc-sys"}},
+	{"devices", []string{"devices"}, "null, zero, full, random, urandom, tty, ptmx, pts; device cgroup deny-all",
+		"device cgroup, capabilities (EPERM)", nil, []string{"devices"}},
+	{"network", []string{"network", "hooks"}, "new network namespace, no path, loopback only; Docker's libnetwork-setkey hook removed",
+		"netns (ENETUNREACH)", []string{"network namespace", "network interfaces"}, []string{"network"}},
+	{"namespaces", []string{"namespaces"}, "pid, ipc, uts, mount, cgroup new; a path only of bulkhead's own pod sandbox",
+		"namespaces", nil, nil},
+	{"seccomp", []string{"seccomp"}, "default-deny profile whatever the caller's",
+		"seccomp (EPERM, ENOSYS)", []string{"seccomp"}, []string{"seccomp"}},
+	{"processes", []string{"pids"}, "pids.max ≤ 64",
+		"pids cgroup (EAGAIN)", []string{"pids"}, []string{"pids"}},
+	{"memory", []string{"memory"}, "≤ 256 MiB, swap = limit",
+		"memory cgroup (OOM kill)", []string{"memory", "memory+swap"}, []string{"memory"}},
+	{"cpu", []string{"cpu"}, "quota ≤ 1 CPU (100000/100000)",
+		"cpu cgroup (throttling)", []string{"cpu"}, []string{"cpu"}},
+	{"lifetime", nil, "max_lifetime 0: none (set one per job profile)",
+		"watchdog outside the sandbox, backend kill --all", nil, nil},
+	{"environment", []string{"environment"}, "secret-looking variables removed, names recorded",
+		"none: they never arrive", nil, []string{"environment"}},
+	{"cwd", []string{"cwd"}, "inside the rootfs, never under /proc",
+		"none: refused before start", nil, nil},
+	{"spec fields", []string{"unknown_fields"}, "fields the runtime-spec does not define refused",
+		"none: refused before start", nil, nil},
+	{"sysctl, rlimits, oom_score_adj", []string{"sysctl", "rlimits", "oom_score_adj"}, "namespaced sysctls only; RLIMIT_CORE 0; oom_score_adj ≥ 500",
+		"namespaces, rlimits, OOM killer", nil, nil},
+}
