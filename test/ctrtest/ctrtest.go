@@ -403,8 +403,7 @@ func ShimRunsBulkhead(t *testing.T, d *Daemon, shimName string, runtimeArgs ...s
 // into its cache (/var/tmp/bulkhead-containerd2, about 2.5 minutes cold).
 func Containerd2(t testing.TB) string {
 	t.Helper()
-	_, file, _, _ := goruntime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "hack", "install-containerd2.sh")
+	script := filepath.Join(repoRoot(), "hack", "install-containerd2.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", script)
@@ -415,4 +414,9 @@ func Containerd2(t testing.TB) string {
 		t.Fatalf("%s: %v\n%s", script, err, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
+}
+
+func repoRoot() string {
+	_, file, _, _ := goruntime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
