@@ -25,6 +25,12 @@ var shared struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := closeCRI(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	if shared.d != nil {
 		if err := shared.d.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
