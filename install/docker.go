@@ -164,7 +164,7 @@ func (d *Docker) Install() (*Result, error) {
 		doc.set("runtimes", raw)
 	}
 	if d.Default {
-		want, _ := json.Marshal(runcName)
+		want, _ := marshalString(runcName)
 		old := doc.get("default-runtime")
 		if !sameJSON(old, want) {
 			res.Changes = append(res.Changes, change("default-runtime", old, want))
@@ -186,7 +186,7 @@ func setRuntime(runtimes *object, name, path string) (*Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, _ := json.Marshal(path)
+	p, _ := marshalString(path)
 	if sameJSON(entry.get("path"), p) {
 		return nil, nil
 	}

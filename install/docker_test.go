@@ -223,6 +223,7 @@ func FuzzParseObject(f *testing.F) {
 	f.Add([]byte(original))
 	f.Add([]byte(`{"a":1,"b":{"c":[1,2,{"d":null}]}}`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"&":{"<a>":"b&c"}}`)) // keys and values come back unescaped
 	f.Fuzz(func(t *testing.T, data []byte) {
 		o, err := parseObject(data)
 		if err != nil {

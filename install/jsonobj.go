@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // object is a JSON object that keeps its keys in the order of the file, so
@@ -24,6 +25,12 @@ func parseObject(data []byte) (*object, error) {
 	o := &object{values: map[string]json.RawMessage{}}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return o, nil
+	}
+	// JSON is UTF-8; the decoder would quietly replace invalid bytes in a
+	// key, and writing the file back would change keys bulkhead never
+	// touched.
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -100,7 +107,7 @@ func (o *object) marshal() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		kb, err := json.Marshal(k)
+		kb, err := marshalString(k)
 		if err != nil {
 			return nil, err
 		}
@@ -151,4 +158,16 @@ func sameJSON(a, b []byte) bool {
 		return false
 	}
 	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// marshalString quotes s as JSON without escaping <, > and &: a key such
+// as "a&b" must come back byte for byte, not as "a\u0026b".
+func marshalString(s string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
