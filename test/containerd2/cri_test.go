@@ -109,3 +109,5 @@ func TestCRIPodLifecycle(t *testing.T) { ctrtest.PodLifecycle(t, cri(t)) }
 func TestCRIPodProbe(t *testing.T) { ctrtest.PodProbe(t, cri(t)) }
 
 func TestCRIHostNetworkPod(t *testing.T) { ctrtest.HostNetworkPod(t, cri(t)) }
+
+func TestCRIPodRefusal(t *testing.T) { ctrtest.PodRefusal(t, cri(t)) }

@@ -129,3 +129,5 @@ func TestPodLifecycle(t *testing.T) { ctrtest.PodLifecycle(t, cri(t)) }
 func TestPodProbe(t *testing.T) { ctrtest.PodProbe(t, cri(t)) }
 
 func TestHostNetworkPod(t *testing.T) { ctrtest.HostNetworkPod(t, cri(t)) }
+
+func TestPodRefusal(t *testing.T) { ctrtest.PodRefusal(t, cri(t)) }

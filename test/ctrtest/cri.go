@@ -444,3 +444,53 @@ func StartCRI(t testing.TB, containerd, ctr string, config func(dir, address str
 	}
 	return cri, cri.D.ImportProbeImage(t)
 }
+
+// PodRefusal: an app container that mounts the host's /root is refused by
+// bulkhead, crictl shows the rule, the pod keeps running, and nothing of
+// the refused container is left.
+func PodRefusal(t *testing.T, c CRI) {
+	pod := PodConfig(t, "bh-refused", false)
+	podID := c.Must(t, "runp", "--runtime", c.Handler, pod)
+	t.Cleanup(func() {
+		c.Run("stopp", podID)
+		c.Run("rmp", "--force", podID)
+	})
+	ctr := WriteJSON(t, "ctr.json", map[string]any{
+		"metadata": map[string]any{"name": "home"},
+		"image":    map[string]any{"image": Image},
+		"command":  []string{"true"},
+		"mounts":   []map[string]any{{"container_path": "/x", "host_path": "/root", "readonly": true}},
+		"log_path": "home.log",
+		"linux":    map[string]any{},
+	})
+	r := c.Run("create", podID, ctr, pod)
+	var cid string
+	if r.err == nil {
+		// CRI creates the container record first; the runtime runs at start.
+		cid = strings.TrimSpace(r.stdout)
+		r = c.Run("start", cid)
+	}
+	if r.err == nil {
+		t.Fatalf("a bind of /root started:\n%s", r)
+	}
+	t.Logf("%s: %s", r.args[0], lastLine(r.stderr))
+	if !strings.Contains(r.stderr, "bulkhead") || !strings.Contains(r.stderr, "rule host_mounts") {
+		t.Errorf("the error does not name bulkhead's rule:\n%s", r)
+	}
+	pausePid := c.InfoPid(t, "inspectp", podID)
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pausePid)); err != nil {
+		t.Errorf("the pod sandbox died with the refused container: %v", err)
+	}
+	if cid != "" {
+		c.Must(t, "rm", cid)
+		c.LeftoversGone(t, cid)
+	}
+	c.Must(t, "stopp", podID)
+	c.Must(t, "rmp", podID)
+	c.LeftoversGone(t, podID)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
