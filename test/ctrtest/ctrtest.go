@@ -199,26 +199,7 @@ type ProbeLine struct {
 // at least min controls, and that every control passed.
 func AssertProbePasses(t testing.TB, out string, min int) {
 	t.Helper()
-	var lines []ProbeLine
-	done := false
-	s := bufio.NewScanner(strings.NewReader(out))
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	for s.Scan() {
-		text := strings.TrimSpace(s.Text())
-		if !strings.HasPrefix(text, "{") {
-			continue
-		}
-		var l ProbeLine
-		if err := json.Unmarshal([]byte(text), &l); err != nil {
-			t.Errorf("probe line is not JSON: %v: %s", err, text)
-			continue
-		}
-		if l.Control == "done" {
-			done = true
-			break
-		}
-		lines = append(lines, l)
-	}
+	lines, done := ParseProbe(out)
 	if !done {
 		t.Fatalf("probe did not finish (no done line):\n%s", out)
 	}
@@ -419,4 +400,27 @@ func Containerd2(t testing.TB) string {
 func repoRoot() string {
 	_, file, _, _ := goruntime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// ParseProbe reads the probe's JSON lines up to {"control":"done"}; done
+// reports whether that line came (the probe did not die first).
+func ParseProbe(out string) (lines []ProbeLine, done bool) {
+	s := bufio.NewScanner(strings.NewReader(out))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		text := strings.TrimSpace(s.Text())
+		if !strings.HasPrefix(text, "{") {
+			continue
+		}
+		var l ProbeLine
+		if err := json.Unmarshal([]byte(text), &l); err != nil {
+			lines = append(lines, ProbeLine{Control: "(not JSON)", Detail: text})
+			continue
+		}
+		if l.Control == "done" {
+			return lines, true
+		}
+		lines = append(lines, l)
+	}
+	return lines, false
 }
