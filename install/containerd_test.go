@@ -217,3 +217,59 @@ func TestContainerdRefusesWhatItCannotEdit(t *testing.T) {
 		}
 	}
 }
+
+// FuzzContainerdInstall: whatever config.toml an administrator has, install
+// either refuses it and writes nothing, or writes TOML holding the handler
+// and every value the file had; uninstall then gives back an equal
+// configuration.
+func FuzzContainerdInstall(f *testing.F) {
+	for _, seed := range []string{configV2, configV3, "", "version = 2\n", "version = 3\n[plugins]\n",
+		"version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\nruntimes = {}\n",
+		"version = 2\n# " + blockBegin + "\n"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, content string) {
+		path := filepath.Join(t.TempDir(), "config.toml")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := &Containerd{Config: path, Name: "bulkhead", Runsc: runsc, Version: 3}
+		var before map[string]any
+		beforeErr := toml.Unmarshal([]byte(content), &before)
+		res, err := c.Install()
+		if err != nil {
+			if read(t, path) != content {
+				t.Fatalf("refused (%v) but the file changed", err)
+			}
+			return
+		}
+		if beforeErr != nil {
+			t.Fatalf("installed into invalid TOML (%v):\n%q", beforeErr, content)
+		}
+		after := read(t, path)
+		var tree map[string]any
+		if err := toml.Unmarshal([]byte(after), &tree); err != nil {
+			t.Fatalf("result is not TOML: %v\n%s", err, after)
+		}
+		doc, _ := c.parse([]byte(after))
+		if h := runtimesOf(tree, doc.runtimesPath())["bulkhead"]; !same(h, c.handlers()["bulkhead"]) {
+			t.Fatalf("no handler after install (%v):\n%s", res.Changes, after)
+		}
+		if _, err := c.Uninstall(); err != nil {
+			t.Fatalf("uninstall: %v\n%s", err, after)
+		}
+		var back map[string]any
+		if data, err := os.ReadFile(path); err == nil {
+			if err := toml.Unmarshal(data, &back); err != nil {
+				t.Fatalf("after uninstall: not TOML: %v", err)
+			}
+		}
+		want := withRuntimes(before, doc.runtimesPath(), map[string]map[string]any{"bulkhead": nil, "bulkhead-runsc": nil})
+		if len(back) == 0 && len(before) <= 1 {
+			return // a file install created is removed, or held only a version
+		}
+		if !same(back, want) && !same(back, pruneEmpty(want, doc.runtimesPath())) {
+			t.Fatalf("uninstall did not give back the configuration:\nbefore %v\nback   %v", before, back)
+		}
+	})
+}
