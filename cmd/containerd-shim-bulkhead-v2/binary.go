@@ -29,16 +29,23 @@ func runtimeName(argv0 string) string {
 	return name
 }
 
-// findRuntime returns the absolute path of the runtime binary: the one
-// `start` resolved (binaryEnv), else NAME next to the shim's own executable
-// (as invoked, then resolved), else NAME on PATH.
-func findRuntime(name string) (string, error) {
+// runtimeFromEnv is the runtime binary of the long-running shim: the one
+// `start` resolved and passed in binaryEnv, else found as `start` finds it.
+func runtimeFromEnv() (string, error) {
 	if p := os.Getenv(binaryEnv); p != "" {
 		if !filepath.IsAbs(p) {
 			return "", fmt.Errorf("%s=%q is not an absolute path", binaryEnv, p)
 		}
 		return p, executable(p)
 	}
+	return findRuntime(runtimeName(""))
+}
+
+// findRuntime returns the absolute path of the runtime binary NAME: next
+// to the shim's own executable (as invoked, then resolved), else on PATH.
+// It never reads binaryEnv: that comes from containerd's environment when
+// `start` runs, and only `start` itself may set it.
+func findRuntime(name string) (string, error) {
 	var dirs []string
 	if filepath.IsAbs(os.Args[0]) {
 		dirs = append(dirs, filepath.Dir(os.Args[0]))

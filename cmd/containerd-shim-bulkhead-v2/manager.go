@@ -26,7 +26,8 @@ type bulkheadManager struct {
 
 // Start resolves the runtime binary first (no shim starts when bulkhead is
 // missing: fail closed), hands it to the shim it spawns through the
-// environment, and answers in the form the calling containerd reads.
+// environment (replacing any value containerd's environment had), and
+// answers in the form the calling containerd reads.
 func (m *bulkheadManager) Start(ctx context.Context, id string, opts shim.StartOpts) (shim.BootstrapParams, error) {
 	bin, err := findRuntime(m.name)
 	if err != nil {

@@ -45,20 +45,56 @@ func TestFindRuntime(t *testing.T) {
 	if _, err := findRuntime("bulkhead-test-rt"); err == nil {
 		t.Error("found a runtime that is nowhere: the shim must fail closed")
 	}
+	// start never takes the runtime from its (containerd's) environment.
 	t.Setenv(binaryEnv, bin)
-	if got, err := findRuntime("anything"); err != nil || got != bin {
+	if _, err := findRuntime("bulkhead-test-rt"); err == nil {
+		t.Errorf("findRuntime read %s", binaryEnv)
+	}
+	// The long-running shim takes what start resolved.
+	if got, err := runtimeFromEnv(); err != nil || got != bin {
 		t.Errorf("from %s: %q, %v", binaryEnv, got, err)
 	}
 	t.Setenv(binaryEnv, "relative/bulkhead")
-	if _, err := findRuntime("bulkhead"); err == nil {
+	if _, err := runtimeFromEnv(); err == nil {
 		t.Errorf("a relative %s was accepted", binaryEnv)
 	}
 	if err := os.Chmod(bin, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv(binaryEnv, bin)
-	if _, err := findRuntime("bulkhead"); err == nil {
+	if _, err := runtimeFromEnv(); err == nil {
 		t.Error("a file that is not executable was accepted")
+	}
+}
+
+func TestSystemdCgroupsPath(t *testing.T) {
+	for path, want := range map[string]bool{
+		"kubepods-burstable-pod1.slice:cri-containerd:abc": true,
+		"system.slice:docker:abc":                          true,
+		"/kubepods/burstable/pod1/abc":                     false,
+		"/bulkhead/abc":                                    false,
+		"":                                                 false,
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"linux":{"cgroupsPath":"`+path+`"}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := systemdCgroupsPath(dir); got != want {
+			t.Errorf("systemdCgroupsPath(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if systemdCgroupsPath(t.TempDir()) {
+		t.Error("a bundle without config.json is systemd")
+	}
+	s := &service{binary: "/b"}
+	out, err := s.runcOptions(nil, true)
+	if err != nil || !unmarshalRunc(t, out).SystemdCgroup {
+		t.Errorf("systemd path without options: SystemdCgroup not set (%v)", err)
+	}
+	explicit, _ := typeurl.MarshalAnyToProto(&options.Options{SystemdCgroup: false})
+	out, _ = s.runcOptions(explicit, true)
+	if unmarshalRunc(t, out).SystemdCgroup {
+		t.Error("runc options that chose cgroupfs were overridden")
 	}
 }
 
@@ -86,7 +122,7 @@ func TestCreateOptionsNameBulkhead(t *testing.T) {
 	// What CRI sends a runtime type other than io.containerd.runc.v2.
 	generic := &anypb.Any{TypeUrl: "runtimeoptions.v1.Options", Value: []byte{0x0a, 0x03, 'a', 'b', 'c'}}
 	for name, in := range map[string]*anypb.Any{"none": nil, "empty": {}, "runc": runcOpts, "cri generic": generic} {
-		out, err := s.runcOptions(in)
+		out, err := s.runcOptions(in, false)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -37,7 +41,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			bin, err := findRuntime(runtimeName(""))
+			bin, err := runtimeFromEnv()
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +77,7 @@ func (s *service) RegisterTTRPC(server *ttrpc.Server) error {
 // runtime type that is not io.containerd.runc.v2) or none becomes runc
 // options naming bulkhead.
 func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*taskAPI.CreateTaskResponse, error) {
-	opts, err := s.runcOptions(r.Options)
+	opts, err := s.runcOptions(r.Options, systemdCgroupsPath(r.Bundle))
 	if err != nil {
 		return nil, err
 	}
@@ -81,15 +85,43 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*ta
 	return s.TTRPCTaskService.Create(ctx, r)
 }
 
-func (s *service) runcOptions(in *anypb.Any) (*anypb.Any, error) {
+// runcOptions turns whatever options came into runc options naming
+// bulkhead. systemd sets SystemdCgroup when no runc options said so: the
+// caller wrote a systemd cgroups path (slice:prefix:name), which only the
+// systemd driver reads correctly.
+func (s *service) runcOptions(in *anypb.Any, systemd bool) (*anypb.Any, error) {
 	opts := &options.Options{}
-	if in.GetValue() != nil && typeurl.Is(in, opts) {
+	isRunc := in.GetTypeUrl() != "" && typeurl.Is(in, opts)
+	if isRunc {
 		if err := proto.Unmarshal(in.GetValue(), opts); err != nil {
 			return nil, fmt.Errorf("runc options: %w", err)
 		}
 	}
+	if !isRunc && systemd {
+		opts.SystemdCgroup = true
+	}
 	opts.BinaryName = s.binary
 	return typeurl.MarshalAnyToProto(opts)
+}
+
+// systemdCgroupsPath reports whether the bundle's linux.cgroupsPath has
+// runc's systemd form, slice:prefix:name (a cgroupfs path is absolute and
+// has no colons), as CRI writes it for kubelets with the systemd driver.
+func systemdCgroupsPath(bundle string) bool {
+	data, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if err != nil {
+		return false
+	}
+	var spec struct {
+		Linux *struct {
+			CgroupsPath string `json:"cgroupsPath"`
+		} `json:"linux"`
+	}
+	if json.Unmarshal(data, &spec) != nil || spec.Linux == nil {
+		return false
+	}
+	p := spec.Linux.CgroupsPath
+	return strings.Count(p, ":") == 2 && !strings.HasPrefix(p, "/")
 }
 
 // v2Service answers containerd.task.v2.Task by calling the v3 service.
