@@ -9,6 +9,11 @@ set -euo pipefail
 version="${CONTAINERD2_VERSION:-v2.4.2}"
 base="${1:-${BULKHEAD_CONTAINERD2:-/var/tmp/bulkhead-containerd2}}"
 dir="$base/$version"
+mkdir -p "$base"
+# Test packages run in parallel and may all ask for the build at once: one
+# builds, the others wait for it.
+exec 9>"$base/.lock"
+flock 9
 if [ -x "$dir/containerd" ] && [ -x "$dir/ctr" ] && [ -x "$dir/containerd-shim-runc-v2" ]; then
 	echo "$dir"
 	exit 0

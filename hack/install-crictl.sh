@@ -6,6 +6,11 @@ set -euo pipefail
 version="${CRICTL_VERSION:-v1.37.0}"
 base="${1:-${BULKHEAD_CRICTL:-/var/tmp/bulkhead-crictl}}"
 dir="$base/$version"
+mkdir -p "$base"
+# Test packages run in parallel and may all ask for the build at once: one
+# builds, the others wait for it.
+exec 9>"$base/.lock"
+flock 9
 if [ -x "$dir/crictl" ]; then
 	echo "$dir"
 	exit 0
