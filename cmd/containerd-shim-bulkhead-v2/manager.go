@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/api/types/runc/options"
@@ -46,6 +47,14 @@ func (m *bulkheadManager) Start(ctx context.Context, id string, opts shim.StartO
 	// accepts the plain form too (parseStartResponse falls back to it), but
 	// then treats the shim as version 2 and loses the sandbox API, so the
 	// JSON form stays for callers that announce MAX_SHIM_VERSION.
+	//
+	// 1.6 also reconnects to running shims after its own restart through
+	// the bundle's address file (runtime/v2/shim.go loadShim), which its
+	// shims wrote and newer ones do not: write it, in start's working
+	// directory, the bundle.
+	if err := writeAddress("address", params.Address); err != nil {
+		return params, fmt.Errorf("write the bundle's address file for containerd 1.6: %w", err)
+	}
 	if _, err := os.Stdout.WriteString(params.Address); err != nil {
 		return params, err
 	}
@@ -83,4 +92,15 @@ func (m *bulkheadManager) Info(ctx context.Context, optionsR io.Reader) (*types.
 		return nil, fmt.Errorf("marshal runc options: %w", err)
 	}
 	return m.Manager.Info(ctx, bytes.NewReader(data))
+}
+
+// writeAddress replaces path with address atomically, as containerd 1.6's
+// shim.WriteAddress did.
+func writeAddress(path, address string) error {
+	dir := filepath.Dir(path)
+	tmp := filepath.Join(dir, "."+filepath.Base(path))
+	if err := os.WriteFile(tmp, []byte(address), 0o666); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -7,7 +7,9 @@
 package containerd
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +77,25 @@ func TestRunscShimProbe(t *testing.T) {
 	if !ctrtest.Eventually(10*time.Second, func() bool { return len(ctrtest.Leftovers(t, id)) == 0 }) {
 		t.Errorf("after ctr run --rm: %s", strings.Join(ctrtest.Leftovers(t, id), "\n"))
 	}
+}
+
+// TestShimBootstrapPlain: containerd 1.6 reads the shim's answer to start
+// as the plain socket address (it stores it in the bundle's address file);
+// the shim must not give it the JSON object of newer containerds.
+func TestShimBootstrapPlain(t *testing.T) {
+	d := containerd16(t)
+	id := ctrtest.RunDetached(t, d, "--runtime", ctrtest.ShimRuntime)
+	data, err := os.ReadFile(filepath.Join(d.TaskBundle(id), "address"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr := string(data); !strings.HasPrefix(addr, "unix:///") || strings.ContainsAny(addr, "{\"") {
+		t.Errorf("bundle address = %q, want a plain unix:// address", addr)
+	}
+}
+
+// TestShimSurvivesRestart: after containerd 1.6 restarts it reconnects to
+// the shim through the bundle's address file, which the shim writes for it.
+func TestShimSurvivesRestart(t *testing.T) {
+	ctrtest.SurvivesRestart(t, containerd16(t), "--runtime", ctrtest.ShimRuntime)
 }

@@ -6,9 +6,11 @@
 package containerd2
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -99,4 +101,32 @@ func TestShimRefusalLeavesNothing(t *testing.T) {
 
 func TestShimServesContainer(t *testing.T) {
 	ctrtest.ShimRunsBulkhead(t, containerd2(t), "containerd-shim-bulkhead-v2", "--runtime", ctrtest.ShimRuntime)
+}
+
+// TestShimBootstrapJSON: containerd 2.x gets the JSON bootstrap object of
+// shim protocol version 3 over ttrpc (containerd stores it in the bundle's
+// bootstrap.json), not the plain address the shim gives containerd 1.6.
+func TestShimBootstrapJSON(t *testing.T) {
+	d := containerd2(t)
+	id := ctrtest.RunDetached(t, d, "--runtime", ctrtest.ShimRuntime)
+	data, err := os.ReadFile(filepath.Join(d.TaskBundle(id), "bootstrap.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b struct {
+		Version  int    `json:"version"`
+		Address  string `json:"address"`
+		Protocol string `json:"protocol"`
+	}
+	if err := json.Unmarshal(data, &b); err != nil {
+		t.Fatalf("bootstrap.json: %v\n%s", err, data)
+	}
+	if b.Version != 3 || b.Protocol != "ttrpc" || !strings.HasPrefix(b.Address, "unix:///") {
+		t.Errorf("bootstrap.json = %s, want version 3, ttrpc, a unix:// address", data)
+	}
+}
+
+// TestShimSurvivesRestart: containerd 2.x reconnects through bootstrap.json.
+func TestShimSurvivesRestart(t *testing.T) {
+	ctrtest.SurvivesRestart(t, containerd2(t), "--runtime", ctrtest.ShimRuntime)
 }

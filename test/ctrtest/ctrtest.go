@@ -336,19 +336,7 @@ func RefusalLeavesNothing(t *testing.T, d *Daemon) {
 // stops and removes it, and checks nothing is left.
 func ShimRunsBulkhead(t *testing.T, d *Daemon, shimName string, runtimeArgs ...string) {
 	t.Helper()
-	id := NewID("detached")
-	args := append([]string{"run", "-d"}, runtimeArgs...)
-	d.Must(t, append(args, Image, id, "sleep", "60")...)
-	t.Cleanup(func() {
-		d.Run(30*time.Second, "task", "kill", "--signal", "SIGKILL", id)
-		Eventually(10*time.Second, func() bool {
-			return d.Run(10*time.Second, "task", "delete", id).Code == 0 || !strings.Contains(d.Run(10*time.Second, "task", "ls", "-q").Stdout, id)
-		})
-		d.Run(30*time.Second, "container", "rm", id)
-		if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
-			t.Errorf("after task delete and container rm: %s", strings.Join(Leftovers(t, id), "\n"))
-		}
-	})
+	id := RunDetached(t, d, runtimeArgs...)
 	var shim string
 	for _, p := range Leftovers(t, id) {
 		if strings.HasPrefix(p, "process ") && strings.Contains(p, "-id "+id) {
@@ -423,4 +411,53 @@ func ParseProbe(out string) (lines []ProbeLine, done bool) {
 		lines = append(lines, l)
 	}
 	return lines, false
+}
+
+// RunDetached starts `sleep 60` with `ctr run -d` and the runtime flags
+// given; at the end of the test it kills and removes the container and
+// checks nothing of it is left.
+func RunDetached(t *testing.T, d *Daemon, runtimeArgs ...string) string {
+	t.Helper()
+	id := NewID("detached")
+	args := append([]string{"run", "-d"}, runtimeArgs...)
+	d.Must(t, append(args, Image, id, "sleep", "60")...)
+	t.Cleanup(func() {
+		d.Run(30*time.Second, "task", "kill", "--signal", "SIGKILL", id)
+		Eventually(10*time.Second, func() bool {
+			return d.Run(10*time.Second, "task", "delete", id).Code == 0 || !strings.Contains(d.Run(10*time.Second, "task", "ls", "-q").Stdout, id)
+		})
+		d.Run(30*time.Second, "container", "rm", id)
+		if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+			t.Errorf("after task delete and container rm: %s", strings.Join(Leftovers(t, id), "\n"))
+		}
+	})
+	return id
+}
+
+// TaskBundle is the bundle directory containerd made for a task of the
+// test namespace (io.containerd.runtime.v2.task below its state dir).
+func (d *Daemon) TaskBundle(id string) string {
+	return filepath.Join(d.Dir, "state", "io.containerd.runtime.v2.task", Namespace, id)
+}
+
+// SurvivesRestart starts a container through the runtime flags given,
+// restarts containerd, and checks containerd found the shim again: the
+// task is still running, and exec and kill reach it through the shim.
+func SurvivesRestart(t *testing.T, d *Daemon, runtimeArgs ...string) {
+	t.Helper()
+	id := RunDetached(t, d, runtimeArgs...)
+	if err := d.Restart(); err != nil {
+		t.Fatalf("restart containerd: %v", err)
+	}
+	var tasks string
+	if !Eventually(15*time.Second, func() bool {
+		tasks = d.Run(10*time.Second, "task", "ls").Stdout
+		return strings.Contains(tasks, id) && strings.Contains(tasks, "RUNNING")
+	}) {
+		t.Fatalf("after a containerd restart the task is gone or not running:\n%s\ncontainerd log:\n%s", tasks, d.LogTail(20))
+	}
+	r := d.Run(time.Minute, "task", "exec", "--exec-id", "after-restart", id, "id", "-u")
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != "65534" {
+		t.Errorf("exec after restart: %s\ncontainerd log:\n%s", r, d.LogTail(20))
+	}
 }

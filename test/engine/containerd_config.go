@@ -62,3 +62,25 @@ func StartContainerdConfig(opts ContainerdConfigOptions) (*Containerd, error) {
 	}
 	return c, nil
 }
+
+// Restart stops containerd with SIGTERM, leaving its shims and containers
+// running as a real restart does, and starts it again with the same binary
+// and config.
+func (c *Containerd) Restart() error {
+	if err := c.proc.stop(15 * time.Second); err != nil {
+		return err
+	}
+	argv := append([]string{c.proc.cmd.Path}, c.proc.cmd.Args[1:]...)
+	p, err := startProcess(c.proc.name, c.Log, argv)
+	if err != nil {
+		return err
+	}
+	c.proc = p
+	return waitFor(c.proc, 30*time.Second, func() error {
+		conn, err := net.DialTimeout("unix", c.Address, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+}
