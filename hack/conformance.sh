@@ -124,23 +124,44 @@ done
 
 # run PASS RUNTIME [ENV...]: every program from the source root, TAP kept
 # under $work/PASS/.
+run_one() {
+	local pass=$1 runtime=$2 name=$3
+	shift 3
+	local log=$work/$pass/${name//\//_}.tap code=0
+	(cd "$src" && env RUNTIME="$runtime" "$@" timeout "$timeout_s" "./validation/$name.t") >"$log" 2>&1 || code=$?
+	result "$log" "$code" >"$log.result"
+}
+
 run_pass() {
 	local pass=$1 runtime=$2
 	shift 2
-	local out=$work/$pass
-	rm -rf "$out"
-	mkdir -p "$out"
+	rm -rf "${work:?}/$pass"
+	mkdir -p "$work/$pass"
 	local start=$SECONDS
 	for name in "${programs[@]}"; do
-		local log=$out/${name//\//_}.tap code=0
-		(cd "$src" && env RUNTIME="$runtime" "$@" timeout "$timeout_s" "./validation/$name.t") >"$log" 2>&1 || code=$?
-		result "$log" "$code" >"$log.result"
+		run_one "$pass" "$runtime" "$name" "$@"
 	done
 	echo "conformance: $pass pass took $((SECONDS - start)) s" >&2
 }
 
 run_pass runc "$runc"
 run_pass bulkhead-audit "$bulkhead" BULKHEAD_CONFIG="$config"
+
+# A few programs race their own kill and delete (killsig, pidfile) and flip
+# between two runs of the same runtime on a busy machine. A program counts
+# as different only when it differs in each of three attempts.
+same() {
+	local file=${1//\//_}.tap
+	[ "$(cat "$work/runc/$file.result")" = "$(cat "$work/bulkhead-audit/$file.result")" ]
+}
+for name in "${programs[@]}"; do
+	for attempt in 2 3; do
+		same "$name" && break
+		echo "conformance: $name differs; attempt $attempt" >&2
+		run_one runc "$runc" "$name"
+		run_one bulkhead-audit "$bulkhead" "$name" BULKHEAD_CONFIG="$config"
+	done
+done
 
 # Side by side, then the tallies.
 differ=0
