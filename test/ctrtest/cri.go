@@ -279,6 +279,11 @@ func PodLifecycle(t *testing.T, c CRI) {
 	if !strings.Contains(r.stdout, "0000000000000000") {
 		t.Errorf("exec'd process has capabilities:\n%s", r)
 	}
+	// Container stats come from the shim's cgroup metrics (what the
+	// kubelet reads).
+	if out := c.Must(t, "stats", "-o", "json", cid); !strings.Contains(out, "workingSetBytes") {
+		t.Errorf("crictl stats has no memory: %s", out)
+	}
 	if out := c.Must(t, "logs", cid); !strings.Contains(out, "hello-from-app") {
 		t.Errorf("crictl logs: %q", out)
 	}

@@ -356,6 +356,11 @@ func ShimRunsBulkhead(t *testing.T, d *Daemon, shimName string, runtimeArgs ...s
 			pid = f[1]
 		}
 	}
+	// Metrics travel from the shim's cgroup reader to containerd as a typed
+	// Any (the kubelet's container stats come this way).
+	if r := d.Run(time.Minute, "task", "metrics", id); r.Code != 0 || !strings.Contains(r.Stdout, "memory") {
+		t.Errorf("task metrics: %s", r)
+	}
 	status, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		t.Fatalf("task %s pid %q: %v", id, pid, err)
