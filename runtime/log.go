@@ -36,6 +36,11 @@ func SetupLog(g *Globals) {
 	f, err := os.OpenFile(g.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bulkhead: log %s: %v; logging to stderr\n", g.Log, err)
+		// The backend would fail on the same path: it logs to stderr too.
+		g.Log = ""
+		if !g.Debug {
+			logrus.SetLevel(logrus.WarnLevel)
+		}
 		return
 	}
 	logrus.SetOutput(f)
