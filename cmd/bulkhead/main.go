@@ -59,7 +59,7 @@ func parse(g *runtime.Globals, w wiring, args []string) error {
 	var unknown string
 	app := newApp(g, w)
 	app.CommandNotFound = func(_ *cli.Context, verb string) { unknown = verb }
-	if err := app.Run(args); err != nil {
+	if err := app.Run(flagsFirst(app, args)); err != nil {
 		return err
 	}
 	if unknown != "" {
