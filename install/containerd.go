@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	toml "github.com/pelletier/go-toml/v2"
@@ -420,29 +421,9 @@ func pruneEmpty(tree map[string]any, path []string) map[string]any {
 }
 
 func sortChanges(cs []Change) {
-	for i := 1; i < len(cs); i++ {
-		for j := i; j > 0 && cs[j].Key < cs[j-1].Key; j-- {
-			cs[j], cs[j-1] = cs[j-1], cs[j]
-		}
-	}
+	slices.SortStableFunc(cs, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 }
 
 func (c *Containerd) writeBytes(res *Result, after []byte, mode fs.FileMode) error {
-	if c.DryRun {
-		return nil
-	}
-	if err := os.MkdirAll(filepath.Dir(c.Config), 0o755); err != nil {
-		return err
-	}
-	if res.Before != nil {
-		res.Backup = c.Config + BackupSuffix
-		if err := writeAtomic(res.Backup, res.Before, mode); err != nil {
-			return fmt.Errorf("backup: %w", err)
-		}
-	}
-	if err := writeAtomic(c.Config, after, mode); err != nil {
-		return err
-	}
-	res.Written = true
-	return nil
+	return writeWithBackup(c.Config, c.DryRun, res, after, mode)
 }

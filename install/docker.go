@@ -364,19 +364,25 @@ func (d *Docker) writeBytes(res *Result, after []byte, mode fs.FileMode) error {
 	if err := json.Unmarshal(after, &check); err != nil {
 		return fmt.Errorf("the edited %s would not be valid JSON (nothing written): %w", d.Config, err)
 	}
-	if d.DryRun {
+	return writeWithBackup(d.Config, d.DryRun, res, after, mode)
+}
+
+// writeWithBackup keeps the file as it was next to it, then replaces it
+// with after; a dry run only reports.
+func writeWithBackup(path string, dryRun bool, res *Result, after []byte, mode fs.FileMode) error {
+	if dryRun {
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(d.Config), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	if res.Before != nil {
-		res.Backup = d.Config + BackupSuffix
+		res.Backup = path + BackupSuffix
 		if err := writeAtomic(res.Backup, res.Before, mode); err != nil {
 			return fmt.Errorf("backup: %w", err)
 		}
 	}
-	if err := writeAtomic(d.Config, after, mode); err != nil {
+	if err := writeAtomic(path, after, mode); err != nil {
 		return err
 	}
 	res.Written = true
