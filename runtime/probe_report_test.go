@@ -125,10 +125,18 @@ func TestJudgeProbeGVisor(t *testing.T) {
 	if r := rowOf(rows, "memory"); r.Layer != layerMemoryGVisor || r.Observed != "sandbox ended" {
 		t.Errorf("%+v", r)
 	}
+	// The sandbox ended with no host OOM kill counted: gVisor's own
+	// accounting ended it; said so in the layer.
 	s["memory"] = probeSample{OK: true}
-	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "memory"); r.Pass {
-		t.Errorf("no OOM kill, yet memory passed: %+v", r)
+	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "memory"); !r.Pass || r.Layer != layerMemoryGVisorSentry {
+		t.Errorf("sandbox ended without a host OOM kill: %+v", r)
 	}
+	// The sandbox survived the allocation: the limit did not bite.
+	lines["memory"] = ProbeLine{Control: "memory", Observed: "no kill", Pass: false}
+	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "memory"); r.Pass {
+		t.Errorf("the allocation went through, yet memory passed: %+v", r)
+	}
+	delete(lines, "memory")
 	// Without -gvisor the same pids line needs pids.events.
 	if r := rowOf(judgeProbe(lines, s, testLimits, false, true), "pids"); r.Pass {
 		t.Errorf("%+v", r)
