@@ -90,7 +90,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
 
-	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableNamespace, Original: original}
+	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableFor(&sel.Profile), Original: original}
 	rewritten, decisions, err := specs.Apply(ctx, spec)
 	decisions, err = c.decideLifetime(spec.Annotations, decisions, err)
 	c.audit.Decisions = decisions

@@ -6,29 +6,35 @@ import (
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
-// joinableNamespace allows joining a namespace by path only when the path
-// is /proc/<pid>/ns/<kind> of the init process of a container bulkhead
-// created under this root (a pod's sandbox), so a job cannot reach the
-// host's namespaces or those of a container outside bulkhead's control.
-func (r *Registry) joinableNamespace(kind rspec.LinuxNamespaceType, path string) bool {
-	pid, nsKind, ok := parseNamespacePath(path)
-	if !ok || nsKind != nsFileName(kind) {
-		return false
-	}
-	ids, err := r.IDs()
-	if err != nil {
-		return false
-	}
-	for _, id := range ids {
-		rec, err := r.Get(id)
-		if err != nil || rec.InitPid != pid {
-			continue
+// joinableFor returns the rule's test for a namespace path: joining is
+// allowed only when the path is /proc/<pid>/ns/<kind> of the init process
+// of a container bulkhead created under this root, enforced under the
+// same profile (a pod's sandbox). So a job cannot reach the host's
+// namespaces, those of a container outside bulkhead's control, or those of
+// one that ran under a weaker profile or in audit mode.
+func (r *Registry) joinableFor(p *specs.Profile) func(rspec.LinuxNamespaceType, string) bool {
+	return func(kind rspec.LinuxNamespaceType, path string) bool {
+		pid, nsKind, ok := parseNamespacePath(path)
+		if !ok || nsKind != nsFileName(kind) {
+			return false
 		}
-		return true
+		ids, err := r.IDs()
+		if err != nil {
+			return false
+		}
+		for _, id := range ids {
+			rec, err := r.Get(id)
+			if err != nil || rec.InitPid != pid {
+				continue
+			}
+			return rec.Profile == p.Name && rec.Mode == specs.Enforce
+		}
+		return false
 	}
-	return false
 }
 
 func parseNamespacePath(path string) (pid int, kind string, ok bool) {
