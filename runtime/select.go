@@ -62,6 +62,9 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 		if _, ok := cfg.Backends[want]; !ok {
 			return nil, fmt.Errorf("annotation %s=%q: unknown backend", AnnotationBackend, want)
 		}
+		if !profile.Selectable {
+			return nil, fmt.Errorf("annotation %s=%q: profile %s is not selectable, so its backend is fixed; an administrator can set selectable = true in [profiles.%s]", AnnotationBackend, want, profile.Name, profile.Name)
+		}
 		if isolation[want] <= isolation[backendName] {
 			return nil, fmt.Errorf("annotation %s=%q: refused, only a stronger isolation than %s may be requested", AnnotationBackend, want, backendName)
 		}

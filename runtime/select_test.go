@@ -1,0 +1,78 @@
+package runtime
+
+import (
+	"strings"
+	"testing"
+)
+
+// selectConfig: backends that resolve on any machine, the built-in
+// profiles, and a selectable runc profile.
+func selectConfig(t *testing.T) *Config {
+	t.Helper()
+	base, err := decodeConfig(nil, builtinConfig, "built-in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := decodeConfig(base, []byte(`
+default_profile = "default"
+[backends.runc]
+path = "/bin/true"
+[backends.runsc]
+path = "/bin/true"
+[profiles.default]
+backend = "runc"
+[profiles.gvisor]
+backend = "runsc"
+selectable = true
+[profiles.open]
+backend = "runc"
+selectable = true
+`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestSelect(t *testing.T) {
+	cfg := selectConfig(t)
+	cases := []struct {
+		name                  string
+		g                     Globals
+		annotations           map[string]string
+		profile, backend, err string
+	}{
+		{"defaults", Globals{Argv0: "bulkhead"}, nil, "default", "runc", ""},
+		{"argv0 bulkhead-runsc", Globals{Argv0: "/usr/local/bin/bulkhead-runsc"}, nil, "default", "runsc", ""},
+		{"--backend", Globals{Backend: "runsc"}, nil, "default", "runsc", ""},
+		{"--profile", Globals{Profile: "gvisor"}, nil, "gvisor", "runsc", ""},
+		{"unknown --profile", Globals{Profile: "nope"}, nil, "", "", `unknown profile "nope"`},
+		{"unknown --backend", Globals{Backend: "nope"}, nil, "", "", `unknown backend "nope"`},
+		{"annotation to a selectable profile", Globals{}, map[string]string{AnnotationProfile: "gvisor"}, "gvisor", "runsc", ""},
+		{"annotation to a profile not selectable", Globals{Profile: "open"}, map[string]string{AnnotationProfile: "default"}, "", "", "not selectable"},
+		{"annotation to a weaker backend's profile", Globals{Profile: "gvisor"}, map[string]string{AnnotationProfile: "open"}, "", "", "weaker"},
+		{"annotation to an unknown profile", Globals{}, map[string]string{AnnotationProfile: "nope"}, "", "", "unknown profile"},
+		{"backend annotation, selectable profile", Globals{Profile: "open"}, map[string]string{AnnotationBackend: "runsc"}, "open", "runsc", ""},
+		{"backend annotation, fixed profile", Globals{}, map[string]string{AnnotationBackend: "runsc"}, "", "", "not selectable"},
+		{"backend annotation towards weaker", Globals{Profile: "gvisor"}, map[string]string{AnnotationBackend: "runc"}, "", "", "only a stronger isolation"},
+		{"backend annotation unknown", Globals{Profile: "open"}, map[string]string{AnnotationBackend: "nope"}, "", "", "unknown backend"},
+		{"annotation naming what is chosen anyway", Globals{}, map[string]string{AnnotationBackend: "runc", AnnotationProfile: "default"}, "default", "runc", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sel, err := Select(cfg, &c.g, c.annotations)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Profile.Name != c.profile || sel.Backend.Name != c.backend {
+				t.Fatalf("selected %s on %s, want %s on %s", sel.Profile.Name, sel.Backend.Name, c.profile, c.backend)
+			}
+		})
+	}
+}
