@@ -1,11 +1,9 @@
 package test
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,64 +23,14 @@ type result struct {
 // needRoot skips a test that needs root and a backend binary, saying why.
 func needRoot(t *testing.T, backends ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: containers are created for real")
-	}
-	for _, b := range backends {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("needs %s on PATH (hack/install-deps.sh installs it): %v", b, err)
-		}
-	}
+	binaries.NeedRoot(t, backends...)
 }
 
-// bulkhead runs the bulkhead binary with args and stdin, with a deadline.
+// bulkhead runs the bulkhead binary with args and stdin.
 func bulkhead(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binaries.Bulkhead(t), args...)
-	// Files, not pipes: a created container keeps the stdio it inherited,
-	// so a pipe would not reach EOF before the container ends.
-	out, errb := tempFile(t), tempFile(t)
-	cmd.Stdout, cmd.Stderr = out, errb
-	cmd.Stdin = strings.NewReader(stdin)
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatalf("bulkhead %v: no exit after 2 minutes", args)
-	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("bulkhead %v: %v", args, err)
-	}
-	return result{readBack(t, out), readBack(t, errb), code}
-}
-
-func tempFile(t *testing.T) *os.File {
-	t.Helper()
-	f, err := os.CreateTemp(t.TempDir(), "out")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
-}
-
-func readBack(t *testing.T, f *os.File) string {
-	t.Helper()
-	data, err := os.ReadFile(f.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
+	r := binaries.Run(t, stdin, nil, nil, binaries.Bulkhead(t), args...)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 // must runs bulkhead and fails the test on a non-zero exit.
@@ -175,19 +123,8 @@ func readUntil(t *testing.T, f *os.File, want string) string {
 // bulkheadWithFiles runs bulkhead with extra open files at fds 3, 4, …
 func bulkheadWithFiles(t *testing.T, files []*os.File, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binaries.Bulkhead(t), args...)
-	out, errb := tempFile(t), tempFile(t)
-	cmd.Stdout, cmd.Stderr = out, errb
-	cmd.ExtraFiles = files
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{readBack(t, out), readBack(t, errb), code}
+	r := binaries.Run(t, "", nil, files, binaries.Bulkhead(t), args...)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 // uniqueID names a container after what it tests and this test process:

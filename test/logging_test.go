@@ -88,10 +88,8 @@ func TestInvokedAsBulkheadRunsc(t *testing.T) {
 	root := stateRoot(t)
 	b := bundle.New(t, []string{"sleep", "60"})
 	id := uniqueID("argv0")
-	cmd := exec.Command(filepath.Join(binaries.Dir(t), "bulkhead-runsc"), "--root", root, "create", "--bundle", b, id)
-	cmd.Stdout, cmd.Stderr = tempFile(t), tempFile(t)
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bulkhead-runsc create: %v", err)
+	if r := binaries.Run(t, "", nil, nil, filepath.Join(binaries.Dir(t), "bulkhead-runsc"), "--root", root, "create", "--bundle", b, id); r.Code != 0 {
+		t.Fatalf("bulkhead-runsc create: exit %d: %s", r.Code, r.Stderr)
 	}
 	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
 	if out, err := exec.Command("runsc", "--root", filepath.Join(root, "runsc"), "state", id).CombinedOutput(); err != nil {

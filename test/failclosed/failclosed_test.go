@@ -106,12 +106,7 @@ func lie(mode, path string) error {
 
 func needRunc(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: containers are created for real")
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		t.Skipf("needs runc on PATH (hack/install-deps.sh installs it): %v", err)
-	}
+	binaries.NeedRoot(t, "runc")
 	if _, err := os.Stat(bundle.Busybox); err != nil {
 		t.Skipf("needs busybox-static for the test bundle: %v", err)
 	}

@@ -2,15 +2,11 @@ package policy
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"bulkhead.dev/bulkhead/test/binaries"
 )
@@ -23,50 +19,15 @@ type result struct {
 
 func needRunc(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: containers are created for real")
-	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		t.Skipf("needs runc on PATH (hack/install-deps.sh installs it): %v", err)
-	}
+	binaries.NeedRoot(t, "runc")
 }
 
-// bulkhead runs the binary with a deadline; env entries are added to the
-// test's environment. stdout and stderr are files, as an engine's fifos
-// are: a created container's init inherits them and keeps them open, so
-// waiting for a pipe to close would wait for the container.
+// bulkhead runs the binary; env entries are added to the test's
+// environment.
 func bulkhead(t *testing.T, stdin string, env []string, args ...string) result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.WaitDelay = 5 * time.Second
-	dir := t.TempDir()
-	outF, err := os.Create(filepath.Join(dir, "stdout"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outF.Close()
-	errF, err := os.Create(filepath.Join(dir, "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer errF.Close()
-	cmd.Stdout, cmd.Stderr = outF, errF
-	cmd.Stdin = strings.NewReader(stdin)
-	err = cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("bulkhead %v: %v", args, err)
-	}
-	out, _ := os.ReadFile(outF.Name())
-	errb, _ := os.ReadFile(errF.Name())
-	return result{string(out), string(errb), code}
+	r := binaries.Run(t, stdin, env, nil, binaries.Bulkhead(t), args...)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 func must(t *testing.T, env []string, args ...string) string {

@@ -41,14 +41,7 @@ var backends = []struct{ name, entry string }{
 
 func need(t *testing.T, tools ...string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: containers are created for real")
-	}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s on PATH (hack/install-deps.sh installs it): %v", tool, err)
-		}
-	}
+	binaries.NeedRoot(t, tools...)
 }
 
 var seq atomic.Int64

@@ -1,0 +1,74 @@
+package binaries
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// NeedRoot skips a test that creates containers unless it runs as root
+// and every tool is on PATH, saying which is missing.
+func NeedRoot(t testing.TB, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: containers are created for real")
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s on PATH (hack/install-deps.sh installs it): %v", tool, err)
+		}
+	}
+}
+
+// Result is what one run printed and returned.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Run runs name with args, stdin and env added to the test's environment,
+// with a two-minute deadline. stdout and stderr are files, as an engine's
+// fifos are: a created container's init inherits them and keeps them
+// open, so waiting for a pipe to close would wait for the container.
+// extra become the command's fds 3, 4, …
+func Run(t testing.TB, stdin string, env []string, extra []*os.File, name string, args ...string) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.ExtraFiles = extra
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	errf, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	cmd.Stdout, cmd.Stderr = out, errf
+	err = cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	stdout, _ := os.ReadFile(out.Name())
+	stderr, _ := os.ReadFile(errf.Name())
+	return Result{string(stdout), string(stderr), code}
+}
