@@ -30,8 +30,22 @@ func Run(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
+	var tty *consoleProxy
+	if c.handed.Process != nil && c.handed.Process.Terminal && !v.IsSet("console-socket") && !v.Bool("detach") {
+		if tty, err = newConsoleProxy(); err != nil {
+			return c.fail(c.undo(err))
+		}
+		defer tty.close()
+		v = withFlag{Values: v, name: "console-socket", value: tty.path()}
+	}
 	if err := c.handOver("create", v); err != nil {
 		return err
+	}
+	if tty != nil {
+		if err := tty.attach(); err != nil {
+			_ = Delete(g, forceValues{}, id)
+			return err
+		}
 	}
 	// Signals from now on are the container's, as with runc run.
 	sigs := make(chan os.Signal, 16)
@@ -51,6 +65,12 @@ func Run(g *Globals, v Values, id string) error {
 		return nil
 	}
 	exit := waitInit(c.rec.InitPid, sigs, func(s os.Signal) {
+		if s == unix.SIGWINCH {
+			if tty != nil {
+				tty.resize()
+			}
+			return
+		}
 		_ = quietly(g.backendArgv(b, "kill", id, strconv.Itoa(int(s.(unix.Signal)))))
 	})
 	// The backend's other processes (gVisor's gofer and sandbox) were
@@ -77,7 +97,7 @@ func waitInit(pid int, sigs chan os.Signal, forward func(os.Signal)) int {
 		for {
 			select {
 			case s := <-sigs:
-				if s != unix.SIGCHLD && s != unix.SIGURG && s != unix.SIGWINCH {
+				if s != unix.SIGCHLD && s != unix.SIGURG {
 					forward(s)
 				}
 			case <-done:

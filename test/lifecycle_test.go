@@ -2,16 +2,21 @@ package test
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/containerd/console"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -266,5 +271,48 @@ func TestListMergesBackends(t *testing.T) {
 	}
 	if q := must(t, "--root", root, "list", "-q"); len(strings.Fields(q)) != len(ids) {
 		t.Errorf("list -q printed %q, want %d ids", q, len(ids))
+	}
+}
+
+// TestRunTerminalWithoutSocket: `bulkhead run` of a terminal container
+// with no console socket joins the container's terminal to its own
+// stdio, as `runc run` does (a `runc spec` bundle asks for a terminal).
+func TestRunTerminalWithoutSocket(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"sh", "-c", "test -t 0 && test -t 1 && echo on-a-tty; exit 3"}, func(s *rspec.Spec) { s.Process.Terminal = true })
+	pty, slave, err := console.NewPty()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pty.Close()
+	tty, err := os.OpenFile(slave, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	cmd := exec.Command(binaries.Bulkhead(t), "--root", root, "run", "--bundle", b, uniqueID("runtty"))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 1)
+	go func() {
+		data, _ := io.ReadAll(pty)
+		out <- string(data)
+	}()
+	err = cmd.Wait()
+	tty.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("run: %v, want exit status 3", err)
+	}
+	select {
+	case got := <-out:
+		if !strings.Contains(got, "on-a-tty") {
+			t.Fatalf("the container's stdio is not a terminal: %q", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no output from the terminal")
 	}
 }
