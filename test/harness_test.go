@@ -29,7 +29,7 @@ func needRoot(t *testing.T, backends ...string) {
 // bulkhead runs the bulkhead binary with args and stdin.
 func bulkhead(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
-	r := binaries.Run(t, stdin, nil, nil, binaries.Bulkhead(t), args...)
+	r := binaries.Cmd{Stdin: stdin}.Run(t, binaries.Bulkhead(t), args...)
 	return result{r.Stdout, r.Stderr, r.Code}
 }
 
@@ -123,7 +123,7 @@ func readUntil(t *testing.T, f *os.File, want string) string {
 // bulkheadWithFiles runs bulkhead with extra open files at fds 3, 4, …
 func bulkheadWithFiles(t *testing.T, files []*os.File, args ...string) result {
 	t.Helper()
-	r := binaries.Run(t, "", nil, files, binaries.Bulkhead(t), args...)
+	r := binaries.Cmd{ExtraFiles: files}.Run(t, binaries.Bulkhead(t), args...)
 	return result{r.Stdout, r.Stderr, r.Code}
 }
 

@@ -88,7 +88,7 @@ func TestInvokedAsBulkheadRunsc(t *testing.T) {
 	root := stateRoot(t)
 	b := bundle.New(t, []string{"sleep", "60"})
 	id := uniqueID("argv0")
-	if r := binaries.Run(t, "", nil, nil, filepath.Join(binaries.Dir(t), "bulkhead-runsc"), "--root", root, "create", "--bundle", b, id); r.Code != 0 {
+	if r := (binaries.Cmd{}).Run(t, filepath.Join(binaries.Dir(t), "bulkhead-runsc"), "--root", root, "create", "--bundle", b, id); r.Code != 0 {
 		t.Fatalf("bulkhead-runsc create: exit %d: %s", r.Code, r.Stderr)
 	}
 	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,32 +45,22 @@ func TestCheckCommand(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before, _ := os.ReadFile(filepath.Join(good, "config.json"))
-			cmd := exec.Command(bin, append([]string{"--root", root}, tc.args...)...)
-			cmd.Dir = tc.dir
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			r := binaries.Cmd{Dir: tc.dir}.Run(t, bin, append([]string{"--root", root}, tc.args...)...)
+			code, stdout, stderr := r.Code, r.Stdout, r.Stderr
 			if code != tc.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout.String(), stderr.String())
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout, stderr)
 			}
 			for _, want := range tc.stdout {
-				if !strings.Contains(stdout.String(), want) {
-					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
 				}
 			}
-			if !strings.Contains(stderr.String(), tc.stderr) {
-				t.Errorf("stderr lacks %q: %s", tc.stderr, stderr.String())
+			if !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q: %s", tc.stderr, stderr)
 			}
 			if tc.name == "json" {
 				var v map[string]any
-				if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+				if err := json.Unmarshal([]byte(stdout), &v); err != nil {
 					t.Errorf("--format json output is not JSON: %v", err)
 				}
 			}

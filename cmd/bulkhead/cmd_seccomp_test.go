@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,31 +82,23 @@ func TestSeccompShow(t *testing.T) {
 			if tc.config {
 				args = append([]string{"--config", config}, args...)
 			}
-			cmd := exec.Command(bin, args...)
+			var env []string
 			if !tc.config {
 				// The built-in configuration only, whatever the host has.
-				cmd.Env = append(os.Environ(), "BULKHEAD_CONFIG=")
+				env = []string{"BULKHEAD_CONFIG="}
 			}
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			r := binaries.Cmd{Env: env}.Run(t, bin, args...)
+			code, stdout, stderr := r.Code, r.Stdout, r.Stderr
 			if code != tc.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout.String(), stderr.String())
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout, stderr)
 			}
 			for _, want := range tc.stdout {
-				if !strings.Contains(stdout.String(), want) {
-					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
 				}
 			}
-			if !strings.Contains(stderr.String(), tc.stderr) {
-				t.Errorf("stderr lacks %q: %s", tc.stderr, stderr.String())
+			if !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q: %s", tc.stderr, stderr)
 			}
 		})
 	}

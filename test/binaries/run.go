@@ -31,21 +31,30 @@ type Result struct {
 	Code           int
 }
 
-// Run runs name with args, stdin and env added to the test's environment,
-// with a two-minute deadline. stdout and stderr are files, as an engine's
-// fifos are: a created container's init inherits them and keeps them
-// open, so waiting for a pipe to close would wait for the container.
-// extra become the command's fds 3, 4, …
-func Run(t testing.TB, stdin string, env []string, extra []*os.File, name string, args ...string) Result {
+// Cmd is how a test runs a binary: stdin, variables added to the test's
+// environment, working directory, and extra open files as fds 3, 4, …
+type Cmd struct {
+	Stdin      string
+	Env        []string
+	Dir        string
+	ExtraFiles []*os.File
+}
+
+// Run runs name with args and a two-minute deadline. stdout and stderr are
+// files, as an engine's fifos are: a created container's init inherits
+// them and keeps them open, so waiting for a pipe to close would wait for
+// the container.
+func (c Cmd) Run(t testing.TB, name string, args ...string) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Dir = c.Dir
 	cmd.WaitDelay = 5 * time.Second
-	cmd.ExtraFiles = extra
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
+	cmd.ExtraFiles = c.ExtraFiles
+	if c.Stdin != "" {
+		cmd.Stdin = strings.NewReader(c.Stdin)
 	}
 	dir := t.TempDir()
 	out, err := os.Create(filepath.Join(dir, "stdout"))

@@ -26,7 +26,7 @@ func needRunc(t *testing.T) {
 // environment.
 func bulkhead(t *testing.T, stdin string, env []string, args ...string) result {
 	t.Helper()
-	r := binaries.Run(t, stdin, env, nil, binaries.Bulkhead(t), args...)
+	r := binaries.Cmd{Stdin: stdin, Env: env}.Run(t, binaries.Bulkhead(t), args...)
 	return result{r.Stdout, r.Stderr, r.Code}
 }
 
