@@ -1,15 +1,12 @@
 package test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,49 +14,26 @@ import (
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/fstree"
 )
 
 // treeHash hashes a tree without following links: names, types, modes,
 // contents and link targets.
 func treeHash(t *testing.T, root string, skip ...string) string {
 	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	return fstree.Hash(t, root, func(e fstree.Entry) string {
+		if slices.Contains(skip, e.Rel) {
+			return ""
 		}
-		rel, _ := filepath.Rel(root, p)
-		for _, s := range skip {
-			if rel == s {
-				return nil
-			}
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		line := fmt.Sprintf("%s %v", rel, fi.Mode().Type())
+		line := fmt.Sprintf("%s %v", e.Rel, e.Info.Mode().Type())
 		switch {
-		case fi.Mode().IsRegular():
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			h := sha256.Sum256(data)
-			line += fmt.Sprintf(" %o %s", fi.Mode().Perm()&0o111, hex.EncodeToString(h[:]))
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(p)
-			line += " -> " + target
+		case e.Info.Mode().IsRegular():
+			line += fmt.Sprintf(" %o %s", e.Info.Mode().Perm()&0o111, e.SHA256)
+		case e.Target != "":
+			line += " -> " + e.Target
 		}
-		lines = append(lines, line)
-		return nil
+		return line
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-	return hex.EncodeToString(h[:])
 }
 
 // workspaceSource is a small tree the sandbox (uid 65534) may edit.

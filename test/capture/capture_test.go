@@ -561,7 +561,7 @@ func TestCRI(t *testing.T) {
 	})
 	cid := cri.Must(t, "create", podID, ctr, pod)
 	cri.Must(t, "start", cid)
-	if !ctrtest.Eventually(10*time.Second, func() bool {
+	if !engine.Eventually(10*time.Second, func() bool {
 		return strings.Contains(cri.Run("logs", cid).String(), marker)
 	}) {
 		t.Errorf("the app did not run normally: %s", cri.Run("logs", cid))

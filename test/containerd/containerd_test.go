@@ -16,6 +16,8 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/ctrtest"
+	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/probeout"
 )
 
 // TestShimProbe: the probe passes every control in a container that
@@ -62,7 +64,7 @@ func TestRunscShimProbe(t *testing.T) {
 	id := ctrtest.NewID("runsc")
 	r := d.Run(3*time.Minute, "run", "--rm", "--runtime", "io.containerd.bulkhead-runsc.v2", ctrtest.Image, id,
 		"bulkhead-probe", "-gvisor", "-memory-after-done")
-	lines, done := ctrtest.ParseProbe(r.Stdout)
+	lines, done := probeout.Parse(r.Stdout)
 	if !done || len(lines) < 15 {
 		t.Fatalf("probe did not finish (%d lines):\n%s\ncontainerd log:\n%s", len(lines), r, d.LogTail(20))
 	}
@@ -74,7 +76,7 @@ func TestRunscShimProbe(t *testing.T) {
 	if r.Code != 137 {
 		t.Errorf("memory: the sandbox was not killed after done (exit %d, want 137 = SIGKILL by the OOM killer)", r.Code)
 	}
-	if !ctrtest.Eventually(10*time.Second, func() bool { return len(ctrtest.Leftovers(t, id)) == 0 }) {
+	if !engine.Eventually(10*time.Second, func() bool { return len(ctrtest.Leftovers(t, id)) == 0 }) {
 		t.Errorf("after ctr run --rm: %s", strings.Join(ctrtest.Leftovers(t, id), "\n"))
 	}
 }

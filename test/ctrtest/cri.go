@@ -14,6 +14,7 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/probeout"
 )
 
 // CRINamespace is the containerd namespace of the CRI plugin.
@@ -181,7 +182,7 @@ func (c CRI) LeftoversGone(t *testing.T, ids ...string) {
 	for _, id := range ids {
 		id := id
 		var left []string
-		if !Eventually(15*time.Second, func() bool {
+		if !engine.Eventually(15*time.Second, func() bool {
 			left = criLeftovers(t, id)
 			return len(left) == 0
 		}) {
@@ -221,7 +222,7 @@ func AssertProbeLog(t *testing.T, log string) {
 			lines = append(lines, l[i:])
 		}
 	}
-	AssertProbePasses(t, strings.Join(lines, "\n"), 15)
+	probeout.AssertPasses(t, strings.Join(lines, "\n"), 15)
 }
 
 // hostNetns is the test's own network namespace: the host's, the one a
@@ -324,7 +325,7 @@ func PodProbe(t *testing.T, c CRI) {
 	AssertProbeLog(t, out)
 	c.Must(t, "stop", "--timeout", "2", cid)
 	// The CRI plugin records the exit asynchronously: rm can race it.
-	if !Eventually(10*time.Second, func() bool { return c.Run("rm", cid).err == nil }) {
+	if !engine.Eventually(10*time.Second, func() bool { return c.Run("rm", cid).err == nil }) {
 		t.Errorf("%s", c.Run("rm", cid))
 	}
 	c.Must(t, "stopp", podID)

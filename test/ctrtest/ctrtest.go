@@ -4,10 +4,8 @@
 package ctrtest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -23,6 +21,7 @@ import (
 	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/engine"
 	"bulkhead.dev/bulkhead/test/ociimage"
+	"bulkhead.dev/bulkhead/test/probeout"
 )
 
 // Image is the busybox + bulkhead-probe image every test runs.
@@ -185,51 +184,14 @@ func NewID(prefix string) string {
 	return fmt.Sprintf("bh-%s-%d-%d", prefix, os.Getpid(), idSeq.n)
 }
 
-// ProbeLine is one line of bulkhead-probe's output.
-type ProbeLine struct {
-	Control  string `json:"control"`
-	Observed string `json:"observed"`
-	Layer    string `json:"layer"`
-	Pass     bool   `json:"pass"`
-	Skipped  bool   `json:"skipped"`
-	Detail   string `json:"detail"`
-}
-
-// AssertProbePasses checks that the probe ran to its done line, reported
-// at least min controls, and that every control passed.
-func AssertProbePasses(t testing.TB, out string, min int) {
-	t.Helper()
-	lines, done := ParseProbe(out)
-	if !done {
-		t.Fatalf("probe did not finish (no done line):\n%s", out)
-	}
-	if len(lines) < min {
-		t.Fatalf("probe reported only %d controls:\n%s", len(lines), out)
-	}
-	for _, l := range lines {
-		if !l.Pass {
-			t.Errorf("control %s FAIL: observed %q, layer %q: %s", l.Control, l.Observed, l.Layer, l.Detail)
-		}
-	}
-	t.Logf("probe: %d controls passed", len(lines))
-}
-
 // Leftovers lists what a container id left on the host: processes naming
 // it (its shim runs with -id <id>), cgroup directories named after it,
 // bulkhead's record of it under the runtime root.
 func Leftovers(t testing.TB, id string) []string {
 	t.Helper()
 	var found []string
-	self := fmt.Sprint(os.Getpid())
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == self {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), id) {
-			found = append(found, "process "+e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
+	for _, p := range engine.ProcessesMentioning(id) {
+		found = append(found, "process "+p)
 	}
 	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, e fs.DirEntry, err error) error {
 		if err != nil || !e.IsDir() {
@@ -261,20 +223,6 @@ func Leftovers(t testing.TB, id string) []string {
 	return found
 }
 
-// Eventually polls cond for up to timeout.
-func Eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // ShimRuntime is the runtime type containerd maps to
 // containerd-shim-bulkhead-v2 on its PATH.
 const ShimRuntime = "io.containerd.bulkhead.v2"
@@ -289,8 +237,8 @@ func ProbeUnder(t *testing.T, d *Daemon, runtimeArgs ...string) {
 	if r.Code != 0 {
 		t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
 	}
-	AssertProbePasses(t, r.Stdout, 15)
-	if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+	probeout.AssertPasses(t, r.Stdout, 15)
+	if !engine.Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
 		t.Errorf("after ctr run --rm: %s", strings.Join(Leftovers(t, id), "\n"))
 	}
 }
@@ -322,7 +270,7 @@ func RefusalLeavesNothing(t *testing.T, d *Daemon) {
 			if tasks := d.Must(t, "task", "ls", "--quiet"); strings.Contains(tasks, id) {
 				t.Errorf("task %s still listed:\n%s", id, tasks)
 			}
-			if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+			if !engine.Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
 				t.Errorf("refused container left:\n%s", strings.Join(Leftovers(t, id), "\n"))
 			}
 		})
@@ -395,29 +343,6 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// ParseProbe reads the probe's JSON lines up to {"control":"done"}; done
-// reports whether that line came (the probe did not die first).
-func ParseProbe(out string) (lines []ProbeLine, done bool) {
-	s := bufio.NewScanner(strings.NewReader(out))
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	for s.Scan() {
-		text := strings.TrimSpace(s.Text())
-		if !strings.HasPrefix(text, "{") {
-			continue
-		}
-		var l ProbeLine
-		if err := json.Unmarshal([]byte(text), &l); err != nil {
-			lines = append(lines, ProbeLine{Control: "(not JSON)", Detail: text})
-			continue
-		}
-		if l.Control == "done" {
-			return lines, true
-		}
-		lines = append(lines, l)
-	}
-	return lines, false
-}
-
 // RunDetached starts `sleep 60` with `ctr run -d` and the runtime flags
 // given; at the end of the test it kills and removes the container and
 // checks nothing of it is left.
@@ -428,11 +353,11 @@ func RunDetached(t *testing.T, d *Daemon, runtimeArgs ...string) string {
 	d.Must(t, append(args, Image, id, "sleep", "60")...)
 	t.Cleanup(func() {
 		d.Run(30*time.Second, "task", "kill", "--signal", "SIGKILL", id)
-		Eventually(10*time.Second, func() bool {
+		engine.Eventually(10*time.Second, func() bool {
 			return d.Run(10*time.Second, "task", "delete", id).Code == 0 || !strings.Contains(d.Run(10*time.Second, "task", "ls", "-q").Stdout, id)
 		})
 		d.Run(30*time.Second, "container", "rm", id)
-		if !Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+		if !engine.Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
 			t.Errorf("after task delete and container rm: %s", strings.Join(Leftovers(t, id), "\n"))
 		}
 	})
@@ -455,7 +380,7 @@ func SurvivesRestart(t *testing.T, d *Daemon, runtimeArgs ...string) {
 		t.Fatalf("restart containerd: %v", err)
 	}
 	var tasks string
-	if !Eventually(15*time.Second, func() bool {
+	if !engine.Eventually(15*time.Second, func() bool {
 		tasks = d.Run(10*time.Second, "task", "ls").Stdout
 		return strings.Contains(tasks, id) && strings.Contains(tasks, "RUNNING")
 	}) {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/probeout"
 )
 
 // TestProbeWhateverTheFlags runs the boundary probe with the flags callers
@@ -45,7 +47,7 @@ func TestProbeWhateverTheFlags(t *testing.T) {
 			if r.Code != 0 {
 				t.Fatalf("%s\ndockerd log:\n%s", r, d.LogTail(10))
 			}
-			assertProbePasses(t, r, 15)
+			probeout.AssertPasses(t, r.Stdout, 15)
 		})
 	}
 }
@@ -104,7 +106,7 @@ func TestExecIsPoliced(t *testing.T) {
 
 	t.Run("exec -d", func(t *testing.T) {
 		d.Must(t, "exec", "-d", id, "sh", "-c", "id -u > /tmp/detached")
-		if !eventually(5*time.Second, func() bool { return d.Run(t, "exec", id, "cat", "/tmp/detached").Stdout == "65534\n" }) {
+		if !engine.Eventually(5*time.Second, func() bool { return d.Run(t, "exec", id, "cat", "/tmp/detached").Stdout == "65534\n" }) {
 			t.Errorf("detached exec did not run as 65534: %s", d.Run(t, "exec", id, "cat", "/tmp/detached"))
 		}
 	})
@@ -136,7 +138,7 @@ func TestLifecycle(t *testing.T) {
 	id := d.Must(t, "run", "-d", "--runtime=bulkhead", image, "sh", "-c", script)
 	t.Cleanup(func() { d.Run(t, "rm", "-f", id) })
 	logsContain := func(s string) bool { return strings.Contains(d.Run(t, "logs", id).Stdout, s) }
-	if !eventually(5*time.Second, func() bool { return logsContain("started") }) {
+	if !engine.Eventually(5*time.Second, func() bool { return logsContain("started") }) {
 		t.Fatalf("docker logs: %s", d.Run(t, "logs", id))
 	}
 	if out := d.Must(t, "top", id); !strings.Contains(out, "nobody") && !strings.Contains(out, "65534") {
@@ -153,7 +155,7 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	d.Must(t, "kill", "-s", "USR1", id)
-	if !eventually(5*time.Second, func() bool { return logsContain("got-usr1") }) {
+	if !engine.Eventually(5*time.Second, func() bool { return logsContain("got-usr1") }) {
 		t.Errorf("USR1 did not reach the container: %s", d.Run(t, "logs", id))
 	}
 	for _, sig := range []string{"HUP", "WINCH", "CONT"} {
@@ -274,7 +276,7 @@ func TestRefusedMountsLeaveNothing(t *testing.T) {
 			}
 			id := string(cid)
 			gone := func() {
-				if !eventually(10*time.Second, func() bool { return !strings.Contains(d.Run(t, "ps", "-aq", "--no-trunc").Stdout, id) }) {
+				if !engine.Eventually(10*time.Second, func() bool { return !strings.Contains(d.Run(t, "ps", "-aq", "--no-trunc").Stdout, id) }) {
 					t.Errorf("docker ps -a still has %s: %s", id, d.Run(t, "ps", "-a"))
 				}
 			}
@@ -287,8 +289,8 @@ func TestRefusedMountsLeaveNothing(t *testing.T) {
 				defer gone()
 				defer d.Must(t, "rm", id)
 			}
-			if !eventually(10*time.Second, func() bool { return len(processesMentioning(id)) == 0 }) {
-				t.Errorf("processes left for %s: %v", id, processesMentioning(id))
+			if !engine.Eventually(10*time.Second, func() bool { return len(engine.ProcessesMentioning(id)) == 0 }) {
+				t.Errorf("processes left for %s: %v", id, engine.ProcessesMentioning(id))
 			}
 			if dirs := cgroupDirsNamed(id); len(dirs) > 0 {
 				t.Errorf("cgroups left: %v", dirs)
@@ -390,7 +392,7 @@ func TestGVisor(t *testing.T) {
 	if l, err := os.ReadFile(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && strings.TrimSpace(string(l)) != strconv.Itoa(256<<20) {
 		t.Errorf("sandbox memory.limit_in_bytes = %s, want %d", l, 256<<20)
 	}
-	throttled := eventually(15*time.Second, func() bool {
+	throttled := engine.Eventually(15*time.Second, func() bool {
 		data, err := os.ReadFile(filepath.Join(cpu, "cpu.stat"))
 		if err != nil {
 			return false
@@ -407,7 +409,7 @@ func TestGVisor(t *testing.T) {
 	}
 	code := d.Must(t, "wait", id)
 	logs := d.Run(t, "logs", id)
-	lines, done := parseProbe(t, logs.Stdout)
+	lines, done := probeout.Parse(logs.Stdout)
 	if !done || len(lines) < 15 {
 		t.Fatalf("probe did not finish (%d lines, exit %s):\n%s", len(lines), code, logs)
 	}

@@ -1,24 +1,19 @@
 package docker
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/fstree"
 )
 
 // image is the busybox + bulkhead-probe image every test runs.
@@ -90,58 +85,6 @@ func importImage(d *engine.Docker, bin string) error {
 		return err
 	}
 	return d.Import(rootfs, image)
-}
-
-// probeLine is one line of bulkhead-probe's output.
-type probeLine struct {
-	Control  string `json:"control"`
-	Observed string `json:"observed"`
-	Layer    string `json:"layer"`
-	Pass     bool   `json:"pass"`
-	Skipped  bool   `json:"skipped"`
-	Detail   string `json:"detail"`
-}
-
-// parseProbe reads the probe's lines up to {"control":"done"}; done
-// reports whether that line came (the probe did not die).
-func parseProbe(t *testing.T, out string) (lines []probeLine, done bool) {
-	t.Helper()
-	s := bufio.NewScanner(strings.NewReader(out))
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	for s.Scan() {
-		text := strings.TrimSpace(s.Text())
-		if !strings.HasPrefix(text, "{") {
-			continue
-		}
-		var l probeLine
-		if err := json.Unmarshal([]byte(text), &l); err != nil {
-			t.Errorf("probe line is not JSON: %v: %s", err, text)
-			continue
-		}
-		if l.Control == "done" {
-			return lines, true
-		}
-		lines = append(lines, l)
-	}
-	return lines, false
-}
-
-// assertProbePasses checks that the probe ran to the end, reported at
-// least min controls, and that every control passed.
-func assertProbePasses(t *testing.T, r engine.Result, min int) {
-	t.Helper()
-	lines, done := parseProbe(t, r.Stdout)
-	if !done {
-		t.Fatalf("probe did not finish (no done line)\n%s", r)
-	}
-	if len(lines) < min {
-		t.Fatalf("probe reported only %d controls\n%s", len(lines), r)
-	}
-	for _, l := range lines {
-		if !l.Pass {
-			t.Errorf("control %s FAIL: observed %q, layer %q: %s", l.Control, l.Observed, l.Layer, l.Detail)
-		}
-	}
 }
 
 // refusal tells whether docker's output is bulkhead refusing the container
@@ -228,73 +171,17 @@ func cgroupDirsNamed(id string) []string {
 	return found
 }
 
-// processesMentioning lists processes whose command line contains s (a
-// container id: the shim runs with -id <id>).
-func processesMentioning(s string) []string {
-	var found []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), s) {
-			found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
-	}
-	return found
-}
-
-// eventually polls cond for up to timeout; it returns cond's last answer.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // treeHash hashes every path, mode, owner-independent content and symlink
 // target below dir.
 func treeHash(t *testing.T, dir string) string {
 	t.Helper()
-	var entries []string
-	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	return fstree.Hash(t, dir, func(e fstree.Entry) string {
+		line := fmt.Sprintf("%s %v %d", e.Rel, e.Info.Mode(), e.Info.ModTime().UnixNano())
+		if e.Target != "" {
+			return line + " -> " + e.Target
 		}
-		rel, _ := filepath.Rel(dir, path)
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		entry := fmt.Sprintf("%s %v %d", rel, info.Mode(), info.ModTime().UnixNano())
-		switch {
-		case info.Mode().IsRegular():
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			entry += " " + hex.EncodeToString(sum[:])
-		case info.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(path)
-			entry += " -> " + target
-		}
-		entries = append(entries, entry)
-		return nil
+		return strings.TrimSpace(line + " " + e.SHA256)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(entries)
-	sum := sha256.Sum256([]byte(strings.Join(entries, "\n")))
-	return hex.EncodeToString(sum[:])
 }
 
 // inTTY runs a docker command line under script(1), which gives it a

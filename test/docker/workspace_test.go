@@ -1,8 +1,6 @@
 package docker
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -17,6 +15,7 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/fstree"
 )
 
 // TestDisposableWorkspace: `docker run --rm -v SRC:/workspace` edits the
@@ -111,7 +110,7 @@ echo edited`
 	// The changes are kept after delete, under docker's runtime root.
 	g := []string{"--config", config, "--root", d.RuntimeRoot()}
 	var patch string
-	if !eventually(10*time.Second, func() bool {
+	if !engine.Eventually(10*time.Second, func() bool {
 		out, err := exec.Command(binaries.Bulkhead(t), append(g, "changes", "export", "--format", "patch", id)...).Output()
 		patch = string(out)
 		return err == nil && patch != ""
@@ -204,8 +203,8 @@ echo edited`
 	if l := bulkheadList(t, d); strings.Contains(l, id) {
 		t.Fatalf("bulkhead list still shows %s:\n%s", id, l)
 	}
-	if !eventually(5*time.Second, func() bool { return len(processesMentioning(id)) == 0 }) {
-		t.Fatalf("processes of %s left:\n%s", id, strings.Join(processesMentioning(id), "\n"))
+	if !engine.Eventually(5*time.Second, func() bool { return len(engine.ProcessesMentioning(id)) == 0 }) {
+		t.Fatalf("processes of %s left:\n%s", id, strings.Join(engine.ProcessesMentioning(id), "\n"))
 	}
 
 	if out, err := exec.Command(binaries.Bulkhead(t), append(g, "changes", "prune", "--older-than", "0s")...).CombinedOutput(); err != nil || !strings.Contains(string(out), id) {
@@ -243,71 +242,23 @@ func registerRuntime(t *testing.T, d *engine.Docker, name string, args ...string
 // mtime and content hash, sorted: a readable byte-for-byte record.
 func sourceSnapshot(t *testing.T, dir string) string {
 	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		st := fi.Sys().(*syscall.Stat_t)
-		line := fmt.Sprintf("%s %v %d:%d %d %d", rel, fi.Mode(), st.Uid, st.Gid, fi.Size(), fi.ModTime().UnixNano())
-		if fi.Mode().IsRegular() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			line += " " + hex.EncodeToString(sum[:])
-		}
-		lines = append(lines, line)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return strings.Join(fstree.Lines(t, dir, func(e fstree.Entry) string {
+		st := e.Info.Sys().(*syscall.Stat_t)
+		return strings.TrimSpace(fmt.Sprintf("%s %v %d:%d %d %d %s", e.Rel, e.Info.Mode(), st.Uid, st.Gid, e.Info.Size(), e.Info.ModTime().UnixNano(), e.SHA256))
+	}), "\n")
 }
 
 // viewOf is a tree in the form the container printed its /workspace:
 // "./path mode" and, for files, the content's sha256, sorted.
 func viewOf(t *testing.T, dir string) []string {
 	t.Helper()
-	var lines []string
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
+	return fstree.Lines(t, dir, func(e fstree.Entry) string {
 		name := "."
-		if rel != "." {
-			name = "./" + filepath.ToSlash(rel)
+		if e.Rel != "." {
+			name = "./" + filepath.ToSlash(e.Rel)
 		}
-		line := name + " " + fi.Mode().String()
-		if fi.Mode().IsRegular() {
-			data, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(data)
-			line += " " + hex.EncodeToString(sum[:])
-		}
-		lines = append(lines, line)
-		return nil
+		return strings.TrimSpace(name + " " + e.Info.Mode().String() + " " + e.SHA256)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(lines)
-	return lines
 }
 
 // leftMounts lists this mount namespace's mounts that belong to the

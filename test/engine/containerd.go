@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,22 +36,13 @@ func StartContainerd(opts ContainerdOptions) (*Containerd, error) {
 	if err := Ensure(map[string]string{"containerd": "containerd"}); err != nil {
 		return nil, err
 	}
-	c := &Containerd{Dir: opts.Dir}
-	if c.Dir == "" {
-		dir, err := tempDir("bh-ctrd-")
-		if err != nil {
-			return nil, err
-		}
-		c.Dir, c.own = dir, true
-	}
-	if err := os.MkdirAll(c.Dir, 0o711); err != nil {
+	bin, err := exec.LookPath("containerd")
+	if err != nil {
 		return nil, err
 	}
-	c.Address = filepath.Join(c.Dir, "containerd.sock")
-	c.Config = filepath.Join(c.Dir, "config.toml")
-	c.Log = filepath.Join(c.Dir, "containerd.log")
-	// version 2 is what containerd 1.6 and 1.7 read; 2.x converts it.
-	config := fmt.Sprintf(`version = 2
+	return StartContainerdConfig(ContainerdConfigOptions{Binary: bin, Dir: opts.Dir, Config: func(dir, address string) string {
+		// version 2 is what containerd 1.6 and 1.7 read; 2.x converts it.
+		return fmt.Sprintf(`version = 2
 root = %q
 state = %q
 disabled_plugins = ["io.containerd.grpc.v1.cri"]
@@ -68,34 +58,9 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 
 [plugins."io.containerd.internal.v1.opt"]
   path = %q
-%s`, filepath.Join(c.Dir, "root"), filepath.Join(c.Dir, "state"), c.Address, c.Address+".ttrpc",
-		filepath.Join(c.Dir, "opt"), opts.Extra)
-	if err := os.WriteFile(c.Config, []byte(config), 0o644); err != nil {
-		c.cleanup()
-		return nil, err
-	}
-	bin, err := exec.LookPath("containerd")
-	if err != nil {
-		c.cleanup()
-		return nil, err
-	}
-	c.proc, err = startProcess("containerd", c.Log, []string{bin, "--config", c.Config})
-	if err != nil {
-		c.cleanup()
-		return nil, err
-	}
-	err = waitFor(c.proc, 30*time.Second, func() error {
-		conn, err := net.DialTimeout("unix", c.Address, time.Second)
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	})
-	if err != nil {
-		_ = c.Close()
-		return nil, err
-	}
-	return c, nil
+%s`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc",
+			filepath.Join(dir, "opt"), opts.Extra)
+	}})
 }
 
 // NewContainerd starts a private containerd for one test and stops it when

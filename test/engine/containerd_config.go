@@ -49,14 +49,7 @@ func StartContainerdConfig(opts ContainerdConfigOptions) (*Containerd, error) {
 		c.cleanup()
 		return nil, err
 	}
-	err = waitFor(c.proc, 30*time.Second, func() error {
-		conn, err := net.DialTimeout("unix", c.Address, time.Second)
-		if err != nil {
-			return err
-		}
-		return conn.Close()
-	})
-	if err != nil {
+	if err := c.waitReady(); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("containerd %s: %w", opts.Binary, err)
 	}
@@ -76,6 +69,11 @@ func (c *Containerd) Restart() error {
 		return err
 	}
 	c.proc = p
+	return c.waitReady()
+}
+
+// waitReady waits until containerd answers on its socket.
+func (c *Containerd) waitReady() error {
 	return waitFor(c.proc, 30*time.Second, func() error {
 		conn, err := net.DialTimeout("unix", c.Address, time.Second)
 		if err != nil {

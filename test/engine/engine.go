@@ -235,3 +235,35 @@ func tempDir(prefix string) (string, error) {
 	}
 	return filepath.EvalSymlinks(dir)
 }
+
+// Eventually polls cond every 100 ms for up to timeout.
+func Eventually(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ProcessesMentioning lists the processes, other than this one, whose
+// command line contains s (a container id: its shim runs with -id <id>).
+func ProcessesMentioning(s string) []string {
+	var found []string
+	self := fmt.Sprint(os.Getpid())
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' || e.Name() == self {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), s) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return found
+}
