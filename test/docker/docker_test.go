@@ -378,40 +378,25 @@ func TestGVisor(t *testing.T) {
 	if _, err := exec.LookPath("runsc"); err != nil {
 		t.Skip("runsc is not installed")
 	}
-	id := d.Must(t, "run", "-d", "--runtime=bulkhead-runsc", image, "bulkhead-probe", "-gvisor", "-memory-after-done")
-	t.Cleanup(func() { d.Run(t, "rm", "-f", id) })
-	pid, err := strconv.Atoi(d.Must(t, "inspect", "-f", "{{.State.Pid}}", id))
-	if err != nil || pid == 0 {
-		t.Fatalf("no pid for the gVisor container: %v\n%s", err, d.Run(t, "logs", id))
-	}
-	cpu := cgroupDir(t, pid, "cpu")
-	mem := cgroupDir(t, pid, "memory")
-	if q, err := os.ReadFile(filepath.Join(cpu, "cpu.cfs_quota_us")); err == nil && strings.TrimSpace(string(q)) != "100000" {
-		t.Errorf("sandbox cpu.cfs_quota_us = %s, want 100000", q)
-	}
-	if l, err := os.ReadFile(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && strings.TrimSpace(string(l)) != strconv.Itoa(256<<20) {
-		t.Errorf("sandbox memory.limit_in_bytes = %s, want %d", l, 256<<20)
-	}
-	throttled := engine.Eventually(15*time.Second, func() bool {
-		data, err := os.ReadFile(filepath.Join(cpu, "cpu.stat"))
-		if err != nil {
-			return false
+	// Under the ptrace platform on a loaded machine gVisor occasionally
+	// ends a probe before its last line (exit 2, nothing on stderr). A run
+	// that did not report is inconclusive, not a failed control: it gets
+	// one more attempt; a FAIL line never does.
+	var (
+		id, code  string
+		lines     []probeout.Line
+		throttled bool
+	)
+	for attempt := 1; attempt <= 2; attempt++ {
+		var done bool
+		id, code, lines, done, throttled = gvisorProbe(t, d)
+		if done && len(lines) >= 15 {
+			break
 		}
-		for _, line := range strings.Split(string(data), "\n") {
-			if n, ok := strings.CutPrefix(line, "nr_throttled "); ok && n != "0" {
-				return true
-			}
+		if attempt == 2 {
+			t.Fatalf("probe did not finish twice (%d lines, exit %s):\n%s", len(lines), code, d.Run(t, "logs", id))
 		}
-		return false
-	})
-	if !throttled {
-		t.Errorf("cpu: the sandbox's cgroup was never throttled while the probe spun 4 threads")
-	}
-	code := d.Must(t, "wait", id)
-	logs := d.Run(t, "logs", id)
-	lines, done := probeout.Parse(logs.Stdout)
-	if !done || len(lines) < 15 {
-		t.Fatalf("probe did not finish (%d lines, exit %s):\n%s", len(lines), code, logs)
+		t.Logf("probe did not finish (%d lines, exit %s); once more", len(lines), code)
 	}
 	for _, l := range lines {
 		switch {
@@ -536,4 +521,43 @@ func TestInstall(t *testing.T) {
 			t.Errorf("bulkhead features is not the backend's features document: %v", err)
 		}
 	})
+}
+
+// gvisorProbe runs the probe under bulkhead-runsc, checks the sandbox's
+// cgroup from the host while it spins, and returns its report.
+func gvisorProbe(t *testing.T, d *engine.Docker) (id, code string, lines []probeout.Line, done, throttled bool) {
+	t.Helper()
+	id = d.Must(t, "run", "-d", "--runtime=bulkhead-runsc", image, "bulkhead-probe", "-gvisor", "-memory-after-done")
+	t.Cleanup(func() { d.Run(t, "rm", "-f", id) })
+	pid, err := strconv.Atoi(d.Must(t, "inspect", "-f", "{{.State.Pid}}", id))
+	if err != nil || pid == 0 {
+		t.Fatalf("no pid for the gVisor container: %v\n%s", err, d.Run(t, "logs", id))
+	}
+	cpu := cgroupDir(t, pid, "cpu")
+	mem := cgroupDir(t, pid, "memory")
+	if q, err := os.ReadFile(filepath.Join(cpu, "cpu.cfs_quota_us")); err == nil && strings.TrimSpace(string(q)) != "100000" {
+		t.Errorf("sandbox cpu.cfs_quota_us = %s, want 100000", q)
+	}
+	if l, err := os.ReadFile(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && strings.TrimSpace(string(l)) != strconv.Itoa(256<<20) {
+		t.Errorf("sandbox memory.limit_in_bytes = %s, want %d", l, 256<<20)
+	}
+	throttled = engine.Eventually(15*time.Second, func() bool {
+		data, err := os.ReadFile(filepath.Join(cpu, "cpu.stat"))
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if n, ok := strings.CutPrefix(line, "nr_throttled "); ok && n != "0" {
+				return true
+			}
+		}
+		return false
+	})
+	if !throttled {
+		t.Errorf("cpu: the sandbox's cgroup was never throttled while the probe spun 4 threads")
+	}
+	code = d.Must(t, "wait", id)
+	logs := d.Run(t, "logs", id)
+	lines, done = probeout.Parse(logs.Stdout)
+	return id, code, lines, done, throttled
 }
