@@ -10,6 +10,8 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 func nowUTC() time.Time { return time.Now().UTC() }
@@ -41,11 +43,7 @@ func removeCgroup(path string) error {
 	return fmt.Errorf("cgroup %s: %w", path, err)
 }
 
-// annotationCgroupsPath records a cgroups path bulkhead chose itself. The
-// rewritten config.json stays in the bundle, so a later create from the
-// same bundle must recognise the path as bulkhead's and choose anew
-// rather than share the earlier container's cgroup.
-const annotationCgroupsPath = "bulkhead.dev/cgroups-path"
+const annotationCgroupsPath = specs.AnnotationCgroupsPath
 
 // DefaultCgroupsPath is where a container whose caller named no cgroup
 // lives: below /bulkhead, unique per state root and id, so containers of

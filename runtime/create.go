@@ -90,7 +90,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
 
-	ctx := &specs.Context{Profile: &sel.Profile, Bundle: bundle, JoinableNamespace: reg.joinableFor(&sel.Profile), Original: original}
+	ctx := specContext(&sel.Profile, bundle, reg, original, id)
 	rewritten, decisions, err := specs.Apply(ctx, spec)
 	decisions, err = c.decideLifetime(spec.Annotations, decisions, err)
 	c.audit.Decisions = decisions
@@ -180,7 +180,7 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err != nil {
 		return c.fail(c.undo(err))
 	}
-	c.rec.InitPid = pid
+	c.rec.InitPid, c.rec.InitStart = pid, initStart(pid)
 	report, err := Verify(pid, c.handed, b.Kind())
 	c.rec.Checks = report
 	c.audit.Checks = report

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/opencontainers/runc/libcontainer/system"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -31,10 +32,49 @@ func (r *Registry) joinableFor(p *specs.Profile) func(rspec.LinuxNamespaceType, 
 			if err != nil || rec.InitPid != pid {
 				continue
 			}
-			return rec.Profile == p.Name && rec.Mode == specs.Enforce
+			return sameEnforcedProfile(rec, p) && stillRunning(rec)
 		}
 		return false
 	}
+}
+
+// sandboxFor returns the annotations rule's test for a CRI sandbox id:
+// runsc puts a container whose annotations name a sandbox into that
+// gVisor sandbox, so the id must be a pod sandbox bulkhead created under
+// this enforced profile, and its init must still be the same process.
+func (r *Registry) sandboxFor(p *specs.Profile) func(string) bool {
+	return func(id string) bool {
+		if CheckID(id) != nil {
+			return false
+		}
+		rec, err := r.Get(id)
+		return err == nil && sameEnforcedProfile(rec, p) && stillRunning(rec)
+	}
+}
+
+func sameEnforcedProfile(rec *Record, p *specs.Profile) bool {
+	return rec.Profile == p.Name && rec.Mode == specs.Enforce
+}
+
+// stillRunning tells whether the record's init is still the process
+// bulkhead verified: a pid alone may have been reused by now, its start
+// time (in clock ticks since boot) may not.
+func stillRunning(rec *Record) bool {
+	if rec.InitPid <= 1 || rec.InitStart == 0 {
+		return false
+	}
+	st, err := system.Stat(rec.InitPid)
+	return err == nil && st.StartTime == rec.InitStart && st.State != system.Zombie && st.State != system.Dead
+}
+
+// initStart is the start time of pid as /proc/<pid>/stat gives it, 0 when
+// it cannot be read.
+func initStart(pid int) uint64 {
+	st, err := system.Stat(pid)
+	if err != nil {
+		return 0
+	}
+	return st.StartTime
 }
 
 func parseNamespacePath(path string) (pid int, kind string, ok bool) {

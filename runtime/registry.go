@@ -16,14 +16,17 @@ import (
 // Record is what bulkhead remembers of a container it created: which
 // backend owns it, and what the policy decided.
 type Record struct {
-	ID          string           `json:"id"`
-	Backend     string           `json:"backend"`
-	BackendPath string           `json:"backend_path"`
-	Bundle      string           `json:"bundle"`
-	Profile     string           `json:"profile"`
-	Mode        specs.Mode       `json:"mode"`
-	Created     time.Time        `json:"created"`
-	InitPid     int              `json:"init_pid,omitempty"`
+	ID          string     `json:"id"`
+	Backend     string     `json:"backend"`
+	BackendPath string     `json:"backend_path"`
+	Bundle      string     `json:"bundle"`
+	Profile     string     `json:"profile"`
+	Mode        specs.Mode `json:"mode"`
+	Created     time.Time  `json:"created"`
+	InitPid     int        `json:"init_pid,omitempty"`
+	// InitStart is the init's start time, so that a reused pid is not
+	// taken for the container's (see stillRunning).
+	InitStart   uint64           `json:"init_start,omitempty"`
 	CgroupsPath string           `json:"cgroups_path,omitempty"`
 	Decisions   []specs.Decision `json:"decisions,omitempty"`
 	Checks      []Check          `json:"checks,omitempty"`

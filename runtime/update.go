@@ -39,7 +39,9 @@ func Update(g *Globals, v Values, id string) error {
 		return err
 	}
 	if c != nil {
-		c.clampResources(id, r)
+		if err := c.clampResources(id, r); err != nil {
+			return err
+		}
 	}
 	data, err := json.Marshal(r)
 	if err != nil {
@@ -54,17 +56,24 @@ func Update(g *Globals, v Values, id string) error {
 
 // clampResources holds r to the container's profile and audits the
 // decisions; audit mode records what enforcement would change, and
-// changes nothing.
-func (c *recorded) clampResources(id string, r *rspec.LinuxResources) {
+// changes nothing. A refused field fails the update in enforce mode.
+func (c *recorded) clampResources(id string, r *rspec.LinuxResources) error {
 	target := r
 	if c.profile.Mode == specs.Audit {
 		target = new(rspec.LinuxResources)
 		data, _ := json.Marshal(r)
 		_ = json.Unmarshal(data, target)
 	}
-	decisions := specs.ClampResources(&c.profile, target)
+	decisions, err := specs.ClampResources(&c.profile, target)
+	outcome := "update"
+	if err != nil && c.profile.Mode == specs.Enforce {
+		outcome = "refused"
+	} else {
+		err = nil
+	}
 	_ = WriteAudit(c.cfg.AuditLog, &AuditEntry{Event: "update", ID: id, Profile: c.profile.Name, Backend: c.backend.Name,
-		Mode: c.profile.Mode, Decisions: decisions, Outcome: "update"})
+		Mode: c.profile.Mode, Decisions: decisions, Outcome: outcome})
+	return err
 }
 
 // requestedResources reads --resources (a file or "-" for stdin) or, like

@@ -19,9 +19,11 @@ import (
 var podNamespace = regexp.MustCompile(`^(/proc/([2-9]|[1-9][0-9]+)/ns/[a-z_]+|/var/run/netns/[^/]+)$`)
 
 func goldenContext() *Context {
-	return &Context{Profile: testProfile(), JoinableNamespace: func(_ rspec.LinuxNamespaceType, p string) bool {
+	c := testContext()
+	c.JoinableNamespace = func(_ rspec.LinuxNamespaceType, p string) bool {
 		return podNamespace.MatchString(p)
-	}}
+	}
+	return c
 }
 
 type golden struct {

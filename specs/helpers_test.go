@@ -35,8 +35,36 @@ func testProfile() *Profile {
 	return &p
 }
 
+// Fixture facts of the host the unit tests pretend to run on.
+const (
+	testID        = "3f4e6a1c9b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f"
+	testSandboxID = "8d2f6c4a0b1e3d5f7a9c8b6d4e2f0a1c3b5d7e9f8a6c4b2d0e1f3a5c7b9d8e6f"
+	testLayer     = "9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a1234"
+)
+
+// testHost is a host on which every path is as written (no symlinks), no
+// socket exists except those named *.sock, and dockerd made layer
+// testLayer for container testID.
+var testHost = &Host{
+	Resolve: func(p string) (string, error) { return cleanAbs(p), nil },
+	FindSocket: func(p string) (string, error) {
+		if strings.HasSuffix(p, ".sock") {
+			return p, nil
+		}
+		return "", nil
+	},
+	DockerMountID: func(_, id string) (string, error) {
+		if id == testID {
+			return testLayer, nil
+		}
+		return "", os.ErrNotExist
+	},
+}
+
 func testContext() *Context {
-	return &Context{Profile: testProfile()}
+	return &Context{Profile: testProfile(), Bundle: "/bundle", ID: testID, Host: testHost,
+		JoinableSandbox: func(id string) bool { return id == testSandboxID },
+		CgroupOccupied:  func(p string) (bool, error) { return p == "/system-busy", nil }}
 }
 
 // hostileSpec asks for everything the default profile takes away.

@@ -3,6 +3,7 @@ package specs
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -26,6 +27,7 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 		rootfs = rootfsPath(c, s.Root)
 	}
 	var ds []Decision
+	ds = append(ds, refuseUnclassified(reflect.ValueOf(out), "process")...)
 	ds = append(ds, dropCapabilities(out)...)
 	ds = append(ds, forbidNewPrivileges(out)...)
 	ds = append(ds, demoteUser(c.Profile, out)...)
@@ -33,11 +35,8 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	ds = append(ds, checkCwd(out, rootfs)...)
 	ds = append(ds, clampRlimits(out)...)
 	ds = append(ds, raiseOOMScoreAdj(out)...)
-	if out.ApparmorProfile != "" {
-		ds = append(ds, Decision{Rule: "apparmor", Field: "process.apparmorProfile", Action: Kept,
-			Before: out.ApparmorProfile, After: out.ApparmorProfile, Layer: LayerNone,
-			Why: "the engine's AppArmor profile only adds restrictions"})
-	}
+	ds = append(ds, limitScheduling(out)...)
+	ds = append(ds, checkLabels(c.Profile, out)...)
 	if refused(ds) {
 		return nil, ds, &RefusalError{Profile: c.Profile.Name, Decisions: ds}
 	}
@@ -60,12 +59,18 @@ func cloneProcess(p *rspec.Process) (*rspec.Process, error) {
 }
 
 // ClampResources holds an `update --resources` request to the profile's
-// ceilings. Values the request leaves out stay as they are in the
+// ceilings, under the same classification as create: a field create
+// refuses (unified, realtime, net_cls) is refused here too, and the error
+// says so. Values the request leaves out stay as they are in the
 // container, which create already clamped.
-func ClampResources(p *Profile, r *rspec.LinuxResources) []Decision {
+func ClampResources(p *Profile, r *rspec.LinuxResources) ([]Decision, error) {
 	var ds []Decision
+	ds = append(ds, refuseUnclassified(reflect.ValueOf(r), "linux.resources")...)
 	ds = append(ds, clampPids(p, r, true)...)
 	ds = append(ds, clampMemory(p, r, true)...)
 	ds = append(ds, clampCPU(p, r, true)...)
-	return ds
+	if refused(ds) {
+		return ds, &RefusalError{Profile: p.Name, Decisions: ds}
+	}
+	return ds, nil
 }

@@ -20,7 +20,9 @@ func TestApplyProcess(t *testing.T) {
 		ApparmorProfile: "docker-default",
 		OOMScoreAdj:     intp(-500),
 	}
-	out, ds, err := ApplyProcess(testContext(), in)
+	ctx := testContext()
+	ctx.Bundle = ""
+	out, ds, err := ApplyProcess(ctx, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,10 @@ func TestClampResources(t *testing.T) {
 		Pids:   &rspec.LinuxPids{Limit: i64(100000)},
 		CPU:    &rspec.LinuxCPU{Quota: i64(-1)},
 	}
-	ds := ClampResources(p, r)
+	ds, err := ClampResources(p, r)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if *r.Memory.Limit != 256*mib || *r.Memory.Swap != 256*mib || *r.Pids.Limit != 64 ||
 		*r.CPU.Quota != 100000 || *r.CPU.Period != 100000 {
 		t.Fatalf("clamped to %d/%d pids %d cpu %d/%d", *r.Memory.Limit, *r.Memory.Swap, *r.Pids.Limit, *r.CPU.Quota, *r.CPU.Period)
@@ -88,7 +93,9 @@ func TestClampResources(t *testing.T) {
 
 	t.Run("absent stays absent", func(t *testing.T) {
 		r := &rspec.LinuxResources{Pids: &rspec.LinuxPids{Limit: i64(10)}}
-		ClampResources(p, r)
+		if _, err := ClampResources(p, r); err != nil {
+			t.Fatal(err)
+		}
 		if r.Memory != nil || r.CPU != nil || *r.Pids.Limit != 10 {
 			t.Fatalf("update grew: %+v", r)
 		}

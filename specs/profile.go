@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	units "github.com/docker/go-units"
@@ -37,20 +38,45 @@ type Profile struct {
 	// Trusted profiles may use workspace mode "direct".
 	Trusted bool `toml:"trusted" json:"trusted"`
 
-	UID            uint32  `toml:"uid" json:"uid"`
-	GID            uint32  `toml:"gid" json:"gid"`
-	ReadonlyRootfs bool    `toml:"readonly_rootfs" json:"readonly_rootfs"`
-	TmpSize        string  `toml:"tmp_size" json:"tmp_size"`
-	Network        string  `toml:"network" json:"network"`
-	PidsLimit      int64   `toml:"pids_limit" json:"pids_limit"`
-	Memory         string  `toml:"memory" json:"memory"`
-	CPUs           float64 `toml:"cpus" json:"cpus"`
+	UID            uint32 `toml:"uid" json:"uid"`
+	GID            uint32 `toml:"gid" json:"gid"`
+	ReadonlyRootfs bool   `toml:"readonly_rootfs" json:"readonly_rootfs"`
+	TmpSize        string `toml:"tmp_size" json:"tmp_size"`
+	// TmpfsTotal bounds the sizes of all tmpfs mounts together (/tmp,
+	// /dev, /dev/shm, /run, ...): their pages are memory.
+	TmpfsTotal string  `toml:"tmpfs_total" json:"tmpfs_total"`
+	Network    string  `toml:"network" json:"network"`
+	PidsLimit  int64   `toml:"pids_limit" json:"pids_limit"`
+	Memory     string  `toml:"memory" json:"memory"`
+	CPUs       float64 `toml:"cpus" json:"cpus"`
 	// Seccomp is empty for the built-in default profile, or the path of a
 	// profile in the moby JSON format.
 	Seccomp       string `toml:"seccomp" json:"seccomp,omitempty"`
 	DropSecretEnv bool   `toml:"drop_secret_env" json:"drop_secret_env"`
 	// MaxLifetime is a Go duration; "0" or empty means none.
 	MaxLifetime string `toml:"max_lifetime" json:"max_lifetime"`
+
+	// AllowedUIDs and AllowedGIDs are ids ("N" or "N-M") the job may run
+	// as besides UID and GID; any other id is replaced (uid, gid) or
+	// dropped (supplementary groups). An id can own host files the job
+	// can reach: a socket, a bound directory.
+	AllowedUIDs []string `toml:"allowed_uids" json:"allowed_uids,omitempty"`
+	AllowedGIDs []string `toml:"allowed_gids" json:"allowed_gids,omitempty"`
+	// BindRoots are the host directories below which a bind source may
+	// lie; the engines' own per-container files are matched apart.
+	BindRoots []string `toml:"bind_roots" json:"bind_roots,omitempty"`
+	// HooksAllowed are the hook executables (absolute paths) that may run
+	// on the host as root for a container.
+	HooksAllowed []string `toml:"hooks_allowed" json:"hooks_allowed,omitempty"`
+	// AnnotationsAllowed are further annotation keys that may reach the
+	// backend ("key", or "prefix*").
+	AnnotationsAllowed []string `toml:"annotations_allowed" json:"annotations_allowed,omitempty"`
+	// AppArmorProfiles are the AppArmor profiles a container may name.
+	AppArmorProfiles []string `toml:"apparmor_profiles" json:"apparmor_profiles,omitempty"`
+	// CompatSyscalls keeps the 32-bit and x32 system call ABIs in the
+	// seccomp filter; without it they are refused whole, so no argument
+	// filter can be bypassed through socketcall or ipc.
+	CompatSyscalls bool `toml:"compat_syscalls" json:"compat_syscalls"`
 
 	Workspaces    []string `toml:"workspaces" json:"workspaces,omitempty"`
 	WorkspaceMode string   `toml:"workspace_mode" json:"workspace_mode,omitempty"`
@@ -68,15 +94,19 @@ func DefaultProfile() Profile {
 		GID:            65534,
 		ReadonlyRootfs: true,
 		TmpSize:        "16m",
+		TmpfsTotal:     "256m",
 		Network:        NetworkNone,
 		PidsLimit:      64,
 		Memory:         "256m",
 		CPUs:           1,
 		DropSecretEnv:  true,
 		MaxLifetime:    "0",
-		Workspaces:     []string{"/workspace"},
-		WorkspaceMode:  "overlay",
-		WorkspaceSize:  "128m",
+		BindRoots: []string{"/home", "/srv", "/opt", "/mnt", "/media", "/tmp", "/var/tmp",
+			"/workspace", "/builds", "/data"},
+		AppArmorProfiles: []string{"docker-default", "cri-containerd.apparmor.d"},
+		Workspaces:       []string{"/workspace"},
+		WorkspaceMode:    "overlay",
+		WorkspaceSize:    "128m",
 	}
 }
 
@@ -88,6 +118,11 @@ func (p *Profile) MemoryBytes() (int64, error) {
 // TmpBytes is the size of the /tmp tmpfs in bytes.
 func (p *Profile) TmpBytes() (int64, error) {
 	return parseSize("tmp_size", p.TmpSize)
+}
+
+// TmpfsTotalBytes is the ceiling of all tmpfs sizes together, 0 for none.
+func (p *Profile) TmpfsTotalBytes() (int64, error) {
+	return parseSize("tmpfs_total", p.TmpfsTotal)
 }
 
 // CPUQuota returns the CFS quota and period for the profile's cpus, or
@@ -136,8 +171,23 @@ func (p *Profile) Validate() error {
 	if _, err := p.TmpBytes(); err != nil {
 		return fmt.Errorf("profile %s: %w", p.Name, err)
 	}
+	if _, err := p.TmpfsTotalBytes(); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
+	}
 	if _, err := p.Lifetime(); err != nil {
 		return err
+	}
+	for _, ids := range [][]string{p.AllowedUIDs, p.AllowedGIDs} {
+		if _, err := parseIDRanges(ids); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+	}
+	for _, list := range [][]string{p.BindRoots, p.HooksAllowed} {
+		for _, d := range list {
+			if !filepath.IsAbs(d) || filepath.Clean(d) == "/" {
+				return fmt.Errorf("profile %s: %q: want an absolute path other than /", p.Name, d)
+			}
+		}
 	}
 	switch p.WorkspaceMode {
 	case "", "overlay", "readonly", "direct":

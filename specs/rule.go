@@ -18,6 +18,18 @@ type Context struct {
 	// Original is the caller's config.json as given. When nil, rules that
 	// need the bytes read Bundle/config.json.
 	Original []byte
+	// ID is the container's id, to which the engine's own per-container
+	// files must belong. Empty where no container is made (check).
+	ID string
+	// JoinableSandbox reports whether a CRI sandbox id names a pod sandbox
+	// bulkhead created under this enforced profile and that still runs.
+	// Nil means none may be joined.
+	JoinableSandbox func(id string) bool
+	// CgroupOccupied reports whether a cgroupfs path or any group below it
+	// holds processes. Nil treats every existing path as unknown: refused.
+	CgroupOccupied func(path string) (bool, error)
+	// Host reads the host's filesystem; nil for the real one.
+	Host *Host
 }
 
 func (c *Context) joinable(kind rspec.LinuxNamespaceType, path string) bool {
@@ -34,24 +46,29 @@ type Rule struct {
 }
 
 // Rules is the order in which the controls are applied. unknown_fields
-// comes first: the typed spec the others see has lost those fields. The
-// order matters
+// comes first: the typed spec the others see has lost those fields; then
+// spec_fields, which refuses every value no rule may accept. The order
+// matters
 // only where one control reads what another wrote: seccomp is computed
 // after the capabilities are dropped, host_mounts sees the /tmp tmpfs and
 // not the caller's /tmp bind, sysctl sees the final network namespace.
 var Rules = []Rule{
 	{"unknown_fields", ruleUnknownFields},
+	{"spec_fields", ruleSpecFields},
+	{"root", ruleRoot},
 	{"capabilities", ruleCapabilities},
 	{"no_new_privileges", ruleNoNewPrivileges},
 	{"user", ruleUser},
 	{"readonly_rootfs", ruleReadonlyRootfs},
 	{"tmp", ruleTmp},
+	{"mounts", ruleMounts},
 	{"host_mounts", ruleHostMounts},
 	{"workspace", ruleWorkspace},
 	{"masked_paths", ruleMaskedPaths},
 	{"devices", ruleDevices},
 	{"network", ruleNetwork},
 	{"namespaces", ruleNamespaces},
+	{"cgroups_path", ruleCgroupsPath},
 	{"seccomp", ruleSeccomp},
 	{"pids", rulePids},
 	{"memory", ruleMemory},
@@ -60,7 +77,10 @@ var Rules = []Rule{
 	{"cwd", ruleCwd},
 	{"sysctl", ruleSysctl},
 	{"hooks", ruleHooks},
+	{"annotations", ruleAnnotations},
 	{"rlimits", ruleRlimits},
+	{"scheduling", ruleScheduling},
+	{"security_labels", ruleSecurityLabels},
 	{"oom_score_adj", ruleOOMScoreAdj},
 }
 

@@ -45,8 +45,8 @@ func dropSecretEnv(prof *Profile, p *rspec.Process) []Decision {
 }
 
 var (
-	secretNameParts    = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL"}
-	secretNameSuffixes = []string{"_KEY", "_AUTH"}
+	secretNameParts    = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL", "JWT"}
+	secretNameSuffixes = []string{"_KEY", "_AUTH", "_PASS", "_PWD", "_DSN"}
 	secretNamePrefixes = []string{"AWS_", "VAULT_"}
 	secretNames        = []string{"SSH_AUTH_SOCK", "DOCKER_AUTH_CONFIG", "KUBECONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_SECRET", "NPM_TOKEN"}
 	// AWS_REGION says where, not who.
@@ -84,8 +84,11 @@ func secretName(name string) bool {
 var secretValueRE = regexp.MustCompile(`(?:^|[^A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?:$|[^A-Z0-9])` +
 	`|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}` +
 	`|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}` +
+	`|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|npm_[A-Za-z0-9]{30,}|AIza[0-9A-Za-z_-]{30,}` +
+	`|hf_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}|glc_[A-Za-z0-9+/=_-]{30,}` +
+	`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+` +
 	`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
-	`|[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@`)
+	`|[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`)
 
 func secretValue(v string) bool {
 	return secretValueRE.MatchString(v)

@@ -2,16 +2,21 @@ package specs
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// ruleHooks removes dockerd's libnetwork-setkey hook when the profile
-// wants no network: it configures the container's network namespace from
-// the host, giving it eth0 and a route even in a fresh namespace. Other
-// hooks are the engine's or the administrator's (the workload cannot set
-// them) and run on the host; they are kept and recorded.
+// ruleHooks lets a hook run only when the operator allowed its
+// executable (hooks_allowed, empty by default): hooks run on the host as
+// root, with the container's state on stdin, so a caller's hook is a
+// command on the host. Docker's libnetwork-setkey hook is removed when the
+// profile wants no network (it would give the container eth0 and a route
+// even in a fresh namespace), and kept when the profile keeps the caller's
+// network and the hook really is dockerd (/proc/<pid>/exe of a dockerd).
 func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 	if s.Hooks == nil {
 		return nil
@@ -29,18 +34,47 @@ func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 		var kept []rspec.Hook
 		for i, hk := range *kind.hooks {
 			field := fmt.Sprintf("hooks.%s[%d]", kind.name, i)
-			if c.Profile.Network == NetworkNone && mentions(hk, "libnetwork-setkey") {
+			setkey := len(hk.Args) > 0 && hk.Args[0] == "libnetwork-setkey"
+			switch {
+			case setkey && c.Profile.Network == NetworkNone:
 				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Removed, Before: hk.Path + " libnetwork-setkey",
 					Layer: LayerNetns, Why: "dockerd's hook would configure the sandbox's network namespace (eth0, routes)"})
 				continue
+			case setkey && kind.name == "prestart" && isDockerd(hk.Path):
+				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Kept, Before: hk.Path, After: hk.Path,
+					Layer: LayerNone, Why: "dockerd's own network hook, for a profile that keeps the caller's network"})
+			case filepath.IsAbs(hk.Path) && hasOpt(c.Profile.HooksAllowed, filepath.Clean(hk.Path)):
+				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Kept, Before: hk.Path, After: hk.Path,
+					Layer: LayerNone, Why: "on the profile's hooks_allowed"})
+			default:
+				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Refused, Before: hk.Path, Layer: LayerNone,
+					Why: "a hook runs on the host as root; remove it, or an administrator adds its executable to hooks_allowed"})
+				continue
 			}
 			kept = append(kept, hk)
-			ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Kept, Before: hk.Path, After: hk.Path,
-				Layer: LayerNone, Why: "an engine's hook, run on the host; not policed"})
 		}
 		*kind.hooks = kept
 	}
 	return ds
+}
+
+// isDockerd tells whether path is /proc/<pid>/exe of a running dockerd,
+// the form dockerd gives its own hook.
+func isDockerd(path string) bool {
+	if _, _, ok := parseProcExe(path); !ok {
+		return false
+	}
+	exe, err := os.Readlink(path)
+	return err == nil && filepath.Base(exe) == "dockerd"
+}
+
+func parseProcExe(path string) (pid int, rest string, ok bool) {
+	parts := strings.Split(filepath.Clean(path), "/")
+	if len(parts) != 4 || parts[1] != "proc" || parts[3] != "exe" {
+		return 0, "", false
+	}
+	n, err := strconv.Atoi(parts[2])
+	return n, parts[3], err == nil && n > 1
 }
 
 func mentions(h rspec.Hook, word string) bool {

@@ -19,19 +19,31 @@ func TestRuleHooks(t *testing.T) {
 		}
 	}
 	runRule(t, ruleHooks, []ruleCase{
-		{name: "docker setkey removed", spec: docker, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+		{name: "docker setkey removed, others refused", spec: docker, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 			wantDecision(t, ds, "hooks.prestart[0]", Removed)
+			wantDecision(t, ds, "hooks.prestart[1]", Refused)
+			wantDecision(t, ds, "hooks.createRuntime[0]", Refused)
+		}},
+		{name: "operator's hook allowed", spec: docker, ctx: func(c *Context) {
+			c.Profile.HooksAllowed = []string{"/usr/bin/nvidia-container-runtime-hook", "/usr/bin/libnetwork-setkey"}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 			wantDecision(t, ds, "hooks.prestart[1]", Kept)
-			wantDecision(t, ds, "hooks.createRuntime[0]", Removed)
-			if len(s.Hooks.Prestart) != 1 || len(s.Hooks.CreateRuntime) != 0 {
+			wantDecision(t, ds, "hooks.createRuntime[0]", Kept)
+			if len(s.Hooks.Prestart) != 1 || len(s.Hooks.CreateRuntime) != 1 {
 				t.Fatalf("hooks %+v", s.Hooks)
 			}
 		}},
-		{name: "caller network keeps it", spec: docker, ctx: func(c *Context) { c.Profile.Network = NetworkCaller },
-			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
-				if len(s.Hooks.Prestart) != 2 {
-					t.Fatal("setkey removed although the network is the caller's")
-				}
-			}},
+		{name: "caller network: setkey of a process that is not dockerd refused", spec: docker,
+			ctx: func(c *Context) { c.Profile.Network = NetworkCaller },
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "hooks.prestart[0]", Refused) }},
+		{name: "every kind of hook refused", spec: func(s *rspec.Spec) {
+			h := rspec.Hook{Path: "/bin/sh", Args: []string{"sh", "-c", "id > /tmp/pwned"}}
+			s.Hooks = &rspec.Hooks{Prestart: []rspec.Hook{h}, CreateRuntime: []rspec.Hook{h}, CreateContainer: []rspec.Hook{h},
+				StartContainer: []rspec.Hook{h}, Poststart: []rspec.Hook{h}, Poststop: []rspec.Hook{h}}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			for _, f := range []string{"prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"} {
+				wantDecision(t, ds, "hooks."+f+"[0]", Refused)
+			}
+		}},
 	})
 }

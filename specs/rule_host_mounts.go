@@ -21,24 +21,29 @@ func isBind(m rspec.Mount) bool {
 	return m.Type == "bind" || hasOpt(m.Options, "bind") || hasOpt(m.Options, "rbind")
 }
 
+// ruleHostMounts decides each bind's source: it must lie below one of
+// the profile's bind_roots or be a file the engine made for this very
+// container, must not be refused by the denylist below (which only adds
+// reasons on top of the allowlist), and must hold no socket. Every bind is
+// then read-only, nosuid and nodev. Types and options are the mounts
+// rule's.
 func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 	var ds []Decision
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
-		field := "mounts[" + m.Destination + "]"
 		if !isBind(*m) {
-			if !hasOpt(virtualFS, m.Type) {
-				ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,
-					Before: m.Type + " " + m.Source, Layer: LayerNone,
-					Why: "filesystem type " + m.Type + " may mount a host device or export; bind a host directory instead"})
-			}
 			continue
 		}
+		field := "mounts[" + m.Destination + "]"
 		src := m.Source
 		if !filepath.IsAbs(src) {
 			src = cleanAbs(filepath.Join(c.Bundle, src)) // runc resolves relative sources in the bundle
 		}
-		if why := hostPathRefusal(src); why != "" {
+		why := hostPathRefusal(src)
+		if why == "" {
+			why = bindSourceRefusal(c, s.Annotations, src)
+		}
+		if why != "" {
 			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,
 				Before: m.Source, Layer: LayerNone, Why: why + "; remove this mount or bind a directory that holds only what the job needs"})
 			continue
@@ -139,13 +144,16 @@ var stateDirs = []string{
 
 // engineOwnFiles are what engines bind into their own containers: hosts,
 // resolv.conf, hostname, /dev/shm, volumes and service-account tokens.
+// The group named owner is whose they are: a file of another container,
+// sandbox or pod is refused (see engineOwnFile).
 var engineOwnFiles = []*regexp.Regexp{
-	regexp.MustCompile(`^/var/lib/docker/containers/[0-9a-f]+/(hosts|hostname|resolv\.conf|mounts/.+)$`),
+	regexp.MustCompile(`^/var/lib/docker/containers/(?P<container>[0-9a-f]+)/(hosts|hostname|resolv\.conf|mounts/.+)$`),
 	regexp.MustCompile(`^/var/lib/docker/volumes/[^/]+/_data(/.*)?$`),
-	regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/(sandboxes|containers)/[0-9a-f]+/.+$`),
-	regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/[0-9a-f]+/userdata/.+$`),
+	regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/sandboxes/(?P<sandbox>[0-9a-f]+)/.+$`),
+	regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/containers/(?P<container>[0-9a-f]+)/.+$`),
+	regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/(?P<container>[0-9a-f]+)/userdata/.+$`),
 	regexp.MustCompile(`^/var/lib/containers/storage/volumes/[^/]+/_data(/.*)?$`),
-	regexp.MustCompile(`^/var/lib/kubelet/pods/[^/]+/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`),
+	regexp.MustCompile(`^/var/lib/kubelet/pods/(?P<pod>[^/]+)/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`),
 }
 
 var engineSocket = regexp.MustCompile(`^(docker|containerd|crio|podman|buildkitd|cri-dockerd|dockershim|kubelet)\.sock(\.ttrpc)?$`)
@@ -195,11 +203,50 @@ func lexicalRefusal(p string) string {
 	return ""
 }
 
+// engineOwnFile tells whether p is a file an engine made for a container,
+// without asking whose (the lexical denylist's view).
 func engineOwnFile(p string) bool {
 	for _, re := range engineOwnFiles {
 		if re.MatchString(p) {
 			return true
 		}
+	}
+	return false
+}
+
+// engineFileOwner returns whose per-container file p is ("" for a volume,
+// which is shared by name) and whether it is one at all.
+func engineFileOwner(p string) (kind, id string, ok bool) {
+	for _, re := range engineOwnFiles {
+		m := re.FindStringSubmatch(p)
+		if m == nil {
+			continue
+		}
+		for i, name := range re.SubexpNames() {
+			if name != "" {
+				return name, m[i], true
+			}
+		}
+		return "", "", true
+	}
+	return "", "", false
+}
+
+// ownedByThisContainer: the engine's file belongs to this container, its
+// pod sandbox (by the CRI annotations) or its pod (by the pod uid).
+func ownedByThisContainer(c *Context, s map[string]string, kind, id string) bool {
+	switch kind {
+	case "":
+		return true
+	case "container":
+		return c.ID != "" && id == c.ID
+	case "sandbox":
+		if s[AnnotationCRIContainerType] == "sandbox" {
+			return c.ID != "" && id == c.ID
+		}
+		return id == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(id)
+	case "pod":
+		return id != "" && id == s["io.kubernetes.cri.sandbox-uid"]
 	}
 	return false
 }

@@ -15,6 +15,12 @@ func ruleNamespaces(c *Context, s *rspec.Spec) []Decision {
 		if ns.Type == rspec.NetworkNamespace {
 			continue
 		}
+		if !hasNamespaceType(requiredNamespaces, ns.Type) {
+			ds = append(ds, Decision{Rule: "namespaces", Field: "linux.namespaces[" + string(ns.Type) + "]", Action: Refused,
+				Before: nsString(ns), Layer: LayerNone,
+				Why: "only pid, network, mount, ipc, uts and cgroup namespaces are part of the profile; a user namespace gives the job every capability over what it owns there; remove it"})
+			continue
+		}
 		d := Decision{Rule: "namespaces", Field: "linux.namespaces[" + string(ns.Type) + "]", Action: Kept,
 			Before: nsString(ns), After: nsString(ns), Layer: LayerNamespaces}
 		switch {
@@ -45,4 +51,13 @@ func nsString(ns rspec.LinuxNamespace) string {
 		return "new namespace"
 	}
 	return ns.Path
+}
+
+func hasNamespaceType(types []rspec.LinuxNamespaceType, t rspec.LinuxNamespaceType) bool {
+	for _, x := range types {
+		if x == t {
+			return true
+		}
+	}
+	return false
 }

@@ -31,11 +31,11 @@ func TestRuleNamespaces(t *testing.T) {
 		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 			wantDecision(t, ds, "linux.namespaces[ipc]", Kept)
 		}},
-		{name: "user and time kept", spec: func(s *rspec.Spec) {
+		{name: "user and time refused", spec: func(s *rspec.Spec) {
 			s.Linux.Namespaces = []rspec.LinuxNamespace{{Type: rspec.UserNamespace}, {Type: rspec.TimeNamespace}}
 		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
-			wantDecision(t, ds, "linux.namespaces[user]", Kept)
-			wantDecision(t, ds, "linux.namespaces[time]", Kept)
+			wantDecision(t, ds, "linux.namespaces[user]", Refused)
+			wantDecision(t, ds, "linux.namespaces[time]", Refused)
 		}},
 	})
 }

@@ -10,13 +10,29 @@ import (
 // for more descriptors than an ordinary process may ever hold.
 const maxNofile = 1048576
 
+// unlimited is RLIM_INFINITY.
+const unlimited = ^uint64(0)
+
+// rlimitCeilings is the allowlist of rlimits with the highest value each
+// may have. Limits that only restrict the job itself may be anything; the
+// others are capped where a high value reaches past the sandbox: core
+// dumps are written where the host's core_pattern points, realtime
+// priority and time run ahead of the host, a nice limit above 20 allows a
+// negative nice.
+var rlimitCeilings = map[string]uint64{
+	"RLIMIT_AS": unlimited, "RLIMIT_CPU": unlimited, "RLIMIT_DATA": unlimited, "RLIMIT_FSIZE": unlimited,
+	"RLIMIT_LOCKS": unlimited, "RLIMIT_MEMLOCK": unlimited, "RLIMIT_MSGQUEUE": 819200, "RLIMIT_NICE": 20,
+	"RLIMIT_NOFILE": maxNofile, "RLIMIT_NPROC": unlimited, "RLIMIT_RSS": unlimited, "RLIMIT_SIGPENDING": unlimited,
+	"RLIMIT_STACK": unlimited, "RLIMIT_CORE": 0, "RLIMIT_RTPRIO": 0, "RLIMIT_RTTIME": 0,
+}
+
 func ruleRlimits(c *Context, s *rspec.Spec) []Decision {
 	return clampRlimits(ensureProcess(s))
 }
 
-// clampRlimits forbids core dumps, which would write the sandbox's memory
-// (and any secret in it) to wherever the host's core_pattern points, and
-// caps RLIMIT_NOFILE. Other limits are the caller's and only restrict it.
+// clampRlimits keeps only allowlisted rlimits, each at or below its
+// ceiling, and forbids core dumps, which would write the sandbox's memory
+// (and any secret in it) to wherever the host's core_pattern points.
 func clampRlimits(p *rspec.Process) []Decision {
 	var ds []Decision
 	core := false
@@ -24,31 +40,43 @@ func clampRlimits(p *rspec.Process) []Decision {
 		r := &p.Rlimits[i]
 		field := "process.rlimits[" + r.Type + "]"
 		before := fmt.Sprintf("soft=%d hard=%d", r.Soft, r.Hard)
-		switch r.Type {
-		case "RLIMIT_CORE":
+		ceiling, ok := rlimitCeilings[r.Type]
+		if !ok {
+			ds = append(ds, Decision{Rule: "rlimits", Field: field, Action: Refused, Before: before, Layer: LayerNone,
+				Why: "rlimit " + r.Type + " is not on the allowlist; remove it"})
+			continue
+		}
+		if r.Type == "RLIMIT_CORE" {
 			core = true
-			d := Decision{Rule: "rlimits", Field: field, Action: Kept, Before: before,
-				After: "soft=0 hard=0", Layer: LayerRlimit, Why: "no core dumps of sandbox memory on the host"}
-			if r.Soft != 0 || r.Hard != 0 {
-				d.Action = Tightened
-				r.Soft, r.Hard = 0, 0
-			}
+		}
+		d := Decision{Rule: "rlimits", Field: field, Action: Kept, Before: before, After: before, Layer: LayerRlimit,
+			Why: rlimitWhy(r.Type)}
+		if r.Soft > ceiling || r.Hard > ceiling {
+			r.Soft, r.Hard = min(r.Soft, ceiling), min(r.Hard, ceiling)
+			d.Action, d.After = Tightened, fmt.Sprintf("soft=%d hard=%d", r.Soft, r.Hard)
+		}
+		if d.Action != Kept || ceiling != unlimited {
 			ds = append(ds, d)
-		case "RLIMIT_NOFILE":
-			if r.Soft <= maxNofile && r.Hard <= maxNofile {
-				continue
-			}
-			r.Soft, r.Hard = min(r.Soft, maxNofile), min(r.Hard, maxNofile)
-			ds = append(ds, Decision{Rule: "rlimits", Field: field, Action: Tightened, Before: before,
-				After: fmt.Sprintf("soft=%d hard=%d", r.Soft, r.Hard), Layer: LayerRlimit,
-				Why: "open files capped at the kernel's default nr_open"})
 		}
 	}
 	if !core {
 		p.Rlimits = append(p.Rlimits, rspec.POSIXRlimit{Type: "RLIMIT_CORE"})
 		ds = append(ds, Decision{Rule: "rlimits", Field: "process.rlimits[RLIMIT_CORE]", Action: Added,
-			Before: "unset", After: "soft=0 hard=0", Layer: LayerRlimit,
-			Why: "no core dumps of sandbox memory on the host"})
+			Before: "unset", After: "soft=0 hard=0", Layer: LayerRlimit, Why: rlimitWhy("RLIMIT_CORE")})
 	}
 	return ds
+}
+
+func rlimitWhy(t string) string {
+	switch t {
+	case "RLIMIT_CORE":
+		return "no core dumps of sandbox memory on the host"
+	case "RLIMIT_RTPRIO", "RLIMIT_RTTIME":
+		return "no realtime scheduling, which runs ahead of every host process"
+	case "RLIMIT_NICE":
+		return "no nice below 0"
+	case "RLIMIT_NOFILE":
+		return "open files capped at the kernel's default nr_open"
+	}
+	return "capped at its ceiling"
 }

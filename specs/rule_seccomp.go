@@ -32,7 +32,34 @@ func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 		return []Decision{{Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone, Why: why}}
 	}
 	l.Seccomp = prof
-	return []Decision{{Rule: rule, Field: field, Action: Tightened, Before: before,
+	var ds []Decision
+	if !c.Profile.CompatSyscalls {
+		ds = append(ds, nativeABIsOnly(prof))
+	}
+	return append(ds, Decision{Rule: rule, Field: field, Action: Tightened, Before: before,
 		After: fmt.Sprintf("%s (default %s, %d rules)", name, prof.DefaultAction, len(prof.Syscalls)),
-		Layer: LayerSeccomp, Why: "the caller's filter, or none, is replaced by the policy's default-deny filter"}}
+		Layer: LayerSeccomp, Why: "the caller's filter, or none, is replaced by the policy's default-deny filter"})
+}
+
+// nativeABIs are the 64-bit system call ABIs of the hosts bulkhead runs
+// on. A filter lists every ABI it judges; a call made through any other
+// (int 0x80 on x86_64, x32, arm32 on arm64) gets the filter's bad-arch
+// action and is killed, so socketcall and ipc, whose arguments sit in
+// memory the filter cannot read, cannot carry a refused socket family.
+var nativeABIs = []rspec.Arch{rspec.ArchX86_64, rspec.ArchAARCH64}
+
+func nativeABIsOnly(p *rspec.LinuxSeccomp) Decision {
+	before := fmt.Sprint(p.Architectures)
+	var keep []rspec.Arch
+	for _, a := range p.Architectures {
+		for _, n := range nativeABIs {
+			if a == n {
+				keep = append(keep, a)
+			}
+		}
+	}
+	p.Architectures = keep
+	return Decision{Rule: "seccomp", Field: "linux.seccomp.architectures", Action: Tightened, Before: before,
+		After: fmt.Sprint(keep), Layer: LayerSeccomp,
+		Why: "32-bit and x32 system calls are killed: their socketcall and ipc hide arguments from the filter (set compat_syscalls to keep them)"}
 }

@@ -1,0 +1,22 @@
+package runtime
+
+import (
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// specContext is what the rules know besides the spec, the same for
+// create and check: the profile, the bundle, the container's id ("" for
+// check, where the engine's per-container files then match no
+// container), and the host facts they ask for.
+func specContext(p *specs.Profile, bundle string, reg *Registry, original []byte, id string) *specs.Context {
+	return &specs.Context{
+		Profile:           p,
+		Bundle:            bundle,
+		Original:          original,
+		ID:                id,
+		JoinableNamespace: reg.joinableFor(p),
+		JoinableSandbox:   reg.sandboxFor(p),
+		CgroupOccupied:    cgroups.Occupied,
+	}
+}

@@ -1,0 +1,41 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Host is what the rules read from the host's filesystem. Nil fields, and
+// a nil *Host in Context, read the real host; tests give fixtures.
+type Host struct {
+	// Resolve follows a path's symlinks on the host.
+	Resolve func(path string) (string, error)
+	// FindSocket returns the first socket at or below path, or "".
+	FindSocket func(path string) (string, error)
+	// DockerMountID returns the overlay2 layer dockerd recorded for a
+	// container under its data root.
+	DockerMountID func(dataRoot, id string) (string, error)
+}
+
+func (c *Context) resolve(p string) (string, error) {
+	if c.Host != nil && c.Host.Resolve != nil {
+		return c.Host.Resolve(p)
+	}
+	return resolveHost(p)
+}
+
+func (c *Context) findSocket(p string) (string, error) {
+	if c.Host != nil && c.Host.FindSocket != nil {
+		return c.Host.FindSocket(p)
+	}
+	return findSocket(p)
+}
+
+func (c *Context) dockerMountID(dataRoot, id string) (string, error) {
+	if c.Host != nil && c.Host.DockerMountID != nil {
+		return c.Host.DockerMountID(dataRoot, id)
+	}
+	data, err := os.ReadFile(filepath.Join(dataRoot, "image", "overlay2", "layerdb", "mounts", id, "mount-id"))
+	return strings.TrimSpace(string(data)), err
+}

@@ -1,0 +1,46 @@
+package specs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// idRange is an inclusive range of uids or gids.
+type idRange struct{ lo, hi uint32 }
+
+// parseIDRanges reads "N" and "N-M" entries. Root (0) is never allowed
+// this way: the user rule replaces it, whatever the ranges say.
+func parseIDRanges(entries []string) ([]idRange, error) {
+	var out []idRange
+	for _, e := range entries {
+		lo, hi, isRange := strings.Cut(e, "-")
+		if !isRange {
+			hi = lo
+		}
+		l, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 32)
+		h, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 32)
+		if err1 != nil || err2 != nil || l > h || l == 0 {
+			return nil, fmt.Errorf("id range %q: want N or N-M with 0 < N <= M", e)
+		}
+		out = append(out, idRange{uint32(l), uint32(h)})
+	}
+	return out, nil
+}
+
+// allowedID tells whether id is the profile's own or in its ranges.
+func allowedID(own uint32, ranges []string, id uint32) bool {
+	if id == own {
+		return true
+	}
+	rs, err := parseIDRanges(ranges)
+	if err != nil {
+		return false
+	}
+	for _, r := range rs {
+		if id >= r.lo && id <= r.hi {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,70 @@
+package specs
+
+import (
+	"path"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// AnnotationCgroupsPath records a cgroups path bulkhead chose itself. The
+// rewritten config.json stays in the bundle, so a later create from the
+// same bundle must recognise the path as bulkhead's and choose anew
+// rather than share the earlier container's cgroup.
+const AnnotationCgroupsPath = "bulkhead.dev/cgroups-path"
+
+// systemdUnitSuffixes name cgroups that systemd manages for services,
+// sessions and slices; a container is never put in one by cgroupfs path.
+var systemdUnitSuffixes = []string{".slice", ".service", ".scope", ".socket", ".mount", ".swap"}
+
+// ruleCgroupsPath keeps the container's cgroup its own. An existing
+// cgroup with processes in it (a host service, another container, the
+// engine) would get the container's limits, and `kill --all` of the
+// container would kill its processes. An empty path is filled in by
+// bulkhead with a fresh one (runtime.chooseCgroupsPath).
+func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
+	const field = "linux.cgroupsPath"
+	p := ensureLinux(s).CgroupsPath
+	if p == "" {
+		return nil
+	}
+	if s.Annotations[AnnotationCgroupsPath] == p {
+		return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: "a fresh path",
+			Layer: LayerNone, Why: "a path bulkhead chose for an earlier container of this bundle; bulkhead chooses a fresh one"}}
+	}
+	refuse := func(why string) []Decision {
+		return []Decision{{Rule: "cgroups_path", Field: field, Action: Refused, Before: p, Layer: LayerNone,
+			Why: why + "; leave cgroupsPath empty or name a new cgroup for this container"}}
+	}
+	if strings.Contains(p, ":") {
+		parts := strings.Split(p, ":")
+		if len(parts) != 3 || !strings.HasSuffix(parts[0], ".slice") || parts[0] == "-.slice" ||
+			parts[1] == "" || parts[2] == "" || strings.ContainsAny(parts[1]+parts[2], "/") {
+			return refuse("a systemd cgroupsPath is slice:prefix:name with a slice other than the root")
+		}
+		return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p,
+			Layer: LayerNone, Why: "a new systemd scope <prefix>-<name>.scope, which systemd refuses to reuse"}}
+	}
+	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" {
+		return refuse("a cgroupfs cgroupsPath must be a clean absolute path below the root")
+	}
+	for _, part := range strings.Split(p[1:], "/") {
+		for _, suf := range systemdUnitSuffixes {
+			if strings.HasSuffix(part, suf) || part == "init.scope" {
+				return refuse(part + " is a systemd unit's cgroup")
+			}
+		}
+	}
+	if c.CgroupOccupied == nil {
+		return refuse("whether this cgroup holds processes cannot be checked here")
+	}
+	busy, err := c.CgroupOccupied(p)
+	switch {
+	case err != nil:
+		return refuse("whether this cgroup holds processes cannot be read (" + err.Error() + ")")
+	case busy:
+		return refuse("this cgroup, or one below it, holds processes that are not this container's")
+	}
+	return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p, Layer: LayerNone,
+		Why: "a cgroup with no processes in it: only this container's"}}
+}

@@ -1,0 +1,225 @@
+package specs
+
+import (
+	"fmt"
+	"strings"
+
+	units "github.com/docker/go-units"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// mountTypes are the filesystems a container may mount, with where each
+// may go ("" for anywhere): the kernel builds them for the container's
+// own namespaces, so none exposes a host file. proc and sysfs elsewhere
+// would be second, unmasked copies.
+var mountTypes = map[string]string{
+	"bind": "", "tmpfs": "", "mqueue": "", "devpts": "",
+	"proc": "/proc", "sysfs": "/sys", "cgroup": "/sys/fs/cgroup", "cgroup2": "/sys/fs/cgroup",
+}
+
+// commonOptions only narrow a mount or choose how atime is kept.
+var commonOptions = []string{
+	"ro", "nosuid", "nodev", "noexec", "rro", "rnosuid", "rnodev", "rnoexec", "nosymfollow",
+	"relatime", "norelatime", "strictatime", "nostrictatime", "noatime", "atime", "nodiratime", "diratime",
+	"private", "rprivate", "slave", "rslave", "sync", "async", "dirsync",
+}
+
+// typeOptions are the options each type adds to commonOptions; a name
+// ending in "=" takes a value.
+var typeOptions = map[string][]string{
+	"bind":    {"bind", "rbind", "rw"},
+	"tmpfs":   {"rw", "size=", "mode=", "uid=", "gid=", "nr_inodes="},
+	"devpts":  {"rw", "newinstance", "ptmxmode=", "mode=", "gid="},
+	"mqueue":  {"rw"},
+	"proc":    {"rw"},
+	"sysfs":   {"rw"}, // made ro by masked_paths
+	"cgroup":  {"rw"},
+	"cgroup2": {"rw"},
+}
+
+// execOptions would give a tmpfs back what the policy takes: runc applies
+// options in order, so they are removed rather than overridden.
+var execOptions = []string{"exec", "suid", "dev", "rexec", "rsuid", "rdev"}
+
+// defaultDevTmpfs is the /dev every engine lays out, and what a container
+// without one gets: otherwise the image's own /dev, with whatever device
+// nodes its tarball holds, would be the container's.
+var defaultDevTmpfs = rspec.Mount{Destination: "/dev", Type: "tmpfs", Source: "tmpfs",
+	Options: []string{"nosuid", "noexec", "strictatime", "mode=755", "size=65536k"}}
+
+// ruleMounts decides each mount's type, place and options from
+// allowlists; host_mounts then decides each bind's source. Every tmpfs is
+// noexec and nosuid (and nodev, except /dev, where runc creates the
+// allowed nodes) with a size, and the sizes add up to at most the
+// profile's tmpfs_total.
+func ruleMounts(c *Context, s *rspec.Spec) []Decision {
+	var ds []Decision
+	if p := s.Linux; p != nil {
+		switch p.RootfsPropagation {
+		case "", "private", "rprivate", "slave", "rslave":
+		default:
+			ds = append(ds, Decision{Rule: "mounts", Field: "linux.rootfsPropagation", Action: Refused,
+				Before: p.RootfsPropagation, Layer: LayerNone,
+				Why: "shared propagation lets mounts cross between the container and the host; use rprivate or rslave"})
+		}
+	}
+	dev := false
+	var total int64
+	for i := range s.Mounts {
+		m := &s.Mounts[i]
+		dst := cleanAbs(m.Destination)
+		field := "mounts[" + m.Destination + "]"
+		typ := m.Type
+		if isBind(*m) {
+			typ = "bind"
+		}
+		place, known := mountTypes[typ]
+		switch {
+		case !known:
+			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, "filesystem type "+m.Type+" is not on the allowlist (bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup); a block device, network or FUSE filesystem reaches past the sandbox"))
+			continue
+		case place != "" && dst != place:
+			ds = append(ds, refuseMount(field, m.Type, m.Type+" may be mounted only at "+place+": elsewhere it is a second copy without the masks"))
+			continue
+		case place == "" && dst != "/proc" && (under(dst, "/proc") || under(dst, "/sys")) && typ != "bind":
+			ds = append(ds, refuseMount(field, m.Type, "nothing is mounted inside /proc or /sys except their own filesystems"))
+			continue
+		case dst == "/dev" && typ != "tmpfs":
+			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, "/dev is a tmpfs in which runc lays out the allowed device nodes; remove this mount"))
+			continue
+		case typ == "bind" && (under(dst, "/proc") || under(dst, "/sys")):
+			ds = append(ds, refuseMount(field, m.Source, "a bind over "+dst+" would replace kernel files or the device directory bulkhead lays out"))
+			continue
+		}
+		if bad := unknownOptions(typ, m.Options); len(bad) > 0 {
+			ds = append(ds, refuseMount(field, fmtList(m.Options), "mount options "+fmtList(bad)+" are not on the allowlist for "+typ+"; remove them"))
+			continue
+		}
+		switch typ {
+		case "bind":
+			if hasOpt(m.Options, "rbind") {
+				before := fmtList(m.Options)
+				m.Options = append(withoutOpts(m.Options, "rbind"), "bind")
+				ds = append(ds, Decision{Rule: "mounts", Field: field, Action: Tightened, Before: before,
+					After: fmtList(m.Options), Layer: LayerMountFlags,
+					Why: "a recursive bind would carry the source's submounts with their own, writable flags; only the top mount is bound"})
+			}
+		case "tmpfs":
+			if dst == "/dev" {
+				dev = true
+			}
+			if dst == "/tmp" { // the tmp rule's, already sized
+				n, _ := c.Profile.TmpBytes()
+				total += n
+				continue
+			}
+			n, d := tmpfsFlags(c.Profile, m, field, dst)
+			ds = append(ds, d)
+			total += n
+		default:
+			if d, changed := kernelFSFlags(m, field, typ != "devpts"); changed {
+				ds = append(ds, d)
+			}
+		}
+	}
+	if !dev {
+		s.Mounts = append([]rspec.Mount{defaultDevTmpfs}, s.Mounts...)
+		total += 64 << 20
+		ds = append(ds, Decision{Rule: "mounts", Field: "mounts[/dev]", Action: Added, Before: "the image's /dev",
+			After: "tmpfs " + fmtList(defaultDevTmpfs.Options), Layer: LayerTmpfs,
+			Why: "the image's own /dev could hold any device node; runc lays out the allowed ones in a fresh tmpfs"})
+	}
+	if limit, err := c.Profile.TmpfsTotalBytes(); err == nil && limit > 0 && total > limit {
+		ds = append(ds, Decision{Rule: "mounts", Field: "mounts[tmpfs]", Action: Refused,
+			Before: units.BytesSize(float64(total)), Layer: LayerNone,
+			Why: fmt.Sprintf("the tmpfs mounts add up to more than the profile's tmpfs_total (%s); make them smaller", c.Profile.TmpfsTotal)})
+	}
+	return ds
+}
+
+func refuseMount(field, before, why string) Decision {
+	return Decision{Rule: "mounts", Field: field, Action: Refused, Before: before, Layer: LayerNone, Why: why}
+}
+
+func unknownOptions(typ string, opts []string) []string {
+	var bad []string
+	for _, o := range opts {
+		if typ == "tmpfs" && hasOpt(execOptions, o) {
+			continue // removed below: a tmpfs is always noexec,nosuid
+		}
+		if hasOpt(commonOptions, o) {
+			continue
+		}
+		name, _, valued := strings.Cut(o, "=")
+		if valued {
+			name += "="
+		}
+		if !hasOpt(typeOptions[typ], name) {
+			bad = append(bad, o)
+		}
+	}
+	return bad
+}
+
+// tmpfsFlags makes a tmpfs noexec,nosuid (and nodev but at /dev) with a
+// size, and returns that size. /tmp's own size is the tmp rule's.
+func tmpfsFlags(p *Profile, m *rspec.Mount, field, dst string) (int64, Decision) {
+	before := fmtList(m.Options)
+	opts := withoutOpts(m.Options, execOptions...)
+	opts = withoutOpts(opts, "noexec", "nosuid", "nodev")
+	opts = append(opts, "noexec", "nosuid")
+	if dst != "/dev" {
+		opts = append(opts, "nodev")
+	}
+	size := int64(-1)
+	for _, o := range opts {
+		if v, ok := strings.CutPrefix(o, "size="); ok {
+			if n, err := units.RAMInBytes(v); err == nil && n > 0 {
+				size = n
+			}
+		}
+	}
+	if size < 0 {
+		// No size, a percentage of RAM or a malformed one: the profile's
+		// /tmp size is the ceiling of a tmpfs nobody sized.
+		opts = withoutPrefix(opts, "size=")
+		opts = append(opts, "size="+p.TmpSize)
+		size, _ = p.TmpBytes()
+	}
+	m.Options = opts
+	d := Decision{Rule: "mounts", Field: field, Action: Kept, Before: before, After: fmtList(opts),
+		Layer: LayerTmpfs, Why: "a tmpfs is scratch space: noexec, nosuid, nodev and size-capped (ENOSPC)"}
+	if fmtList(opts) != before {
+		d.Action = Tightened
+	}
+	return size, d
+}
+
+// kernelFSFlags makes a kernel filesystem (proc, sysfs, cgroup, mqueue,
+// devpts) noexec and nosuid, and nodev where it holds no device nodes.
+func kernelFSFlags(m *rspec.Mount, field string, nodev bool) (Decision, bool) {
+	before := fmtList(m.Options)
+	want := []string{"noexec", "nosuid"}
+	if nodev {
+		want = append(want, "nodev")
+	}
+	opts := withoutOpts(m.Options, execOptions...)
+	for _, o := range want {
+		if !hasOpt(opts, o) {
+			opts = append(opts, o)
+		}
+	}
+	m.Options = opts
+	return Decision{Rule: "mounts", Field: field, Action: Tightened, Before: before, After: fmtList(opts),
+		Layer: LayerMountFlags, Why: "no program, setuid file or device node runs from a kernel filesystem"}, fmtList(opts) != before
+}
+
+func withoutPrefix(opts []string, prefix string) []string {
+	out := []string{}
+	for _, o := range opts {
+		if !strings.HasPrefix(o, prefix) {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package specs
+
+import (
+	"regexp"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// dockerLayer is where dockerd's overlay2 driver mounts a container's
+// root: <data-root>/overlay2/<layer>/merged.
+var dockerLayer = regexp.MustCompile(`^(/.+)/overlay2/([0-9a-f]{64})/merged$`)
+
+// ruleRoot judges root.path like a bind at /: the container sees every
+// file below it. It must be a directory inside the bundle (what
+// containerd, CRI and `runc spec` lay out), or the overlay layer dockerd
+// mounted for this very container; never the host's / or a tree such as
+// /proc, and never another container's root.
+func ruleRoot(c *Context, s *rspec.Spec) []Decision {
+	const field = "root.path"
+	if s.Root == nil || s.Root.Path == "" {
+		return []Decision{{Rule: "root", Field: field, Action: Refused, Before: "none", Layer: LayerNone,
+			Why: "a container needs a root filesystem; set root.path to the bundle's rootfs"}}
+	}
+	why := rootRefusal(c, rootfsPath(c, s.Root))
+	if why != "" {
+		return []Decision{{Rule: "root", Field: field, Action: Refused, Before: s.Root.Path, Layer: LayerNone,
+			Why: why + "; put the container's rootfs inside its bundle"}}
+	}
+	return []Decision{{Rule: "root", Field: field, Action: Kept, Before: s.Root.Path, After: s.Root.Path,
+		Layer: LayerNone, Why: "the container's own root filesystem"}}
+}
+
+func rootRefusal(c *Context, root string) string {
+	if root == "" {
+		return "a relative root.path cannot be placed without the bundle"
+	}
+	real, err := c.resolve(root)
+	if err != nil {
+		return "the rootfs cannot be resolved on the host (" + err.Error() + ")"
+	}
+	if real == "/" {
+		return "the host's / would be the container's root"
+	}
+	for _, t := range hostTrees {
+		if under(real, t) {
+			return "host " + t + " would be the container's root"
+		}
+	}
+	if bundle, err := c.resolve(c.Bundle); err == nil && c.Bundle != "" && real != bundle && under(real, bundle) {
+		return ""
+	}
+	if dockerOwnLayer(c, real) {
+		return ""
+	}
+	return real + " lies outside the bundle and is not the layer the engine made for this container"
+}
+
+// dockerOwnLayer tells whether root is the overlay2 layer dockerd mounted
+// for container id: dockerd records each container's layer id in
+// <data-root>/image/overlay2/layerdb/mounts/<id>/mount-id.
+func dockerOwnLayer(c *Context, root string) bool {
+	m := dockerLayer.FindStringSubmatch(root)
+	if m == nil || c.ID == "" || strings.ContainsAny(c.ID, "/.") {
+		return false
+	}
+	mountID, err := c.dockerMountID(m[1], c.ID)
+	return err == nil && mountID == m[2]
+}
