@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -101,6 +102,7 @@ func CheckInvariantsContext(c *Context, s *rspec.Spec) error {
 		}
 	}
 	errs = append(errs, checkResources(p, l.Resources)...)
+	errs = append(errs, checkDefaultDeny(p, s)...)
 	if p.Network == NetworkNone && s.Hooks != nil {
 		//lint:ignore SA1019 engines still send prestart hooks (Docker's libnetwork-setkey); they must be policed
 		for _, hs := range [][]rspec.Hook{s.Hooks.Prestart, s.Hooks.CreateRuntime, s.Hooks.CreateContainer, s.Hooks.StartContainer} {
@@ -233,4 +235,116 @@ func checkResources(p *Profile, r *rspec.LinuxResources) []error {
 		}
 	}
 	return errs
+}
+
+// checkDefaultDeny re-reads, with predicates of its own, what the
+// default-deny rules promise: no hook outside hooks_allowed, no refused
+// field, only kernel filesystems and non-recursive binds, ids in range,
+// the native syscall ABIs only, no realtime.
+func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if h := s.Hooks; h != nil {
+		//lint:ignore SA1019 engines still send prestart hooks; they must be policed
+		for _, hs := range [][]rspec.Hook{h.Prestart, h.CreateRuntime, h.CreateContainer, h.StartContainer, h.Poststart, h.Poststop} {
+			for _, hk := range hs {
+				allowed := false
+				for _, a := range p.HooksAllowed {
+					allowed = allowed || a == hk.Path
+				}
+				dockerd := len(hk.Args) > 0 && hk.Args[0] == "libnetwork-setkey" && p.Network != NetworkNone
+				if !allowed && !dockerd {
+					bad("hooks: %s not allowed", hk.Path)
+				}
+			}
+		}
+	}
+	for _, m := range s.Mounts {
+		switch m.Type {
+		case "bind", "tmpfs", "proc", "sysfs", "mqueue", "devpts", "cgroup", "cgroup2":
+		case "":
+			if !slices.Contains(m.Options, "bind") {
+				bad("mounts[%s]: no type", m.Destination)
+			}
+		default:
+			bad("mounts[%s]: type %s", m.Destination, m.Type)
+		}
+		if slices.Contains(m.Options, "rbind") {
+			bad("mounts[%s]: recursive bind", m.Destination)
+		}
+		if m.Type == "tmpfs" && (!slices.Contains(m.Options, "noexec") || !slices.Contains(m.Options, "nosuid") ||
+			slices.Contains(m.Options, "exec") || slices.Contains(m.Options, "suid")) {
+			bad("mounts[%s]: tmpfs without noexec,nosuid", m.Destination)
+		}
+		if len(m.UIDMappings)+len(m.GIDMappings) > 0 {
+			bad("mounts[%s]: idmapped", m.Destination)
+		}
+		if m.Type == "proc" && filepath.Clean(m.Destination) != "/proc" {
+			bad("mounts[%s]: proc outside /proc", m.Destination)
+		}
+	}
+	if proc := s.Process; proc != nil && p.UID != 0 {
+		if !idInRanges(proc.User.UID, p.UID, p.AllowedUIDs) || !idInRanges(proc.User.GID, p.GID, p.AllowedGIDs) {
+			bad("process.user: %d:%d outside the profile's ids", proc.User.UID, proc.User.GID)
+		}
+		for _, g := range proc.User.AdditionalGids {
+			if !idInRanges(g, p.GID, p.AllowedGIDs) {
+				bad("process.user.additionalGids: %d outside the profile's ids", g)
+			}
+		}
+		if sch := proc.Scheduler; sch != nil && (sch.Policy == rspec.SchedFIFO || sch.Policy == rspec.SchedRR || sch.Policy == rspec.SchedDeadline || sch.Nice < 0) {
+			bad("process.scheduler: %s nice %d", sch.Policy, sch.Nice)
+		}
+		for _, r := range proc.Rlimits {
+			if (r.Type == "RLIMIT_RTPRIO" || r.Type == "RLIMIT_RTTIME") && (r.Soft != 0 || r.Hard != 0) {
+				bad("process.rlimits: %s not 0", r.Type)
+			}
+		}
+		if proc.ApparmorProfile == "unconfined" {
+			bad("process.apparmorProfile: unconfined")
+		}
+	}
+	if l := s.Linux; l != nil {
+		if l.IntelRdt != nil || len(l.NetDevices) > 0 || len(l.UIDMappings)+len(l.GIDMappings) > 0 || len(l.TimeOffsets) > 0 {
+			bad("linux: a refused field is set")
+		}
+		for _, ns := range l.Namespaces {
+			if ns.Type == rspec.UserNamespace || ns.Type == rspec.TimeNamespace {
+				bad("linux.namespaces: %s", ns.Type)
+			}
+		}
+		if r := l.Resources; r != nil {
+			if len(r.Unified) > 0 || r.Network != nil && (r.Network.ClassID != nil && *r.Network.ClassID != 0 || len(r.Network.Priorities) > 0) {
+				bad("linux.resources: unified or network set")
+			}
+			if c := r.CPU; c != nil && (c.RealtimeRuntime != nil && *c.RealtimeRuntime != 0 || c.RealtimePeriod != nil && *c.RealtimePeriod != 0) {
+				bad("linux.resources.cpu: realtime")
+			}
+		}
+		if sc := l.Seccomp; sc != nil && !p.CompatSyscalls {
+			for _, a := range sc.Architectures {
+				if a != rspec.ArchX86_64 && a != rspec.ArchAARCH64 {
+					bad("linux.seccomp.architectures: %s", a)
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// idInRanges is the invariant's own reading of an id allowlist.
+func idInRanges(id, own uint32, ranges []string) bool {
+	if id == own {
+		return true
+	}
+	for _, r := range ranges {
+		var lo, hi uint32
+		if n, _ := fmt.Sscanf(r, "%d-%d", &lo, &hi); n == 2 && lo > 0 && id >= lo && id <= hi {
+			return true
+		}
+		if n, _ := fmt.Sscanf(r, "%d", &lo); n == 1 && !strings.Contains(r, "-") && lo > 0 && id == lo {
+			return true
+		}
+	}
+	return false
 }

@@ -34,10 +34,14 @@ func TestRuleEnvironment(t *testing.T) {
 		"DATABASE_URL=postgres://app:s3cr3tpw@db:5432/app",
 		"CERT=-----BEGIN OPENSSH PRIVATE KEY-----\nabc",
 		"GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+		"DB_PASS=hunter4", "MYSQL_PWD=hunter5", "SENTRY_DSN=https://abc@o1.ingest.example/1", "SESSION_JWT_SIGNER=x",
+		"REDIS_URL=redis://:pw0rd@cache:6379/0",
+		"PAYMENT=sk_live_51HabcdefghijKLMNOPqrstu",
+		"BEARER=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
 	}
 	keep := []string{"PATH=/usr/bin:/bin", "HOME=/root", "TERM=xterm", "HOSTNAME=abc123", "LANG=C.UTF-8",
 		"AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=eu-west-1", "KEYBOARD=us", "URL=https://example.com/x",
-		"NO_VALUE"}
+		"NO_VALUE", "PWD=/src", "OLDPWD=/", "PASSAGE=3", "GOPATH=/go"}
 	c := testContext()
 	s := hostileSpec()
 	s.Process.Env = append(append([]string{}, keep...), secrets...)

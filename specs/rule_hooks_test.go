@@ -34,7 +34,7 @@ func TestRuleHooks(t *testing.T) {
 			}
 		}},
 		{name: "caller network: setkey of a process that is not dockerd refused", spec: docker,
-			ctx: func(c *Context) { c.Profile.Network = NetworkCaller },
+			ctx:  func(c *Context) { c.Profile.Network = NetworkCaller },
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "hooks.prestart[0]", Refused) }},
 		{name: "every kind of hook refused", spec: func(s *rspec.Spec) {
 			h := rspec.Hook{Path: "/bin/sh", Args: []string{"sh", "-c", "id > /tmp/pwned"}}

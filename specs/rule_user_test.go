@@ -30,7 +30,9 @@ func TestRuleUser(t *testing.T) {
 		}},
 		{name: "ids in the profile's ranges kept", ctx: func(c *Context) {
 			c.Profile.AllowedUIDs, c.Profile.AllowedGIDs = []string{"100000-165535"}, []string{"100000-165535"}
-		}, spec: func(s *rspec.Spec) { s.Process.User = rspec.User{UID: 100123, GID: 100123, AdditionalGids: []uint32{100124, 5}} },
+		}, spec: func(s *rspec.Spec) {
+			s.Process.User = rspec.User{UID: 100123, GID: 100123, AdditionalGids: []uint32{100124, 5}}
+		},
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 				wantDecision(t, ds, "process.user.uid", Kept)
 				if u := s.Process.User; u.UID != 100123 || u.GID != 100123 || !slices.Equal(u.AdditionalGids, []uint32{100124}) {

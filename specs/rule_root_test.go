@@ -1,0 +1,52 @@
+package specs
+
+import (
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+func TestRuleRoot(t *testing.T) {
+	root := func(p string) func(s *rspec.Spec) { return func(s *rspec.Spec) { s.Root = &rspec.Root{Path: p} } }
+	want := func(a Action) func(t *testing.T, s *rspec.Spec, ds []Decision) {
+		return func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "root.path", a) }
+	}
+	runRule(t, ruleRoot, []ruleCase{
+		{name: "bundle rootfs", spec: root("rootfs"), want: want(Kept)},
+		{name: "absolute inside the bundle", spec: root("/bundle/rootfs"), want: want(Kept)},
+		{name: "the bundle itself", spec: root("."), want: want(Refused)},
+		{name: "escapes the bundle", spec: root("../srv"), want: want(Refused)},
+		{name: "host /", spec: root("/"), want: want(Refused)},
+		{name: "host /proc/1/root", spec: root("/proc/1/root"), want: want(Refused)},
+		{name: "a host directory", spec: root("/var/run"), want: want(Refused)},
+		{name: "none", spec: func(s *rspec.Spec) { s.Root = nil }, want: want(Refused)},
+		{name: "docker's layer for this container", spec: root("/var/lib/docker/overlay2/" + testLayer + "/merged"), want: want(Kept)},
+		{name: "docker's layer of another container", spec: root("/var/lib/docker/overlay2/" + testLayer + "/merged"),
+			ctx: func(c *Context) { c.ID = "0123" }, want: want(Refused)},
+		{name: "docker layer without an id (check)", spec: root("/var/lib/docker/overlay2/" + testLayer + "/merged"),
+			ctx: func(c *Context) { c.ID = "" }, want: want(Refused)},
+	})
+}
+
+func TestRuleCgroupsPath(t *testing.T) {
+	path := func(p string) func(s *rspec.Spec) { return func(s *rspec.Spec) { ensureLinux(s).CgroupsPath = p } }
+	want := func(a Action) func(t *testing.T, s *rspec.Spec, ds []Decision) {
+		return func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "linux.cgroupsPath", a) }
+	}
+	runRule(t, ruleCgroupsPath, []ruleCase{
+		{name: "fresh", spec: path("/docker/abc"), want: want(Kept)},
+		{name: "holds processes", spec: path("/system-busy"), want: want(Refused)},
+		{name: "root", spec: path("/"), want: want(Refused)},
+		{name: "dot dot", spec: path("/docker/../system.slice"), want: want(Refused)},
+		{name: "relative", spec: path("docker/abc"), want: want(Refused)},
+		{name: "a systemd unit's", spec: path("/system.slice/ssh.service"), want: want(Refused)},
+		{name: "init.scope", spec: path("/init.scope"), want: want(Refused)},
+		{name: "systemd form", spec: path("system.slice:docker:abc"), want: want(Kept)},
+		{name: "systemd root slice", spec: path("-.slice:docker:abc"), want: want(Refused)},
+		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupOccupied = nil }, want: want(Refused)},
+		{name: "bulkhead's own from an earlier create", spec: func(s *rspec.Spec) {
+			ensureLinux(s).CgroupsPath = "/system-busy"
+			s.Annotations = map[string]string{AnnotationCgroupsPath: "/system-busy"}
+		}, want: want(Kept)},
+	})
+}
