@@ -103,10 +103,14 @@ func DefaultProfile() Profile {
 		MaxLifetime:    "0",
 		BindRoots: []string{"/home", "/srv", "/opt", "/mnt", "/media", "/tmp", "/var/tmp",
 			"/workspace", "/builds", "/data"},
-		AppArmorProfiles: []string{"docker-default", "cri-containerd.apparmor.d"},
-		Workspaces:       []string{"/workspace"},
-		WorkspaceMode:    "overlay",
-		WorkspaceSize:    "128m",
+		AppArmorProfiles:   []string{"docker-default", "cri-containerd.apparmor.d"},
+		AllowedUIDs:        []string{},
+		AllowedGIDs:        []string{},
+		HooksAllowed:       []string{},
+		AnnotationsAllowed: []string{},
+		Workspaces:         []string{"/workspace"},
+		WorkspaceMode:      "overlay",
+		WorkspaceSize:      "128m",
 	}
 }
 

@@ -39,7 +39,9 @@ func TestRuleAnnotations(t *testing.T) {
 func TestRuleSchedulingAndLabels(t *testing.T) {
 	runRule(t, ruleScheduling, []ruleCase{
 		{name: "fifo", spec: func(s *rspec.Spec) { s.Process.Scheduler = &rspec.Scheduler{Policy: rspec.SchedFIFO} },
-			want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "process.scheduler.policy", Refused) }},
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				wantDecision(t, ds, "process.scheduler.policy", Refused)
+			}},
 		{name: "negative nice", spec: func(s *rspec.Spec) { s.Process.Scheduler = &rspec.Scheduler{Policy: rspec.SchedOther, Nice: -20} },
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 				wantDecision(t, ds, "process.scheduler.nice", Tightened)
@@ -48,11 +50,15 @@ func TestRuleSchedulingAndLabels(t *testing.T) {
 				}
 			}},
 		{name: "realtime io", spec: func(s *rspec.Spec) { s.Process.IOPriority = &rspec.LinuxIOPriority{Class: rspec.IOPRIO_CLASS_RT} },
-			want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "process.ioPriority.class", Refused) }},
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				wantDecision(t, ds, "process.ioPriority.class", Refused)
+			}},
 	})
 	runRule(t, ruleSecurityLabels, []ruleCase{
 		{name: "unconfined", spec: func(s *rspec.Spec) { s.Process.ApparmorProfile = "unconfined" },
-			want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "process.apparmorProfile", Refused) }},
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				wantDecision(t, ds, "process.apparmorProfile", Refused)
+			}},
 		{name: "docker-default", spec: func(s *rspec.Spec) { s.Process.ApparmorProfile = "docker-default" },
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "process.apparmorProfile", Kept) }},
 		{name: "spc_t", spec: func(s *rspec.Spec) { s.Process.SelinuxLabel = "system_u:system_r:spc_t:s0" },
