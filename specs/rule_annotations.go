@@ -19,7 +19,8 @@ var informationalAnnotations = []string{
 	"io.kubernetes.cri.container-name", "io.kubernetes.cri.image-name", "io.kubernetes.cri.sandbox-name",
 	"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-uid", "io.kubernetes.cri.sandbox-log-directory",
 	"io.kubernetes.cri.sandbox-cpu-period", "io.kubernetes.cri.sandbox-cpu-quota", "io.kubernetes.cri.sandbox-cpu-shares",
-	"io.kubernetes.cri.sandbox-memory", "io.kubernetes.cri.sandbox-image-name",
+	"io.kubernetes.cri.sandbox-memory", "io.kubernetes.cri.podsandbox.image-name", "io.kubernetes.cri.untrusted-workload",
+	"io.containerd.cri.runtime-handler",
 	"bulkhead.dev/profile", "bulkhead.dev/backend", "bulkhead.dev/max-lifetime", AnnotationCgroupsPath,
 }
 

@@ -27,7 +27,7 @@ var commonOptions = []string{
 // typeOptions are the options each type adds to commonOptions; a name
 // ending in "=" takes a value.
 var typeOptions = map[string][]string{
-	"bind":    {"bind", "rbind", "rw"},
+	"bind":    {"bind", "rbind", "rw", "suid", "dev", "exec", "rrw", "rsuid", "rdev", "rexec"}, // made ro,nosuid,nodev by host_mounts
 	"tmpfs":   {"rw", "size=", "mode=", "uid=", "gid=", "nr_inodes="},
 	"devpts":  {"rw", "newinstance", "ptmxmode=", "mode=", "gid="},
 	"mqueue":  {"rw"},

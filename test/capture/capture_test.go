@@ -219,8 +219,19 @@ func check(t *testing.T, name string, c capture, n *normaliser, joinable ...int)
 		t.Fatalf("%s: decode: %v", name, err)
 	}
 	p := specs.DefaultProfile()
-	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data}
+	// The capture is judged after the engine ran and removed the container:
+	// its cgroup then held its own processes and dockerd's layer record is
+	// gone. Both facts are read as create saw them; test/policy and
+	// test/docker judge them on the live host.
+	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data, ID: c.ID,
+		CgroupOccupied: func(string) (bool, error) { return false, nil },
+		Host: &specs.Host{DockerMountID: func(_, id string) (string, error) {
+			return dockerLayer(in.Root.Path), nil
+		}}}
 	if len(joinable) > 0 {
+		// The captured pod's sandbox ran through the capture runtime, not
+		// bulkhead: stand in for the registry, as for its namespaces.
+		ctx.JoinableSandbox = func(string) bool { return true }
 		ctx.JoinableNamespace = func(_ rspec.LinuxNamespaceType, path string) bool {
 			for _, pid := range joinable {
 				if strings.HasPrefix(path, fmt.Sprintf("/proc/%d/ns/", pid)) {
@@ -604,4 +615,9 @@ func TestCRI(t *testing.T) {
 	cri.Must(t, "rm", "--force", cid)
 	cri.Must(t, "stopp", podID)
 	cri.Must(t, "rmp", podID)
+}
+
+// dockerLayer is the layer id in dockerd's <data-root>/overlay2/<layer>/merged.
+func dockerLayer(root string) string {
+	return filepath.Base(filepath.Dir(root))
 }

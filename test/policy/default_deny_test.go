@@ -1,0 +1,302 @@
+package policy
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	cgroupsv3 "github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// ddScript is what a default-deny container runs when it is not refused:
+// what an attacker would look at next.
+const ddScript = `
+echo "== status"; grep -E '^(Uid|Gid|Groups|NoNewPrivs|Seccomp|CapEff):' /proc/self/status
+echo "== limits"; ulimit -r
+echo "== env"; env
+echo "== mounts"; cat /proc/mounts
+echo "== sub"; (echo x > /work/sub/pwned) 2>&1; ls /work/sub 2>&1
+echo "== scratch"; (cp /bin/busybox /scratch/bb && /scratch/bb true && echo exec-ran) 2>&1
+echo "== end"
+`
+
+// hostVictim is a process outside any container, in a cgroup of its own,
+// that a hostile cgroupsPath or a hostile kill --all would reach.
+type hostVictim struct {
+	pid    int
+	cgroup string
+}
+
+func startVictim(t *testing.T) *hostVictim {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	v := &hostVictim{pid: cmd.Process.Pid, cgroup: fmt.Sprintf("/bh-victim-%d", cmd.Process.Pid)}
+	if cgroupsv3.Mode() == cgroupsv3.Unified {
+		m, err := cgroup2.NewManager("/sys/fs/cgroup", v.cgroup, &cgroup2.Resources{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AddProc(uint64(v.pid)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = m.Delete() })
+		return v
+	}
+	c, err := cgroup1.New(cgroup1.StaticPath(v.cgroup), &rspec.LinuxResources{},
+		cgroup1.WithHiearchy(func() ([]cgroup1.Subsystem, error) {
+			return []cgroup1.Subsystem{cgroup1.NewPids("/sys/fs/cgroup"), cgroup1.NewMemory("/sys/fs/cgroup")}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddProc(uint64(v.pid)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = c.Delete() })
+	return v
+}
+
+func (v *hostVictim) alive() bool { return syscall.Kill(v.pid, 0) == nil }
+
+// TestDefaultDeny hands bulkhead, on runc and on runsc, the bundles with
+// which the boundary was broken before every field was classified. Each is
+// refused naming its rule, with nothing of it run or left on the host, or
+// runs with the control holding as seen from inside.
+func TestDefaultDeny(t *testing.T) {
+	for _, backend := range []struct{ name, entry string }{{"runc", "bulkhead"}, {"runsc", "bulkhead-runsc"}} {
+		t.Run(backend.name, func(t *testing.T) {
+			binaries.NeedRoot(t, backend.name)
+			testDefaultDeny(t, backend.entry)
+		})
+	}
+}
+
+func testDefaultDeny(t *testing.T, entry string) {
+	marker := filepath.Join(t.TempDir(), "hook-ran")
+	victim := startVictim(t)
+	hostDir := t.TempDir() // a host directory outside any bundle
+	sockDir, err := os.MkdirTemp("", "bh-dd-") // short: sun_path has 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	ln, err := net.Listen("unix", filepath.Join(sockDir, "svc.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	_ = os.Chmod(filepath.Join(sockDir, "svc.sock"), 0o777)
+	otherPod := "/var/lib/kubelet/pods/bh-other-" + fmt.Sprint(os.Getpid()) + "/volumes/kubernetes.io~secret/token"
+	if err := os.MkdirAll(otherPod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(filepath.Dir(filepath.Dir(otherPod)))) })
+
+	// A tree with a writable submount: a read-only rbind used to leave it writable.
+	tree := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(tree, "sub"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", filepath.Join(tree, "sub"), "tmpfs", 0, "mode=1777,size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(tree, "sub"), syscall.MNT_DETACH) })
+
+	hook := rspec.Hook{Path: "/bin/sh", Args: []string{"sh", "-c", "touch " + marker}}
+	tests := []struct {
+		name   string
+		mutate func(*rspec.Spec)
+		refuse string
+		check  func(t *testing.T, s map[string]string)
+	}{
+		{name: "createRuntime hook", refuse: "hooks", mutate: func(s *rspec.Spec) { s.Hooks = &rspec.Hooks{CreateRuntime: []rspec.Hook{hook}} }},
+		{name: "poststop hook", refuse: "hooks", mutate: func(s *rspec.Spec) { s.Hooks = &rspec.Hooks{Poststop: []rspec.Hook{hook}} }},
+		{name: "root.path on a host directory", refuse: "root", mutate: func(s *rspec.Spec) { s.Root.Path = hostDir }},
+		{name: "root.path on host /", refuse: "root", mutate: func(s *rspec.Spec) { s.Root.Path = "/" }},
+		{name: "gid 42 and /etc/shadow", refuse: "host_mounts", mutate: func(s *rspec.Spec) {
+			s.Process.User.AdditionalGids = []uint32{42}
+			s.Mounts = append(s.Mounts, bind("/etc/shadow", "/shadow", "ro"))
+		}},
+		{name: "supplementary gid 42 and uid 1000", mutate: func(s *rspec.Spec) {
+			s.Process.User = rspec.User{UID: 1000, GID: 42, AdditionalGids: []uint32{42, 0, 999}}
+		}, check: func(t *testing.T, s map[string]string) {
+			if g := statusField(s["status"], "Groups"); g != "" {
+				t.Errorf("supplementary groups kept: %q", g)
+			}
+			if u := statusField(s["status"], "Uid"); !strings.HasPrefix(u, "65534") {
+				t.Errorf("uid %q, want 65534", u)
+			}
+		}},
+		{name: "directory holding a socket", refuse: "host_mounts", mutate: func(s *rspec.Spec) {
+			s.Process.User.UID = 1000
+			s.Mounts = append(s.Mounts, bind(sockDir, "/svc", "ro"))
+		}},
+		{name: "another pod's volume", refuse: "host_mounts", mutate: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, bind(otherPod, "/token", "ro"))
+		}},
+		{name: "read-only rbind of a tree with a writable submount", mutate: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, bind(tree, "/work", "ro"))
+		}, check: func(t *testing.T, s map[string]string) {
+			if !strings.Contains(s["sub"], "can't create") {
+				t.Errorf("a submount of the bind was writable:\n%s", s["sub"])
+			}
+			if _, err := os.Stat(filepath.Join(tree, "sub", "pwned")); err == nil {
+				t.Error("the host's submount was written")
+			}
+		}},
+		{name: "cgroupsPath of a host process", refuse: "cgroups_path", mutate: func(s *rspec.Spec) { s.Linux.CgroupsPath = victim.cgroup }},
+		{name: "tmpfs elsewhere, exec and 1g", refuse: "mounts", mutate: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/scratch", Type: "tmpfs", Source: "tmpfs", Options: []string{"exec", "size=1g"}})
+		}},
+		{name: "tmpfs elsewhere, exec", mutate: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/scratch", Type: "tmpfs", Source: "tmpfs", Options: []string{"exec", "size=8m", "mode=1777"}})
+		}, check: func(t *testing.T, s map[string]string) {
+			if strings.Contains(s["scratch"], "exec-ran") {
+				t.Errorf("a program ran from the caller's tmpfs:\n%s", s["scratch"])
+			}
+		}},
+		{name: "second proc elsewhere", refuse: "mounts", mutate: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/hostproc", Type: "proc", Source: "proc"})
+		}},
+		{name: "user namespace", refuse: "namespaces", mutate: func(s *rspec.Spec) {
+			s.Linux.Namespaces = append(s.Linux.Namespaces, rspec.LinuxNamespace{Type: rspec.UserNamespace})
+			s.Linux.UIDMappings = []rspec.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1}}
+			s.Linux.GIDMappings = []rspec.LinuxIDMapping{{ContainerID: 0, HostID: 0, Size: 1}}
+		}},
+		{name: "gVisor annotation joining a sandbox", refuse: "annotations", mutate: func(s *rspec.Spec) {
+			s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": "another-tenant"}
+		}},
+		{name: "gVisor mount hint", refuse: "annotations", mutate: func(s *rspec.Spec) {
+			s.Annotations = map[string]string{"dev.gvisor.spec.mount.data.share": "container"}
+		}},
+		{name: "secrets by name and value", mutate: func(s *rspec.Spec) {
+			s.Process.Env = append(s.Process.Env, "DB_PASS=hunter22", "MYSQL_PWD=hunter23", "REDIS_URL=redis://:hunter24@cache:6379",
+				"PAY=sk_live_51HabcdefghijKLMNOPqrstu", "HARMLESS=1")
+		}, check: func(t *testing.T, s map[string]string) {
+			for _, v := range []string{"hunter22", "hunter23", "hunter24", "sk_live_"} {
+				if strings.Contains(s["env"], v) {
+					t.Errorf("secret %s reached the environment", v)
+				}
+			}
+			if !strings.Contains(s["env"], "HARMLESS=1") {
+				t.Error("an ordinary variable was dropped")
+			}
+		}},
+		{name: "realtime scheduler", refuse: "scheduling", mutate: func(s *rspec.Spec) {
+			s.Process.Scheduler = &rspec.Scheduler{Policy: rspec.SchedFIFO, Priority: 99}
+		}},
+		{name: "realtime I/O class", refuse: "scheduling", mutate: func(s *rspec.Spec) {
+			s.Process.IOPriority = &rspec.LinuxIOPriority{Class: rspec.IOPRIO_CLASS_RT}
+		}},
+		{name: "RTPRIO rlimit", mutate: func(s *rspec.Spec) {
+			s.Process.Rlimits = append(s.Process.Rlimits, rspec.POSIXRlimit{Type: "RLIMIT_RTPRIO", Soft: 99, Hard: 99})
+		}, check: func(t *testing.T, s map[string]string) {
+			if v := strings.TrimSpace(s["limits"]); v != "0" {
+				t.Errorf("RLIMIT_RTPRIO: %q, want 0", v)
+			}
+		}},
+		{name: "netDevices", refuse: "spec_fields", mutate: func(s *rspec.Spec) {
+			s.Linux.NetDevices = map[string]rspec.LinuxNetDevice{"lo": {Name: "hostlo"}}
+		}},
+		{name: "unified cgroup files", refuse: "spec_fields", mutate: func(s *rspec.Spec) {
+			s.Linux.Resources.Unified = map[string]string{"pids.max": "max"}
+		}},
+		{name: "idmapped bind", refuse: "spec_fields", mutate: func(s *rspec.Spec) {
+			m := bind(hostDir, "/data", "ro")
+			m.UIDMappings = []rspec.LinuxIDMapping{{ContainerID: 65534, HostID: 0, Size: 1}}
+			m.GIDMappings = m.UIDMappings
+			s.Mounts = append(s.Mounts, m)
+		}},
+		{name: "AppArmor unconfined", refuse: "security_labels", mutate: func(s *rspec.Spec) { s.Process.ApparmorProfile = "unconfined" }},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := bundle.Make(dir, []string{"sh", "-c", ddScript}, func(s *rspec.Spec) {
+				if s.Linux.Resources == nil {
+					s.Linux.Resources = &rspec.LinuxResources{}
+				}
+				tc.mutate(s)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			root := filepath.Join(dir, "state")
+			logFile := filepath.Join(dir, "log.json")
+			id := fmt.Sprintf("dd-%d-%d", os.Getpid(), i)
+			r := binaries.Cmd{}.Run(t, filepath.Join(binaries.Dir(t), entry),
+				"--root", root, "--log", logFile, "--log-format", "json", "run", "--bundle", dir, id)
+			defer assertNothingLeft(t, root, id, marker, victim)
+			if tc.refuse != "" {
+				if r.Code == 0 {
+					t.Fatalf("ran, want refused by rule %s\n%s", tc.refuse, r.Stdout)
+				}
+				want := "rule " + tc.refuse
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("stderr does not name %q: %s", want, r.Stderr)
+				}
+				if last := lastErrorLine(t, logFile); !strings.Contains(last, want) {
+					t.Errorf("last error line of --log does not name %q: %q", want, last)
+				}
+				if strings.Contains(r.Stdout, "== status") {
+					t.Error("the workload ran")
+				}
+				return
+			}
+			if r.Code != 0 {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+			}
+			s := sections(r.Stdout)
+			if _, ok := s["end"]; !ok {
+				t.Fatalf("the script did not finish:\n%s\nstderr: %s", r.Stdout, r.Stderr)
+			}
+			tc.check(t, s)
+		})
+	}
+}
+
+// assertNothingLeft: no hook ran on the host, the host process and its
+// cgroup are as they were, and bulkhead left no cgroup or state.
+func assertNothingLeft(t *testing.T, root, id, marker string, v *hostVictim) {
+	t.Helper()
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a hook ran on the host")
+		os.Remove(marker)
+	}
+	if !v.alive() {
+		t.Fatal("the host process outside the container was killed")
+	}
+	g, err := cgroups.Load(v.cgroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim, err := g.Limits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lim.PidsMax >= 0 || lim.MemoryMax >= 0 {
+		t.Errorf("the host process's cgroup got limits: pids %d memory %d", lim.PidsMax, lim.MemoryMax)
+	}
+	if p := runtime.DefaultCgroupsPath(root, id); cgroups.Exists(p) {
+		t.Errorf("cgroup %s left behind", p)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); err == nil {
+		t.Errorf("state of %s left behind", id)
+	}
+}
