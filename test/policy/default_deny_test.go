@@ -91,7 +91,7 @@ func TestDefaultDeny(t *testing.T) {
 func testDefaultDeny(t *testing.T, entry string) {
 	marker := filepath.Join(t.TempDir(), "hook-ran")
 	victim := startVictim(t)
-	hostDir := t.TempDir() // a host directory outside any bundle
+	hostDir := t.TempDir()                     // a host directory outside any bundle
 	sockDir, err := os.MkdirTemp("", "bh-dd-") // short: sun_path has 108 bytes
 	if err != nil {
 		t.Fatal(err)
