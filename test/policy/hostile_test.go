@@ -202,10 +202,8 @@ func TestHostileBundles(t *testing.T) {
 			id := fmt.Sprintf("hostile-%d-%d", os.Getpid(), i)
 			r := bulkhead(t, "", nil, "--root", filepath.Join(dir, "state"), "--log", logFile, "--log-format", "json",
 				"run", "--bundle", dir, id)
-			for _, c := range []string{"pids", "memory"} {
-				if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "bulkhead", id)); err == nil {
-					t.Errorf("cgroup %s/bulkhead/%s left behind", c, id)
-				}
+			if cg, left := bundle.CgroupLeft(dir, filepath.Join(dir, "state"), id); left {
+				t.Errorf("cgroup %s left behind", cg)
 			}
 			for _, v := range secretValues {
 				if strings.Contains(r.stdout+r.stderr, v) {
