@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -130,7 +129,13 @@ func findCPUCgroup() (*cpuCgroup, error) {
 		}
 	}
 	if cpuDir == "" || acctDir == "" {
-		return nil, errors.New("no cpu cgroup visible under /sys/fs/cgroup (neither cpu.max nor cpu.cfs_quota_us with cpuacct.usage)")
+		var seen []string
+		if ents, err := os.ReadDir("/sys/fs/cgroup"); err == nil {
+			for _, e := range ents {
+				seen = append(seen, e.Name())
+			}
+		}
+		return nil, fmt.Errorf("no cpu cgroup visible under /sys/fs/cgroup (neither cpu.max nor cpu.cfs_quota_us with cpuacct.usage; entries %v; own groups %v)", seen, paths)
 	}
 	q, err := readInt(filepath.Join(cpuDir, "cpu.cfs_quota_us"))
 	if err != nil {

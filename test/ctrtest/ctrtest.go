@@ -236,6 +236,7 @@ func ProbeUnder(t *testing.T, d *Daemon, runtimeArgs ...string) {
 	ws := probeout.NewWorkspace(t)
 	args := append([]string{"run", "--rm"}, runtimeArgs...)
 	args = append(args, WorkspaceMount(ws)...)
+	args = append(args, CgroupMount...)
 	r := d.Run(2*time.Minute, append(args, Image, id, "bulkhead-probe")...)
 	if r.Code != 0 {
 		t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
@@ -250,6 +251,12 @@ func ProbeUnder(t *testing.T, d *Daemon, runtimeArgs ...string) {
 func WorkspaceMount(ws *probeout.Workspace) []string {
 	return []string{"--mount", "type=bind,src=" + ws.Dir + ",dst=/workspace,options=rbind:rw"}
 }
+
+// CgroupMount is the ctr run flag that mounts the container's cgroups
+// read-only at /sys/fs/cgroup, as Docker and CRI do and ctr does not: the
+// probe's cpu control judges by its own cgroup's counters, and without
+// them it has no evidence.
+var CgroupMount = []string{"--mount", "type=cgroup,src=cgroup,dst=/sys/fs/cgroup,options=ro:nosuid:nodev:noexec"}
 
 // RefusalLeavesNothing runs a container bulkhead refuses (a bind of /root)
 // through the shim and through the runc shim's --runc-binary: it must not
