@@ -12,6 +12,7 @@ import (
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // running creates and starts a `sleep 60` container through bulkhead on
@@ -141,12 +142,12 @@ func TestUpdateIsClamped(t *testing.T) {
 func TestLeftoverCheckSeesCgroups(t *testing.T) {
 	needRunc(t)
 	root, id, dir := running(t, nil)
-	cg, left := bundle.CgroupLeft(dir, root, id)
+	cg, left := leftover.Cgroup(dir, root, id)
 	if !left {
 		t.Fatalf("a running container's cgroup %s was not found", cg)
 	}
 	must(t, nil, "--root", root, "delete", "--force", id)
-	if cg, left := bundle.CgroupLeft(dir, root, id); left {
+	if cg, left := leftover.Cgroup(dir, root, id); left {
 		t.Errorf("cgroup %s still there after delete", cg)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"bulkhead.dev/bulkhead/seccomp"
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // backends are the two a profile can name; entry is the binary name the
@@ -489,7 +490,7 @@ func TestBadProfileLeavesNothing(t *testing.T) {
 					t.Errorf("%s left behind", p)
 				}
 			}
-			if cg, left := bundle.CgroupLeft(b, e.root, id); left {
+			if cg, left := leftover.Cgroup(b, e.root, id); left {
 				t.Errorf("cgroup %s left behind", cg)
 			}
 			if out, err := exec.Command("runc", "--root", filepath.Join(e.root, "runc"), "list", "-q").Output(); err == nil && strings.TrimSpace(string(out)) != "" {

@@ -1,8 +1,11 @@
-package bundle
+// Package leftover finds what a container created through bulkhead could
+// leave on the host, where bulkhead really puts it.
+package leftover
 
 import (
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/test/bundle"
 )
 
 // CgroupsPath is where bulkhead puts the cgroup of container id, created
@@ -11,15 +14,15 @@ import (
 // bulkhead's own default, /bulkhead/<id>-<hash of root>
 // (runtime.DefaultCgroupsPath).
 func CgroupsPath(dir, root, id string) string {
-	if s, err := Read(dir); err == nil && s.Linux != nil && s.Linux.CgroupsPath != "" {
+	if s, err := bundle.Read(dir); err == nil && s.Linux != nil && s.Linux.CgroupsPath != "" {
 		return s.Linux.CgroupsPath
 	}
 	return runtime.DefaultCgroupsPath(root, id)
 }
 
-// CgroupLeft returns that cgroup path and whether it exists in any
+// Cgroup returns that cgroup path and whether it exists in any
 // hierarchy: a container's leftover.
-func CgroupLeft(dir, root, id string) (string, bool) {
+func Cgroup(dir, root, id string) (string, bool) {
 	p := CgroupsPath(dir, root, id)
 	return p, cgroups.Exists(p)
 }
