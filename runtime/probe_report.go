@@ -145,7 +145,7 @@ func judgeProbe(out probeOutput, h probeHost) []ProbeControl {
 		case "pids":
 			judgePids(&row, l, s, sampled, h.limits, h.gvisor)
 		case "memory":
-			judgeMemory(&row, l, ok, s, sampled, h.limits, h.gvisor, out.ended)
+			judgeMemory(&row, l, ok, s, sampled, h.limits, h.gvisor, out.finished && out.ended)
 		case "cpu":
 			judgeCPU(&row, l, ok, s, sampled, h.limits, h.gvisor)
 		}
@@ -222,17 +222,18 @@ func judgePids(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limi
 // before the host's OOM killer counts a kill.
 const layerMemoryGVisorSentry = "gVisor (Sentry): sandbox ended at the memory limit"
 
-func judgeMemory(row *ProbeControl, l ProbeLine, ok bool, s probeSample, sampled bool, limits *cgroups.Limits, gvisor, ended bool) {
+func judgeMemory(row *ProbeControl, l ProbeLine, ok bool, s probeSample, sampled bool, limits *cgroups.Limits, gvisor, endedAfterDone bool) {
 	if gvisor && !ok {
 		row.Attempt = "child touches memory past the limit (after the done line)"
-		if ended {
-			row.Observed = "sandbox ended"
-		} else {
-			row.Observed = "sandbox still running"
-			row.Detail = noEvidence + ": no memory line and the sandbox had not ended when the host stopped waiting"
+		if !endedAfterDone {
+			// Either the sandbox outlived the host's wait, or it ended
+			// before the done line, so before the attempt was made.
+			row.Observed = "no line"
+			row.Detail = noEvidence + ": no memory line, and the sandbox did not end after the done line"
 			row.Pass = false
 			return
 		}
+		row.Observed = "sandbox ended"
 	}
 	if !sampled || !s.OK {
 		row.Evidence = "no cgroup reading"

@@ -249,8 +249,13 @@ func TestJudgeProbeGVisorMemoryAlive(t *testing.T) {
 	lines["pids"] = ProbeLine{Control: "pids", Observed: "EAGAIN", Layer: "gVisor (Sentry): RLIMIT_NPROC", Pass: true}
 	out := probeOutput{lines: lines, samples: bitten(), finished: true, ended: false}
 	r := rowOf(judgeProbe(out, probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}), "memory")
-	if r.Pass || r.Result != ProbeFail || r.Observed != "sandbox still running" || !strings.HasPrefix(r.Detail, "no evidence") {
+	if r.Pass || r.Result != ProbeFail || r.Observed == "sandbox ended" || !strings.HasPrefix(r.Detail, "no evidence") {
 		t.Errorf("sandbox alive, no memory line: %+v", r)
+	}
+	// A sandbox that ended before the done line never made the attempt.
+	out = probeOutput{lines: lines, samples: bitten(), finished: false, ended: true}
+	if r := rowOf(judgeProbe(out, probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}), "memory"); r.Pass || r.Observed == "sandbox ended" {
+		t.Errorf("sandbox ended before done, memory: %+v", r)
 	}
 }
 

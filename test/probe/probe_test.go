@@ -293,6 +293,10 @@ func TestProbeRunscMemoryKeptAlive(t *testing.T) {
 	if code == 0 || r.Pass {
 		t.Errorf("exit %d, pass %v: a memory limit the probe cannot reach must fail", code, r.Pass)
 	}
+	// Only a run that reached the memory attempt shows anything about it.
+	if !r.Finished {
+		t.Fatalf("the probe did not reach its done line: the sandbox ended before the memory attempt")
+	}
 	m, ok := byName(r)["memory"]
 	switch {
 	case !ok:
