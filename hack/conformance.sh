@@ -170,8 +170,8 @@ run_pass bulkhead-audit "$bulkhead" BULKHEAD_CONFIG="$config"
 # cannot hide behind a flaky runc run. A rerun of runc counts when it
 # fails exactly what bulkhead failed.
 declare -A racy=(
-	[killsig/killsig]="signals the container and checks its state before the kill has landed; flips between two runs of plain runc"
-	[pidfile/pidfile]="reads the pid file while delete races the exit; flips between two runs of plain runc"
+	[killsig/killsig]="races its own kill and delete on a busy machine; flips between two runs of plain runc"
+	[pidfile/pidfile]="races its own kill and delete on a busy machine; flips between two runs of plain runc"
 )
 same() {
 	local file=${1//\//_}.tap
