@@ -80,6 +80,10 @@ type Events struct {
 	NrThrottled uint64
 	// ThrottledTime is the total time the group was throttled.
 	ThrottledTime time.Duration
+	// CPUUsage is the CPU time the group's tasks used (v2 cpu.stat
+	// usage_usec, v1 cpuacct.usage): with the wall time between two
+	// readings it shows whether the group took more than its quota.
+	CPUUsage time.Duration
 }
 
 // Group is one process's cgroup, v1 or v2.
@@ -90,6 +94,9 @@ type Group struct {
 	// v1: controller name → directory of the group in that hierarchy.
 	v1dirs map[cgroup1.Name]string
 	v1     cgroup1.Cgroup
+	// v1 cpuacct directory (same relative path as cpu, as runc makes it;
+	// the same directory where cpu and cpuacct are mounted together).
+	v1cpuacct string
 
 	// v2: the group's directory and manager.
 	v2dir string
@@ -235,6 +242,7 @@ func load1(root, path string, rel map[cgroup1.Name]string) (*Group, error) {
 			subsystems = append(subsystems, cgroup1.NewMemory(root, cgroup1.OptionalSwap()))
 		case cgroup1.Cpu:
 			subsystems = append(subsystems, cgroup1.NewCpu(root))
+			g.v1cpuacct = filepath.Join(root, "cpuacct", p)
 		}
 	}
 	if len(subsystems) == 0 {
@@ -459,6 +467,7 @@ func (g *Group) Events() (Events, error) {
 		if st.CPU != nil {
 			e.NrThrottled = st.CPU.NrThrottled
 			e.ThrottledTime = time.Duration(st.CPU.ThrottledUsec) * time.Microsecond
+			e.CPUUsage = time.Duration(st.CPU.UsageUsec) * time.Microsecond
 		}
 		if e.PidsMax, err = readKey(filepath.Join(g.v2dir, "pids.events"), "max"); err != nil {
 			return e, err
@@ -478,6 +487,13 @@ func (g *Group) Events() (Events, error) {
 	if st.CPU != nil && st.CPU.Throttling != nil {
 		e.NrThrottled = st.CPU.Throttling.ThrottledPeriods
 		e.ThrottledTime = time.Duration(st.CPU.Throttling.ThrottledTime) // v1 cpu.stat is in ns
+	}
+	if g.v1cpuacct != "" {
+		// Read here, not through the library's cpuacct controller, so
+		// the hierarchies bulkhead verifies stay pids, memory, cpu.
+		if n, err := readLimit(filepath.Join(g.v1cpuacct, "cpuacct.usage")); err == nil && n >= 0 {
+			e.CPUUsage = time.Duration(n) // ns
+		}
 	}
 	if d, ok := g.v1dirs[cgroup1.Pids]; ok {
 		if e.PidsMax, err = readKey(filepath.Join(d, "pids.events"), "max"); err != nil {

@@ -42,7 +42,7 @@ func TestV2Fixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantE := Events{PidsMax: 17, OOMKills: 2, MemoryFailcnt: 41, NrThrottled: 12, ThrottledTime: 600 * time.Millisecond}
+	wantE := Events{PidsMax: 17, OOMKills: 2, MemoryFailcnt: 41, NrThrottled: 12, ThrottledTime: 600 * time.Millisecond, CPUUsage: 120 * time.Millisecond}
 	if e != wantE {
 		t.Errorf("events %+v, want %+v", e, wantE)
 	}

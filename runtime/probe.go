@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -250,58 +249,14 @@ func (p *probeRun) run(ctx context.Context) error {
 		}
 	}()
 
-	prev, prevErr := grp.Events()
 	start := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("start", p.rep.ID)[1:]...)
 	if out, err := start.CombinedOutput(); err != nil {
 		return fmt.Errorf("start: %v: %s", err, bytes.TrimSpace(out))
 	}
-
-	got := map[string]ProbeLine{}
-	samples := map[string]probeSample{}
-	take := func(raw string) {
-		var l ProbeLine
-		if err := json.Unmarshal([]byte(raw), &l); err != nil || l.Control == "" {
-			logrus.Warnf("bulkhead: probe: not a probe line: %q", raw)
-			return
-		}
-		now, err := grp.Events()
-		samples[l.Control] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil}
-		prev, prevErr = now, err
-		got[l.Control] = l
-	}
-	var after <-chan time.Time // set once done arrived and an attempt follows it
-read:
-	for {
-		select {
-		case raw, ok := <-lines:
-			if !ok {
-				break read
-			}
-			if strings.TrimSpace(raw) == probeDoneLine {
-				p.rep.Finished = true
-				if !p.gvisor {
-					break read
-				}
-				after = time.After(afterDoneWait)
-				continue
-			}
-			take(raw)
-		case <-after:
-			break read
-		case <-ctx.Done():
-			break read
-		}
-	}
-	if p.gvisor && p.rep.Finished {
-		// The memory attempt after done: its line if the sandbox
-		// survived, else the counters when the sandbox ended.
-		if _, ok := samples["memory"]; !ok {
-			now, err := grp.Events()
-			samples["memory"] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil}
-		}
-	}
-	p.rep.Controls = judgeProbe(got, samples, limits, p.gvisor, p.bundle.hostFolderUnchanged())
-	p.rep.Pass = p.rep.Finished && len(p.rep.Failed()) == 0
+	out := readProbe(ctx, lines, grp.Events, p.gvisor, afterDoneWait)
+	p.rep.Finished = out.finished
+	p.rep.Controls = judgeProbe(out, probeHost{limits: limits, gvisor: p.gvisor, hostFolderUnchanged: p.bundle.hostFolderUnchanged()})
+	p.rep.Pass = p.rep.Finished && len(p.rep.Failed()) == 0 && len(p.rep.Skipped()) == 0
 	if err := ctx.Err(); err != nil && !p.rep.Finished {
 		return fmt.Errorf("probe: %w before the done line", err)
 	}

@@ -35,6 +35,10 @@ type ProbeLine struct {
 // ProbeControl is one row of the probe's verdict: what was attempted from
 // inside, what the kernel answered, which layer answered, what the host's
 // cgroup counters showed meanwhile, and whether the control held.
+//
+// Result is "pass", "fail" or "skipped": a control whose attempt was not
+// made is neither, and Pass is true only for "pass". A row without any
+// observation fails, its Detail starting with "no evidence".
 type ProbeControl struct {
 	Name     string `json:"name"`
 	Attempt  string `json:"attempt"`
@@ -42,7 +46,9 @@ type ProbeControl struct {
 	Layer    string `json:"layer"`
 	Evidence string `json:"host_evidence,omitempty"`
 	Pass     bool   `json:"pass"`
-	// Detail is the probe's own explanation, for a row that failed.
+	Result   string `json:"result"`
+	// Detail is the probe's own explanation (or the host's), for a row
+	// that did not pass.
 	Detail   string          `json:"detail,omitempty"`
 	Syscalls json.RawMessage `json:"syscalls,omitempty"`
 }
@@ -63,11 +69,27 @@ type ProbeReport struct {
 	Error        string  `json:"error,omitempty"`
 }
 
+// Outcomes of a row.
+const (
+	ProbePass    = "pass"
+	ProbeFail    = "fail"
+	ProbeSkipped = "skipped"
+)
+
+// noEvidence starts the Detail of a row that had nothing to judge.
+const noEvidence = "no evidence"
+
 // Failed lists the names of the controls that did not hold.
-func (r *ProbeReport) Failed() []string {
+func (r *ProbeReport) Failed() []string { return r.named(ProbeFail) }
+
+// Skipped lists the names of the controls whose attempt was not made:
+// no evidence either way, so `bulkhead probe` does not pass with them.
+func (r *ProbeReport) Skipped() []string { return r.named(ProbeSkipped) }
+
+func (r *ProbeReport) named(result string) []string {
 	var out []string
 	for _, c := range r.Controls {
-		if !c.Pass {
+		if c.Result == result {
 			out = append(out, c.Name)
 		}
 	}
@@ -80,7 +102,15 @@ func (r *ProbeReport) Failed() []string {
 // ends its children before printing).
 type probeSample struct {
 	Before, After cgroups.Events
-	OK            bool // both readings succeeded
+	OK            bool          // both readings succeeded
+	Wall          time.Duration // between the two readings
+}
+
+// probeHost is what the host knows besides the probe's lines.
+type probeHost struct {
+	limits              *cgroups.Limits
+	gvisor              bool
+	hostFolderUnchanged bool
 }
 
 // Host-side layers.
@@ -94,40 +124,51 @@ const (
 // judgeProbe turns the probe's lines and the host's counter samples into
 // the report's rows. gvisor relaxes what only gVisor answers differently
 // (the probe itself was told with -gvisor); the verdict for cpu, pids and
-// memory always needs host evidence.
-// hostFolderUnchanged tells whether the host folder behind /workspace is as
-// the probe's bundle made it; for a copy-on-write workspace that is the
-// evidence that the sandbox's write never reached the host.
-func judgeProbe(lines map[string]ProbeLine, samples map[string]probeSample, limits *cgroups.Limits, gvisor, hostFolderUnchanged bool) []ProbeControl {
+// memory always needs host evidence. hostFolderUnchanged tells whether the
+// host folder behind /workspace is as the probe's bundle made it; for a
+// copy-on-write workspace that is the evidence that the sandbox's write
+// never reached the host.
+func judgeProbe(out probeOutput, h probeHost) []ProbeControl {
 	var rows []ProbeControl
 	for _, name := range ProbeControls {
-		l, ok := lines[name]
+		l, ok := out.lines[name]
 		row := ProbeControl{Name: name, Attempt: l.Attempt, Observed: l.Observed, Layer: l.Layer, Syscalls: l.Syscalls}
 		if !ok {
 			row.Observed, row.Layer = "no line", "none"
-			if name == "memory" && gvisor {
-				row.Attempt = "child touches memory past the limit (after the done line)"
-				row.Observed = "sandbox ended"
-			}
+			row.Detail = noEvidence + ": the probe printed no line for this control"
 		}
 		row.Pass = ok && l.Pass && !l.Skipped
-		s, sampled := samples[name]
+		s, sampled := out.samples[name]
 		switch name {
 		case "workspace":
-			judgeWorkspace(&row, l, ok, hostFolderUnchanged)
+			judgeWorkspace(&row, l, ok, h.hostFolderUnchanged)
 		case "pids":
-			judgePids(&row, l, s, sampled, limits, gvisor)
+			judgePids(&row, l, s, sampled, h.limits, h.gvisor)
 		case "memory":
-			judgeMemory(&row, l, s, sampled, limits, gvisor)
+			judgeMemory(&row, l, ok, s, sampled, h.limits, h.gvisor, out.finished && out.ended)
 		case "cpu":
-			judgeCPU(&row, l, s, sampled, limits, gvisor)
+			judgeCPU(&row, l, ok, s, sampled, h.limits, h.gvisor)
 		}
-		if !row.Pass && ok {
+		switch {
+		case row.Pass:
+			row.Result = ProbePass
+		case ok && l.Skipped && !hostJudged(name, h.gvisor):
+			row.Result = ProbeSkipped
+		default:
+			row.Result = ProbeFail
+		}
+		if !row.Pass && ok && row.Detail == "" {
 			row.Detail = l.Detail
 		}
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// hostJudged: under gVisor the probe leaves these to the host's counters,
+// so a skipped line there is no skipped control.
+func hostJudged(name string, gvisor bool) bool {
+	return gvisor && (name == "cpu" || name == "pids" || name == "memory")
 }
 
 // judgeWorkspace: EROFS inside proves a read-only bind; a write that went
@@ -175,11 +216,25 @@ func judgePids(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limi
 // judgeMemory: on runc the child's SIGKILL must come with memory oom_kill
 // (or the failure counter) growing; under gVisor the attempt runs after
 // the done line, the host OOM killer ends the sandbox, and oom_kill decides.
+// A sandbox still running when the host stopped waiting (no line, no EOF)
+// is no evidence: the read timed out, the limit did not show.
 // layerMemoryGVisorSentry: under load gVisor sometimes ends the sandbox
 // before the host's OOM killer counts a kill.
 const layerMemoryGVisorSentry = "gVisor (Sentry): sandbox ended at the memory limit"
 
-func judgeMemory(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limits *cgroups.Limits, gvisor bool) {
+func judgeMemory(row *ProbeControl, l ProbeLine, ok bool, s probeSample, sampled bool, limits *cgroups.Limits, gvisor, endedAfterDone bool) {
+	if gvisor && !ok {
+		row.Attempt = "child touches memory past the limit (after the done line)"
+		if !endedAfterDone {
+			// Either the sandbox outlived the host's wait, or it ended
+			// before the done line, so before the attempt was made.
+			row.Observed = "no line"
+			row.Detail = noEvidence + ": no memory line, and the sandbox did not end after the done line"
+			row.Pass = false
+			return
+		}
+		row.Observed = "sandbox ended"
+	}
 	if !sampled || !s.OK {
 		row.Evidence = "no cgroup reading"
 		row.Pass = false
@@ -189,9 +244,9 @@ func judgeMemory(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, li
 	fail := s.After.MemoryFailcnt - s.Before.MemoryFailcnt
 	row.Evidence = fmt.Sprintf("memory oom_kill +%d, failcnt +%d%s", oom, fail, limitText("limit", limitOf(limits, "memory"), limits != nil))
 	switch {
-	case gvisor && oom > 0:
+	case gvisor && !ok && oom > 0:
 		row.Layer, row.Pass = layerMemoryGVisor, true
-	case gvisor && l.Control == "":
+	case gvisor && !ok:
 		// The sandbox ended during the allocation without a host OOM kill
 		// being counted: gVisor's own memory accounting (it sizes itself
 		// to the cgroup limit verified at create) ended it first. The job
@@ -204,32 +259,45 @@ func judgeMemory(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, li
 	}
 }
 
-// judgeCPU: cpu.stat nr_throttled must grow while the probe spins; on runc
-// the probe's own CPU/wall ratio must hold too, under gVisor it is not
-// judged (gVisor counts host-throttled time as CPU time).
-func judgeCPU(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limits *cgroups.Limits, gvisor bool) {
+// judgeCPU: the quota must have throttled the group while the probe spun
+// (cpu.stat nr_throttled growing) and the group must have used no more
+// CPU than the quota allows over the same wall time. On runc the probe's
+// own line, judged by the same counters from inside, must hold too; under
+// gVisor the probe cannot see the host's cgroup and the host decides.
+func judgeCPU(row *ProbeControl, l ProbeLine, ok bool, s probeSample, sampled bool, limits *cgroups.Limits, gvisor bool) {
+	if !ok {
+		return
+	}
 	if !sampled || !s.OK {
 		row.Evidence = "no cgroup reading"
 		row.Pass = false
 		return
 	}
 	grew := s.After.NrThrottled - s.Before.NrThrottled
-	quota := ""
-	if limits != nil {
-		quota = fmt.Sprintf(" (quota %s/%s)", cgroups.String(limits.CPUQuota), cgroups.String(limits.CPUPeriod))
+	used := s.After.CPUUsage - s.Before.CPUUsage
+	quota := time.Duration(-1)
+	quotaText := "no quota"
+	if limits != nil && limits.CPUQuota > 0 && limits.CPUPeriod > 0 {
+		quota = time.Duration(limits.CPUQuota) * time.Microsecond
+		quotaText = fmt.Sprintf("quota %s/%s", cgroups.String(limits.CPUQuota), cgroups.String(limits.CPUPeriod))
 	}
-	row.Evidence = fmt.Sprintf("cpu.stat nr_throttled +%d, throttled %s%s", grew, (s.After.ThrottledTime - s.Before.ThrottledTime).Round(time.Millisecond).String(), quota)
-	contended := !gvisor && limits != nil && limits.CPUQuota > 0 && l.Value != nil && *l.Value < contendedRatio
+	row.Evidence = fmt.Sprintf("cpu.stat nr_throttled +%d, throttled %s; usage %s over %s (%s)", grew,
+		(s.After.ThrottledTime - s.Before.ThrottledTime).Round(time.Millisecond), used.Round(time.Millisecond), s.Wall.Round(time.Millisecond), quotaText)
+	var allowed time.Duration
+	if quota > 0 {
+		// The quota is per period; allow the periods cut at either end.
+		allowed = time.Duration(float64(s.Wall)*float64(limits.CPUQuota)/float64(limits.CPUPeriod)) + 2*quota
+	}
 	switch {
-	case grew == 0 && contended && l.Pass:
-		// The spin never got the quota's worth of CPU (other work on
-		// the host), so the quota had nothing to throttle: the job still
-		// took no more than its share, and the quota itself was
-		// verified at create.
-		row.Layer, row.Pass = layerCPUCgroup+" (quota not reached: host busy)", true
-		row.Evidence += "; the spin got less CPU than the quota"
+	case quota <= 0:
+		row.Pass = false
+		row.Detail = "the cgroup has no CPU quota"
+	case used > allowed:
+		row.Pass = false
+		row.Detail = fmt.Sprintf("the group used more CPU than the quota allows (%s)", allowed.Round(time.Millisecond))
 	case grew == 0:
 		row.Pass = false
+		row.Detail = noEvidence + ": the quota never throttled the spin"
 	case gvisor:
 		row.Layer, row.Pass = layerCPUCgroup, true
 	default:
@@ -239,10 +307,6 @@ func judgeCPU(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limit
 		}
 	}
 }
-
-// contendedRatio: a CPU/wall ratio below it means the probe's spin got
-// less CPU than a 1-CPU quota would allow, so the quota could not bite.
-const contendedRatio = 0.95
 
 func limitOf(l *cgroups.Limits, what string) int64 {
 	if l == nil {
@@ -270,8 +334,8 @@ func (r *ProbeReport) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTROL\tATTEMPT\tOBSERVED\tLAYER\tHOST EVIDENCE\tRESULT")
 	for _, c := range r.Controls {
-		verdict := "PASS"
-		if !c.Pass {
+		verdict := strings.ToUpper(c.Result)
+		if verdict == "" {
 			verdict = "FAIL"
 		}
 		ev := c.Evidence
@@ -284,7 +348,7 @@ func (r *ProbeReport) WriteText(w io.Writer) error {
 		return err
 	}
 	for _, c := range r.Controls {
-		if !c.Pass && c.Detail != "" {
+		if c.Result != ProbePass && c.Detail != "" {
 			fmt.Fprintf(w, "  %s: %s\n", c.Name, c.Detail)
 		}
 	}
@@ -305,8 +369,12 @@ func (r *ProbeReport) WriteText(w io.Writer) error {
 	}
 	if r.Pass {
 		fmt.Fprintf(w, "every control held (%d/%d)\n", len(r.Controls), len(r.Controls))
-	} else {
-		fmt.Fprintf(w, "FAILED: %s\n", strings.Join(r.Failed(), ", "))
+	}
+	if f := r.Failed(); len(f) > 0 {
+		fmt.Fprintf(w, "FAILED: %s\n", strings.Join(f, ", "))
+	}
+	if sk := r.Skipped(); len(sk) > 0 {
+		fmt.Fprintf(w, "SKIPPED (no evidence either way): %s\n", strings.Join(sk, ", "))
 	}
 	return nil
 }

@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"bulkhead.dev/bulkhead/cgroups"
 )
@@ -27,8 +29,14 @@ func bitten() map[string]probeSample {
 	return map[string]probeSample{
 		"pids":   {After: cgroups.Events{PidsMax: 1}, OK: true},
 		"memory": {After: cgroups.Events{OOMKills: 1}, OK: true},
-		"cpu":    {After: cgroups.Events{NrThrottled: 12}, OK: true},
+		"cpu":    {After: cgroups.Events{NrThrottled: 12, CPUUsage: 2 * time.Second}, OK: true, Wall: 2 * time.Second},
 	}
+}
+
+// judge runs judgeProbe on a run whose output ended (EOF).
+func judge(lines map[string]ProbeLine, samples map[string]probeSample, limits *cgroups.Limits, gvisor, hostFolderUnchanged bool) []ProbeControl {
+	return judgeProbe(probeOutput{lines: lines, samples: samples, finished: true, ended: true},
+		probeHost{limits: limits, gvisor: gvisor, hostFolderUnchanged: hostFolderUnchanged})
 }
 
 var testLimits = &cgroups.Limits{PidsMax: 64, MemoryMax: 256 << 20, CPUQuota: 100000, CPUPeriod: 100000}
@@ -43,7 +51,7 @@ func rowOf(rows []ProbeControl, name string) ProbeControl {
 }
 
 func TestJudgeProbeAllHold(t *testing.T) {
-	rows := judgeProbe(allPass(), bitten(), testLimits, false, true)
+	rows := judge(allPass(), bitten(), testLimits, false, true)
 	if len(rows) != len(ProbeControls) {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -67,7 +75,7 @@ func TestJudgeProbeNeedsHostEvidence(t *testing.T) {
 	s["cpu"] = probeSample{OK: true}
 	lines := allPass()
 	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 1.01", Pass: true, Value: f64(1.01)}
-	rows := judgeProbe(lines, s, testLimits, false, true)
+	rows := judge(lines, s, testLimits, false, true)
 	for _, n := range []string{"pids", "memory", "cpu"} {
 		if r := rowOf(rows, n); r.Pass {
 			t.Errorf("%s passed without host evidence: %+v", n, r)
@@ -75,35 +83,78 @@ func TestJudgeProbeNeedsHostEvidence(t *testing.T) {
 	}
 	// A missing reading fails too.
 	delete(s, "pids")
-	if r := rowOf(judgeProbe(lines, s, testLimits, false, true), "pids"); r.Pass || r.Evidence != "no cgroup reading" {
+	if r := rowOf(judge(lines, s, testLimits, false, true), "pids"); r.Pass || r.Evidence != "no cgroup reading" {
 		t.Errorf("%+v", r)
 	}
 }
 
-func TestJudgeProbeCPUContended(t *testing.T) {
+// The cpu row needs the quota to have bitten and the usage to stay within
+// it; a spin that never reached its quota is no evidence, whatever its
+// ratio, and a cgroup without a quota fails.
+func TestJudgeProbeCPU(t *testing.T) {
+	cases := []struct {
+		name   string
+		sample probeSample
+		limits *cgroups.Limits
+		pass   bool
+		detail string
+	}{
+		{"bitten", probeSample{After: cgroups.Events{NrThrottled: 3, CPUUsage: 2 * time.Second}, OK: true, Wall: 2 * time.Second}, testLimits, true, ""},
+		{"never bitten", probeSample{After: cgroups.Events{CPUUsage: time.Second}, OK: true, Wall: 20 * time.Second}, testLimits, false, "no evidence"},
+		{"over quota", probeSample{After: cgroups.Events{NrThrottled: 3, CPUUsage: 4 * time.Second}, OK: true, Wall: 2 * time.Second}, testLimits, false, "more CPU than the quota"},
+		{"no quota", probeSample{After: cgroups.Events{NrThrottled: 3, CPUUsage: time.Second}, OK: true, Wall: 2 * time.Second},
+			&cgroups.Limits{PidsMax: 64, MemoryMax: 256 << 20, CPUQuota: cgroups.Unlimited, CPUPeriod: 100000}, false, "no CPU quota"},
+		{"no reading", probeSample{}, testLimits, false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := bitten()
+			s["cpu"] = c.sample
+			r := rowOf(judge(allPass(), s, c.limits, false, true), "cpu")
+			if r.Pass != c.pass || (r.Result == ProbePass) != c.pass || !strings.Contains(r.Detail, c.detail) {
+				t.Errorf("%+v", r)
+			}
+		})
+	}
+	// Under gVisor the probe's line is skipped and the host decides.
+	lines := allPass()
+	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 2.1 (not judged: gVisor)", Skipped: true}
+	if r := rowOf(judge(lines, bitten(), testLimits, true, true), "cpu"); !r.Pass || r.Result != ProbePass {
+		t.Errorf("gVisor, throttled: %+v", r)
+	}
 	s := bitten()
-	s["cpu"] = probeSample{OK: true}
-	lines := allPass()
-	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 0.80", Pass: true, Value: f64(0.8)}
-	if r := rowOf(judgeProbe(lines, s, testLimits, false, true), "cpu"); !r.Pass || !strings.Contains(r.Layer, "host busy") {
-		t.Errorf("%+v", r)
-	}
-	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "cpu"); r.Pass {
-		t.Errorf("gVisor needs nr_throttled: %+v", r)
+	s["cpu"] = probeSample{OK: true, Wall: 5 * time.Second}
+	if r := rowOf(judge(lines, s, testLimits, true, true), "cpu"); r.Pass || r.Result != ProbeFail {
+		t.Errorf("gVisor, never throttled: %+v", r)
 	}
 }
 
+// A control without a line fails with "no evidence"; a skipped one is
+// neither pass nor fail, and the report does not pass with it.
 func TestJudgeProbeMissingLineFails(t *testing.T) {
-	lines := allPass()
-	delete(lines, "seccomp")
-	r := rowOf(judgeProbe(lines, bitten(), testLimits, false, true), "seccomp")
-	if r.Pass || r.Observed != "no line" {
-		t.Errorf("%+v", r)
+	for _, name := range ProbeControls {
+		lines := allPass()
+		delete(lines, name)
+		r := rowOf(judge(lines, bitten(), testLimits, false, true), name)
+		if r.Pass || r.Result != ProbeFail || r.Observed != "no line" || !strings.HasPrefix(r.Detail, "no evidence") {
+			t.Errorf("%s without a line: %+v", name, r)
+		}
 	}
-	lines = allPass()
-	lines["workspace"] = ProbeLine{Control: "workspace", Observed: "skipped", Pass: true, Skipped: true}
-	if r := rowOf(judgeProbe(lines, bitten(), testLimits, false, true), "workspace"); r.Pass {
-		t.Errorf("a skipped control passed: %+v", r)
+	lines := allPass()
+	lines["workspace"] = ProbeLine{Control: "workspace", Observed: "skipped", Skipped: true, Detail: "/workspace is not mounted here"}
+	rep := &ProbeReport{Finished: true, Controls: judge(lines, bitten(), testLimits, false, true)}
+	if r := rowOf(rep.Controls, "workspace"); r.Pass || r.Result != ProbeSkipped {
+		t.Errorf("a skipped control: %+v", r)
+	}
+	if got := rep.Skipped(); len(got) != 1 || got[0] != "workspace" || len(rep.Failed()) != 0 {
+		t.Errorf("skipped %v, failed %v", got, rep.Failed())
+	}
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"result": "skipped"`) {
+		t.Errorf("JSON lacks the skipped result:\n%s", b.String())
 	}
 }
 
@@ -116,7 +167,7 @@ func TestJudgeProbeGVisor(t *testing.T) {
 	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 2.1 (not judged: gVisor)", Skipped: true, Value: f64(2.1)}
 	s := bitten()
 	s["pids"] = probeSample{OK: true}
-	rows := judgeProbe(lines, s, testLimits, true, true)
+	rows := judge(lines, s, testLimits, true, true)
 	for _, n := range []string{"pids", "memory", "cpu"} {
 		if r := rowOf(rows, n); !r.Pass {
 			t.Errorf("%s: %+v", n, r)
@@ -128,25 +179,26 @@ func TestJudgeProbeGVisor(t *testing.T) {
 	// The sandbox ended with no host OOM kill counted: gVisor's own
 	// accounting ended it; said so in the layer.
 	s["memory"] = probeSample{OK: true}
-	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "memory"); !r.Pass || r.Layer != layerMemoryGVisorSentry {
+	if r := rowOf(judge(lines, s, testLimits, true, true), "memory"); !r.Pass || r.Layer != layerMemoryGVisorSentry {
 		t.Errorf("sandbox ended without a host OOM kill: %+v", r)
 	}
 	// The sandbox survived the allocation: the limit did not bite.
 	lines["memory"] = ProbeLine{Control: "memory", Observed: "no kill", Pass: false}
-	if r := rowOf(judgeProbe(lines, s, testLimits, true, true), "memory"); r.Pass {
+	if r := rowOf(judge(lines, s, testLimits, true, true), "memory"); r.Pass {
 		t.Errorf("the allocation went through, yet memory passed: %+v", r)
 	}
 	delete(lines, "memory")
 	// Without -gvisor the same pids line needs pids.events.
-	if r := rowOf(judgeProbe(lines, s, testLimits, false, true), "pids"); r.Pass {
+	if r := rowOf(judge(lines, s, testLimits, false, true), "pids"); r.Pass {
 		t.Errorf("%+v", r)
 	}
 }
 
 func TestProbeReportOutput(t *testing.T) {
 	rep := &ProbeReport{ID: "p", Profile: "default", Mode: "enforce", Backend: "runc", Finished: true,
-		Controls: judgeProbe(allPass(), bitten(), testLimits, false, true)}
+		Controls: judge(allPass(), bitten(), testLimits, false, true)}
 	rep.Controls[1].Pass = false
+	rep.Controls[1].Result = ProbeFail
 	rep.Controls[1].Detail = "why"
 	var b bytes.Buffer
 	if err := rep.WriteText(&b); err != nil {
@@ -168,7 +220,7 @@ func TestProbeReportOutput(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"name", "attempt", "observed", "layer", "host_evidence", "pass"} {
+	for _, k := range []string{"name", "attempt", "observed", "layer", "host_evidence", "pass", "result"} {
 		if _, ok := m.Controls[15][k]; !ok { // pids
 			t.Errorf("json control lacks %q: %v", k, m.Controls[15])
 		}
@@ -180,10 +232,84 @@ func TestProbeReportOutput(t *testing.T) {
 func TestJudgeWorkspaceWrite(t *testing.T) {
 	lines := allPass()
 	lines["workspace"] = ProbeLine{Control: "workspace", Observed: "written", Pass: false}
-	if r := rowOf(judgeProbe(lines, bitten(), testLimits, false, true), "workspace"); !r.Pass || r.Layer != "copy-on-write workspace" {
+	if r := rowOf(judge(lines, bitten(), testLimits, false, true), "workspace"); !r.Pass || r.Layer != "copy-on-write workspace" {
 		t.Errorf("unchanged host folder: %+v", r)
 	}
-	if r := rowOf(judgeProbe(lines, bitten(), testLimits, false, false), "workspace"); r.Pass || r.Evidence != "host folder CHANGED" {
+	if r := rowOf(judge(lines, bitten(), testLimits, false, false), "workspace"); r.Pass || r.Evidence != "host folder CHANGED" {
 		t.Errorf("changed host folder passed: %+v", r)
+	}
+}
+
+// Under gVisor a memory row without a line passes only when the sandbox
+// really ended: a sandbox kept alive past the allocation, whose line the
+// host did not get before it stopped waiting, is no evidence.
+func TestJudgeProbeGVisorMemoryAlive(t *testing.T) {
+	lines := allPass()
+	delete(lines, "memory")
+	lines["pids"] = ProbeLine{Control: "pids", Observed: "EAGAIN", Layer: "gVisor (Sentry): RLIMIT_NPROC", Pass: true}
+	out := probeOutput{lines: lines, samples: bitten(), finished: true, ended: false}
+	r := rowOf(judgeProbe(out, probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}), "memory")
+	if r.Pass || r.Result != ProbeFail || r.Observed == "sandbox ended" || !strings.HasPrefix(r.Detail, "no evidence") {
+		t.Errorf("sandbox alive, no memory line: %+v", r)
+	}
+	// A sandbox that ended before the done line never made the attempt.
+	out = probeOutput{lines: lines, samples: bitten(), finished: false, ended: true}
+	if r := rowOf(judgeProbe(out, probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}), "memory"); r.Pass || r.Observed == "sandbox ended" {
+		t.Errorf("sandbox ended before done, memory: %+v", r)
+	}
+}
+
+// fakeEvents counts readings; each reading shows one more OOM kill, so a
+// sample taken at the end shows the kill.
+func fakeEvents() func() (cgroups.Events, error) {
+	var n uint64
+	return func() (cgroups.Events, error) {
+		n++
+		return cgroups.Events{OOMKills: n}, nil
+	}
+}
+
+// readProbe tells a sandbox that ended (EOF) from one the host stopped
+// waiting for, and the memory row follows.
+func TestReadProbeGVisorEnd(t *testing.T) {
+	feed := func(closeAfter bool) <-chan string {
+		ch := make(chan string, len(ProbeControls)+1)
+		for n, l := range allPass() {
+			if n == "memory" {
+				continue
+			}
+			ch <- `{"control":"` + n + `","observed":"` + l.Observed + `","pass":true}`
+		}
+		ch <- probeDoneLine
+		if closeAfter {
+			close(ch)
+		}
+		return ch
+	}
+	host := probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}
+
+	ended := readProbe(context.Background(), feed(true), fakeEvents(), true, time.Minute)
+	if !ended.finished || !ended.ended {
+		t.Fatalf("finished %v ended %v", ended.finished, ended.ended)
+	}
+	if r := rowOf(judgeProbe(ended, host), "memory"); !r.Pass || r.Observed != "sandbox ended" {
+		t.Errorf("sandbox ended with an OOM kill: %+v", r)
+	}
+
+	// The sandbox stays alive: the wait after done runs out.
+	alive := readProbe(context.Background(), feed(false), fakeEvents(), true, 50*time.Millisecond)
+	if !alive.finished || alive.ended {
+		t.Fatalf("finished %v ended %v", alive.finished, alive.ended)
+	}
+	if r := rowOf(judgeProbe(alive, host), "memory"); r.Pass || r.Result != ProbeFail {
+		t.Errorf("sandbox alive past the allocation, memory passed: %+v", r)
+	}
+
+	// The whole run's deadline: the same.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	timedOut := readProbe(ctx, feed(false), fakeEvents(), true, time.Minute)
+	if r := rowOf(judgeProbe(timedOut, host), "memory"); r.Pass {
+		t.Errorf("read timed out, memory passed: %+v", r)
 	}
 }

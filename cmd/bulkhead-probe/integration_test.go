@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ type hardening struct {
 	pids      int64 // 0: no pids limit
 	netns     bool
 	env       []string
+	// noCPUQuota leaves the cpu cgroup without a quota.
+	noCPUQuota bool
 }
 
 // harden applies the default profile's controls to a `runc spec` config.
@@ -77,7 +80,9 @@ func (h hardening) apply(s *rspec.Spec) {
 	limit := int64(256 << 20)
 	quota, period := int64(100000), uint64(100000)
 	s.Linux.Resources.Memory = &rspec.LinuxMemory{Limit: &limit, Swap: &limit}
-	s.Linux.Resources.CPU = &rspec.LinuxCPU{Quota: &quota, Period: &period}
+	if !h.noCPUQuota {
+		s.Linux.Resources.CPU = &rspec.LinuxCPU{Quota: &quota, Period: &period}
+	}
 	if h.pids > 0 {
 		pids := h.pids
 		s.Linux.Resources.Pids = &rspec.LinuxPids{Limit: &pids}
@@ -337,7 +342,7 @@ func TestIntegrationRuncWeak(t *testing.T) {
 var runscDiffers = map[string]string{
 	"seccomp": "gVisor's --oci-seccomp ignores a rule's errnoRet: clone3 gets EPERM instead of ENOSYS, " +
 		"which stops glibc's fallback to clone (all other rows as on runc); bulkhead's runsc translation fixes it",
-	"cpu":    "not judged: gVisor's getrusage counts host-throttled time as CPU time",
+	"cpu":    "not judged: gVisor's /sys/fs/cgroup is its own and its getrusage counts host-throttled time as CPU time",
 	"pids":   "not tried without RLIMIT_NPROC: reaching host pids.max makes the sentry panic and kills the sandbox",
 	"memory": "not tried: the host OOM killer kills the whole sandbox (exit 137)",
 }
@@ -362,5 +367,52 @@ func TestIntegrationRunsc(t *testing.T) {
 		case !r.Pass:
 			t.Errorf("%s: %s (%s) %s", c.name, verdict(r), r.Observed, r.Detail)
 		}
+	}
+}
+
+// loadCores keeps n busy loops running (shell loops, as other work on the
+// host would be) until the test ends.
+func loadCores(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		c := exec.Command(bundle.Busybox, "sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			c.Process.Kill()
+			c.Wait()
+		})
+	}
+}
+
+// TestCPUUnderLoad: the cpu control judges by the cgroup's counters, so a
+// host whose cores are both busy gives the same verdict as an idle one:
+// PASS with a 1-CPU quota, FAIL without one.
+func TestCPUUnderLoad(t *testing.T) {
+	runc := requireBackend(t, "runc")
+	probe := buildProbe(t)
+	loadCores(t, runtime.NumCPU())
+	for _, tc := range []struct {
+		name string
+		h    hardening
+		pass bool
+	}{
+		{"quota", hardening{seccomp: policySeccomp(t), netns: true}, true},
+		{"no quota", hardening{seccomp: policySeccomp(t), netns: true, noCPUQuota: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := probeBundle(t, probe, []string{"-only", "cpu"}, tc.h)
+			res := parseLines(t, runContainer(t, []string{runc}, b))
+			r, ok := res["cpu"]
+			switch {
+			case !ok:
+				t.Fatalf("no cpu line")
+			case r.Outcome == OutcomeSkipped:
+				t.Errorf("cpu skipped: %s", r.Detail)
+			case r.Pass != tc.pass:
+				t.Errorf("cpu %s (%s): %s; want pass=%v", verdict(r), r.Observed, r.Detail, tc.pass)
+			}
+		})
 	}
 }

@@ -26,9 +26,6 @@ const (
 	sleeperLife   = 10 * time.Second // a sleeper outlives no probe run
 	memStep       = 16 << 20
 	memCeiling    = 1 << 30
-	cpuSpinners   = 4
-	cpuWall       = 1500 * time.Millisecond
-	cpuMaxRatio   = 1.2
 	oomScoreWorst = "1000"
 )
 
@@ -261,97 +258,6 @@ func childMemMain(w io.Writer) int {
 	return 0
 }
 
-// checkCPU: spin on four threads for 1.5 s and compare process CPU time
-// with wall time. With a 1-CPU quota the ratio stays near 1; on this
-// 2-core host an unthrottled spin gives about 2.
-//
-// GOMAXPROCS is raised for the spin on purpose: since Go 1.25 the runtime
-// sizes GOMAXPROCS from the cgroup CPU quota, which would cap the spin at
-// one thread by itself — a program limiting itself is validation, not the
-// cpu cgroup's containment (DESIGN.md principle 1).
-//
-// A second ratio counts work instead of CPU time: the spin's iterations
-// over what one unthrottled thread does in the same wall time (calibrated
-// first for 200 ms, which a 1-CPU quota does not throttle). gVisor's
-// getrusage counts time the host throttled as CPU time (measured here:
-// 2.2 inside while the host cgroup ran at 0.99 CPU with nr_throttled
-// growing), and the work ratio is no better there (the sentry's own
-// threads share the quota, so the calibration is throttled too: 3.6
-// measured on 2 cores). Under gVisor the control reports both ratios and
-// leaves the verdict to the host's cpu.stat (nr_throttled).
-func checkCPU(env *probeEnv) Result {
-	r := Result{Attempt: fmt.Sprintf("spin %d threads for %s; CPU time / wall time and work / one thread's work", cpuSpinners, cpuWall)}
-	prev := runtime.GOMAXPROCS(cpuSpinners + 1)
-	defer runtime.GOMAXPROCS(prev)
-	calStart := time.Now()
-	calIters := spin(calStart.Add(200 * time.Millisecond))
-	rate := float64(calIters) / float64(time.Since(calStart))
-
-	before, err := cpuTime()
-	if err != nil {
-		r.Observed, r.Layer = errName(err), LayerNone
-		return r
-	}
-	start := time.Now()
-	deadline := start.Add(cpuWall)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var total uint64
-	for i := 0; i < cpuSpinners; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			n := spin(deadline)
-			mu.Lock()
-			total += n
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	after, err := cpuTime()
-	if err != nil {
-		r.Observed, r.Layer = errName(err), LayerNone
-		return r
-	}
-	ratio := float64(after-before) / float64(wall)
-	work := float64(total) / (rate * float64(wall))
-	r.Value = num(float64(int(ratio*1000)) / 1000)
-	r.Observed = fmt.Sprintf("ratio %.2f", ratio)
-	r.Pass = ratio <= cpuMaxRatio
-	r.Layer = LayerCPU
-	r.Detail = fmt.Sprintf("cpu %s over wall %s; work ratio %.2f; %d CPUs visible; pass if ≤ %.1f",
-		(after - before).Round(time.Millisecond), wall.Round(time.Millisecond), work, runtime.NumCPU(), cpuMaxRatio)
-	if !r.Pass {
-		r.Layer = LayerNone
-	}
-	if env.gvisor {
-		r.Observed += " (not judged: gVisor)"
-		r.Pass, r.Skipped, r.Layer = false, true, LayerNone
-		r.Detail += "; gVisor's CPU accounting counts host-throttled time, so the host's cpu.stat nr_throttled decides"
-	}
-	if runtime.NumCPU() < 2 {
-		r.Detail += "; only one CPU: the ratio cannot show a quota"
-	}
-	return r
-}
-
-// spin burns CPU on a locked OS thread until deadline and returns the
-// number of iterations done.
-func spin(deadline time.Time) uint64 {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	x, n := uint64(1), uint64(0)
-	for time.Now().Before(deadline) {
-		for j := 0; j < 10000; j++ {
-			x = x*6364136223846793005 + 1442695040888963407
-		}
-		n += 10000
-	}
-	runtime.KeepAlive(x)
-	return n
-}
-
 // notTriedInGVisor is the result of a limit control the probe does not
 // push under gVisor: not evidence of the limit, so not a pass, but not a
 // failure the probe observed either — the host's cgroup counters decide.
@@ -371,14 +277,6 @@ func memTotal() string {
 		}
 	}
 	return "unknown"
-}
-
-func cpuTime() (time.Duration, error) {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0, err
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 func firstLine(s string) string {

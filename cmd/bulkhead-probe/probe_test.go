@@ -26,7 +26,7 @@ func TestJSONLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// pass must be present even when false; optional fields absent.
-	for _, k := range []string{"control", "attempt", "observed", "layer", "pass"} {
+	for _, k := range []string{"control", "attempt", "observed", "layer", "pass", "result"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("key %q missing in %s", k, line)
 		}
@@ -36,8 +36,8 @@ func TestJSONLine(t *testing.T) {
 			t.Errorf("empty key %q present in %s", k, line)
 		}
 	}
-	if m["pass"] != false {
-		t.Errorf("pass = %v", m["pass"])
+	if m["pass"] != false || m["result"] != "fail" {
+		t.Errorf("pass = %v, result = %v", m["pass"], m["result"])
 	}
 	b.Reset()
 	emit(&b, "json", Result{Control: "tmp-size", Observed: "ENOSPC", Pass: true, Value: num(16777216)})
@@ -61,8 +61,21 @@ func TestTextLine(t *testing.T) {
 	if v := verdict(skipped("x", "a", "why")); v != "SKIP" {
 		t.Errorf("skipped verdict %s", v)
 	}
-	if !skipped("x", "a", "why").Pass {
-		t.Errorf("skipped must pass")
+	// A skipped control is neither pass nor fail: no evidence either way.
+	var b bytes.Buffer
+	emit(&b, "json", skipped("x", "a", "why"))
+	var m map[string]any
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["result"] != "skipped" || m["pass"] != false {
+		t.Errorf("skipped control in JSON: %s", b.String())
+	}
+	// A Result that claims both is still skipped, never a pass.
+	b.Reset()
+	emit(&b, "json", Result{Control: "x", Pass: true, Skipped: true})
+	if !strings.Contains(b.String(), `"pass":false,"result":"skipped"`) {
+		t.Errorf("pass and skipped at once: %s", b.String())
 	}
 }
 

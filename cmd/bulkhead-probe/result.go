@@ -39,6 +39,12 @@ const (
 // Result is one control's line. The JSON form is the contract with the host
 // side (`bulkhead probe`): one object per line, then {"control":"done"}.
 //
+// Outcome is one of three words: "pass" (the attempt was refused by the
+// layer that should refuse it), "fail", or "skipped" (the attempt was not
+// made, so there is no evidence either way). Pass is true only for "pass":
+// a skipped control never reads as a pass to a parser that knows only the
+// boolean.
+//
 // Value carries the number a control measured when it has one (bytes
 // written to /tmp, children started, bytes the memory child touched, the
 // CPU/wall ratio); Syscalls carries the per-syscall rows of the seccomp
@@ -50,10 +56,30 @@ type Result struct {
 	Observed string          `json:"observed"`
 	Layer    string          `json:"layer"`
 	Pass     bool            `json:"pass"`
+	Outcome  string          `json:"result"`
 	Skipped  bool            `json:"skipped,omitempty"`
 	Value    *float64        `json:"value,omitempty"`
 	Detail   string          `json:"detail,omitempty"`
 	Syscalls []SyscallResult `json:"syscalls,omitempty"`
+}
+
+// Outcomes of a control.
+const (
+	OutcomePass    = "pass"
+	OutcomeFail    = "fail"
+	OutcomeSkipped = "skipped"
+)
+
+// outcome is the control's word: skipped wins over everything, since an
+// attempt not made proves nothing.
+func outcome(r Result) string {
+	switch {
+	case r.Skipped:
+		return OutcomeSkipped
+	case r.Pass:
+		return OutcomePass
+	}
+	return OutcomeFail
 }
 
 // SyscallResult is one row of the seccomp try-syscall table.
@@ -73,7 +99,7 @@ const doneLine = `{"control":"done"}`
 func num(v float64) *float64 { return &v }
 
 func skipped(control, attempt, why string) Result {
-	return Result{Control: control, Attempt: attempt, Observed: "skipped", Layer: LayerNone, Pass: true, Skipped: true, Detail: why}
+	return Result{Control: control, Attempt: attempt, Observed: "skipped", Layer: LayerNone, Skipped: true, Detail: why}
 }
 
 // errnoOf digs the errno out of an error from os, net or exec.
@@ -139,6 +165,8 @@ func writeLayer(err error) string {
 
 // emit writes one result in the chosen format.
 func emit(w io.Writer, format string, r Result) {
+	r.Outcome = outcome(r)
+	r.Pass = r.Outcome == OutcomePass
 	if format == "text" {
 		io.WriteString(w, textLine(r))
 		return
@@ -159,10 +187,10 @@ func emitDone(w io.Writer, format string) {
 }
 
 func verdict(r Result) string {
-	switch {
-	case r.Skipped:
+	switch outcome(r) {
+	case OutcomeSkipped:
 		return "SKIP"
-	case r.Pass:
+	case OutcomePass:
 		return "PASS"
 	}
 	return "FAIL"

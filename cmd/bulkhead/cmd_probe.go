@@ -16,7 +16,8 @@ import (
 // probeCommand is `bulkhead probe`: run the boundary probe in a throwaway
 // container through bulkhead's own create path and show, control by
 // control, what the kernel answered and which layer answered it. It exits
-// non-zero unless every control held.
+// non-zero unless every control held: a control that failed, or one that
+// should have run and was skipped.
 func probeCommand(g *runtime.Globals) *cli.Command {
 	return &cli.Command{
 		Name:  "probe",
@@ -54,10 +55,30 @@ func probeCommand(g *runtime.Globals) *cli.Command {
 			if err != nil {
 				return err
 			}
-			if !rep.Pass {
-				return fmt.Errorf("probe: controls that did not hold on %s with profile %s: %s", rep.Backend, rep.Profile, strings.Join(rep.Failed(), ", "))
-			}
-			return nil
+			return probeVerdict(rep)
 		},
 	}
+}
+
+// probeVerdict is the exit of `bulkhead probe`: nil only when every
+// control ran and held. A skipped control is no evidence, so it fails the
+// run as much as a failed one.
+func probeVerdict(rep *runtime.ProbeReport) error {
+	var why []string
+	if f := rep.Failed(); len(f) > 0 {
+		why = append(why, "controls that did not hold: "+strings.Join(f, ", "))
+	}
+	if s := rep.Skipped(); len(s) > 0 {
+		why = append(why, "controls that were skipped: "+strings.Join(s, ", "))
+	}
+	if !rep.Finished {
+		why = append(why, "the probe did not finish")
+	}
+	if len(why) == 0 && !rep.Pass {
+		why = append(why, "the report does not pass")
+	}
+	if len(why) > 0 {
+		return fmt.Errorf("probe on %s with profile %s: %s", rep.Backend, rep.Profile, strings.Join(why, "; "))
+	}
+	return nil
 }

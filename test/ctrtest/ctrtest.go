@@ -227,21 +227,36 @@ func Leftovers(t testing.TB, id string) []string {
 // containerd-shim-bulkhead-v2 on its PATH.
 const ShimRuntime = "io.containerd.bulkhead.v2"
 
-// ProbeUnder runs bulkhead-probe with `ctr run --rm` and the runtime
-// flags given, checks every control passed, and that nothing is left.
+// ProbeUnder runs bulkhead-probe with `ctr run --rm`, the runtime flags
+// given and a host folder bound at /workspace, checks every control ran
+// and held, and that nothing is left.
 func ProbeUnder(t *testing.T, d *Daemon, runtimeArgs ...string) {
 	t.Helper()
 	id := NewID("probe")
+	ws := probeout.NewWorkspace(t)
 	args := append([]string{"run", "--rm"}, runtimeArgs...)
+	args = append(args, WorkspaceMount(ws)...)
+	args = append(args, CgroupMount...)
 	r := d.Run(2*time.Minute, append(args, Image, id, "bulkhead-probe")...)
 	if r.Code != 0 {
 		t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
 	}
-	probeout.AssertPasses(t, r.Stdout, 15)
+	probeout.AssertPasses(t, r.Stdout, ws)
 	if !engine.Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
 		t.Errorf("after ctr run --rm: %s", strings.Join(Leftovers(t, id), "\n"))
 	}
 }
+
+// WorkspaceMount is the ctr run flag that binds ws at /workspace.
+func WorkspaceMount(ws *probeout.Workspace) []string {
+	return []string{"--mount", "type=bind,src=" + ws.Dir + ",dst=/workspace,options=rbind:rw"}
+}
+
+// CgroupMount is the ctr run flag that mounts the container's cgroups
+// read-only at /sys/fs/cgroup, as Docker and CRI do and ctr does not: the
+// probe's cpu control judges by its own cgroup's counters, and without
+// them it has no evidence.
+var CgroupMount = []string{"--mount", "type=cgroup,src=cgroup,dst=/sys/fs/cgroup,options=ro:nosuid:nodev:noexec"}
 
 // RefusalLeavesNothing runs a container bulkhead refuses (a bind of /root)
 // through the shim and through the runc shim's --runc-binary: it must not

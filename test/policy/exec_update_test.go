@@ -12,6 +12,7 @@ import (
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // running creates and starts a `sleep 60` container through bulkhead on
@@ -133,4 +134,20 @@ func TestUpdateIsClamped(t *testing.T) {
 
 	must(t, nil, "--root", root, "update", "--pids-limit", "10", id)
 	expect("update --pids-limit 10 (stricter, kept)", 10)
+}
+
+// TestLeftoverCheckSeesCgroups: the leftover check of the other tests
+// looks where bulkhead really puts a container's cgroup: it finds the
+// cgroup of a running container and not after delete.
+func TestLeftoverCheckSeesCgroups(t *testing.T) {
+	needRunc(t)
+	root, id, dir := running(t, nil)
+	cg, left := leftover.Cgroup(dir, root, id)
+	if !left {
+		t.Fatalf("a running container's cgroup %s was not found", cg)
+	}
+	must(t, nil, "--root", root, "delete", "--force", id)
+	if cg, left := leftover.Cgroup(dir, root, id); left {
+		t.Errorf("cgroup %s still there after delete", cg)
+	}
 }

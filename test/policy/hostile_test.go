@@ -11,6 +11,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // probeScript is what every hostile container runs: it reports, from
@@ -202,10 +203,8 @@ func TestHostileBundles(t *testing.T) {
 			id := fmt.Sprintf("hostile-%d-%d", os.Getpid(), i)
 			r := bulkhead(t, "", nil, "--root", filepath.Join(dir, "state"), "--log", logFile, "--log-format", "json",
 				"run", "--bundle", dir, id)
-			for _, c := range []string{"pids", "memory"} {
-				if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", c, "bulkhead", id)); err == nil {
-					t.Errorf("cgroup %s/bulkhead/%s left behind", c, id)
-				}
+			if cg, left := leftover.Cgroup(dir, filepath.Join(dir, "state"), id); left {
+				t.Errorf("cgroup %s left behind", cg)
 			}
 			for _, v := range secretValues {
 				if strings.Contains(r.stdout+r.stderr, v) {

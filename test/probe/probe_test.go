@@ -27,6 +27,7 @@ type control struct {
 	Layer    string `json:"layer"`
 	Evidence string `json:"host_evidence"`
 	Pass     bool   `json:"pass"`
+	Result   string `json:"result"`
 	Detail   string `json:"detail"`
 }
 
@@ -160,8 +161,8 @@ func assertAllHold(t *testing.T, r report, code int, stderr string, layers map[s
 		switch {
 		case !ok:
 			t.Errorf("%s: no row", name)
-		case !c.Pass:
-			t.Errorf("%s: FAIL observed %q layer %q evidence %q: %s", name, c.Observed, c.Layer, c.Evidence, c.Detail)
+		case !c.Pass || c.Result != "pass":
+			t.Errorf("%s: %s observed %q layer %q evidence %q: %s", name, c.Result, c.Observed, c.Layer, c.Evidence, c.Detail)
 		case name == "memory" && slices.Contains(runscMemoryLayers, layer) && slices.Contains(runscMemoryLayers, c.Layer):
 		case c.Layer != layer && !(name == "cpu" && strings.HasPrefix(c.Layer, layer)):
 			t.Errorf("%s: layer %q, want %q", name, c.Layer, layer)
@@ -212,7 +213,7 @@ func TestProbeCanFail(t *testing.T) {
 		hold          []string
 	}{
 		{"audit", "[profiles.lax]\nmode = \"audit\"\n",
-			[]string{"workspace", "etc", "uid", "capabilities", "network", "environment", "pids", "memory"}, nil},
+			[]string{"workspace", "etc", "uid", "capabilities", "network", "environment", "cpu", "pids", "memory"}, nil},
 		{"caller-network-no-pids", "[profiles.lax]\nnetwork = \"caller\"\npids_limit = 0\n",
 			[]string{"network", "pids"}, []string{"workspace", "etc", "uid", "capabilities", "seccomp", "memory"}},
 	}
@@ -224,12 +225,20 @@ func TestProbeCanFail(t *testing.T) {
 			}
 			got := byName(r)
 			for _, n := range c.fail {
-				if got[n].Pass {
-					t.Errorf("%s: PASS (%s), want FAIL", n, got[n].Observed)
+				// A FAIL must be an observation: a row that is missing or
+				// has no line proves nothing about the weakened control.
+				g, ok := got[n]
+				switch {
+				case !ok:
+					t.Errorf("%s: no row, want an observed FAIL", n)
+				case g.Result != "fail" || g.Pass:
+					t.Errorf("%s: %s (%s), want FAIL", n, g.Result, g.Observed)
+				case g.Observed == "no line" || strings.HasPrefix(g.Detail, "no evidence"):
+					t.Errorf("%s: FAIL without an observation (%s: %s), want the attempt's answer", n, g.Observed, g.Detail)
 				}
 			}
 			for _, n := range c.hold {
-				if !got[n].Pass {
+				if !got[n].Pass || got[n].Result != "pass" {
 					t.Errorf("%s: FAIL (%s), want PASS: only the weakened controls may fail", n, got[n].Observed)
 				}
 			}
@@ -271,5 +280,33 @@ func TestProbeWorkspaceModes(t *testing.T) {
 	assertAllHold(t, r, code, stderr, map[string]string{"workspace": "read-only mount"})
 	if w := byName(r)["workspace"]; w.Observed != "EROFS" {
 		t.Errorf("readonly workspace: observed %q, want EROFS", w.Observed)
+	}
+}
+
+// TestProbeRunscMemoryKeptAlive: under gVisor the memory row passes only
+// when the allocation ended the sandbox. With a limit above what the probe
+// allocates (1 GiB), the sandbox outlives the allocation: the row must
+// FAIL, and never read as "sandbox ended".
+func TestProbeRunscMemoryKeptAlive(t *testing.T) {
+	need(t, "runsc")
+	r, code, stderr := probe(t, config(t, "[profiles.roomy]\nbackend = \"runsc\"\nmemory = \"2g\"\n"), "--profile", "roomy", "--backend", "runsc")
+	if code == 0 || r.Pass {
+		t.Errorf("exit %d, pass %v: a memory limit the probe cannot reach must fail", code, r.Pass)
+	}
+	// Only a run that reached the memory attempt shows anything about it.
+	if !r.Finished {
+		t.Fatalf("the probe did not reach its done line: the sandbox ended before the memory attempt")
+	}
+	m, ok := byName(r)["memory"]
+	switch {
+	case !ok:
+		t.Fatalf("no memory row")
+	case m.Pass || m.Result != "fail":
+		t.Errorf("memory %s (%s, %s): the sandbox survived the allocation", m.Result, m.Observed, m.Layer)
+	case m.Observed == "sandbox ended":
+		t.Errorf("memory reads as sandbox ended although the limit is above the allocation: %+v", m)
+	}
+	if !strings.Contains(stderr, "memory") {
+		t.Errorf("stderr does not name memory: %s", stderr)
 	}
 }

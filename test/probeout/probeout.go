@@ -1,13 +1,19 @@
 // Package probeout reads what bulkhead-probe prints inside a container
 // started by an engine: one JSON line per control, then
-// {"control":"done"}.
+// {"control":"done"}, and judges it the way `bulkhead probe` does where an
+// engine test has no host side of its own: every control must have run
+// and held, the workspace by the host folder staying unchanged.
 package probeout
 
 import (
 	"bufio"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"bulkhead.dev/bulkhead/runtime"
 )
 
 // Line is one control's result.
@@ -16,6 +22,7 @@ type Line struct {
 	Observed string `json:"observed"`
 	Layer    string `json:"layer"`
 	Pass     bool   `json:"pass"`
+	Result   string `json:"result"`
 	Skipped  bool   `json:"skipped"`
 	Detail   string `json:"detail"`
 }
@@ -44,21 +51,82 @@ func Parse(out string) (lines []Line, done bool) {
 	return lines, false
 }
 
-// AssertPasses checks that the probe ran to its done line, reported at
-// least min controls, and that every control passed.
-func AssertPasses(t testing.TB, out string, min int) {
+// Workspace is a host folder to bind at /workspace: writable by anyone, so
+// only the mount can keep the sandbox's write out of it, with one file
+// whose survival shows the folder unchanged.
+type Workspace struct{ Dir string }
+
+const workspaceFile, workspaceText = "README", "host folder\n"
+
+// NewWorkspace makes the folder in the test's temp dir.
+func NewWorkspace(t testing.TB) *Workspace {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "workspace")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, workspaceFile), []byte(workspaceText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &Workspace{Dir: dir}
+}
+
+// Unchanged reports whether the folder holds exactly what NewWorkspace
+// put there.
+func (w *Workspace) Unchanged() bool {
+	ents, err := os.ReadDir(w.Dir)
+	if err != nil || len(ents) != 1 || ents[0].Name() != workspaceFile {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(w.Dir, workspaceFile))
+	return err == nil && string(data) == workspaceText
+}
+
+// Held reports whether one line shows its control held. The workspace
+// control's write goes through inside a copy-on-write workspace; there the
+// host folder is the judge.
+func (w *Workspace) Held(l Line) bool {
+	if l.Control == "workspace" && l.Observed == "written" {
+		return w.Unchanged()
+	}
+	return l.Pass && l.Result == "pass"
+}
+
+// AssertPasses checks that the probe ran to its done line and that every
+// control bulkhead probe knows (runtime.ProbeControls) reported exactly
+// once and held: a missing, skipped or failed control fails the test.
+func AssertPasses(t testing.TB, out string, ws *Workspace) {
+	t.Helper()
+	AssertControls(t, out, ws, runtime.ProbeControls, nil)
+}
+
+// AssertControls is AssertPasses for the controls in want; hostJudged,
+// when set, accepts a line that only the host can judge (gVisor's cpu).
+func AssertControls(t testing.TB, out string, ws *Workspace, want []string, hostJudged func(Line) bool) {
 	t.Helper()
 	lines, done := Parse(out)
 	if !done {
 		t.Fatalf("probe did not finish (no done line):\n%s", out)
 	}
-	if len(lines) < min {
-		t.Fatalf("probe reported only %d controls:\n%s", len(lines), out)
-	}
+	seen := map[string]int{}
 	for _, l := range lines {
-		if !l.Pass {
+		seen[l.Control]++
+		switch {
+		case ws.Held(l):
+		case hostJudged != nil && hostJudged(l):
+		case l.Result == "skipped" || l.Skipped:
+			t.Errorf("control %s SKIPPED: %s", l.Control, l.Detail)
+		default:
 			t.Errorf("control %s FAIL: observed %q, layer %q: %s", l.Control, l.Observed, l.Layer, l.Detail)
 		}
 	}
-	t.Logf("probe: %d controls passed", len(lines))
+	for _, c := range want {
+		if seen[c] != 1 {
+			t.Errorf("control %s: %d lines, want 1", c, seen[c])
+		}
+	}
+	t.Logf("probe: %d lines, %d controls required", len(lines), len(want))
 }

@@ -30,6 +30,7 @@ import (
 	"bulkhead.dev/bulkhead/seccomp"
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // backends are the two a profile can name; entry is the binary name the
@@ -484,13 +485,13 @@ func TestBadProfileLeavesNothing(t *testing.T) {
 			for _, p := range []string{
 				filepath.Join(e.root, "bulkhead", id),
 				filepath.Join(e.root, "runc", id),
-				filepath.Join("/sys/fs/cgroup/pids/bulkhead", id),
-				filepath.Join("/sys/fs/cgroup/memory/bulkhead", id),
-				filepath.Join("/sys/fs/cgroup/unified/bulkhead", id),
 			} {
 				if _, err := os.Lstat(p); err == nil {
 					t.Errorf("%s left behind", p)
 				}
+			}
+			if cg, left := leftover.Cgroup(b, e.root, id); left {
+				t.Errorf("cgroup %s left behind", cg)
 			}
 			if out, err := exec.Command("runc", "--root", filepath.Join(e.root, "runc"), "list", "-q").Output(); err == nil && strings.TrimSpace(string(out)) != "" {
 				t.Errorf("runc still lists %q", out)

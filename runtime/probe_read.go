@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"bulkhead.dev/bulkhead/cgroups"
+)
+
+// probeOutput is what the host saw of one probe run: the lines, the
+// cgroup counters sampled as each arrived, and how the output ended.
+type probeOutput struct {
+	lines   map[string]ProbeLine
+	samples map[string]probeSample
+	// finished: the done line came.
+	finished bool
+	// ended: the container's stdout reached EOF, so every process in it
+	// had exited. Under gVisor this is the evidence that the memory
+	// attempt after done ended the sandbox; a read that stopped on a
+	// deadline is not.
+	ended bool
+}
+
+// readProbe reads the probe's lines until EOF, the done line (runc), or,
+// under gVisor, afterDone past the done line (the memory attempt follows
+// it), or ctx. events reads the container's cgroup counters.
+func readProbe(ctx context.Context, lines <-chan string, events func() (cgroups.Events, error), gvisor bool, afterDone time.Duration) probeOutput {
+	out := probeOutput{lines: map[string]ProbeLine{}, samples: map[string]probeSample{}}
+	prev, prevErr := events()
+	prevAt := time.Now()
+	take := func(raw string) {
+		var l ProbeLine
+		if err := json.Unmarshal([]byte(raw), &l); err != nil || l.Control == "" {
+			logrus.Warnf("bulkhead: probe: not a probe line: %q", raw)
+			return
+		}
+		now, err := events()
+		at := time.Now()
+		out.samples[l.Control] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil, Wall: at.Sub(prevAt)}
+		prev, prevErr, prevAt = now, err, at
+		out.lines[l.Control] = l
+	}
+	var after <-chan time.Time // set once done arrived and an attempt follows it
+	for {
+		select {
+		case raw, ok := <-lines:
+			if !ok {
+				out.ended = true
+				break
+			}
+			if strings.TrimSpace(raw) == probeDoneLine {
+				out.finished = true
+				if !gvisor {
+					return out
+				}
+				t := time.NewTimer(afterDone)
+				defer t.Stop()
+				after = t.C
+				continue
+			}
+			take(raw)
+			continue
+		case <-after:
+		case <-ctx.Done():
+		}
+		break
+	}
+	if gvisor && out.finished && out.ended {
+		// The memory attempt after done: its line if the sandbox
+		// survived, else the counters when the sandbox ended.
+		if _, ok := out.samples["memory"]; !ok {
+			now, err := events()
+			out.samples["memory"] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil, Wall: time.Since(prevAt)}
+		}
+	}
+	return out
+}
