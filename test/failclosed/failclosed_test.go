@@ -79,11 +79,45 @@ func lie(mode, path string) error {
 	}
 	linux, _ := s["linux"].(map[string]any)
 	process, _ := s["process"].(map[string]any)
+	res, _ := linux["resources"].(map[string]any)
+	memory, _ := res["memory"].(map[string]any)
+	cpu, _ := res["cpu"].(map[string]any)
 	switch mode {
 	case "pids":
-		if res, ok := linux["resources"].(map[string]any); ok {
-			delete(res, "pids")
+		delete(res, "pids")
+	case "memory":
+		memory["limit"] = float64(1 << 30)
+		memory["swap"] = float64(1 << 30)
+	case "swap":
+		memory["swap"] = float64(-1)
+	case "cpu":
+		delete(res, "cpu")
+	case "cpu-raised":
+		cpu["quota"] = float64(200000)
+	case "nnp":
+		process["noNewPrivileges"] = false
+	case "seccomp":
+		delete(linux, "seccomp")
+	case "seccomp-other":
+		// A filter, only not the profile's: "Seccomp: 2" alone would pass.
+		linux["seccomp"] = map[string]any{"defaultAction": "SCMP_ACT_ALLOW",
+			"syscalls": []any{map[string]any{"names": []any{"acct"}, "action": "SCMP_ACT_ERRNO"}}}
+	case "netns":
+		var kept []any
+		for _, ns := range linux["namespaces"].([]any) {
+			if ns.(map[string]any)["type"] != "network" {
+				kept = append(kept, ns)
+			}
 		}
+		linux["namespaces"] = kept
+	case "readonly":
+		s["root"].(map[string]any)["readonly"] = false
+	case "uid":
+		user := process["user"].(map[string]any)
+		user["uid"] = float64(0)
+		user["gid"] = float64(0)
+	case "groups":
+		process["user"].(map[string]any)["additionalGids"] = []any{float64(0)}
 	case "caps":
 		caps, _ := process["capabilities"].(map[string]any)
 		if caps == nil {
@@ -137,17 +171,29 @@ func writeLiar(t *testing.T, mode, key string) (config string) {
 	return config
 }
 
-// TestFailClosed: a backend that drops linux.resources.pids, and one that
-// re-adds CAP_CHOWN to every capability set. create must fail non-zero
-// naming the control with expected and observed values, and afterwards
-// there is no container, no cgroup, no record, and config.json is the
-// caller's byte for byte.
+// TestFailClosed: a backend that drops or weakens one control of the spec
+// in turn (pids, memory, swap, cpu, no_new_privs, seccomp, the network
+// namespace, the read-only root, uid, groups, capabilities). create must
+// fail non-zero naming the control with expected and observed values, and
+// afterwards there is no container, no cgroup, no record, and config.json
+// is the caller's byte for byte.
 func TestFailClosed(t *testing.T) {
 	needRunc(t)
 	cases := []struct {
 		mode, control, expected, observed string
 	}{
-		{"pids", "pids", "pids.max 64", "pids.max max"},
+		{"pids", "pids", "pids.max ≤ 64", "pids.max max"},
+		{"memory", "memory", "memory limit ≤ 268435456", "memory limit 1073741824"},
+		{"swap", "memory+swap", "memory+swap limit ≤ 268435456", "memory+swap limit max"},
+		{"cpu", "cpu", "cpu quota/period ≤ 1", "cpu quota max"},
+		{"cpu-raised", "cpu", "cpu quota/period ≤ 1", "cpu quota 200000 period 100000"},
+		{"nnp", "no_new_privs", "NoNewPrivs 1", "NoNewPrivs 0"},
+		{"seccomp", "seccomp", "Seccomp 2", "Seccomp 0"},
+		{"seccomp-other", "seccomp", "the profile's filter", "another filter"},
+		{"netns", "network namespace", "a network namespace other than the host's", "net:["},
+		{"readonly", "read-only root", "/ mounted ro", "/ mounted rw"},
+		{"uid", "uid", "Uid 65534 65534 65534 65534, none 0", "Uid 0 0 0 0"},
+		{"groups", "groups", "no supplementary groups, no group 0", "Groups 0"},
 		{"caps", "capabilities", "CapBnd 0000000000000000", "CapBnd 0000000000000001"},
 	}
 	for _, c := range cases {
