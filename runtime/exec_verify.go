@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -57,6 +58,12 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	if err == nil {
 		return nil
 	}
+	if ended(pid) {
+		// Nothing of it runs any more, so there is nothing to kill;
+		// what it did cannot be verified, and the log says so.
+		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified (%v)", id, pid, err)
+		return nil
+	}
 	// Fail closed: the process must not run on unverified.
 	kerr := unix.Kill(pid, unix.SIGKILL)
 	if !own {
@@ -67,4 +74,17 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 		return fmt.Errorf("verification after exec: %w (and the process %d could not be killed: %v)", err, pid, kerr)
 	}
 	return fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+}
+
+// ended tells whether pid is gone or a zombie: an exec'd command that
+// finished before bulkhead could read it.
+func ended(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which ends at the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
