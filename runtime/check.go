@@ -122,18 +122,20 @@ func DryRun(g *Globals, specPath, bundle string) (*CheckReport, error) {
 			translateForGVisor(handed, &sel.Profile)
 		}
 	}
-	var backendErr error
+	var backendErr, invErr error
 	if applyErr == nil || sel.Profile.Mode == specs.Audit {
-		if backendErr = validateForBackend("check", bundle, handed, g); backendErr != nil {
+		backendErr, invErr = gateHanded(ctx, "check", bundle, handed, g, sel.Backend.IsGVisor())
+		if backendErr != nil {
 			r.Refusals = append(r.Refusals, backendErr.Error())
 		}
-		if err := specs.CheckInvariantsContext(ctx, handed); err != nil {
-			r.Invariants = strings.Split(err.Error(), "\n")
+		if invErr != nil {
+			r.Invariants = strings.Split(invErr.Error(), "\n")
 		}
 	}
-	// As in create: audit mode hands the spec over whatever the rules
-	// decided; the backend's own validation stops both modes.
-	r.Runs = backendErr == nil && (applyErr == nil || sel.Profile.Mode == specs.Audit)
+	// As in create: audit mode hands the spec over whatever the rules and
+	// the invariants decided; the backend's own validation stops both
+	// modes.
+	r.Runs = backendErr == nil && (applyErr == nil && invErr == nil || sel.Profile.Mode == specs.Audit)
 	if sel.Profile.Mode == specs.Enforce && rewritten != nil {
 		if r.Diff, err = specDiff(spec, handed); err != nil {
 			return nil, err

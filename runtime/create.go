@@ -108,7 +108,14 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 			translateForGVisor(c.handed, &sel.Profile)
 		}
 	}
-	if err := validateForBackend(id, bundle, c.handed, g); err != nil {
+	backendErr, invErr := gateHanded(ctx, id, bundle, c.handed, g, sel.Backend.IsGVisor())
+	if invErr != nil {
+		invErr = fmt.Errorf("the spec handed over breaks the profile's invariants: %w", invErr)
+	}
+	for _, err := range []error{backendErr, invErr} {
+		if err == nil {
+			continue
+		}
 		if sel.Profile.Mode == specs.Enforce {
 			return nil, c.fail(err)
 		}
@@ -181,7 +188,11 @@ func (c *creation) handOver(verb string, v Values) error {
 		return c.fail(c.undo(err))
 	}
 	c.rec.InitPid, c.rec.InitStart = pid, initStart(pid)
-	report, err := Verify(pid, c.handed, b.Kind())
+	var report Report
+	exp, err := Expect(&c.sel.Profile, c.handed, b.Kind())
+	if err == nil {
+		report, err = Verify(pid, exp)
+	}
 	c.rec.Checks = report
 	c.audit.Checks = report
 	if err == nil {

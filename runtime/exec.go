@@ -61,6 +61,9 @@ func Exec(g *Globals, v Values, args []string) error {
 	if b.IsGVisor() && v.Bool("detach") {
 		return detachGVisorExec(g, b, v, path, id)
 	}
+	if v.Bool("detach") && profile.Mode == specs.Enforce {
+		return execDetachedVerified(g, c, v, policed, path, id)
+	}
 	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), processFlags...)
 	rest := append([]string{"--process", path}, flags...)
 	rest = append(rest, id)

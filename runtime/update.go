@@ -51,6 +51,9 @@ func Update(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
+	if c != nil && c.profile.Mode == specs.Enforce {
+		return updateVerified(g, c, r, path, id)
+	}
 	return execBackend(g.backendArgv(b, "update", "--resources", path, id))
 }
 

@@ -11,12 +11,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/moby/sys/capability"
 	"github.com/moby/sys/mountinfo"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/seccomp"
 )
 
 // GVisorInsideControls says which controls the host cannot see for a runsc
@@ -75,42 +75,64 @@ func (r *Report) add(control, expected, observed string) {
 	*r = append(*r, Check{Control: control, Expected: expected, Observed: observed, OK: expected == observed})
 }
 
-// Verify reads from the host what the kernel applied to the container whose
-// process is pid and compares it with s, the spec bulkhead handed to the
-// backend. For runc and crun pid is the container's init; for runsc it is
-// the sandbox process (see GVisorInsideControls). An error means the check
-// itself could not be done; the caller fails closed on an error as on a
-// failed check (Report.Err).
-func Verify(pid int, s *rspec.Spec, backend string) (Report, error) {
+// Verify reads from the host what the kernel applied to the container
+// whose process is pid and compares it with e, which comes from the
+// profile (Expect). For runc and crun pid is the container's init or an
+// exec'd process; for runsc it is the sandbox process (see
+// GVisorInsideControls). An error means the check itself could not be
+// done; the caller fails closed on an error as on a failed check
+// (Report.Err).
+func Verify(pid int, e *Expectation) (Report, error) {
 	var r Report
-	if s == nil {
-		return r, errors.New("verify: no spec")
+	if e == nil {
+		return r, errors.New("verify: no expectation")
 	}
-	switch backend {
+	switch e.Backend {
 	case "runc", "crun":
-		if err := verifyProcess(&r, pid, s); err != nil {
+		if err := verifyProcess(&r, pid, e); err != nil {
 			return r, err
 		}
-		if err := verifyNetns(&r, pid, s, true); err != nil {
+		if err := verifySeccompFilter(&r, pid, e); err != nil {
 			return r, err
 		}
-		if err := verifyRootfs(&r, pid, s); err != nil {
+		if err := verifyNetns(&r, pid, e.LoopbackOnly, true); err != nil {
+			return r, err
+		}
+		if err := verifyRootfs(&r, pid, e); err != nil {
 			return r, err
 		}
 	case "runsc":
-		if err := verifyNetns(&r, pid, s, false); err != nil {
+		if err := verifyNetns(&r, pid, true, false); err != nil {
 			return r, err
 		}
 		if err := verifyRunscFlags(&r, pid); err != nil {
 			return r, err
 		}
 	default:
-		return r, fmt.Errorf("verify: unknown backend %q", backend)
+		return r, fmt.Errorf("verify: unknown backend %q", e.Backend)
 	}
-	if err := verifyCgroups(&r, pid, s); err != nil {
+	if err := verifyCgroups(&r, pid, e); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+// VerifyProcess is Verify of an exec'd process: what the process itself
+// holds (capabilities, no_new_privs, identity, seccomp). The container's
+// namespaces, root and cgroup were verified at create. runsc's processes
+// live inside gVisor, where the host cannot see them.
+func VerifyProcess(pid int, e *Expectation) (Report, error) {
+	var r Report
+	if e == nil {
+		return r, errors.New("verify: no expectation")
+	}
+	if e.Backend == "runsc" {
+		return r, nil
+	}
+	if err := verifyProcess(&r, pid, e); err != nil {
+		return r, err
+	}
+	return r, verifySeccompFilter(&r, pid, e)
 }
 
 // procStatus holds the /proc/PID/status fields Verify reads.
@@ -142,114 +164,157 @@ func parseProcStatus(rd io.Reader) (procStatus, error) {
 	return st, nil
 }
 
-// capMask converts capability names ("CAP_CHOWN") to the bit mask the
-// kernel shows in /proc/PID/status. A name that the kernel does not support
-// is left out, as runc does when it applies the set; a name that is no
-// capability at all is an error (fail closed).
-func capMask(names []string) (uint64, error) {
-	last, err := capability.LastCap()
-	if err != nil {
-		return 0, fmt.Errorf("verify: %w", err)
-	}
-	var m uint64
-	for _, n := range names {
-		c, ok := capByName(n)
-		if !ok {
-			return 0, fmt.Errorf("verify: unknown capability %q in spec", n)
-		}
-		if c <= last && c < 64 {
-			m |= 1 << uint(c)
-		}
-	}
-	return m, nil
-}
-
-func capByName(name string) (capability.Cap, bool) {
-	want := strings.ToLower(strings.TrimPrefix(strings.ToUpper(name), "CAP_"))
-	for _, c := range capability.ListKnown() {
-		if c.String() == want {
-			return c, true
-		}
-	}
-	return 0, false
-}
-
-func verifyProcess(r *Report, pid int, s *rspec.Spec) error {
+func verifyProcess(r *Report, pid int, e *Expectation) error {
 	st, err := readProcStatus(pid)
 	if err != nil {
 		return err
 	}
-	return checkStatus(r, st, s)
+	return checkStatus(r, st, e)
 }
 
-// checkStatus compares the /proc status fields with the spec's process.
-func checkStatus(r *Report, st procStatus, s *rspec.Spec) error {
-	var caps rspec.LinuxCapabilities
-	if s.Process != nil && s.Process.Capabilities != nil {
-		caps = *s.Process.Capabilities
-	}
-	for _, set := range []struct {
-		field string
-		names []string
-	}{
-		{"CapBnd", caps.Bounding},
-		{"CapEff", caps.Effective},
-		{"CapPrm", caps.Permitted},
-		{"CapAmb", caps.Ambient},
-		{"CapInh", caps.Inheritable},
-	} {
-		m, err := capMask(set.names)
-		if err != nil {
-			return err
-		}
-		obs, ok := st[set.field]
+// checkStatus compares the /proc status fields with the expectation: no
+// capability in any set and no_new_privs whatever the spec said, a
+// seccomp filter, and the identity.
+func checkStatus(r *Report, st procStatus, e *Expectation) error {
+	for _, field := range []string{"CapBnd", "CapEff", "CapPrm", "CapAmb", "CapInh"} {
+		obs, ok := st[field]
 		if !ok {
-			return fmt.Errorf("verify: /proc status has no %s", set.field)
+			return fmt.Errorf("verify: /proc status has no %s", field)
 		}
 		// Compare numerically: the kernel prints 16 hex digits.
 		got, err := strconv.ParseUint(obs, 16, 64)
 		if err != nil {
-			return fmt.Errorf("verify: %s %q: %w", set.field, obs, err)
+			return fmt.Errorf("verify: %s %q: %w", field, obs, err)
 		}
-		r.add("capabilities", fmt.Sprintf("%s %016x", set.field, m), fmt.Sprintf("%s %016x", set.field, got))
+		r.add("capabilities", fmt.Sprintf("%s %016x", field, 0), fmt.Sprintf("%s %016x", field, got))
 	}
-	if s.Process != nil && s.Process.NoNewPrivileges {
-		r.add("no_new_privs", "NoNewPrivs 1", "NoNewPrivs "+st["NoNewPrivs"])
-	}
-	if s.Linux != nil && s.Linux.Seccomp != nil {
-		// 2 is SECCOMP_MODE_FILTER.
-		r.add("seccomp", "Seccomp 2", "Seccomp "+st["Seccomp"])
-	}
-	if s.Process != nil {
-		u := s.Process.User
-		// Real, effective, saved and filesystem ids must all be the
-		// spec's: a saved uid 0 could be switched back to.
-		r.add("uid", idLine("Uid", u.UID), "Uid "+st["Uid"])
-		r.add("gid", idLine("Gid", u.GID), "Gid "+st["Gid"])
-		groups := strings.Fields(st["Groups"])
-		wantRoot := u.GID == 0 || slices.Contains(u.AdditionalGids, 0)
-		missing := []string{}
-		for _, g := range u.AdditionalGids {
-			if !slices.Contains(groups, strconv.FormatUint(uint64(g), 10)) {
-				missing = append(missing, strconv.FormatUint(uint64(g), 10))
-			}
-		}
-		var exp string
-		if len(u.AdditionalGids) > 0 {
-			exp = "supplementary groups include " + fmt.Sprint(u.AdditionalGids)
-			if !wantRoot {
-				exp += " and not 0"
-			}
-		} else if !wantRoot {
-			exp = "no supplementary group 0"
-		} else {
-			exp = "any supplementary groups"
-		}
-		obs := "Groups " + strings.Join(groups, " ")
-		ok := len(missing) == 0 && (wantRoot || !slices.Contains(groups, "0"))
-		*r = append(*r, Check{Control: "groups", Expected: exp, Observed: obs, OK: ok})
-	}
+	r.add("no_new_privs", "NoNewPrivs 1", "NoNewPrivs "+st["NoNewPrivs"])
+	// 2 is SECCOMP_MODE_FILTER; which filter is verifySeccompFilter's.
+	r.add("seccomp", "Seccomp 2", "Seccomp "+st["Seccomp"])
+	checkIDs(r, st, e)
 	return nil
+}
+
+// checkIDs: real, effective, saved and filesystem ids must all be the
+// spec's (a saved uid 0 could be switched back to) and none 0 where the
+// profile demotes root; the supplementary groups exactly the spec's.
+func checkIDs(r *Report, st procStatus, e *Expectation) {
+	for _, id := range []struct {
+		control, field string
+		nonRoot        bool
+		want           *uint32
+	}{
+		{"uid", "Uid", e.NonRootUID, userField(e.User, true)},
+		{"gid", "Gid", e.NonRootGID, userField(e.User, false)},
+	} {
+		obs := strings.Fields(st[id.field])
+		var exp []string
+		if id.want != nil {
+			exp = append(exp, idLine(id.field, *id.want))
+		}
+		if id.nonRoot {
+			exp = append(exp, "none 0")
+		}
+		ok := len(obs) == 4
+		for _, v := range obs {
+			if id.nonRoot && v == "0" || id.want != nil && v != strconv.FormatUint(uint64(*id.want), 10) {
+				ok = false
+			}
+		}
+		if len(exp) == 0 {
+			exp = append(exp, "any")
+		}
+		*r = append(*r, Check{Control: id.control, Expected: strings.Join(exp, ", "), Observed: id.field + " " + strings.Join(obs, " "), OK: ok})
+	}
+	groups := strings.Fields(st["Groups"])
+	var exp []string
+	ok := true
+	if e.User != nil {
+		want := make([]string, 0, len(e.User.AdditionalGids))
+		for _, g := range e.User.AdditionalGids {
+			want = append(want, strconv.FormatUint(uint64(g), 10))
+		}
+		slices.Sort(want)
+		want = slices.Compact(want)
+		have := slices.Clone(groups)
+		slices.Sort(have)
+		have = slices.Compact(have)
+		ok = slices.Equal(want, have)
+		if len(want) == 0 {
+			exp = append(exp, "no supplementary groups")
+		} else {
+			exp = append(exp, "Groups "+strings.Join(want, " "))
+		}
+	}
+	if e.NonRootGID {
+		exp = append(exp, "no group 0")
+		if slices.Contains(groups, "0") {
+			ok = false
+		}
+	}
+	if len(exp) == 0 {
+		exp = append(exp, "any")
+	}
+	*r = append(*r, Check{Control: "groups", Expected: strings.Join(exp, ", "), Observed: "Groups " + strings.Join(groups, " "), OK: ok})
+}
+
+func userField(u *rspec.User, uid bool) *uint32 {
+	switch {
+	case u == nil:
+		return nil
+	case uid:
+		return &u.UID
+	default:
+		return &u.GID
+	}
+}
+
+// verifySeccompFilter reads the filters the kernel holds for pid and
+// requires the profile's compiled program among them, at the place the
+// backend installs it: just above the filters pid inherited from bulkhead
+// itself. A newer filter is accepted only after the workload ran (it can
+// only deny more); at create there is none.
+func verifySeccompFilter(r *Report, pid int, e *Expectation) error {
+	inherited, err := ownFilterCount()
+	if err != nil {
+		return err
+	}
+	filters, err := seccomp.LoadedFilters(pid)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	exp := "the profile's filter"
+	mine := len(filters) - 1 - inherited
+	var obs string
+	ok := false
+	switch {
+	case mine < 0:
+		obs = fmt.Sprintf("%d filters, %d of them inherited from bulkhead", len(filters), inherited)
+	case mine > 0 && !e.WorkloadRan:
+		obs = fmt.Sprintf("%d filters, %d more than the profile's and the %d inherited", len(filters), mine, inherited)
+	default:
+		if err := e.Seccomp.Recognise(filters[mine]); err != nil {
+			obs = fmt.Sprintf("another filter (%d instructions): %v", len(filters[mine]), err)
+		} else {
+			obs, ok = exp, true
+		}
+	}
+	*r = append(*r, Check{Control: "seccomp", Expected: exp, Observed: obs, OK: ok})
+	return nil
+}
+
+// ownFilterCount is the number of seccomp filters bulkhead runs under,
+// which every process it starts inherits.
+func ownFilterCount() (int, error) {
+	st, err := readProcStatus(os.Getpid())
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(st["Seccomp_filters"])
+	if err != nil {
+		return 0, fmt.Errorf("verify: own Seccomp_filters %q: %w", st["Seccomp_filters"], err)
+	}
+	return n, nil
 }
 
 // idLine is the /proc status line of a process whose real, effective, saved
@@ -257,20 +322,6 @@ func checkStatus(r *Report, st procStatus, s *rspec.Spec) error {
 func idLine(field string, id uint32) string {
 	v := strconv.FormatUint(uint64(id), 10)
 	return field + " " + strings.Repeat(v+" ", 3) + v
-}
-
-// newNetns tells whether the spec asks for a network namespace of its own
-// (type network without a path).
-func newNetns(s *rspec.Spec) bool {
-	if s.Linux == nil {
-		return false
-	}
-	for _, ns := range s.Linux.Namespaces {
-		if ns.Type == rspec.NetworkNamespace && ns.Path == "" {
-			return true
-		}
-	}
-	return false
 }
 
 func nsInode(path string) (uint64, error) {
@@ -281,12 +332,15 @@ func nsInode(path string) (uint64, error) {
 	return st.Ino, nil
 }
 
-// verifyNetns checks that pid's network namespace is neither the host's
-// (pid 1's) nor bulkhead's own and, when onlyLo (runc, crun), that it has no
-// interface but lo. runsc always runs its sandbox in a namespace of its own
-// with --network=none, whatever the spec, so there the check is unconditional.
-func verifyNetns(r *Report, pid int, s *rspec.Spec, onlyLo bool) error {
-	if onlyLo && !newNetns(s) {
+// verifyNetns checks, when the profile's network is none, that pid's
+// network namespace is neither the host's (pid 1's) nor bulkhead's own
+// and, when onlyLo (runc, crun), that it has no interface but lo. It reads
+// the namespace pid is in, so a pod's joined namespace is checked as well
+// as a new one. runsc always runs its sandbox in a namespace of its own
+// with --network=none, whatever the spec, so there the check is
+// unconditional.
+func verifyNetns(r *Report, pid int, check, onlyLo bool) error {
+	if !check {
 		return nil
 	}
 	ino, err := nsInode(fmt.Sprintf("/proc/%d/ns/net", pid))
@@ -332,9 +386,10 @@ func netDevInterfaces(data []byte) []string {
 }
 
 // verifyRootfs checks that "/" as the container sees it is mounted
-// read-only when the spec says so. The last "/" entry is the one on top.
-func verifyRootfs(r *Report, pid int, s *rspec.Spec) error {
-	if s.Root == nil || !s.Root.Readonly {
+// read-only when the profile or the spec says so. The last "/" entry is
+// the one on top.
+func verifyRootfs(r *Report, pid int, e *Expectation) error {
+	if !e.ReadonlyRoot {
 		return nil
 	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
@@ -362,21 +417,34 @@ func verifyRootfs(r *Report, pid int, s *rspec.Spec) error {
 	return nil
 }
 
-// verifyRunscFlags checks the sandbox's command line for the flags without
-// which runsc would give it a network (--network=none) or ignore the spec's
-// seccomp profile (--oci-seccomp).
+// verifyRunscFlags checks the sandbox's own command line, as the kernel
+// shows it for the process runsc's pid file names, for the flags without
+// which runsc would give it a network (--network=none) or ignore the
+// spec's seccomp profile (--oci-seccomp). Only runsc's global flags count,
+// those before its boot subcommand, and the process must be that sandbox:
+// a command line without boot is not.
 func verifyRunscFlags(r *Report, pid int) error {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+	boot := slices.Index(args, "boot")
+	obs := "no boot subcommand: " + strings.Join(args, " ")
+	if boot > 0 {
+		obs = "runsc boot"
+	}
+	r.add("runsc sandbox", "runsc boot", obs)
+	if boot < 0 {
+		boot = 0
+	}
+	global := args[:boot]
 	for _, want := range []struct{ control, flag string }{
 		{"runsc network", "--network=none"},
 		{"runsc seccomp", "--oci-seccomp"},
 	} {
 		obs := "absent"
-		for _, a := range args {
+		for _, a := range global {
 			if a == want.flag || a == want.flag+"=true" {
 				obs = want.flag
 			}
@@ -386,14 +454,11 @@ func verifyRunscFlags(r *Report, pid int) error {
 	return nil
 }
 
-// verifyCgroups compares the spec's linux.resources pids, memory and cpu
-// limits with the ones the kernel applied to pid's cgroup.
-func verifyCgroups(r *Report, pid int, s *rspec.Spec) error {
-	if s.Linux == nil || s.Linux.Resources == nil {
-		return nil
-	}
-	res := s.Linux.Resources
-	if res.Pids == nil && res.Memory == nil && res.CPU == nil {
+// verifyCgroups compares the profile's pids, memory, swap and cpu ceilings,
+// lowered by the handed spec, with the limits the kernel applied to pid's
+// cgroup. A ceiling the kernel shows unset or higher fails.
+func verifyCgroups(r *Report, pid int, e *Expectation) error {
+	if e.PidsMax == 0 && e.MemoryMax == 0 && e.CPUs == 0 {
 		return nil
 	}
 	g, err := cgroups.ForPID(pid)
@@ -404,52 +469,30 @@ func verifyCgroups(r *Report, pid int, s *rspec.Spec) error {
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
-	return checkLimits(r, l, res)
-}
-
-// checkLimits compares limits read from the kernel with the spec's. A limit
-// the spec sets and the kernel shows unset, absent or different fails.
-func checkLimits(r *Report, l cgroups.Limits, res *rspec.LinuxResources) error {
-	limit := func(control, file string, want, got int64) {
-		r.add(control, file+" "+cgroups.String(want), file+" "+cgroups.String(got))
-	}
-	// OCI: pids.limit 0 or negative means unlimited.
-	if p := res.Pids; p != nil && p.Limit != nil {
-		want := *p.Limit
-		if want <= 0 {
-			want = cgroups.Unlimited
-		}
-		limit("pids", "pids.max", want, l.PidsMax)
-	}
-	if m := res.Memory; m != nil {
-		if m.Limit != nil {
-			limit("memory", "memory limit", ociBytes(*m.Limit), l.MemoryMax)
-		}
-		// The OCI swap value is memory+swap, as is MemorySwapMax on both
-		// versions (cgroups converts v2's swap-only file).
-		if m.Swap != nil {
-			limit("memory+swap", "memory+swap limit", ociBytes(*m.Swap), l.MemorySwapMax)
-		}
-	}
-	if c := res.CPU; c != nil {
-		if c.Quota != nil {
-			limit("cpu", "cpu quota", ociBytes(*c.Quota), l.CPUQuota)
-		}
-		if c.Period != nil {
-			if *c.Period > 1<<62 {
-				return fmt.Errorf("verify: cpu period %d out of range", *c.Period)
-			}
-			limit("cpu", "cpu period", int64(*c.Period), l.CPUPeriod)
-		}
-	}
+	checkLimits(r, l, e)
 	return nil
 }
 
-// ociBytes maps the OCI "unlimited" (-1, or any negative) to
-// cgroups.Unlimited.
-func ociBytes(v int64) int64 {
-	if v < 0 {
-		return cgroups.Unlimited
+// checkLimits compares limits read from the kernel with the ceilings.
+func checkLimits(r *Report, l cgroups.Limits, e *Expectation) {
+	atMost := func(control, what string, ceiling, got int64) {
+		ok := got != cgroups.Unlimited && got >= 0 && got <= ceiling
+		*r = append(*r, Check{Control: control, Expected: fmt.Sprintf("%s ≤ %d", what, ceiling),
+			Observed: what + " " + cgroups.String(got), OK: ok})
 	}
-	return v
+	if e.PidsMax > 0 {
+		atMost("pids", "pids.max", e.PidsMax, l.PidsMax)
+	}
+	if e.MemoryMax > 0 {
+		atMost("memory", "memory limit", e.MemoryMax, l.MemoryMax)
+		// No swap: memory+swap (OCI's and v1's meaning; cgroups converts
+		// v2's swap-only file) no larger than the memory ceiling.
+		atMost("memory+swap", "memory+swap limit", e.MemoryMax, l.MemorySwapMax)
+	}
+	if e.CPUs > 0 {
+		ok := l.CPUQuota != cgroups.Unlimited && l.CPUQuota > 0 && l.CPUPeriod > 0 &&
+			float64(l.CPUQuota) <= e.CPUs*float64(l.CPUPeriod)
+		*r = append(*r, Check{Control: "cpu", Expected: fmt.Sprintf("cpu quota/period ≤ %g", e.CPUs),
+			Observed: fmt.Sprintf("cpu quota %s period %d", cgroups.String(l.CPUQuota), l.CPUPeriod), OK: ok})
+	}
 }

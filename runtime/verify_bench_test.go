@@ -89,9 +89,15 @@ func BenchmarkVerify(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	prof := specs.DefaultProfile()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, err := Verify(rec.InitPid, handed, "runc")
+		// The expectation is part of what create pays for.
+		e, err := Expect(&prof, handed, "runc")
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := Verify(rec.InitPid, e)
 		if err != nil || r.Err() != nil {
 			b.Fatalf("verify: %v %v", err, r.Err())
 		}

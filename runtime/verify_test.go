@@ -13,6 +13,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/seccomp"
 	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -36,15 +37,11 @@ CapBnd:	0000000000000000
 CapAmb:	0000000000000000
 `
 
-func hardenedSpec() *rspec.Spec {
-	return &rspec.Spec{
-		Process: &rspec.Process{
-			User:            rspec.User{UID: 65534, GID: 65534, AdditionalGids: []uint32{65534}},
-			Capabilities:    &rspec.LinuxCapabilities{},
-			NoNewPrivileges: true,
-		},
-		Linux: &rspec.Linux{Seccomp: &rspec.LinuxSeccomp{DefaultAction: rspec.ActAllow}},
-	}
+// hardenedExpectation is the default profile's expectation with a spec
+// that names 65534:65534 and supplementary group 65534.
+func hardenedExpectation() *Expectation {
+	return &Expectation{Backend: "runc", NonRootUID: true, NonRootGID: true,
+		User: &rspec.User{UID: 65534, GID: 65534, AdditionalGids: []uint32{65534}}}
 }
 
 func TestParseProcStatus(t *testing.T) {
@@ -56,7 +53,7 @@ func TestParseProcStatus(t *testing.T) {
 		t.Fatalf("parsed %v", st)
 	}
 	var r Report
-	if err := checkStatus(&r, st, hardenedSpec()); err != nil {
+	if err := checkStatus(&r, st, hardenedExpectation()); err != nil {
 		t.Fatal(err)
 	}
 	if f := r.Failed(); len(f) != 0 || r.Err() != nil {
@@ -66,62 +63,68 @@ func TestParseProcStatus(t *testing.T) {
 		t.Errorf("%d checks: %+v", len(r), r)
 	}
 
-	// The same process against a spec that keeps CAP_CHOWN and runs as 0.
-	s := hardenedSpec()
-	s.Process.Capabilities.Bounding = []string{"CAP_CHOWN"}
-	s.Process.User = rspec.User{}
+	// The expectation does not come from the spec: with no user named
+	// and every status field of a root process with CAP_CHOWN, no
+	// no_new_privs and no filter, each check still fails.
+	root := procStatus{}
+	for k, v := range st {
+		root[k] = v
+	}
+	root["CapBnd"], root["Uid"], root["Gid"], root["NoNewPrivs"], root["Seccomp"] = "0000000000000001", "0 0 0 0", "0 0 0 0", "0", "0"
 	r = nil
-	if err := checkStatus(&r, st, s); err != nil {
+	e := hardenedExpectation()
+	e.User = nil
+	if err := checkStatus(&r, root, e); err != nil {
 		t.Fatal(err)
 	}
-	got := controls(r.Failed())
-	if got != "capabilities,uid,gid" {
+	if got := controls(r.Failed()); got != "capabilities,no_new_privs,seccomp,uid,gid" {
 		t.Errorf("failed controls %s", got)
 	}
-	want := "verify: control capabilities: expected CapBnd 0000000000000001, kernel applied CapBnd 0000000000000000"
+	want := "verify: control capabilities: expected CapBnd 0000000000000000, kernel applied CapBnd 0000000000000001"
 	if err := r.Err(); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("Err() = %v, want prefix %q", err, want)
 	}
 
-	// A root supplementary group the spec did not ask for fails.
-	st["Groups"] = "0 65534"
-	r = nil
-	if err := checkStatus(&r, st, hardenedSpec()); err != nil {
-		t.Fatal(err)
-	}
-	if got := controls(r.Failed()); got != "groups" {
-		t.Errorf("failed controls %s", got)
-	}
-
-	if _, err := capMask([]string{"CAP_NOT_A_CAP"}); err == nil {
-		t.Error("unknown capability accepted")
+	// A root supplementary group, or one the spec did not ask for, fails.
+	for _, groups := range []string{"0 65534", "65534 42", ""} {
+		st["Groups"] = groups
+		r = nil
+		if err := checkStatus(&r, st, hardenedExpectation()); err != nil {
+			t.Fatal(err)
+		}
+		if got := controls(r.Failed()); got != "groups" {
+			t.Errorf("Groups %q: failed controls %s", groups, got)
+		}
 	}
 }
 
 func TestCheckLimits(t *testing.T) {
-	pids, mem, quota, period := int64(64), int64(256<<20), int64(100000), uint64(100000)
-	res := &rspec.LinuxResources{
-		Pids:   &rspec.LinuxPids{Limit: &pids},
-		Memory: &rspec.LinuxMemory{Limit: &mem, Swap: &mem},
-		CPU:    &rspec.LinuxCPU{Quota: &quota, Period: &period},
-	}
+	mem := int64(256 << 20)
+	e := &Expectation{PidsMax: 64, MemoryMax: mem, CPUs: 1}
 	ok := cgroups.Limits{Version: 2, PidsMax: 64, MemoryMax: mem, MemorySwapMax: mem, CPUQuota: 100000, CPUPeriod: 100000}
 	var r Report
-	if err := checkLimits(&r, ok, res); err != nil || r.Err() != nil {
-		t.Fatalf("%v %v", err, r.Err())
+	checkLimits(&r, ok, e)
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	// Lower than the ceiling is fine.
+	low := ok
+	low.PidsMax, low.MemoryMax, low.MemorySwapMax, low.CPUQuota = 10, 4096, 4096, 50000
+	r = nil
+	if checkLimits(&r, low, e); r.Err() != nil {
+		t.Fatal(r.Err())
 	}
 	bad := ok
 	bad.PidsMax = cgroups.Unlimited
 	bad.MemorySwapMax = cgroups.Absent
+	bad.CPUQuota = 100001
 	r = nil
-	if err := checkLimits(&r, bad, res); err != nil {
-		t.Fatal(err)
-	}
-	want := "verify: control pids: expected pids.max 64, kernel applied pids.max max (and 1 more failed checks)"
+	checkLimits(&r, bad, e)
+	want := "verify: control pids: expected pids.max ≤ 64, kernel applied pids.max max (and 2 more failed checks)"
 	if err := r.Err(); err == nil || err.Error() != want {
 		t.Errorf("Err() = %v, want %q", err, want)
 	}
-	if got := controls(r.Failed()); got != "pids,memory+swap" {
+	if got := controls(r.Failed()); got != "pids,memory+swap,cpu" {
 		t.Errorf("failed controls %s", got)
 	}
 }
@@ -221,15 +224,23 @@ func harden(pids int64) func(*rspec.Spec) {
 		s.Process.NoNewPrivileges = true
 		s.Process.User = rspec.User{UID: 65534, GID: 65534}
 		s.Root.Readonly = true
-		s.Linux.Seccomp = &rspec.LinuxSeccomp{
-			DefaultAction: rspec.ActAllow,
-			Architectures: []rspec.Arch{rspec.ArchX86_64, rspec.ArchX86, rspec.ArchX32, rspec.ArchAARCH64},
-			Syscalls:      []rspec.LinuxSyscall{{Names: []string{"acct"}, Action: rspec.ActErrno}},
-		}
+		s.Linux.Seccomp = seccomp.Default()
 		s.Linux.Resources.Pids = &rspec.LinuxPids{Limit: &pids}
 		s.Linux.Resources.Memory = &rspec.LinuxMemory{Limit: &mem, Swap: &mem}
 		s.Linux.Resources.CPU = &rspec.LinuxCPU{Quota: &quota, Period: &period}
 	}
+}
+
+// verifyWith verifies pid against the default profile's expectation,
+// tightened by s.
+func verifyWith(t *testing.T, pid int, s *rspec.Spec, backend string) (Report, error) {
+	t.Helper()
+	p := specs.DefaultProfile()
+	e, err := Expect(&p, s, backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Verify(pid, e)
 }
 
 func specOf(mutate ...func(*rspec.Spec)) *rspec.Spec {
@@ -253,7 +264,7 @@ func specOf(mutate ...func(*rspec.Spec)) *rspec.Spec {
 func TestVerifyRuncHardened(t *testing.T) {
 	pid := createContainer(t, "runc", nil, harden(64))
 	s := specOf(harden(64))
-	r, err := Verify(pid, s, "runc")
+	r, err := verifyWith(t, pid, s, "runc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +314,7 @@ func TestVerifyRuncMismatch(t *testing.T) {
 		s.Linux.Namespaces = ns
 	})
 	want := specOf(harden(64))
-	r, err := Verify(pid, want, "runc")
+	r, err := verifyWith(t, pid, want, "runc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,14 +343,14 @@ func TestVerifyRuncMismatch(t *testing.T) {
 
 	// Only the pids limit differs.
 	pid2 := createContainer(t, "runc", nil, harden(100))
-	r, err = Verify(pid2, specOf(harden(64)), "runc")
+	r, err = verifyWith(t, pid2, specOf(harden(64)), "runc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := controls(r.Failed()); got != "pids" {
 		t.Errorf("failed controls %q, want pids", got)
 	}
-	if err := r.Err(); err == nil || err.Error() != "verify: control pids: expected pids.max 64, kernel applied pids.max 100" {
+	if err := r.Err(); err == nil || err.Error() != "verify: control pids: expected pids.max ≤ 64, kernel applied pids.max 100" {
 		t.Errorf("Err() = %v", err)
 	}
 }
@@ -349,7 +360,7 @@ func TestVerifyRunsc(t *testing.T) {
 	// gVisor's own threads count against the host pids.max: below ~128 the
 	// sandbox does not start, so the translated limit is larger.
 	pid := createContainer(t, "runsc", flags, harden(256))
-	r, err := Verify(pid, specOf(harden(256)), "runsc")
+	r, err := verifyWith(t, pid, specOf(harden(256)), "runsc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +378,7 @@ func TestVerifyRunsc(t *testing.T) {
 	}
 	// A sandbox started without the flags is caught.
 	pid2 := createContainer(t, "runsc", []string{"--network=none", "--platform=ptrace"}, harden(256))
-	r, err = Verify(pid2, specOf(harden(256)), "runsc")
+	r, err = verifyWith(t, pid2, specOf(harden(256)), "runsc")
 	if err != nil {
 		t.Fatal(err)
 	}

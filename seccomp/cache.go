@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -27,7 +28,7 @@ var cacheDir = DefaultCacheDir
 // compileVersion names the checks compile makes. Change it whenever
 // compile or buildFilter change what they accept, so that no entry written
 // by older code vouches for a profile.
-const compileVersion = "compile-1"
+const compileVersion = "compile-2"
 
 // validateCached is Validate with compile's result cached. The conversion
 // (every name resolved on every architecture, actions, arguments, flags)
@@ -41,21 +42,37 @@ const compileVersion = "compile-1"
 // else can write, and any problem with the cache means a full compile,
 // never an error.
 func validateCached(p *rspec.LinuxSeccomp, dir string) error {
+	_, err := compiledCached(p, dir)
+	return err
+}
+
+// compiledCached is validateCached that also returns what libseccomp
+// generated, from the cache entry when there is one.
+func compiledCached(p *rspec.LinuxSeccomp, dir string) (Compiled, error) {
 	spec, err := convert(p)
 	if err != nil {
-		return err
+		return Compiled{}, err
 	}
 	key, ok := cacheKey(p)
-	if ok && dir != "" && cacheHit(dir, key) {
-		return nil
+	if ok && dir != "" {
+		if c, hit := cacheHit(dir, key); hit {
+			return c, nil
+		}
 	}
-	if err := compile(spec); err != nil {
-		return err
+	c, err := compile(spec)
+	if err != nil {
+		return Compiled{}, err
 	}
 	if ok && dir != "" {
-		cacheStore(dir, key)
+		cacheStore(dir, key, c)
 	}
-	return nil
+	return c, nil
+}
+
+// CompiledFor validates p as ForProfile does and returns what libseccomp
+// generates for it, the programs runc loads (see Compiled).
+func CompiledFor(p *rspec.LinuxSeccomp) (Compiled, error) {
+	return compiledCached(p, cacheDir)
 }
 
 // cacheKey hashes everything compile's answer depends on. ok is false when
@@ -86,8 +103,12 @@ func cacheKey(p *rspec.LinuxSeccomp) (key string, ok bool) {
 	return hex.EncodeToString(h.Sum(nil)), true
 }
 
-func cacheEntry(key string) []byte {
-	return []byte("bulkhead seccomp profile compiled\n" + key + "\n")
+func cacheEntry(key string, c Compiled) []byte {
+	e := "bulkhead seccomp profile compiled\n" + key + "\n"
+	for _, f := range c.Forms {
+		e += fmt.Sprintf("program sha256 %s insns %d\n", f.Digest, f.Insns)
+	}
+	return []byte(e)
 }
 
 // privateDir reports whether dir is a real directory (not a symlink) owned
@@ -101,25 +122,45 @@ func privateDir(dir string) bool {
 	return ok && int(sys.Uid) == os.Geteuid()
 }
 
-func cacheHit(dir, key string) bool {
+func cacheHit(dir, key string) (Compiled, bool) {
 	if !privateDir(dir) {
-		return false
+		return Compiled{}, false
 	}
 	path := filepath.Join(dir, key)
 	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() || st.Mode().Perm()&0o022 != 0 || st.Size() > 1024 {
-		return false
+		return Compiled{}, false
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
-		return false
+		return Compiled{}, false
 	}
 	data, err := os.ReadFile(path)
-	return err == nil && bytes.Equal(data, cacheEntry(key))
+	if err != nil {
+		return Compiled{}, false
+	}
+	var c Compiled
+	head := "bulkhead seccomp profile compiled\n" + key + "\n"
+	rest, found := bytes.CutPrefix(data, []byte(head))
+	if !found {
+		return Compiled{}, false
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(rest), "\n"), "\n") {
+		var f BPF
+		if _, err := fmt.Sscanf(line, "program sha256 %64s insns %d", &f.Digest, &f.Insns); err != nil || len(f.Digest) != 64 || f.Insns <= 0 {
+			return Compiled{}, false
+		}
+		c.Forms = append(c.Forms, f)
+	}
+	// Re-encoding must give the same bytes: no trailing or odd content.
+	if len(c.Forms) == 0 || !bytes.Equal(data, cacheEntry(key, c)) {
+		return Compiled{}, false
+	}
+	return c, true
 }
 
 // cacheStore records a successful compile, best effort: written to a
 // temporary file and renamed, so a reader sees a whole entry or none.
-func cacheStore(dir, key string) {
+func cacheStore(dir, key string, c Compiled) {
 	if err := os.MkdirAll(dir, 0o700); err != nil || !privateDir(dir) {
 		return
 	}
@@ -127,7 +168,7 @@ func cacheStore(dir, key string) {
 	if err != nil {
 		return
 	}
-	_, werr := f.Write(cacheEntry(key))
+	_, werr := f.Write(cacheEntry(key, c))
 	cerr := f.Close()
 	if werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(dir, key)) != nil {
 		os.Remove(f.Name())

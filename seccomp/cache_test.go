@@ -3,6 +3,7 @@ package seccomp
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -52,7 +53,7 @@ func TestValidateCached(t *testing.T) {
 		t.Fatalf("cache entries %v, want one", ents)
 	}
 	key, ok := cacheKey(p)
-	if !ok || ents[0] != key || !cacheHit(dir, key) {
+	if !ok || ents[0] != key || !hit(dir, key) {
 		t.Fatalf("entry %v is not a hit for key %s (ok %v)", ents, key, ok)
 	}
 
@@ -81,7 +82,7 @@ func TestValidateCachedStillChecksNames(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, key), cacheEntry(key), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, key), cacheEntry(key, fakeCompiled), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	err := validateCached(p, dir)
@@ -111,24 +112,24 @@ func TestCacheNotTrusted(t *testing.T) {
 		}
 		return dir
 	}
-	if !cacheHit(setup(t, 0o700, 0o600, cacheEntry(key)), key) {
+	if !hit(setup(t, 0o700, 0o600, cacheEntry(key, fakeCompiled)), key) {
 		t.Fatal("a proper entry is not a hit")
 	}
-	if cacheHit(setup(t, 0o777, 0o600, cacheEntry(key)), key) {
+	if hit(setup(t, 0o777, 0o600, cacheEntry(key, fakeCompiled)), key) {
 		t.Error("hit in a world-writable directory")
 	}
-	if cacheHit(setup(t, 0o700, 0o666, cacheEntry(key)), key) {
+	if hit(setup(t, 0o700, 0o666, cacheEntry(key, fakeCompiled)), key) {
 		t.Error("hit on a world-writable entry")
 	}
-	if cacheHit(setup(t, 0o700, 0o600, []byte("something else")), key) {
+	if hit(setup(t, 0o700, 0o600, []byte("something else")), key) {
 		t.Error("hit on an entry with other contents")
 	}
-	real := setup(t, 0o700, 0o600, cacheEntry(key))
+	real := setup(t, 0o700, 0o600, cacheEntry(key, fakeCompiled))
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	if cacheHit(link, key) {
+	if hit(link, key) {
 		t.Error("hit through a symlinked directory")
 	}
 	// A directory the cache cannot trust is left alone and the profile
@@ -186,5 +187,37 @@ func BenchmarkConvert(b *testing.B) {
 		if _, err := convert(Default()); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// fakeCompiled is a well-formed program identity for planted entries.
+var fakeCompiled = Compiled{Forms: []BPF{{Digest: strings.Repeat("ab", 32), Insns: 42}}}
+
+func hit(dir, key string) bool {
+	_, ok := cacheHit(dir, key)
+	return ok
+}
+
+// TestProgramCached: the program identity a compile stores is the one a
+// later lookup returns, without compiling again.
+func TestProgramCached(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	p := Default()
+	first, err := compiledCached(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The default profile has more than 32 names: a tree and a linear form.
+	if len(first.Forms) != 2 || first.Forms[0].Insns <= 0 || first.Forms[1].Insns <= 0 {
+		t.Fatalf("compiled %+v", first)
+	}
+	key, _ := cacheKey(p)
+	got, ok := cacheHit(dir, key)
+	if !ok || !reflect.DeepEqual(got, first) {
+		t.Fatalf("cache holds %+v (hit %v), compile gave %+v", got, ok, first)
+	}
+	again, err := compiledCached(p, "")
+	if err != nil || !reflect.DeepEqual(again, first) {
+		t.Fatalf("an uncached compile gives %+v %v, the cached one %+v", again, err, first)
 	}
 }

@@ -1,6 +1,8 @@
 package seccomp
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,31 +17,57 @@ const (
 	bpfMaxInsns = 4096 // BPF_MAXINSNS
 )
 
+// BPF identifies one BPF program: the SHA-256 of its instructions as the
+// kernel stores them (struct sock_filter, host byte order) and their
+// number.
+type BPF struct {
+	Digest string
+	Insns  int
+}
+
+// Compiled is what libseccomp generates for a profile, in each form a
+// backend may load: runc since 1.2 asks libseccomp for a binary tree of
+// syscalls (SetOptimize(2)) on profiles of more than 32 names, runc 1.1
+// (Debian 12's) for the linear form. runc loads one of them after its own
+// -ENOSYS stub, so verification can recognise it in the filter the kernel
+// holds (Recognise).
+type Compiled struct {
+	Forms []BPF
+}
+
 // compile builds the libseccomp filter the way runc does (native plus the
 // listed architectures, the same rule translation, the same skipping of
 // rules that repeat the default action) and generates its BPF, so that a
 // profile the backend could not load fails here, before any container
 // exists. Nothing is loaded into the kernel.
-func compile(spec *filterSpec) error {
+func compile(spec *filterSpec) (Compiled, error) {
 	f, err := buildFilter(spec)
 	if err != nil {
-		return err
+		return Compiled{}, err
 	}
 	defer f.Release()
 
-	n, err := exportBPF(f)
+	c, err := exportBPF(f)
 	if err != nil {
-		return fmt.Errorf("seccomp: compile: generating BPF: %w", err)
+		return Compiled{}, fmt.Errorf("seccomp: compile: generating BPF: %w", err)
 	}
-	if n == 0 {
-		return errors.New("seccomp: compile: libseccomp generated an empty program")
+	if c.Insns == 0 {
+		return Compiled{}, errors.New("seccomp: compile: libseccomp generated an empty program")
 	}
 	// The kernel refuses longer programs (BPF_MAXINSNS) when the backend
 	// installs them; say so now rather than at create.
-	if insns := n / bpfInsnSize; insns > bpfMaxInsns {
-		return fmt.Errorf("seccomp: compile: %d BPF instructions, the kernel accepts at most %d", insns, bpfMaxInsns)
+	if c.Insns > bpfMaxInsns {
+		return Compiled{}, fmt.Errorf("seccomp: compile: %d BPF instructions, the kernel accepts at most %d", c.Insns, bpfMaxInsns)
 	}
-	return nil
+	out := Compiled{Forms: []BPF{c}}
+	// The linear form, as older runc loads it. Only a program to
+	// recognise: a libseccomp that cannot switch back offers none.
+	if f.SetOptimize(1) == nil {
+		if lin, err := exportBPF(f); err == nil && lin.Insns > 0 && lin != c {
+			out.Forms = append(out.Forms, lin)
+		}
+	}
+	return out, nil
 }
 
 // buildFilter returns the libseccomp filter for spec; the caller releases it.
@@ -100,29 +128,37 @@ func buildFilter(spec *filterSpec) (_ *libseccomp.ScmpFilter, err error) {
 	return f, nil
 }
 
-// exportBPF generates the filter's BPF into a pipe and returns its size.
-// A pipe rather than a temporary file leaves nothing behind on any path,
-// and seccomp_export_bpf_mem needs libseccomp 2.6.
-func exportBPF(f *libseccomp.ScmpFilter) (int64, error) {
+// exportBPF generates the filter's BPF into a pipe and returns its digest
+// and length. A pipe rather than a temporary file leaves nothing behind on
+// any path, and seccomp_export_bpf_mem needs libseccomp 2.6.
+func exportBPF(f *libseccomp.ScmpFilter) (BPF, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
-		return 0, err
+		return BPF{}, err
 	}
 	defer r.Close()
 	type result struct {
 		n   int64
+		sum []byte
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		n, err := io.Copy(io.Discard, r)
-		done <- result{n, err}
+		h := sha256.New()
+		n, err := io.Copy(h, r)
+		done <- result{n, h.Sum(nil), err}
 	}()
 	exportErr := f.ExportBPF(w)
 	w.Close()
 	res := <-done
 	if exportErr != nil {
-		return 0, exportErr
+		return BPF{}, exportErr
 	}
-	return res.n, res.err
+	if res.err != nil {
+		return BPF{}, res.err
+	}
+	if res.n%bpfInsnSize != 0 {
+		return BPF{}, fmt.Errorf("libseccomp exported %d bytes, not whole instructions", res.n)
+	}
+	return BPF{Digest: hex.EncodeToString(res.sum), Insns: int(res.n / bpfInsnSize)}, nil
 }

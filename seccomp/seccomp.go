@@ -36,24 +36,32 @@ import (
 // The result has been validated and compiled with libseccomp (the compile
 // is remembered in DefaultCacheDir; see validateCached).
 func ForProfile(path string) (*rspec.LinuxSeccomp, error) {
+	p, _, err := ForProfileCompiled(path)
+	return p, err
+}
+
+// ForProfileCompiled is ForProfile that also returns what libseccomp
+// generates for the profile (see Compiled), in the same single pass.
+func ForProfileCompiled(path string) (*rspec.LinuxSeccomp, Compiled, error) {
 	var p *rspec.LinuxSeccomp
 	if path == "" {
 		p = Default()
 	} else {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("seccomp profile: %w", err)
+			return nil, Compiled{}, fmt.Errorf("seccomp profile: %w", err)
 		}
 		p, err = LoadMoby(data)
 		if err != nil {
-			return nil, fmt.Errorf("seccomp profile %s: %w", path, err)
+			return nil, Compiled{}, fmt.Errorf("seccomp profile %s: %w", path, err)
 		}
 	}
-	if err := validateCached(p, cacheDir); err != nil {
+	c, err := compiledCached(p, cacheDir)
+	if err != nil {
 		if path == "" {
-			return nil, fmt.Errorf("built-in seccomp profile: %w", err)
+			return nil, Compiled{}, fmt.Errorf("built-in seccomp profile: %w", err)
 		}
-		return nil, fmt.Errorf("seccomp profile %s: %w", path, err)
+		return nil, Compiled{}, fmt.Errorf("seccomp profile %s: %w", path, err)
 	}
-	return p, nil
+	return p, c, nil
 }

@@ -41,7 +41,8 @@ func Validate(p *rspec.LinuxSeccomp) error {
 	if err != nil {
 		return err
 	}
-	return compile(spec)
+	_, err = compile(spec)
+	return err
 }
 
 // convert turns p into libseccomp values, refusing anything the backend

@@ -105,12 +105,12 @@ func TestCompileRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := compile(spec); err != nil {
+	if _, err := compile(spec); err != nil {
 		t.Fatalf("compile of a valid profile = %v", err)
 	}
 	// A native-arch number that libseccomp cannot map: compile must name it.
 	spec.rules = append(spec.rules, filterRule{names: []string{"opnat"}, action: spec.rules[1].action})
-	err = compile(spec)
+	_, err = compile(spec)
 	if err == nil || !strings.Contains(err.Error(), `"opnat"`) {
 		t.Fatalf("compile with an unknown name = %v, want an error naming it", err)
 	}

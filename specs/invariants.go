@@ -150,7 +150,10 @@ func checkMounts(p *Profile, mounts []rspec.Mount) []error {
 		}
 		switch {
 		case isBind(m):
-			if !lastOpt(m.Options, "ro", "rw") || !lastOpt(m.Options, "nosuid", "suid") || !lastOpt(m.Options, "nodev", "dev") ||
+			// A trusted profile's direct workspace is a read-write bind
+			// by the administrator's choice; nosuid and nodev still hold.
+			direct := p.Trusted && p.WorkspaceModeOf() == WorkspaceDirect && p.IsWorkspace(m)
+			if !direct && !lastOpt(m.Options, "ro", "rw") || !lastOpt(m.Options, "nosuid", "suid") || !lastOpt(m.Options, "nodev", "dev") ||
 				hasOpt(m.Options, "rrw") || hasOpt(m.Options, "rsuid") || hasOpt(m.Options, "rdev") {
 				errs = append(errs, fmt.Errorf("mounts[%s]: bind of %s not ro,nosuid,nodev", m.Destination, m.Source))
 			}

@@ -55,7 +55,11 @@ func liar(mode string, args []string) int {
 			bundleDir = strings.TrimPrefix(a, "--bundle=")
 		}
 	}
-	if create && bundleDir != "" {
+	if err := lieLater(mode, args); err != nil {
+		fmt.Fprintln(os.Stderr, "liar:", err)
+		return 1
+	}
+	if create && bundleDir != "" && !strings.HasPrefix(mode, "exec-") && !strings.HasPrefix(mode, "update-") {
 		if err := lie(mode, filepath.Join(bundleDir, "config.json")); err != nil {
 			fmt.Fprintln(os.Stderr, "liar:", err)
 			return 1
@@ -64,6 +68,59 @@ func liar(mode string, args []string) int {
 	err = syscall.Exec(runc, append([]string{runc}, args...), os.Environ())
 	fmt.Fprintln(os.Stderr, "liar: exec runc:", err)
 	return 1
+}
+
+// lieLater edits what an exec or update hands the backend: the --process
+// JSON of an exec (capabilities put back, no_new_privs dropped) or the
+// --resources JSON of an update (limits above the profile's), in place in
+// args.
+func lieLater(mode string, args []string) error {
+	flag := map[string]string{"exec-caps": "--process", "exec-nnp": "--process", "update-raise": "--resources"}[mode]
+	if flag == "" {
+		return nil
+	}
+	for i, a := range args {
+		if a != flag || i+1 >= len(args) {
+			continue
+		}
+		data, err := os.ReadFile(args[i+1])
+		if err != nil {
+			return err
+		}
+		var v map[string]any
+		if err := json.Unmarshal(data, &v); err != nil {
+			return err
+		}
+		switch mode {
+		case "exec-caps":
+			chown := []any{"CAP_CHOWN"}
+			v["capabilities"] = map[string]any{"bounding": chown, "effective": chown, "permitted": chown}
+		case "exec-nnp":
+			v["noNewPrivileges"] = false
+		case "update-raise":
+			// Only the caller's request (pids 32): the restore of the
+			// previous limits goes through unchanged.
+			if p, _ := v["pids"].(map[string]any); p == nil || p["limit"] != float64(32) {
+				return nil
+			}
+			v["pids"] = map[string]any{"limit": 1000}
+			v["memory"] = map[string]any{"limit": 1 << 30, "swap": 1 << 30}
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		f, err := os.CreateTemp("", "liar-*.json")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if _, err := f.Write(out); err != nil {
+			return err
+		}
+		args[i+1] = f.Name()
+	}
+	return nil
 }
 
 // lie drops or adds what mode says, keeping everything else as it was
@@ -79,11 +136,45 @@ func lie(mode, path string) error {
 	}
 	linux, _ := s["linux"].(map[string]any)
 	process, _ := s["process"].(map[string]any)
+	res, _ := linux["resources"].(map[string]any)
+	memory, _ := res["memory"].(map[string]any)
+	cpu, _ := res["cpu"].(map[string]any)
 	switch mode {
 	case "pids":
-		if res, ok := linux["resources"].(map[string]any); ok {
-			delete(res, "pids")
+		delete(res, "pids")
+	case "memory":
+		memory["limit"] = float64(1 << 30)
+		memory["swap"] = float64(1 << 30)
+	case "swap":
+		memory["swap"] = float64(-1)
+	case "cpu":
+		delete(res, "cpu")
+	case "cpu-raised":
+		cpu["quota"] = float64(200000)
+	case "nnp":
+		process["noNewPrivileges"] = false
+	case "seccomp":
+		delete(linux, "seccomp")
+	case "seccomp-other":
+		// A filter, only not the profile's: "Seccomp: 2" alone would pass.
+		linux["seccomp"] = map[string]any{"defaultAction": "SCMP_ACT_ALLOW",
+			"syscalls": []any{map[string]any{"names": []any{"acct"}, "action": "SCMP_ACT_ERRNO"}}}
+	case "netns":
+		var kept []any
+		for _, ns := range linux["namespaces"].([]any) {
+			if ns.(map[string]any)["type"] != "network" {
+				kept = append(kept, ns)
+			}
 		}
+		linux["namespaces"] = kept
+	case "readonly":
+		s["root"].(map[string]any)["readonly"] = false
+	case "uid":
+		user := process["user"].(map[string]any)
+		user["uid"] = float64(0)
+		user["gid"] = float64(0)
+	case "groups":
+		process["user"].(map[string]any)["additionalGids"] = []any{float64(0)}
 	case "caps":
 		caps, _ := process["capabilities"].(map[string]any)
 		if caps == nil {
@@ -137,17 +228,29 @@ func writeLiar(t *testing.T, mode, key string) (config string) {
 	return config
 }
 
-// TestFailClosed: a backend that drops linux.resources.pids, and one that
-// re-adds CAP_CHOWN to every capability set. create must fail non-zero
-// naming the control with expected and observed values, and afterwards
-// there is no container, no cgroup, no record, and config.json is the
-// caller's byte for byte.
+// TestFailClosed: a backend that drops or weakens one control of the spec
+// in turn (pids, memory, swap, cpu, no_new_privs, seccomp, the network
+// namespace, the read-only root, uid, groups, capabilities). create must
+// fail non-zero naming the control with expected and observed values, and
+// afterwards there is no container, no cgroup, no record, and config.json
+// is the caller's byte for byte.
 func TestFailClosed(t *testing.T) {
 	needRunc(t)
 	cases := []struct {
 		mode, control, expected, observed string
 	}{
-		{"pids", "pids", "pids.max 64", "pids.max max"},
+		{"pids", "pids", "pids.max ≤ 64", "pids.max max"},
+		{"memory", "memory", "memory limit ≤ 268435456", "memory limit 1073741824"},
+		{"swap", "memory+swap", "memory+swap limit ≤ 268435456", "memory+swap limit max"},
+		{"cpu", "cpu", "cpu quota/period ≤ 1", "cpu quota max"},
+		{"cpu-raised", "cpu", "cpu quota/period ≤ 1", "cpu quota 200000 period 100000"},
+		{"nnp", "no_new_privs", "NoNewPrivs 1", "NoNewPrivs 0"},
+		{"seccomp", "seccomp", "Seccomp 2", "Seccomp 0"},
+		{"seccomp-other", "seccomp", "the profile's filter", "another filter"},
+		{"netns", "network namespace", "a network namespace other than the host's", "net:["},
+		{"readonly", "read-only root", "/ mounted ro", "/ mounted rw"},
+		{"uid", "uid", "Uid 65534 65534 65534 65534, none 0", "Uid 0 0 0 0"},
+		{"groups", "groups", "no supplementary groups, no group 0", "Groups 0"},
 		{"caps", "capabilities", "CapBnd 0000000000000000", "CapBnd 0000000000000001"},
 	}
 	for _, c := range cases {
@@ -236,4 +339,94 @@ func createMustFail(t *testing.T, cfg, backendKey string) string {
 	}
 	t.Logf("exit %d: %s", ee.ExitCode(), strings.TrimSpace(stderr.String()))
 	return stderr.String()
+}
+
+// TestFailClosedExec: a backend that hands the exec'd process capabilities
+// or drops its no_new_privs. bulkhead exec must fail non-zero naming the
+// control, and the process must be gone: only the container's init is left.
+func TestFailClosedExec(t *testing.T) {
+	needRunc(t)
+	for _, c := range []struct{ mode, control string }{
+		{"exec-caps", "control capabilities"},
+		{"exec-nnp", "control no_new_privs"},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			cfg := writeLiar(t, c.mode, "runc")
+			root, id := runningContainer(t, cfg)
+			pidFile := filepath.Join(t.TempDir(), "exec.pid")
+			res := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", root, "--config", cfg,
+				"exec", "--detach", "--pid-file", pidFile, id, "sleep", "300")
+			if res.Code == 0 {
+				t.Fatalf("exec succeeded with a lying backend:\n%s", res.Stderr)
+			}
+			if !strings.Contains(res.Stderr, c.control) {
+				t.Errorf("exec error does not say %q:\n%s", c.control, res.Stderr)
+			}
+			if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
+				t.Errorf("pid file of the killed process left: %v", err)
+			}
+			ps, err := exec.Command("runc", "--root", filepath.Join(root, "runc"), "ps", "--format", "json", id).Output()
+			if err != nil {
+				t.Fatalf("runc ps: %v", err)
+			}
+			var pids []int
+			if err := json.Unmarshal(ps, &pids); err != nil {
+				t.Fatalf("runc ps %s: %v", ps, err)
+			}
+			if len(pids) != 1 {
+				t.Errorf("processes in the container after a refused exec: %v, want only the init", pids)
+			}
+			t.Logf("exit %d: %s", res.Code, strings.TrimSpace(res.Stderr))
+		})
+	}
+}
+
+// TestFailClosedUpdate: a backend that writes limits above the profile's
+// on update. bulkhead update must fail non-zero naming the control and
+// leave the cgroup at the limits it had.
+func TestFailClosedUpdate(t *testing.T) {
+	needRunc(t)
+	cfg := writeLiar(t, "update-raise", "runc")
+	root, id := runningContainer(t, cfg)
+	res := binaries.Cmd{Stdin: `{"pids":{"limit":32}}`}.Run(t, binaries.Bulkhead(t), "--root", root, "--config", cfg,
+		"update", "--resources", "-", id)
+	if res.Code == 0 {
+		t.Fatalf("update succeeded with a lying backend:\n%s", res.Stderr)
+	}
+	for _, want := range []string{"control pids", "previous limits restored"} {
+		if !strings.Contains(res.Stderr, want) {
+			t.Errorf("update error does not say %q:\n%s", want, res.Stderr)
+		}
+	}
+	g, err := cgroups.Load(runtime.DefaultCgroupsPath(root, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := g.Limits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.PidsMax != 64 || l.MemoryMax != 256<<20 {
+		t.Errorf("after a refused update: pids.max %d, memory %d; want 64 and %d", l.PidsMax, l.MemoryMax, 256<<20)
+	}
+	t.Logf("exit %d: %s", res.Code, strings.TrimSpace(res.Stderr))
+}
+
+// runningContainer creates and starts a sleeping busybox container through
+// bulkhead with cfg and deletes it when the test ends.
+func runningContainer(t *testing.T, cfg string) (root, id string) {
+	t.Helper()
+	b := bundle.New(t, []string{"sleep", "300"})
+	root = t.TempDir()
+	id = fmt.Sprintf("failclosed-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	t.Cleanup(func() {
+		binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", root, "--config", cfg, "delete", "--force", id)
+	})
+	for _, args := range [][]string{{"create", "--bundle", b, id}, {"start", id}} {
+		res := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), append([]string{"--root", root, "--config", cfg}, args...)...)
+		if res.Code != 0 {
+			t.Fatalf("bulkhead %s: exit %d:\n%s", args[0], res.Code, res.Stderr)
+		}
+	}
+	return root, id
 }

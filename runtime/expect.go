@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"fmt"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/seccomp"
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// Expectation is what Verify holds the kernel to. It is derived from the
+// profile, not from the rules' output: a rule that stops setting a control
+// does not stop its verification. The spec handed to the backend only
+// makes it stricter where it asks for less than the profile allows (a
+// lower limit, a particular uid, supplementary groups it must get).
+type Expectation struct {
+	// Backend is the kind of backend: runc, crun or runsc.
+	Backend string
+
+	// Seccomp is the profile's filter as libseccomp compiles it.
+	Seccomp seccomp.Compiled
+	// NonRootUID and NonRootGID: the profile demotes uid/gid 0, so the
+	// process must have none of them (real, effective, saved, fs) and no
+	// supplementary group 0.
+	NonRootUID, NonRootGID bool
+	// User is the identity of the handed spec, which the process must
+	// have exactly; nil where no spec names one.
+	User *rspec.User
+	// LoopbackOnly: the profile's network is none.
+	LoopbackOnly bool
+	ReadonlyRoot bool
+
+	// Ceilings, 0 for none. PidsMax already includes the room a gVisor
+	// sandbox needs for its own threads.
+	PidsMax   int64
+	MemoryMax int64
+	// CPUs is the largest quota/period ratio.
+	CPUs float64
+
+	// WorkloadRan says the process may already have run code of its own
+	// (an exec'd process), which may have stacked filters of its own on
+	// bulkhead's: they can only deny more.
+	WorkloadRan bool
+}
+
+// Expect derives the expectation for a container of profile p whose
+// backend got handed (nil when there is none, as for an exec's process
+// alone).
+func Expect(p *specs.Profile, handed *rspec.Spec, backend string) (*Expectation, error) {
+	e := &Expectation{
+		Backend:      backend,
+		NonRootUID:   p.UID != 0,
+		NonRootGID:   p.GID != 0,
+		LoopbackOnly: p.Network == specs.NetworkNone,
+		ReadonlyRoot: p.ReadonlyRootfs,
+		PidsMax:      p.PidsLimit,
+		CPUs:         p.CPUs,
+	}
+	var err error
+	if e.MemoryMax, err = p.MemoryBytes(); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	if _, e.Seccomp, err = seccomp.ForProfileCompiled(p.Seccomp); err != nil {
+		return nil, fmt.Errorf("verify: the profile's seccomp filter: %w", err)
+	}
+	if backend == "runsc" && e.PidsMax > 0 {
+		e.PidsMax += gvisorThreads
+	}
+	if handed != nil {
+		e.tighten(handed)
+	}
+	return e, nil
+}
+
+// tighten lowers the expectation to what the handed spec asks where that
+// is stricter than the profile.
+func (e *Expectation) tighten(s *rspec.Spec) {
+	if s.Process != nil {
+		u := s.Process.User
+		e.User = &u
+	}
+	if s.Root != nil && s.Root.Readonly {
+		e.ReadonlyRoot = true
+	}
+	if s.Linux == nil || s.Linux.Resources == nil {
+		return
+	}
+	r := s.Linux.Resources
+	if r.Pids != nil && r.Pids.Limit != nil && *r.Pids.Limit > 0 && (e.PidsMax == 0 || *r.Pids.Limit < e.PidsMax) {
+		e.PidsMax = *r.Pids.Limit
+	}
+	if m := r.Memory; m != nil && m.Limit != nil && *m.Limit > 0 && (e.MemoryMax == 0 || *m.Limit < e.MemoryMax) {
+		e.MemoryMax = *m.Limit
+	}
+	if c := r.CPU; c != nil && c.Quota != nil && c.Period != nil && *c.Quota > 0 && *c.Period > 0 {
+		if ratio := float64(*c.Quota) / float64(*c.Period); e.CPUs == 0 || ratio < e.CPUs {
+			e.CPUs = ratio
+		}
+	}
+}

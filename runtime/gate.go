@@ -1,0 +1,27 @@
+package runtime
+
+import (
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// gateHanded runs the checks create and `bulkhead check` both make on the
+// spec about to be handed over, in one place so that they cannot differ:
+// the backend's own validation, and the profile's invariants
+// (specs.CheckInvariantsContext), which hold whatever the rules did.
+// Both are validation of the spec; the kernel's side is Verify's.
+func gateHanded(ctx *specs.Context, id, bundle string, handed *rspec.Spec, g *Globals, gvisor bool) (backendErr, invariantErr error) {
+	backendErr = validateForBackend(id, bundle, handed, g)
+	ictx := ctx
+	if gvisor && ctx.Profile.PidsLimit > 0 {
+		// translatePidsForGVisor gave the host cgroup room for the
+		// sandbox's own threads; the workload's limit is RLIMIT_NPROC.
+		p := *ctx.Profile
+		p.PidsLimit += gvisorThreads
+		c := *ctx
+		c.Profile = &p
+		ictx = &c
+	}
+	return backendErr, specs.CheckInvariantsContext(ictx, handed)
+}
