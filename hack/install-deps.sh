@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # docker.io brings dockerd, containerd and tini for the engine tests (test/engine).
-want=(runc runsc busybox-static libseccomp-dev pkg-config jq iproute2 util-linux containernetworking-plugins docker.io "$@")
+want=(runc runsc busybox-static libseccomp-dev gcc libc6-dev pkg-config jq iproute2 util-linux containernetworking-plugins docker.io "$@")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

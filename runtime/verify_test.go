@@ -224,7 +224,12 @@ func harden(pids int64) func(*rspec.Spec) {
 		s.Process.NoNewPrivileges = true
 		s.Process.User = rspec.User{UID: 65534, GID: 65534}
 		s.Root.Readonly = true
-		s.Linux.Seccomp = seccomp.Default()
+		// The default profile's filter, as create hands it over.
+		sc, err := seccomp.ForProfile("", false)
+		if err != nil {
+			panic(err)
+		}
+		s.Linux.Seccomp = sc
 		s.Linux.Resources.Pids = &rspec.LinuxPids{Limit: &pids}
 		s.Linux.Resources.Memory = &rspec.LinuxMemory{Limit: &mem, Swap: &mem}
 		s.Linux.Resources.CPU = &rspec.LinuxCPU{Quota: &quota, Period: &period}

@@ -30,9 +30,9 @@ func TestDefaultValidates(t *testing.T) {
 	if err := Validate(Default()); err != nil {
 		t.Fatalf("Validate(Default()) = %v", err)
 	}
-	p, err := ForProfile("")
+	p, err := ForProfile("", false)
 	if err != nil {
-		t.Fatalf(`ForProfile("") = %v`, err)
+		t.Fatalf(`ForProfile("", false) = %v`, err)
 	}
 	if p.DefaultAction != rspec.ActErrno || p.DefaultErrnoRet == nil || *p.DefaultErrnoRet != errnoEPERM {
 		t.Errorf("default action = %s/%v, want SCMP_ACT_ERRNO/EPERM", p.DefaultAction, p.DefaultErrnoRet)
@@ -181,11 +181,11 @@ func TestSummary(t *testing.T) {
 // BenchmarkForProfile is the create path's seccomp cost once the cache
 // holds the profile (BenchmarkForProfileUncached: without it).
 func BenchmarkForProfile(b *testing.B) {
-	if _, err := ForProfile(""); err != nil {
+	if _, err := ForProfile("", false); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := ForProfile(""); err != nil {
+		if _, err := ForProfile("", false); err != nil {
 			b.Fatal(err)
 		}
 	}

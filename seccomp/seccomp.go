@@ -29,20 +29,22 @@ import (
 	"os"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	libseccomp "github.com/seccomp/libseccomp-golang"
 )
 
 // ForProfile returns the seccomp profile a container gets: the built-in
-// default when path is empty, otherwise the operator's moby-format file.
+// default when path is empty, otherwise the operator's moby-format file,
+// with only the native 64-bit ABIs unless compat (see NativeABIsOnly).
 // The result has been validated and compiled with libseccomp (the compile
 // is remembered in DefaultCacheDir; see validateCached).
-func ForProfile(path string) (*rspec.LinuxSeccomp, error) {
-	p, _, err := ForProfileCompiled(path)
+func ForProfile(path string, compat bool) (*rspec.LinuxSeccomp, error) {
+	p, _, err := ForProfileCompiled(path, compat)
 	return p, err
 }
 
 // ForProfileCompiled is ForProfile that also returns what libseccomp
 // generates for the profile (see Compiled), in the same single pass.
-func ForProfileCompiled(path string) (*rspec.LinuxSeccomp, Compiled, error) {
+func ForProfileCompiled(path string, compat bool) (*rspec.LinuxSeccomp, Compiled, error) {
 	var p *rspec.LinuxSeccomp
 	if path == "" {
 		p = Default()
@@ -56,6 +58,9 @@ func ForProfileCompiled(path string) (*rspec.LinuxSeccomp, Compiled, error) {
 			return nil, Compiled{}, fmt.Errorf("seccomp profile %s: %w", path, err)
 		}
 	}
+	if !compat {
+		NativeABIsOnly(p)
+	}
 	c, err := compiledCached(p, cacheDir)
 	if err != nil {
 		if path == "" {
@@ -64,4 +69,45 @@ func ForProfileCompiled(path string) (*rspec.LinuxSeccomp, Compiled, error) {
 		return nil, Compiled{}, fmt.Errorf("seccomp profile %s: %w", path, err)
 	}
 	return p, c, nil
+}
+
+// nativeABIs are the 64-bit system call ABIs of the hosts bulkhead runs
+// on. A filter lists every ABI it judges; a call made through any other
+// (int 0x80 on x86_64, x32, arm32 on arm64) gets the filter's bad-arch
+// action and is killed, so socketcall and ipc, whose arguments sit in
+// memory the filter cannot read, cannot carry a refused socket family.
+var nativeABIs = []rspec.Arch{rspec.ArchX86_64, rspec.ArchAARCH64}
+
+// NativeABIsOnly drops every other architecture from p, and the names of
+// rules that exist on none of those left (cacheflush, set_tls: arm32
+// only), which no kept architecture could ever match.
+func NativeABIsOnly(p *rspec.LinuxSeccomp) {
+	var keep []rspec.Arch
+	var scmp []libseccomp.ScmpArch
+	for _, a := range p.Architectures {
+		for _, n := range nativeABIs {
+			if a == n {
+				keep = append(keep, a)
+				scmp = append(scmp, specArches[a])
+			}
+		}
+	}
+	p.Architectures = keep
+	var rules []rspec.LinuxSyscall
+	for _, r := range p.Syscalls {
+		var names []string
+		for _, name := range r.Names {
+			for _, a := range scmp {
+				if nr, err := libseccomp.GetSyscallFromNameByArch(name, a); err == nil && nr >= 0 {
+					names = append(names, name)
+					break
+				}
+			}
+		}
+		if len(names) > 0 {
+			r.Names = names
+			rules = append(rules, r)
+		}
+	}
+	p.Syscalls = rules
 }
