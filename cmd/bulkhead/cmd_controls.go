@@ -19,8 +19,14 @@ func controlsCommand(_ *runtime.Globals) *cli.Command {
 	return &cli.Command{
 		Name:  "controls",
 		Usage: "print the table of controls of the default profile",
-		Flags: []cli.Flag{&cli.StringFlag{Name: "format", Value: "text", Usage: "text, markdown or json"}},
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, markdown or json"},
+			&cli.BoolFlag{Name: "fields", Usage: "print the class of every runtime-spec field instead"},
+		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("fields") {
+				return printFields(c.App.Writer, c.String("format"))
+			}
 			return printControls(c.App.Writer, c.String("format"))
 		},
 	}
@@ -62,4 +68,35 @@ func orNone(list []string, none string) string {
 		return none
 	}
 	return strings.Join(list, ", ")
+}
+
+// printFields prints the classification of every runtime-spec field
+// (specs.Fields): what the policy does with a value the caller set there.
+// docs/fields.md is its markdown.
+func printFields(w io.Writer, format string) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(specs.Fields)
+	case "markdown":
+		_, err := io.WriteString(w, fieldsMarkdown())
+		return err
+	case "text":
+		for _, f := range specs.Fields {
+			fmt.Fprintf(w, "%-55s %-11s %-16s %s\n", f.Path, f.Class, f.Rule, f.Why)
+		}
+		return nil
+	default:
+		return fmt.Errorf("controls --format %q: want text, markdown or json", format)
+	}
+}
+
+func fieldsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| field | class | rule | why |\n|---|---|---|---|\n")
+	for _, f := range specs.Fields {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", f.Path, f.Class, f.Rule, f.Why)
+	}
+	return b.String()
 }

@@ -18,11 +18,28 @@ func TestREADMEHasTheControlsTable(t *testing.T) {
 	}
 }
 
+// docs/fields.md holds `bulkhead controls --fields --format markdown`.
+func TestFieldsDocument(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/fields.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if table := fieldsMarkdown(); !strings.Contains(string(doc), table) {
+		t.Fatalf("docs/fields.md does not contain the classification; paste the output of `bulkhead controls --fields --format markdown`:\n%s", table)
+	}
+}
+
 func TestPrintControls(t *testing.T) {
 	for _, format := range []string{"text", "markdown", "json"} {
 		var b strings.Builder
 		if err := printControls(&b, format); err != nil || !strings.Contains(b.String(), "seccomp") {
 			t.Errorf("format %s: %v\n%s", format, err, b.String())
+		}
+	}
+	for _, format := range []string{"text", "markdown", "json"} {
+		var b strings.Builder
+		if err := printFields(&b, format); err != nil || !strings.Contains(b.String(), "linux.intelRdt") {
+			t.Errorf("fields, format %s: %v\n%s", format, err, b.String())
 		}
 	}
 	if err := printControls(&strings.Builder{}, "yaml"); err == nil {
