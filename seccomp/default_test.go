@@ -1,6 +1,7 @@
 package seccomp
 
 import (
+	"slices"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -37,10 +38,16 @@ func TestDefaultValidates(t *testing.T) {
 	if p.DefaultAction != rspec.ActErrno || p.DefaultErrnoRet == nil || *p.DefaultErrnoRet != errnoEPERM {
 		t.Errorf("default action = %s/%v, want SCMP_ACT_ERRNO/EPERM", p.DefaultAction, p.DefaultErrnoRet)
 	}
-	want := []rspec.Arch{rspec.ArchX86_64, rspec.ArchX86, rspec.ArchX32, rspec.ArchAARCH64, rspec.ArchARM}
-	for _, a := range want {
-		if !containsSpecArch(p.Architectures, a) {
-			t.Errorf("architectures %v lack %s", p.Architectures, a)
+	if want := []rspec.Arch{rspec.ArchX86_64, rspec.ArchAARCH64}; !slices.Equal(p.Architectures, want) {
+		t.Errorf("architectures %v, want only the 64-bit ABIs %v", p.Architectures, want)
+	}
+	compat, err := ForProfile("", true)
+	if err != nil {
+		t.Fatalf(`ForProfile("", true) = %v`, err)
+	}
+	for _, a := range []rspec.Arch{rspec.ArchX86_64, rspec.ArchX86, rspec.ArchX32, rspec.ArchAARCH64, rspec.ArchARM} {
+		if !containsSpecArch(compat.Architectures, a) {
+			t.Errorf("compat architectures %v lack %s", compat.Architectures, a)
 		}
 	}
 }

@@ -27,6 +27,7 @@ package seccomp
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	libseccomp "github.com/seccomp/libseccomp-golang"
@@ -78,18 +79,23 @@ func ForProfileCompiled(path string, compat bool) (*rspec.LinuxSeccomp, Compiled
 // memory the filter cannot read, cannot carry a refused socket family.
 var nativeABIs = []rspec.Arch{rspec.ArchX86_64, rspec.ArchAARCH64}
 
-// NativeABIsOnly drops every other architecture from p, and the names of
-// rules that exist on none of those left (cacheflush, set_tls: arm32
-// only), which no kept architecture could ever match.
+// NativeABIsOnly drops every other architecture from p, and the names
+// that exist only on those dropped (cacheflush, set_tls: arm32 only),
+// which no kept architecture could ever match. A name libseccomp knows on
+// no architecture at all stays, for validation to report. A profile that
+// lists no architecture already applies to the native ABI alone.
 func NativeABIsOnly(p *rspec.LinuxSeccomp) {
+	if len(p.Architectures) == 0 {
+		return
+	}
 	var keep []rspec.Arch
-	var scmp []libseccomp.ScmpArch
+	var kept, dropped []libseccomp.ScmpArch
 	for _, a := range p.Architectures {
-		for _, n := range nativeABIs {
-			if a == n {
-				keep = append(keep, a)
-				scmp = append(scmp, specArches[a])
-			}
+		if slices.Contains(nativeABIs, a) {
+			keep = append(keep, a)
+			kept = append(kept, specArches[a])
+		} else if s, ok := specArches[a]; ok {
+			dropped = append(dropped, s)
 		}
 	}
 	p.Architectures = keep
@@ -97,11 +103,8 @@ func NativeABIsOnly(p *rspec.LinuxSeccomp) {
 	for _, r := range p.Syscalls {
 		var names []string
 		for _, name := range r.Names {
-			for _, a := range scmp {
-				if nr, err := libseccomp.GetSyscallFromNameByArch(name, a); err == nil && nr >= 0 {
-					names = append(names, name)
-					break
-				}
+			if existsOn(name, kept) || !existsOn(name, dropped) {
+				names = append(names, name)
 			}
 		}
 		if len(names) > 0 {
@@ -110,4 +113,13 @@ func NativeABIsOnly(p *rspec.LinuxSeccomp) {
 		}
 	}
 	p.Syscalls = rules
+}
+
+func existsOn(name string, arches []libseccomp.ScmpArch) bool {
+	for _, a := range arches {
+		if nr, err := libseccomp.GetSyscallFromNameByArch(name, a); err == nil && nr >= 0 {
+			return true
+		}
+	}
+	return false
 }
