@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -73,7 +74,24 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 		logrus.Errorf("bulkhead: exec %s: kill %d: %v", id, pid, kerr)
 		return fmt.Errorf("verification after exec: %w (and the process %d could not be killed: %v)", err, pid, kerr)
 	}
+	// The caller sees the refusal only once the process is gone: it is not
+	// bulkhead's child (the container's init reaps it), so wait for that.
+	if !waitEnded(pid, 5*time.Second) {
+		return fmt.Errorf("verification after exec: %w (process %d killed, still there after 5s)", err, pid)
+	}
 	return fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+}
+
+// waitEnded polls until pid is gone or a zombie, for at most d.
+func waitEnded(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !ended(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return true
 }
 
 // ended tells whether pid is gone or a zombie: an exec'd command that
