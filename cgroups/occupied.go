@@ -12,13 +12,27 @@ import (
 )
 
 // Occupied tells whether the cgroup at path (a cgroupfs cgroupsPath) or
-// any group below it holds a process, in any hierarchy of the host. A
-// container put there would set limits on those processes, and `kill
-// --all` of the container would kill them.
+// any group below it holds a process, or any group above it but the root
+// holds one itself, in any hierarchy of the host. A container put there
+// would set limits on those processes, `kill --all` of the container would
+// kill them, and below another container it would share that container's
+// limits.
 func Occupied(path string) (bool, error) {
 	path = filepath.Join("/", path)
+	if busy, err := occupied(path, true); busy || err != nil {
+		return busy, err
+	}
+	for p := filepath.Dir(path); p != "/"; p = filepath.Dir(p) {
+		if busy, err := occupied(p, false); busy || err != nil {
+			return busy, err
+		}
+	}
+	return false, nil
+}
+
+func occupied(path string, recursive bool) (bool, error) {
 	if cgroupsv3.Mode() == cgroupsv3.Unified {
-		return occupied2(defaultV2Mountpoint, path)
+		return occupied2(defaultV2Mountpoint, path, recursive)
 	}
 	c, err := cgroup1.Load(cgroup1.StaticPath(path))
 	switch {
@@ -27,7 +41,7 @@ func Occupied(path string) (bool, error) {
 		return false, fmt.Errorf("cgroups: %s: %w", path, err)
 	default:
 		for _, s := range c.Subsystems() {
-			procs, err := c.Processes(s.Name(), true)
+			procs, err := c.Processes(s.Name(), recursive)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return false, fmt.Errorf("cgroups: %s: %s: %w", path, s.Name(), err)
 			}
@@ -41,10 +55,10 @@ func Occupied(path string) (bool, error) {
 	if _, err := os.Stat(unified); err != nil {
 		return false, nil
 	}
-	return occupied2(unified, path)
+	return occupied2(unified, path, recursive)
 }
 
-func occupied2(mountpoint, path string) (bool, error) {
+func occupied2(mountpoint, path string, recursive bool) (bool, error) {
 	if _, err := os.Stat(filepath.Join(mountpoint, path)); errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -52,7 +66,7 @@ func occupied2(mountpoint, path string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("cgroups: %s: %w", path, err)
 	}
-	procs, err := m.Procs(true)
+	procs, err := m.Procs(recursive)
 	if err != nil {
 		return false, fmt.Errorf("cgroups: %s: %w", path, err)
 	}

@@ -90,7 +90,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
 
-	ctx := specContext(&sel.Profile, bundle, reg, original, id)
+	ctx := specContext(&sel.Profile, bundle, reg, original, id, spec.Annotations)
 	rewritten, decisions, err := specs.Apply(ctx, spec)
 	decisions, err = c.decideLifetime(spec.Annotations, decisions, err)
 	c.audit.Decisions = decisions
@@ -137,6 +137,9 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.rec = &Record{ID: id, Backend: sel.Backend.Name, BackendPath: sel.Backend.Path, Bundle: bundle,
 		Profile: sel.Profile.Name, Mode: sel.Profile.Mode, Decisions: decisions}
 	c.rec.Created = nowUTC()
+	if a := spec.Annotations; a[specs.AnnotationCRIContainerType] == "sandbox" && a[specs.AnnotationCRISandboxID] == id {
+		c.rec.Pod = podOf(a)
+	}
 	if c.handed.Linux != nil {
 		c.rec.CgroupsPath = c.handed.Linux.CgroupsPath
 	}

@@ -11,44 +11,68 @@ import (
 	"bulkhead.dev/bulkhead/specs"
 )
 
-// joinableFor returns the rule's test for a namespace path: joining is
-// allowed only when the path is /proc/<pid>/ns/<kind> of the init process
-// of a container bulkhead created under this root, enforced under the
-// same profile (a pod's sandbox). So a job cannot reach the host's
-// namespaces, those of a container outside bulkhead's control, or those of
-// one that ran under a weaker profile or in audit mode.
-func (r *Registry) joinableFor(p *specs.Profile) func(rspec.LinuxNamespaceType, string) bool {
+// Pod is the identity of a CRI pod sandbox, recorded when bulkhead
+// creates it: the CRI annotations of its own spec.
+type Pod struct {
+	UID       string `json:"uid,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// podOf is the pod a spec's CRI annotations describe, nil for none.
+func podOf(a map[string]string) *Pod {
+	if a[specs.AnnotationCRIContainerType] == "" {
+		return nil
+	}
+	return &Pod{UID: a["io.kubernetes.cri.sandbox-uid"], Namespace: a["io.kubernetes.cri.sandbox-namespace"],
+		Name: a["io.kubernetes.cri.sandbox-name"]}
+}
+
+// podSandbox returns the record of the pod sandbox a container of a pod
+// may join, or nil: the spec must be a CRI container whose sandbox id
+// names a sandbox bulkhead created as the pod's own (same pod uid,
+// namespace and name), enforced under this profile, whose init is still
+// the process it verified. Any other container, whatever paths or ids its
+// spec names, joins nothing: another tenant's container under the same
+// root and profile is not its pod.
+func (r *Registry) podSandbox(p *specs.Profile, a map[string]string) *Record {
+	id := a[specs.AnnotationCRISandboxID]
+	if a[specs.AnnotationCRIContainerType] != "container" || CheckID(id) != nil {
+		return nil
+	}
+	rec, err := r.Get(id)
+	if err != nil || rec.Pod == nil || podOf(a) == nil || *rec.Pod != *podOf(a) {
+		return nil
+	}
+	if !sameEnforcedProfile(rec, p) || !stillRunning(rec) {
+		return nil
+	}
+	return rec
+}
+
+// joinableFor returns the rule's test for a namespace path: only
+// /proc/<pid>/ns/<kind> of the init of this container's own pod sandbox
+// (podSandbox). So a job cannot reach the host's namespaces, those of a
+// container outside bulkhead's control, those of one that ran under a
+// weaker profile or in audit mode, or those of another pod.
+func (r *Registry) joinableFor(p *specs.Profile, a map[string]string) func(rspec.LinuxNamespaceType, string) bool {
 	return func(kind rspec.LinuxNamespaceType, path string) bool {
 		pid, nsKind, ok := parseNamespacePath(path)
 		if !ok || nsKind != nsFileName(kind) {
 			return false
 		}
-		ids, err := r.IDs()
-		if err != nil {
-			return false
-		}
-		for _, id := range ids {
-			rec, err := r.Get(id)
-			if err != nil || rec.InitPid != pid {
-				continue
-			}
-			return sameEnforcedProfile(rec, p) && stillRunning(rec)
-		}
-		return false
+		rec := r.podSandbox(p, a)
+		return rec != nil && rec.InitPid == pid
 	}
 }
 
 // sandboxFor returns the annotations rule's test for a CRI sandbox id:
 // runsc puts a container whose annotations name a sandbox into that
-// gVisor sandbox, so the id must be a pod sandbox bulkhead created under
-// this enforced profile, and its init must still be the same process.
-func (r *Registry) sandboxFor(p *specs.Profile) func(string) bool {
+// gVisor sandbox, so the id must be this container's own pod sandbox.
+func (r *Registry) sandboxFor(p *specs.Profile, a map[string]string) func(string) bool {
 	return func(id string) bool {
-		if CheckID(id) != nil {
-			return false
-		}
-		rec, err := r.Get(id)
-		return err == nil && sameEnforcedProfile(rec, p) && stillRunning(rec)
+		rec := r.podSandbox(p, a)
+		return rec != nil && rec.ID == id
 	}
 }
 

@@ -11,8 +11,15 @@ import (
 	"bulkhead.dev/bulkhead/specs"
 )
 
-// A namespace path may be joined only when it is the init of a container
-// bulkhead enforced under the same profile in this root.
+// podAnnotations are what CRI gives a container of pod uid in sandbox id.
+func podAnnotations(id, uid string) map[string]string {
+	return map[string]string{specs.AnnotationCRIContainerType: "container", specs.AnnotationCRISandboxID: id,
+		"io.kubernetes.cri.sandbox-uid": uid, "io.kubernetes.cri.sandbox-namespace": "default", "io.kubernetes.cri.sandbox-name": "web"}
+}
+
+// A namespace path may be joined only when it is the init of this
+// container's own pod sandbox, which bulkhead enforced under the same
+// profile in this root and which still runs as the same process.
 func TestJoinableFor(t *testing.T) {
 	reg, err := OpenRegistry(t.TempDir())
 	if err != nil {
@@ -20,39 +27,54 @@ func TestJoinableFor(t *testing.T) {
 	}
 	// Real processes stand in for the sandboxes' inits: a record holds
 	// only while its pid is still the process that started then.
-	pod, audited, lax, reused := sleeper(t), sleeper(t), sleeper(t), sleeper(t)
+	pod, other, audited, lax, reused, plain := sleeper(t), sleeper(t), sleeper(t), sleeper(t), sleeper(t), sleeper(t)
+	web := &Pod{UID: "uid-web", Namespace: "default", Name: "web"}
 	for _, rec := range []*Record{
-		{ID: "pod", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: initStart(pod)},
-		{ID: "audited", Profile: "default", Mode: specs.Audit, InitPid: audited, InitStart: initStart(audited)},
-		{ID: "lax", Profile: "lax", Mode: specs.Enforce, InitPid: lax, InitStart: initStart(lax)},
-		{ID: "reused", Profile: "default", Mode: specs.Enforce, InitPid: reused, InitStart: initStart(reused) - 1},
+		{ID: "pod", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: initStart(pod), Pod: web},
+		{ID: "other", Profile: "default", Mode: specs.Enforce, InitPid: other, InitStart: initStart(other), Pod: &Pod{UID: "uid-other", Namespace: "default", Name: "other"}},
+		{ID: "audited", Profile: "default", Mode: specs.Audit, InitPid: audited, InitStart: initStart(audited), Pod: web},
+		{ID: "lax", Profile: "lax", Mode: specs.Enforce, InitPid: lax, InitStart: initStart(lax), Pod: web},
+		{ID: "reused", Profile: "default", Mode: specs.Enforce, InitPid: reused, InitStart: initStart(reused) - 1, Pod: web},
+		{ID: "plain", Profile: "default", Mode: specs.Enforce, InitPid: plain, InitStart: initStart(plain)},
 	} {
 		if err := reg.Add(rec); err != nil {
 			t.Fatal(err)
 		}
 	}
 	def := specs.DefaultProfile()
-	join := reg.joinableFor(&def)
 	cases := []struct {
-		kind rspec.LinuxNamespaceType
-		path string
-		want bool
+		name        string
+		annotations map[string]string
+		kind        rspec.LinuxNamespaceType
+		path        string
+		want        bool
 	}{
-		{rspec.NetworkNamespace, nsPath(pod, "net"), true},
-		{rspec.IPCNamespace, nsPath(pod, "ipc"), true},
-		{rspec.NetworkNamespace, nsPath(pod, "ipc"), false},         // kind and file differ
-		{rspec.NetworkNamespace, "/proc/1/ns/net", false},           // the host's
-		{rspec.NetworkNamespace, nsPath(os.Getpid(), "net"), false}, // not bulkhead's
-		{rspec.NetworkNamespace, "/var/run/netns/cni-1", false},
-		{rspec.NetworkNamespace, nsPath(audited, "net"), false}, // audit mode: no boundary
-		{rspec.NetworkNamespace, nsPath(lax, "net"), false},     // another profile
-		{rspec.NetworkNamespace, nsPath(reused, "net"), false},  // the pid now belongs to another process
-		{rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/../1/ns/net", pod), false},
+		{"own pod's net", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, nsPath(pod, "net"), true},
+		{"own pod's ipc", podAnnotations("pod", "uid-web"), rspec.IPCNamespace, nsPath(pod, "ipc"), true},
+		{"kind and file differ", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, nsPath(pod, "ipc"), false},
+		{"the host's", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, "/proc/1/ns/net", false},
+		{"another tenant's container, no annotations", nil, rspec.NetworkNamespace, nsPath(pod, "net"), false},
+		{"another pod's sandbox named by path", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, nsPath(other, "net"), false},
+		{"another pod's sandbox by id, wrong uid", podAnnotations("other", "uid-web"), rspec.NetworkNamespace, nsPath(other, "net"), false},
+		{"a container that is no pod sandbox", podAnnotations("plain", ""), rspec.NetworkNamespace, nsPath(plain, "net"), false},
+		{"not bulkhead's", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, nsPath(os.Getpid(), "net"), false},
+		{"a named netns", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, "/var/run/netns/cni-1", false},
+		{"audit mode: no boundary", podAnnotations("audited", "uid-web"), rspec.NetworkNamespace, nsPath(audited, "net"), false},
+		{"another profile", podAnnotations("lax", "uid-web"), rspec.NetworkNamespace, nsPath(lax, "net"), false},
+		{"the pid now belongs to another process", podAnnotations("reused", "uid-web"), rspec.NetworkNamespace, nsPath(reused, "net"), false},
+		{"dot dot", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/../1/ns/net", pod), false},
 	}
 	for _, c := range cases {
-		if got := join(c.kind, c.path); got != c.want {
-			t.Errorf("%s %s: joinable %v, want %v", c.kind, c.path, got, c.want)
+		if got := reg.joinableFor(&def, c.annotations)(c.kind, c.path); got != c.want {
+			t.Errorf("%s: %s %s: joinable %v, want %v", c.name, c.kind, c.path, got, c.want)
 		}
+	}
+	sandbox := reg.sandboxFor(&def, podAnnotations("pod", "uid-web"))
+	if !sandbox("pod") || sandbox("other") {
+		t.Error("sandboxFor: own pod's sandbox not joinable, or another's joinable")
+	}
+	if reg.sandboxFor(&def, podAnnotations("other", "uid-web"))("other") {
+		t.Error("sandboxFor: another pod's sandbox joinable by naming its id")
 	}
 }
 
@@ -66,27 +88,4 @@ func sleeper(t *testing.T) int {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd.Process.Pid
-}
-
-func TestSandboxFor(t *testing.T) {
-	reg, err := OpenRegistry(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod, gone := sleeper(t), sleeper(t)
-	for _, rec := range []*Record{
-		{ID: "pod", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: initStart(pod)},
-		{ID: "gone", Profile: "default", Mode: specs.Enforce, InitPid: gone, InitStart: initStart(gone) + 1},
-	} {
-		if err := reg.Add(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	def := specs.DefaultProfile()
-	joinable := reg.sandboxFor(&def)
-	for id, want := range map[string]bool{"pod": true, "gone": false, "other": false, "../pod": false} {
-		if got := joinable(id); got != want {
-			t.Errorf("sandbox %s: joinable %v, want %v", id, got, want)
-		}
-	}
 }

@@ -26,10 +26,13 @@ type Record struct {
 	InitPid     int        `json:"init_pid,omitempty"`
 	// InitStart is the init's start time, so that a reused pid is not
 	// taken for the container's (see stillRunning).
-	InitStart   uint64           `json:"init_start,omitempty"`
-	CgroupsPath string           `json:"cgroups_path,omitempty"`
-	Decisions   []specs.Decision `json:"decisions,omitempty"`
-	Checks      []Check          `json:"checks,omitempty"`
+	InitStart   uint64 `json:"init_start,omitempty"`
+	CgroupsPath string `json:"cgroups_path,omitempty"`
+	// Pod is set on a CRI pod sandbox: the containers of this pod, and
+	// only they, may join its namespaces (see podSandbox).
+	Pod       *Pod             `json:"pod,omitempty"`
+	Decisions []specs.Decision `json:"decisions,omitempty"`
+	Checks    []Check          `json:"checks,omitempty"`
 	// MaxLifetime is the effective wall-clock lifetime, enforced by the
 	// watchdog WatchdogPid; Deadline is set when the watchdog sees the
 	// container start.

@@ -9,14 +9,14 @@ import (
 // create and check: the profile, the bundle, the container's id ("" for
 // check, where the engine's per-container files then match no
 // container), and the host facts they ask for.
-func specContext(p *specs.Profile, bundle string, reg *Registry, original []byte, id string) *specs.Context {
+func specContext(p *specs.Profile, bundle string, reg *Registry, original []byte, id string, annotations map[string]string) *specs.Context {
 	return &specs.Context{
 		Profile:           p,
 		Bundle:            bundle,
 		Original:          original,
 		ID:                id,
-		JoinableNamespace: reg.joinableFor(p),
-		JoinableSandbox:   reg.sandboxFor(p),
+		JoinableNamespace: reg.joinableFor(p, annotations),
+		JoinableSandbox:   reg.sandboxFor(p, annotations),
 		CgroupOccupied:    cgroups.Occupied,
 	}
 }

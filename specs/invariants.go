@@ -3,6 +3,7 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -322,6 +323,9 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 			}
 			if c := r.CPU; c != nil && (c.RealtimeRuntime != nil && *c.RealtimeRuntime != 0 || c.RealtimePeriod != nil && *c.RealtimePeriod != 0) {
 				bad("linux.resources.cpu: realtime")
+			}
+			if c := r.CPU; c != nil && c.Shares != nil && float64(*c.Shares) > 1024*max(1, math.Ceil(p.CPUs)) {
+				bad("linux.resources.cpu.shares: %d", *c.Shares)
 			}
 		}
 		if sc := l.Seccomp; sc != nil && !p.CompatSyscalls {

@@ -68,6 +68,7 @@ func ClampResources(p *Profile, r *rspec.LinuxResources) ([]Decision, error) {
 	ds = append(ds, refuseUnclassified(reflect.ValueOf(r), "linux.resources")...)
 	ds = append(ds, clampPids(p, r, true)...)
 	ds = append(ds, clampMemory(p, r, true)...)
+	ds = append(ds, clampShares(p, r)...)
 	ds = append(ds, clampCPU(p, r, true)...)
 	if refused(ds) {
 		return ds, &RefusalError{Profile: p.Name, Decisions: ds}

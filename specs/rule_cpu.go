@@ -1,9 +1,34 @@
 package specs
 
-import rspec "github.com/opencontainers/runtime-spec/specs-go"
+import (
+	"math"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
 
 func ruleCPU(c *Context, s *rspec.Spec) []Decision {
-	return clampCPU(c.Profile, ensureResources(s), false)
+	r := ensureResources(s)
+	return append(clampShares(c.Profile, r), clampCPU(c.Profile, r, false)...)
+}
+
+// defaultShares is the kernel's weight of a cgroup nobody weighted.
+const defaultShares = 1024
+
+// clampShares holds cpu.shares at 1024 per CPU of the profile (at least
+// 1024): a larger weight gives the container first claim on the host's
+// CPUs whenever they are busy, beside the host's own top-level groups.
+func clampShares(prof *Profile, r *rspec.LinuxResources) []Decision {
+	if r.CPU == nil || r.CPU.Shares == nil {
+		return nil
+	}
+	ceiling := uint64(defaultShares * max(1, math.Ceil(prof.CPUs)))
+	if *r.CPU.Shares <= ceiling {
+		return nil
+	}
+	before := fmtU64p(r.CPU.Shares)
+	r.CPU.Shares = u64(ceiling)
+	return []Decision{{Rule: "cpu", Field: "linux.resources.cpu.shares", Action: Tightened, Before: before,
+		After: fmtU64p(r.CPU.Shares), Layer: LayerCPU, Why: "a weight above 1024 per CPU of the profile runs ahead of the host's own groups"}}
 }
 
 // clampCPU holds quota/period at or below the profile's cpus. The

@@ -46,3 +46,25 @@ func TestResourcesNotEnforced(t *testing.T) {
 		t.Fatalf("resources set although not enforced: %+v", r)
 	}
 }
+
+func TestRuleCPUShares(t *testing.T) {
+	runRule(t, ruleCPU, []ruleCase{
+		{name: "huge weight", spec: func(s *rspec.Spec) { ensureResources(s).CPU = &rspec.LinuxCPU{Shares: u64(262144)} },
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				wantDecision(t, ds, "linux.resources.cpu.shares", Tightened)
+				if *s.Linux.Resources.CPU.Shares != 1024 {
+					t.Fatalf("shares %d", *s.Linux.Resources.CPU.Shares)
+				}
+			}},
+		{name: "kubelet's small weight kept", spec: func(s *rspec.Spec) { ensureResources(s).CPU = &rspec.LinuxCPU{Shares: u64(102)} },
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				if *s.Linux.Resources.CPU.Shares != 102 {
+					t.Fatalf("shares %d", *s.Linux.Resources.CPU.Shares)
+				}
+			}},
+	})
+	r := &rspec.LinuxResources{CPU: &rspec.LinuxCPU{Shares: u64(131072)}}
+	if _, err := ClampResources(testProfile(), r); err != nil || *r.CPU.Shares != 1024 {
+		t.Fatalf("update: shares %d, %v", *r.CPU.Shares, err)
+	}
+}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -162,6 +163,7 @@ func testDefaultDeny(t *testing.T, entry string) {
 			}
 		}},
 		{name: "cgroupsPath of a host process", refuse: "cgroups_path", mutate: func(s *rspec.Spec) { s.Linux.CgroupsPath = victim.cgroup }},
+		{name: "cgroupsPath below a host process's", refuse: "cgroups_path", mutate: func(s *rspec.Spec) { s.Linux.CgroupsPath = victim.cgroup + "/evil" }},
 		{name: "tmpfs elsewhere, exec and 1g", refuse: "mounts", mutate: func(s *rspec.Spec) {
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/scratch", Type: "tmpfs", Source: "tmpfs", Options: []string{"exec", "size=1g"}})
 		}},
@@ -299,4 +301,63 @@ func assertNothingLeft(t *testing.T, root, id, marker string, v *hostVictim) {
 	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); err == nil {
 		t.Errorf("state of %s left behind", id)
 	}
+}
+
+// TestNoJoiningAnotherTenant: a running container of another tenant, under
+// the same root and profile, is no pod sandbox of the attacker's: naming
+// its namespaces (runc) or its id as the CRI sandbox (runsc, which would
+// put the attacker into the victim's gVisor sandbox) is refused.
+func TestNoJoiningAnotherTenant(t *testing.T) {
+	for _, backend := range []struct{ name, entry string }{{"runc", "bulkhead"}, {"runsc", "bulkhead-runsc"}} {
+		t.Run(backend.name, func(t *testing.T) {
+			binaries.NeedRoot(t, backend.name)
+			bin := filepath.Join(binaries.Dir(t), backend.entry)
+			root := filepath.Join(t.TempDir(), "state")
+			victim := fmt.Sprintf("victim-%d", os.Getpid())
+			vb := bundle.New(t, []string{"sleep", "600"})
+			for _, verb := range [][]string{{"create", "--bundle", vb, victim}, {"start", victim}} {
+				if r := (binaries.Cmd{}).Run(t, bin, append([]string{"--root", root}, verb...)...); r.Code != 0 {
+					t.Fatalf("%v: exit %d: %s", verb, r.Code, r.Stderr)
+				}
+			}
+			t.Cleanup(func() { binaries.Cmd{}.Run(t, bin, "--root", root, "delete", "--force", victim) })
+			st := (binaries.Cmd{}).Run(t, bin, "--root", root, "state", victim)
+			var state struct {
+				Pid int `json:"pid"`
+			}
+			if err := json.Unmarshal([]byte(st.Stdout), &state); err != nil || state.Pid <= 1 {
+				t.Fatalf("state: %v %q", err, st.Stdout)
+			}
+			attacks := map[string]func(*rspec.Spec){
+				"namespaces": func(s *rspec.Spec) {
+					for i, ns := range s.Linux.Namespaces {
+						if ns.Type != rspec.MountNamespace {
+							s.Linux.Namespaces[i].Path = fmt.Sprintf("/proc/%d/ns/%s", state.Pid, nsFile(ns.Type))
+						}
+					}
+					s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": victim}
+				},
+				"annotations": func(s *rspec.Spec) {
+					s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": victim}
+				},
+			}
+			for rule, mutate := range attacks {
+				b := bundle.New(t, []string{"cat", "/proc/1/cmdline"}, mutate)
+				r := binaries.Cmd{}.Run(t, bin, "--root", root, "run", "--bundle", b, fmt.Sprintf("attacker-%s-%d", rule, os.Getpid()))
+				if r.Code == 0 || !strings.Contains(r.Stderr, "rule "+rule) {
+					t.Errorf("joining the victim through %s: exit %d, stdout %q, stderr %q; want refused by rule %s", rule, r.Code, r.Stdout, r.Stderr, rule)
+				}
+			}
+		})
+	}
+}
+
+func nsFile(t rspec.LinuxNamespaceType) string {
+	switch t {
+	case rspec.NetworkNamespace:
+		return "net"
+	case rspec.MountNamespace:
+		return "mnt"
+	}
+	return string(t)
 }
