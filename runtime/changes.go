@@ -100,7 +100,10 @@ func (l *layer) readlink(rel string) (string, error) {
 // readFile reads a regular file and checks that it still is one: the
 // sandbox may swap it for a link between the walk and the read.
 func (l *layer) readFile(rel string, limit int64) ([]byte, error) {
-	f, err := l.open(rel, unix.O_RDONLY)
+	// O_NONBLOCK: the sandbox may have swapped the file for a fifo since
+	// it was listed, and opening a fifo would wait for a writer forever.
+	// The mode is checked on the open file below.
+	f, err := l.open(rel, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +132,12 @@ func (l *layer) names(rel string) ([]string, error) {
 	return names, err
 }
 
+// opaque tells whether overlayfs marked rel opaque. Only the trusted.*
+// attribute counts: bulkhead mounts the overlay without userxattr, so the
+// kernel reads and writes trusted.overlay.opaque, which the sandbox cannot
+// set; a user.overlay.opaque it set on its own directory means nothing to
+// the kernel and would make diff and export claim a deletion that never
+// happened.
 func (l *layer) opaque(rel string) bool {
 	d, err := l.open(rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
@@ -136,12 +145,8 @@ func (l *layer) opaque(rel string) bool {
 	}
 	defer d.Close()
 	buf := make([]byte, 8)
-	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
-		if n, err := unix.Fgetxattr(int(d.Fd()), attr, buf); err == nil && n == 1 && buf[0] == 'y' {
-			return true
-		}
-	}
-	return false
+	n, err := unix.Fgetxattr(int(d.Fd()), "trusted.overlay.opaque", buf)
+	return err == nil && n == 1 && buf[0] == 'y'
 }
 
 // maxDiffFile bounds what one file may make bulkhead read; the workspace
