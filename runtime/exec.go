@@ -37,7 +37,8 @@ func Exec(g *Globals, v Values, args []string) error {
 	if err != nil {
 		return err
 	}
-	ctx := &specs.Context{Profile: &profile}
+	// The bundle gives the rootfs, so cwd is resolved in it as at create.
+	ctx := &specs.Context{Profile: &profile, Bundle: rec.Bundle}
 	policed, decisions, err := specs.ApplyProcess(ctx, proc)
 	audit := AuditEntry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name, Backend: b.Name,
 		Mode: profile.Mode, Decisions: decisions, Outcome: "exec"}
