@@ -24,6 +24,9 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string) st
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
 	}
 	real = canonicalRun(real)
+	if why := c.mountedRefusal(real); why != "" {
+		return why
+	}
 	if kind, id, ok := engineFileOwner(real); ok {
 		if !ownedByThisContainer(c, annotations, kind, id) {
 			return real + " is the engine's file for " + kind + " " + id + ", not for this container"
@@ -35,6 +38,26 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string) st
 		return fmt.Sprintf("the source cannot be checked for sockets (%v)", err)
 	} else if sock != "" {
 		return sock + " is a socket: connecting to it needs no write access to the mount, and reaches a service outside the sandbox"
+	}
+	return ""
+}
+
+// mountedRefusal judges the files really mounted at real: when a bind or
+// volume shows another part of the host there, that part must pass the
+// same rules as if the caller had named it.
+func (c *Context) mountedRefusal(real string) string {
+	from, err := c.mountedFrom(real)
+	if err != nil {
+		return "where the source's files come from cannot be told (" + err.Error() + ")"
+	}
+	if from == real {
+		return ""
+	}
+	if why := lexicalRefusal(canonicalRun(from)); why != "" {
+		return real + " is a mount of " + from + ": " + why
+	}
+	if _, _, ok := engineFileOwner(canonicalRun(from)); !ok && !belowRoot(c.Profile.BindRoots, from) {
+		return real + " is a mount of " + from + ", which is not below any of the profile's bind_roots"
 	}
 	return ""
 }

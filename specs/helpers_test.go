@@ -53,6 +53,12 @@ var testHost = &Host{
 		}
 		return "", nil
 	},
+	MountedFrom: func(p string) (string, error) {
+		if strings.HasPrefix(p, "/var/lib/docker/volumes/etc-volume/") {
+			return "/etc", nil
+		}
+		return p, nil
+	},
 	DockerMountID: func(_, id string) (string, error) {
 		if id == testID {
 			return testLayer, nil

@@ -16,6 +16,8 @@ type Host struct {
 	// DockerMountID returns the overlay2 layer dockerd recorded for a
 	// container under its data root.
 	DockerMountID func(dataRoot, id string) (string, error)
+	// MountedFrom returns where the files mounted at a path come from.
+	MountedFrom func(path string) (string, error)
 }
 
 func (c *Context) resolve(p string) (string, error) {
@@ -38,4 +40,11 @@ func (c *Context) dockerMountID(dataRoot, id string) (string, error) {
 	}
 	data, err := os.ReadFile(filepath.Join(dataRoot, "image", "overlay2", "layerdb", "mounts", id, "mount-id"))
 	return strings.TrimSpace(string(data)), err
+}
+
+func (c *Context) mountedFrom(p string) (string, error) {
+	if c.Host != nil && c.Host.MountedFrom != nil {
+		return c.Host.MountedFrom(p)
+	}
+	return mountedFrom(p)
 }

@@ -47,6 +47,8 @@ func TestRuleHostMountsRefused(t *testing.T) {
 		"/var/lib/docker/containers/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/hosts",
 		"/run/containerd/io.containerd.grpc.v1.cri/sandboxes/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/shm",
 		"/var/lib/kubelet/pods/00000000-other-pod/volumes/kubernetes.io~secret/token",
+		// A Docker local volume that is a bind of the host's /etc.
+		"/var/lib/docker/volumes/etc-volume/_data",
 		// A directory holding a socket (the test host's: names ending in .sock).
 		"/srv/run/app.sock",
 		filepath.Join(dir, "innocent"), filepath.Join(dir, "data"), filepath.Join(dir, "pid1"),

@@ -361,3 +361,29 @@ func nsFile(t rspec.LinuxNamespaceType) string {
 	}
 	return string(t)
 }
+
+// TestBindOfAHostTreeUnderAnAllowedName: a directory below a bind root
+// that is really a bind mount of the host's /etc (what a Docker local
+// volume with o=bind,device=/etc is) is judged as /etc.
+func TestBindOfAHostTreeUnderAnAllowedName(t *testing.T) {
+	binaries.NeedRoot(t, "runc")
+	volume := filepath.Join(t.TempDir(), "volumes", "etc", "_data")
+	if err := os.MkdirAll(volume, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("/etc", volume, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(volume, syscall.MNT_DETACH) })
+	dir := t.TempDir()
+	if err := bundle.Make(dir, []string{"cat", "/data/shadow"}, func(s *rspec.Spec) {
+		s.Mounts = append(s.Mounts, bind(volume, "/data", "ro"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", filepath.Join(dir, "state"), "run", "--bundle", dir,
+		fmt.Sprintf("etcvol-%d", os.Getpid()))
+	if r.Code == 0 || !strings.Contains(r.Stderr, "rule host_mounts") || !strings.Contains(r.Stderr, "/etc") {
+		t.Fatalf("a bind of the host's /etc under %s: exit %d, stderr %q; want refused by host_mounts naming /etc", volume, r.Code, r.Stderr)
+	}
+}
