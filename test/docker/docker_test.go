@@ -236,7 +236,11 @@ func TestUpdateClamped(t *testing.T) {
 // state is left.
 func TestRefusedMountsLeaveNothing(t *testing.T) {
 	d := daemon(t)
-	mounts := []string{d.Socket + ":/var/run/docker.sock", "/root:/x"}
+	// A local volume that is a bind of the host's /etc: its path is under
+	// dockerd's volume directory, what is mounted there is /etc.
+	d.Must(t, "volume", "create", "--driver", "local", "--opt", "type=none", "--opt", "o=bind", "--opt", "device=/etc", "bh-etc")
+	defer d.Run(t, "volume", "rm", "bh-etc")
+	mounts := []string{d.Socket + ":/var/run/docker.sock", "/root:/x", "bh-etc:/data"}
 	if st, err := os.Stat("/var/run/docker.sock"); err == nil && st.Mode()&os.ModeSocket != 0 {
 		mounts = append(mounts, "/var/run/docker.sock:/var/run/docker.sock")
 	}
