@@ -101,3 +101,23 @@ func statusField(status, key string) string {
 	}
 	return ""
 }
+
+// assertRefused: the run exited non-zero, named the rule on stderr and as
+// the last error line of the --log file (what engines show), and the
+// workload, whose output starts with "== ", never ran.
+func assertRefused(t *testing.T, r result, logFile, rule string) {
+	t.Helper()
+	if r.code == 0 {
+		t.Fatalf("ran, want refused by rule %s\n%s", rule, r.stdout)
+	}
+	want := "rule " + rule
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr does not name %q: %s", want, r.stderr)
+	}
+	if last := lastErrorLine(t, logFile); !strings.Contains(last, want) {
+		t.Errorf("last error line of --log does not name %q: %q", want, last)
+	}
+	if strings.Contains(r.stdout, "== ") {
+		t.Error("the workload ran")
+	}
+}

@@ -212,19 +212,7 @@ func TestHostileBundles(t *testing.T) {
 				}
 			}
 			if tc.refuse != "" {
-				if r.code == 0 {
-					t.Fatalf("ran, want refused by rule %s\n%s", tc.refuse, r.stdout)
-				}
-				want := "rule " + tc.refuse
-				if !strings.Contains(r.stderr, want) {
-					t.Errorf("stderr does not name %q: %s", want, r.stderr)
-				}
-				if last := lastErrorLine(t, logFile); !strings.Contains(last, want) {
-					t.Errorf("last error line of --log does not name %q: %q", want, last)
-				}
-				if strings.Contains(r.stdout, "== status") {
-					t.Error("the workload ran")
-				}
+				assertRefused(t, r, logFile, tc.refuse)
 				return
 			}
 			if r.code != 0 {
