@@ -65,7 +65,7 @@ func Expect(p *specs.Profile, handed *rspec.Spec, backend string) (*Expectation,
 		return nil, fmt.Errorf("verify: the profile's seccomp filter: %w", err)
 	}
 	if backend == "runsc" && e.PidsMax > 0 {
-		e.PidsMax += gvisorThreads
+		e.PidsMax = gvisorHostPids(e.PidsMax)
 	}
 	if handed != nil {
 		e.tighten(handed)

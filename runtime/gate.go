@@ -18,7 +18,7 @@ func gateHanded(ctx *specs.Context, id, bundle string, handed *rspec.Spec, g *Gl
 		// translatePidsForGVisor gave the host cgroup room for the
 		// sandbox's own threads; the workload's limit is RLIMIT_NPROC.
 		p := *ctx.Profile
-		p.PidsLimit += gvisorThreads
+		p.PidsLimit = gvisorHostPids(p.PidsLimit)
 		c := *ctx
 		c.Profile = &p
 		ictx = &c

@@ -107,8 +107,8 @@ func TestTranslateForGVisor(t *testing.T) {
 	}
 	p := specs.DefaultProfile()
 	translateForGVisor(s, &p)
-	if got := *s.Linux.Resources.Pids.Limit; got != 64+gvisorThreads {
-		t.Errorf("pids limit %d, want %d", got, 64+gvisorThreads)
+	if got := *s.Linux.Resources.Pids.Limit; got != gvisorHostPids(64) {
+		t.Errorf("pids limit %d, want %d", got, gvisorHostPids(64))
 	}
 	if r := rulesNaming(s.Linux.Seccomp, "clone3"); len(r) != 1 || r[0].Action != rspec.ActTrace {
 		t.Errorf("clone3 rules %+v", r)
