@@ -61,7 +61,7 @@ func startVictim(t *testing.T) *hostVictim {
 		return v
 	}
 	c, err := cgroup1.New(cgroup1.StaticPath(v.cgroup), &rspec.LinuxResources{},
-		cgroup1.WithHiearchy(func() ([]cgroup1.Subsystem, error) {
+		cgroup1.WithHierarchy(func() ([]cgroup1.Subsystem, error) {
 			return []cgroup1.Subsystem{cgroup1.NewPids("/sys/fs/cgroup"), cgroup1.NewMemory("/sys/fs/cgroup")}, nil
 		}))
 	if err != nil {
