@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make demo: run one container through bulkhead and show what the policy
-# did, then attempt every boundary from inside with `bulkhead probe` on runc,
-# and on runsc when it is installed. Needs root and `make deps build`.
+# make demo: judge the host with `bulkhead doctor`, run one container
+# through bulkhead and show what the policy did, then attempt every boundary
+# from inside with `bulkhead probe` on runc, and on runsc when it is
+# installed. Needs root and `make deps build`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -28,6 +29,13 @@ chmod 0644 "$work/config.toml"
 g=(--root "$root" --config "$work/config.toml")
 
 step() { printf '\n== %s\n' "$*"; }
+
+step "bulkhead doctor: can this host hold the boundary? (the demo goes on whatever it says)"
+if "$bulkhead" "${g[@]}" doctor; then
+	echo "  doctor: no check fails on this host"
+else
+	echo "  doctor: the checks marked fail above weaken or refuse containers here; the demo goes on to show the rest"
+fi
 
 step "a busybox bundle whose config asks for root, a shell and a credential in the environment"
 bundle="$work/bundle"

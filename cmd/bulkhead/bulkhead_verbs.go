@@ -14,6 +14,7 @@ func bulkheadCommands(g *runtime.Globals) []*cli.Command {
 		seccompCommand(g),
 		probeCommand(g),
 		controlsCommand(g),
+		doctorCommand(g),
 		installCommand(g), uninstallCommand(g),
 		diffCommand(g), changesCommand(g),
 		inspectCommand(g),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -29,13 +30,14 @@ func installCommand(g *runtime.Globals) *cli.Command {
 				"bulkhead-runsc symlink when runsc is installed, keeping every other key in its order.\n" +
 				"The file as it was is kept as daemon.json" + install.BackupSuffix + ". Running it again changes\n" +
 				"nothing. Default file: /etc/docker/daemon.json, or for rootless Docker (a non-root user)\n" +
-				"$XDG_CONFIG_HOME/docker/daemon.json (~/.config/docker/daemon.json).",
+				"$XDG_CONFIG_HOME/docker/daemon.json (~/.config/docker/daemon.json).\n" +
+				"bulkhead doctor runs first; on a node where a check fails nothing is registered unless --force.",
 			Flags:        dockerFlags(true),
 			OnUsageError: usageError,
 			Action: func(c *cli.Context) error {
-				return installDocker(c, c.App.Writer)
+				return installDocker(c, g, c.App.Writer)
 			},
-		}, installContainerdCommand()},
+		}, installContainerdCommand(g)},
 	}
 }
 
@@ -65,7 +67,7 @@ func dockerFlags(withDefault bool) []cli.Flag {
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the change and the resulting file; write nothing"},
 	}
 	if withDefault {
-		flags = append(flags, &cli.BoolFlag{Name: "default", Usage: "also make NAME dockerd's default-runtime"})
+		flags = append(flags, &cli.BoolFlag{Name: "default", Usage: "also make NAME dockerd's default-runtime"}, forceFlag)
 	}
 	return flags
 }
@@ -98,9 +100,12 @@ func dockerTarget(c *cli.Context) (*install.Docker, error) {
 	return d, nil
 }
 
-func installDocker(c *cli.Context, out io.Writer) error {
+func installDocker(c *cli.Context, g *runtime.Globals, out io.Writer) error {
 	d, err := dockerTarget(c)
 	if err != nil {
+		return err
+	}
+	if err := doctorGate(g, c.Bool("force"), d.DryRun, out); err != nil {
 		return err
 	}
 	var linked bool
@@ -192,6 +197,36 @@ func report(out io.Writer, res *install.Result, dryRun bool) {
 	if dryRun && len(res.Changes) > 0 && res.After != nil {
 		fmt.Fprintf(out, "resulting %s:\n%s", res.Path, res.After)
 	}
+}
+
+// forceFlag lets install register bulkhead on a node doctor fails.
+var forceFlag = &cli.BoolFlag{Name: "force", Usage: "register even when bulkhead doctor finds a check that fails on this node"}
+
+// doctorGate runs bulkhead doctor before a registration and refuses on a
+// node where a check fails: every job the engine then sent to bulkhead
+// would get a weaker boundary than the policy promises (a runc with a
+// known escape, a controller whose limit cannot be applied). --force
+// registers anyway, after printing the same verdicts; a dry run says it
+// would refuse and goes on, since it writes nothing.
+func doctorGate(g *runtime.Globals, force, dryRun bool, out io.Writer) error {
+	fmt.Fprintln(out, "bulkhead doctor:")
+	rep := runtime.Doctor(context.Background(), g, runtime.DoctorOptions{Live: true})
+	if err := rep.WriteText(out); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	err := rep.Err()
+	switch {
+	case err == nil:
+		return nil
+	case force:
+		fmt.Fprintf(out, "--force: registering although %d checks fail on this node (marked fail above)\n\n", len(rep.Failed()))
+		return nil
+	case dryRun:
+		fmt.Fprintf(out, "dry run: without --force, install would refuse this node (%d checks fail, marked above)\n\n", len(rep.Failed()))
+		return nil
+	}
+	return fmt.Errorf("refusing to register bulkhead on this node: %w; fix the checks marked fail above, or pass --force to register anyway", err)
 }
 
 // ensureRunscLink makes the bulkhead-runsc symlink next to the binary if it

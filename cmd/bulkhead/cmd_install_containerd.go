@@ -11,13 +11,14 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/install"
+	"bulkhead.dev/bulkhead/runtime"
 )
 
 // shimName is bulkhead's containerd shim, which containerd looks up on its
 // PATH for runtime_type io.containerd.bulkhead.v2.
 const shimName = "containerd-shim-bulkhead-v2"
 
-func installContainerdCommand() *cli.Command {
+func installContainerdCommand(g *runtime.Globals) *cli.Command {
 	return &cli.Command{
 		Name:  "containerd",
 		Usage: "add runtime handlers bulkhead (and bulkhead-runsc) to containerd's CRI config.toml",
@@ -27,11 +28,12 @@ func installContainerdCommand() *cli.Command {
 			"installed. <CRI> is io.containerd.grpc.v1.cri in a version 2 config (containerd 1.x) and\n" +
 			"io.containerd.cri.v1.runtime in a version 3 config (containerd 2.x). The handlers go in a\n" +
 			"marked block at the end; the rest of the file keeps its bytes. The file as it was is kept as\n" +
-			"config.toml" + install.BackupSuffix + ". Running it again changes nothing.",
-		Flags:        containerdFlags(),
+			"config.toml" + install.BackupSuffix + ". Running it again changes nothing.\n" +
+			"bulkhead doctor runs first; on a node where a check fails nothing is registered unless --force.",
+		Flags:        append(containerdFlags(), forceFlag),
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
-			return installContainerd(c, c.App.Writer)
+			return installContainerd(c, g, c.App.Writer)
 		},
 	}
 }
@@ -103,9 +105,12 @@ func containerdConfigVersion() int64 {
 	return 2
 }
 
-func installContainerd(c *cli.Context, out io.Writer) error {
+func installContainerd(c *cli.Context, g *runtime.Globals, out io.Writer) error {
 	t, exe, err := containerdTarget(c)
 	if err != nil {
+		return err
+	}
+	if err := doctorGate(g, c.Bool("force"), t.DryRun, out); err != nil {
 		return err
 	}
 	var linked bool

@@ -405,7 +405,7 @@ func EnsureCNIPlugins() error {
 
 // InstallHandler runs `bulkhead install containerd` on config.toml.
 func InstallHandler(t testing.TB, config string, version int) error {
-	out, err := exec.Command(binaries.Bulkhead(t), "install", "containerd", "--config", config, "--config-version", fmt.Sprint(version)).CombinedOutput()
+	out, err := exec.Command(binaries.Bulkhead(t), "install", "containerd", "--config", config, "--config-version", fmt.Sprint(version), "--force").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("bulkhead install containerd: %v\n%s", err, out)
 	}

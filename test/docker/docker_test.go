@@ -427,12 +427,12 @@ func TestInstall(t *testing.T) {
 		if err := os.WriteFile(path, []byte(original), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out := run(t, "install", "docker", "--config", path)
+		out := run(t, "install", "docker", "--config", path, "--force")
 		if !strings.Contains(out, "runtimes.bulkhead") || !strings.Contains(out, "kill -HUP") {
 			t.Errorf("install output does not say what changed and how to apply it:\n%s", out)
 		}
 		first, _ := os.ReadFile(path)
-		run(t, "install", "docker", "--config", path)
+		run(t, "install", "docker", "--config", path, "--force")
 		second, _ := os.ReadFile(path)
 		if string(first) != string(second) {
 			t.Errorf("second install changed the file:\n%s\n%s", first, second)
@@ -466,7 +466,7 @@ func TestInstall(t *testing.T) {
 	t.Run("live dockerd", func(t *testing.T) {
 		d := daemon(t)
 		runtimes := func() string { return d.Must(t, "info", "--format", "{{json .Runtimes}}") }
-		run(t, "install", "docker", "--config", d.ConfigFile, "--name", "bh-installed", "--default")
+		run(t, "install", "docker", "--config", d.ConfigFile, "--name", "bh-installed", "--default", "--force")
 		if err := d.Reload(); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,213 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/seccomp"
+)
+
+// doctorHost checks the kernel features and cgroup controllers the
+// default profile's controls rely on.
+func doctorHost(cfg *Config, cgOpts []cgroups.Option) []DoctorCheck {
+	var out []DoctorCheck
+	out = append(out, doctorSeccomp(cfg))
+	out = append(out, doctorCgroups(cgOpts)...)
+	out = append(out, doctorOverlay(), doctorIDMap(), doctorPidfd(), doctorUserns(), doctorSysResource())
+	return out
+}
+
+// doctorSeccomp: the kernel's filter mode and the actions the profile
+// uses, and that the profile names this machine's native architecture
+// (a filter without it would kill or pass every call by the bad-arch
+// action instead of judging it).
+func doctorSeccomp(cfg *Config) DoctorCheck {
+	const actions = "/proc/sys/kernel/seccomp/actions_avail"
+	c := DoctorCheck{Name: "seccomp", Looked: actions + ", the default profile's architectures"}
+	data, err := os.ReadFile(actions)
+	if err != nil {
+		c.Status, c.Found = StatusFail, "no seccomp filter mode: "+err.Error()
+		c.Fix = "boot a kernel built with CONFIG_SECCOMP_FILTER; without it no container gets its filter and create refuses"
+		return c
+	}
+	have := strings.Fields(string(data))
+	var lacks []string
+	for _, a := range []string{"errno", "kill_process", "kill_thread", "allow"} {
+		if !slices.Contains(have, a) {
+			lacks = append(lacks, a)
+		}
+	}
+	if len(lacks) > 0 {
+		c.Status, c.Found = StatusFail, "kernel lacks seccomp actions "+strings.Join(lacks, ", ")
+		c.Fix = "upgrade the kernel (4.14 or later)"
+		return c
+	}
+	p := cfg.Profiles[cfg.DefaultProfile]
+	prof, err := seccomp.ForProfile(p.Seccomp, p.CompatSyscalls)
+	if err != nil {
+		c.Status, c.Found = StatusFail, err.Error()
+		c.Fix = "fix the profile's seccomp file; create refuses every container until then"
+		return c
+	}
+	native, listed, err := seccomp.NativeArch(prof)
+	if err != nil {
+		c.Status, c.Found = StatusFail, err.Error()
+		c.Fix = "install a libseccomp that knows this architecture"
+		return c
+	}
+	var arches []string
+	for _, a := range prof.Architectures {
+		arches = append(arches, string(a))
+	}
+	if !listed {
+		c.Status, c.Found = StatusFail, fmt.Sprintf("profile %s names %s, not this machine's %s", p.Name, strings.Join(arches, " "), native)
+		c.Fix = "add " + string(native) + " to the seccomp profile's architectures"
+		return c
+	}
+	c.Status, c.Found = StatusOK, fmt.Sprintf("filter mode with %s; profile %s names %s (native %s)", strings.Join(have, " "), p.Name, strings.Join(arches, " "), native)
+	return c
+}
+
+// doctorCgroups: the cgroup version, each controller bulkhead applies and
+// verifies limits with, and swap accounting (without it memory+swap
+// cannot be capped, so a job can outgrow its memory limit into swap).
+func doctorCgroups(opts []cgroups.Option) []DoctorCheck {
+	h, err := cgroups.Inspect(opts...)
+	if err != nil {
+		return []DoctorCheck{{Name: "cgroups", Status: StatusFail, Looked: "/sys/fs/cgroup", Found: err.Error(),
+			Fix: "mount cgroup2 at /sys/fs/cgroup (or the v1 hierarchies); no limit can be applied without it"}}
+	}
+	out := []DoctorCheck{{Name: "cgroups", Status: StatusOK, Looked: h.Root, Found: fmt.Sprintf("cgroup v%d", h.Version)}}
+	if len(opts) == 0 {
+		out[0].Found += ", mode " + cgroups.ModeName()
+	}
+	for _, ctl := range h.Controllers {
+		c := DoctorCheck{Name: "cgroup " + ctl.Name, Looked: h.Root, Found: ctl.Detail}
+		if ctl.Usable {
+			c.Status = StatusOK
+		} else {
+			c.Status = StatusFail
+			if h.Version == 1 {
+				c.Fix = fmt.Sprintf("mount the %s controller (mount -t cgroup -o %s cgroup %s/%s), or boot with cgroup v2 and enable it; without it the %s limit is neither applied nor verifiable and create refuses",
+					ctl.Name, ctl.Name, h.Root, ctl.Name, ctl.Name)
+			} else {
+				c.Fix = fmt.Sprintf("echo +%s > %s/cgroup.subtree_control (and in every ancestor of the groups bulkhead uses); without it the %s limit is neither applied nor verifiable and create refuses",
+					ctl.Name, h.Root, ctl.Name)
+			}
+		}
+		out = append(out, c)
+	}
+	swap := DoctorCheck{Name: "cgroup memory swap", Looked: h.SwapDetail}
+	if h.SwapAccounting {
+		swap.Status, swap.Found = StatusOK, "swap accounting on: memory+swap is capped at the memory limit"
+	} else {
+		swap.Status, swap.Found = StatusFail, "no swap accounting: memory+swap cannot be capped or read"
+		swap.Fix = "boot with swapaccount=1 (cgroup v1) or enable memory in cgroup.subtree_control (v2)"
+	}
+	return append(out, swap)
+}
+
+// doctorOverlay: workspaces are an overlay over the read-only source.
+func doctorOverlay() DoctorCheck {
+	c := DoctorCheck{Name: "overlayfs", Looked: "/proc/filesystems"}
+	data, err := os.ReadFile("/proc/filesystems")
+	switch {
+	case err != nil:
+		c.Status, c.Found = StatusFail, err.Error()
+	case slices.ContainsFunc(strings.Split(string(data), "\n"), func(l string) bool { return strings.HasSuffix(strings.TrimSpace(l), "overlay") }):
+		c.Status, c.Found = StatusOK, "overlay is registered"
+		return c
+	default:
+		c.Status, c.Found = StatusWarn, "overlay is not registered (it may be a module not yet loaded)"
+	}
+	c.Fix = "modprobe overlay; overlay workspaces (workspace_mode = \"overlay\") refuse to start without it"
+	return c
+}
+
+// doctorIDMap: a workspace whose source belongs to another user needs an
+// idmapped mount; mount_setattr is the call that makes it. It is asked
+// with a bad descriptor: EBADF means the call exists, ENOSYS it does not.
+func doctorIDMap() DoctorCheck {
+	c := DoctorCheck{Name: "idmapped mounts", Looked: "mount_setattr(2) with MOUNT_ATTR_IDMAP"}
+	err := unix.MountSetattr(-1, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP})
+	switch err {
+	case unix.ENOSYS:
+		c.Status, c.Found = StatusWarn, "the kernel has no mount_setattr (before 5.12)"
+		c.Fix = "upgrade the kernel to 5.12 or later for idmapped workspaces; others work without"
+	case unix.EBADF, unix.EINVAL:
+		c.Status, c.Found = StatusOK, fmt.Sprintf("mount_setattr exists (probe answered %v)", err)
+	default:
+		c.Status, c.Found = StatusWarn, fmt.Sprintf("unexpected answer %v", err)
+	}
+	return c
+}
+
+// doctorPidfd: the watchdog holds the container's init by pidfd, so a
+// recycled pid is never killed.
+func doctorPidfd() DoctorCheck {
+	c := DoctorCheck{Name: "pidfd", Looked: "pidfd_open(2) on doctor's own pid"}
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		c.Status, c.Found = StatusFail, err.Error()
+		c.Fix = "upgrade the kernel to 5.3 or later: max_lifetime's watchdog needs pidfd"
+		return c
+	}
+	unix.Close(fd)
+	c.Status, c.Found = StatusOK, "available"
+	return c
+}
+
+// doctorUserns: user namespaces, for rootless runs and idmapped mounts.
+func doctorUserns() DoctorCheck {
+	const path = "/proc/sys/user/max_user_namespaces"
+	c := DoctorCheck{Name: "user namespaces", Looked: path}
+	data, err := os.ReadFile(path)
+	n, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+	switch {
+	case err != nil:
+		c.Status, c.Found = StatusWarn, err.Error()
+	case perr != nil || n == 0:
+		c.Status, c.Found = StatusWarn, fmt.Sprintf("disabled (%s)", strings.TrimSpace(string(data)))
+	default:
+		c.Status, c.Found = StatusOK, fmt.Sprintf("up to %d", n)
+		return c
+	}
+	c.Fix = "sysctl user.max_user_namespaces=15000 for rootless engines and idmapped workspaces"
+	return c
+}
+
+// doctorSysResource: without CAP_SYS_RESOURCE in root's bounding set no
+// process may lower an oom_score_adj; CRI's pause container asks for -998.
+func doctorSysResource() DoctorCheck {
+	c := DoctorCheck{Name: "CAP_SYS_RESOURCE", Looked: "/proc/self/status CapBnd"}
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		c.Status, c.Found = StatusWarn, err.Error()
+		return c
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		v, ok := strings.CutPrefix(line, "CapBnd:")
+		if !ok {
+			continue
+		}
+		bnd, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			break
+		}
+		if bnd&(1<<unix.CAP_SYS_RESOURCE) != 0 {
+			c.Status, c.Found = StatusOK, "in the bounding set"
+			return c
+		}
+		c.Status, c.Found = StatusWarn, fmt.Sprintf("not in the bounding set (%s): oom_score_adj below 0 fails", strings.TrimSpace(v))
+		c.Fix = "for CRI set restrict_oom_score_adj = true in containerd's CRI plugin config (the pause container asks for -998)"
+		return c
+	}
+	c.Status, c.Found = StatusWarn, "no CapBnd line"
+	return c
+}
