@@ -20,8 +20,15 @@ import (
 // is) each print ok, and afterwards nothing of them is left: no shim of
 // that dockerd, no task in its containerd, no mount in this mount
 // namespace, no state directory of bulkhead or its backend, no cleanup
-// error in dockerd's log, and each container's audit line for delete
-// says it was deleted, with no error.
+// error in dockerd's log (nor any error of bulkhead's that reached it),
+// and each container's audit line for delete says it was deleted, with
+// no error.
+//
+// containerd 1.6 deletes every container a second time after its shim
+// exits ("cleaning up dead shim"), and now and then logs that warning with
+// "exit status 255" and no message although no process exited 255 (seen
+// with perf on sys_enter_exit_group): that report is its own, not a
+// failed delete, and is not counted here.
 func TestWorkspaceRunLoopLeavesNothing(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: a private dockerd is started")
@@ -62,6 +69,10 @@ func TestWorkspaceRunLoopLeavesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, strings.TrimSpace(string(cid)))
+		// The write went to the overlay, never to the source.
+		if _, err := os.Lstat(filepath.Join(src, "x")); !os.IsNotExist(err) {
+			t.Fatalf("run %d: the workspace write reached the source (%v)", i+1, err)
+		}
 		// The caller's directory goes at once, as in a shell loop.
 		if err := os.RemoveAll(src); err != nil {
 			t.Fatal(err)
@@ -104,7 +115,7 @@ func TestWorkspaceRunLoopLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(log), "\n") {
-		if strings.Contains(l, "cleanup") && (strings.Contains(l, "level=error") || strings.Contains(l, "failed")) {
+		if (strings.Contains(l, "level=error") && strings.Contains(l, "cleanup")) || strings.Contains(l, "bulkhead: ") {
 			t.Errorf("dockerd logged a cleanup error: %s", l)
 		}
 	}
