@@ -93,34 +93,32 @@ func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	return exportChanges(w, format, liveSets(ws))
 }
 
-// retainChanges keeps a deleted container's workspace changes. Failing
-// to keep them is logged, never a reason to keep the container.
-func retainChanges(g *Globals, reg *Registry, rec *Record) {
+// retainChanges keeps a deleted container's workspace changes and says
+// where; nil and no error when there are none or retention is off.
+func retainChanges(g *Globals, reg *Registry, rec *Record) (*retained, error) {
 	ws, err := loadWorkspaces(reg.Dir(rec.ID))
-	if err != nil || len(ws) == 0 {
-		return
+	if err != nil {
+		return nil, fmt.Errorf("workspaces of %s: %w", rec.ID, err)
+	}
+	if len(ws) == 0 {
+		return nil, nil
 	}
 	cfg, err := LoadConfig(g.Config, g.explicit)
 	if err != nil {
-		logrus.Warnf("bulkhead: changes of %s not kept: %v", rec.ID, err)
-		return
+		return nil, err
 	}
 	keep, err := retention(cfg)
 	if err != nil || keep == 0 {
-		return
+		return nil, err
 	}
 	r, err := saveChanges(cfg, g.Root, rec, ws, keep)
-	audit := AuditEntry{Event: "delete", ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Outcome: "deleted"}
 	if err != nil {
-		logrus.Warnf("bulkhead: changes of %s not kept: %v", rec.ID, err)
-		audit.Error = "workspace changes not kept: " + err.Error()
-	} else {
-		audit.Changes, audit.ChangesTill = r.Dir, &r.Expires
+		return nil, err
 	}
-	_ = WriteAudit(cfg.AuditLog, &audit)
 	if _, err := PruneChanges(cfg, -1); err != nil {
 		logrus.Warnf("bulkhead: prune changes: %v", err)
 	}
+	return r, nil
 }
 
 func saveChanges(cfg *Config, root string, rec *Record, ws []workspace, keep time.Duration) (*retained, error) {
@@ -358,11 +356,7 @@ func PruneChanges(cfg *Config, olderThan time.Duration) ([]string, error) {
 		if now.Before(r.Expires) && (olderThan < 0 || now.Sub(r.Deleted) < olderThan) {
 			continue
 		}
-		if err := unmountUnder(r.Dir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := os.RemoveAll(r.Dir); err != nil {
+		if err := removeTree(r.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -67,6 +67,8 @@ func execBackend(argv []string) error {
 // Delete deletes the container through its backend and then every trace
 // bulkhead kept of it. A record whose container the backend no longer
 // knows is removed too, so a crashed create cannot leave a stale record.
+// Whatever cannot be removed fails the delete (the engine then keeps the
+// container and may delete it again), and the audit line names it.
 func Delete(g *Globals, v Values, id string) error {
 	b, reg, err := owner(g, id)
 	if err != nil {
@@ -87,13 +89,49 @@ func Delete(g *Globals, v Values, id string) error {
 		}
 		logrus.Warnf("bulkhead: %s: backend %s has no such container; removing bulkhead's record", id, b.Name)
 	}
-	if recErr == nil {
-		if err := removeCgroup(rec.CgroupsPath); err != nil {
-			logrus.Warnf("bulkhead: %v", err)
-		}
-		retainChanges(g, reg, rec) // workspace changes outlive the container
+	if recErr != nil {
+		return reg.Remove(id)
 	}
-	return reg.Remove(id)
+	audit := AuditEntry{Event: "delete", ID: id, Bundle: rec.Bundle, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode}
+	var errs []error
+	if err := removeCgroup(rec.CgroupsPath); err != nil {
+		errs = append(errs, err)
+	}
+	// Workspace changes outlive the container; failing to keep them is
+	// recorded, never a reason to keep the container.
+	kept, keepErr := retainChanges(g, reg, rec)
+	if kept != nil {
+		audit.Changes, audit.ChangesTill = kept.Dir, &kept.Expires
+	}
+	if err := reg.Remove(id); err != nil {
+		errs = append(errs, err)
+	}
+	err = errors.Join(errs...)
+	audit.Outcome = "deleted"
+	var problems []string
+	if err != nil {
+		audit.Outcome = "delete failed"
+		problems = append(problems, err.Error())
+	}
+	if keepErr != nil {
+		logrus.Warnf("bulkhead: changes of %s not kept: %v", id, keepErr)
+		problems = append(problems, "workspace changes not kept: "+keepErr.Error())
+	}
+	audit.Error = strings.Join(problems, "; ")
+	writeAudit(g, &audit)
+	return err
+}
+
+// writeAudit appends e to the configured audit log; failing to audit is
+// logged, not fatal.
+func writeAudit(g *Globals, e *AuditEntry) {
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err == nil {
+		err = WriteAudit(cfg.AuditLog, e)
+	}
+	if err != nil {
+		logrus.Warnf("bulkhead: audit: %v", err)
+	}
 }
 
 // backendKnows tells whether the backend still has state for id.

@@ -49,13 +49,21 @@ type Registry struct {
 }
 
 // OpenRegistry returns the registry under the caller's root, creating its
-// directory.
+// directory. The directory is kept with its symlinks resolved: dockerd
+// hands over /var/run/docker/..., /var/run is a symlink to /run, and the
+// kernel names every mount made below it (the workspace overlays) by the
+// resolved path only, so that is the spelling bulkhead mounts, finds and
+// unmounts them by.
 func OpenRegistry(root string) (*Registry, error) {
 	dir := stateRoot(root)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
-	return &Registry{dir: dir}, nil
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	return &Registry{dir: real}, nil
 }
 
 // Dir is the directory of one container's state: its record, the original
@@ -135,12 +143,8 @@ func (r *Registry) Remove(id string) error {
 		return err
 	}
 	defer unlock()
-	// Workspace overlays and their tmpfs live here: unmount first, so
-	// RemoveAll never walks through a mount.
-	if err := unmountUnder(r.Dir(id)); err != nil {
-		return err
-	}
-	return os.RemoveAll(r.Dir(id))
+	// Workspace overlays and their tmpfs live here.
+	return removeTree(r.Dir(id))
 }
 
 // IDs lists the ids that have a record.

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
-	"github.com/moby/sys/mountinfo"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
@@ -180,32 +177,4 @@ func loadWorkspaces(stateDir string) ([]workspace, error) {
 	}
 	var ws []workspace
 	return ws, json.Unmarshal(data, &ws)
-}
-
-// unmountUnder unmounts every mount at or below dir, deepest first, so
-// that a later RemoveAll never walks into an overlay or tmpfs. A busy
-// mount is detached (MNT_DETACH): it disappears from the tree at once and
-// the kernel frees it when its last user goes.
-func unmountUnder(dir string) error {
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
-	if err != nil {
-		return fmt.Errorf("mountinfo: %w", err)
-	}
-	sort.Slice(mounts, func(i, j int) bool {
-		if len(mounts[i].Mountpoint) != len(mounts[j].Mountpoint) {
-			return len(mounts[i].Mountpoint) > len(mounts[j].Mountpoint)
-		}
-		return mounts[i].ID > mounts[j].ID // stacked mounts: the newest first
-	})
-	var errs []error
-	for _, m := range mounts {
-		err := unix.Unmount(m.Mountpoint, 0)
-		if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-			err = unix.Unmount(m.Mountpoint, unix.MNT_DETACH)
-		}
-		if err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmount %s: %w", m.Mountpoint, err))
-		}
-	}
-	return errors.Join(errs...)
 }

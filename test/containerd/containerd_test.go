@@ -109,3 +109,15 @@ func TestShimBootstrapPlain(t *testing.T) {
 func TestShimSurvivesRestart(t *testing.T) {
 	ctrtest.SurvivesRestart(t, containerd16(t), "--runtime", ctrtest.ShimRuntime)
 }
+
+// TestShimWorkspaceLoop: twenty `ctr run --rm` with a workspace bind
+// through containerd-shim-bulkhead-v2 leave no shim, task, mount or state.
+func TestShimWorkspaceLoop(t *testing.T) {
+	ctrtest.WorkspaceLoop(t, containerd16(t), "--runtime", ctrtest.ShimRuntime)
+}
+
+// TestRuncShimWorkspaceLoop: the same through containerd's runc shim with
+// bulkhead as its binary.
+func TestRuncShimWorkspaceLoop(t *testing.T) {
+	ctrtest.WorkspaceLoop(t, containerd16(t), "--runtime", "io.containerd.runc.v2", "--runc-binary", binaries.Bulkhead(t))
+}

@@ -130,3 +130,11 @@ func TestShimBootstrapJSON(t *testing.T) {
 func TestShimSurvivesRestart(t *testing.T) {
 	ctrtest.SurvivesRestart(t, containerd2(t), "--runtime", ctrtest.ShimRuntime)
 }
+
+func TestShimWorkspaceLoop(t *testing.T) {
+	ctrtest.WorkspaceLoop(t, containerd2(t), "--runtime", ctrtest.ShimRuntime)
+}
+
+func TestRuncShimWorkspaceLoop(t *testing.T) {
+	ctrtest.WorkspaceLoop(t, containerd2(t), "--runtime", "io.containerd.runc.v2", "--runc-binary", binaries.Bulkhead(t))
+}

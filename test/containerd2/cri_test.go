@@ -111,3 +111,5 @@ func TestCRIPodProbe(t *testing.T) { ctrtest.PodProbe(t, cri(t)) }
 func TestCRIHostNetworkPod(t *testing.T) { ctrtest.HostNetworkPod(t, cri(t)) }
 
 func TestCRIPodRefusal(t *testing.T) { ctrtest.PodRefusal(t, cri(t)) }
+
+func TestCRIPodWorkspace(t *testing.T) { ctrtest.PodWorkspace(t, cri(t)) }

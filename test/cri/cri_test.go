@@ -131,3 +131,5 @@ func TestPodProbe(t *testing.T) { ctrtest.PodProbe(t, cri(t)) }
 func TestHostNetworkPod(t *testing.T) { ctrtest.HostNetworkPod(t, cri(t)) }
 
 func TestPodRefusal(t *testing.T) { ctrtest.PodRefusal(t, cri(t)) }
+
+func TestPodWorkspace(t *testing.T) { ctrtest.PodWorkspace(t, cri(t)) }

@@ -191,25 +191,9 @@ func (c CRI) LeftoversGone(t *testing.T, ids ...string) {
 	}
 }
 
-// leftovers is Leftovers under the CRI namespace's runtime root.
+// criLeftovers is Leftovers under the CRI namespace's runtime root.
 func criLeftovers(t *testing.T, id string) []string {
-	var found []string
-	for _, l := range Leftovers(t, id) {
-		if !strings.HasPrefix(l, "bulkhead record") && !strings.HasPrefix(l, "state ") {
-			found = append(found, l)
-		}
-	}
-	root := RuntimeRootOf(CRINamespace)
-	out, _ := exec.Command(binaries.Bulkhead(t), "--root", root, "list", "--quiet").CombinedOutput()
-	for _, line := range strings.Fields(string(out)) {
-		if line == id {
-			found = append(found, "bulkhead record "+id+" under "+root)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(root, id)); err == nil {
-		found = append(found, "state "+filepath.Join(root, id))
-	}
-	return found
+	return leftoversUnder(t, RuntimeRootOf(CRINamespace), id)
 }
 
 // AssertProbeLog checks the probe's lines in a CRI log (each line is

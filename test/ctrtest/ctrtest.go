@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,40 +183,24 @@ func NewID(prefix string) string {
 	return fmt.Sprintf("bh-%s-%d-%d", prefix, os.Getpid(), idSeq.n)
 }
 
-// Leftovers lists what a container id left on the host: processes naming
-// it (its shim runs with -id <id>), cgroup directories named after it,
-// bulkhead's record of it under the runtime root.
+// Leftovers lists what a container id left on the host
+// (engine.Leftovers under the test namespace's runtime root) and whether
+// bulkhead still lists it there.
 func Leftovers(t testing.TB, id string) []string {
 	t.Helper()
-	var found []string
-	for _, p := range engine.ProcessesMentioning(id) {
-		found = append(found, "process "+p)
-	}
-	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, e fs.DirEntry, err error) error {
-		if err != nil || !e.IsDir() {
-			return nil
-		}
-		if strings.Count(path, "/") > 7 {
-			return fs.SkipDir
-		}
-		if strings.Contains(e.Name(), id) {
-			found = append(found, "cgroup "+path)
-			return fs.SkipDir
-		}
-		return nil
-	})
-	out, err := exec.Command(binaries.Bulkhead(t), "--root", RuntimeRoot(), "list", "--quiet").CombinedOutput()
+	return leftoversUnder(t, RuntimeRoot(), id)
+}
+
+func leftoversUnder(t testing.TB, root, id string) []string {
+	t.Helper()
+	found := engine.Leftovers(id, root)
+	out, err := exec.Command(binaries.Bulkhead(t), "--root", root, "list", "--quiet").CombinedOutput()
 	if err != nil && !strings.Contains(string(out), "no such file") {
 		t.Errorf("bulkhead list: %v\n%s", err, out)
 	}
 	for _, line := range strings.Fields(string(out)) {
 		if line == id {
-			found = append(found, "bulkhead record "+id+" under "+RuntimeRoot())
-		}
-	}
-	for _, p := range []string{filepath.Join(RuntimeRoot(), id)} {
-		if _, err := os.Stat(p); err == nil {
-			found = append(found, "state "+p)
+			found = append(found, "bulkhead record "+id+" under "+root)
 		}
 	}
 	return found

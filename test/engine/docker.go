@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,25 +40,33 @@ type DockerOptions struct {
 	NoBridge bool
 }
 
-// Docker is a private dockerd with its own containerd. Nothing of it is
-// shared with a host dockerd: data root, exec root, pid file, sockets,
-// daemon.json and bridge are its own.
+// Docker is a private dockerd, started the way a plain `dockerd` on a
+// Debian host runs: it starts and manages its own containerd, and its exec
+// root is reached through a symlink, as /var/run/docker is through
+// /var/run -> /run. Runtimes then get a --root whose spelling differs from
+// the one /proc/self/mountinfo shows. Nothing of it is shared with a host
+// dockerd: data root, exec root, pid file, sockets, daemon.json and bridge
+// are its own.
 type Docker struct {
 	Dir        string // everything lives here
 	Socket     string // dockerd's API socket
 	Host       string // DOCKER_HOST value: unix://Socket
 	DataRoot   string
-	ExecRoot   string
+	ExecRoot   string // <Dir>/var/run/docker, where <Dir>/var/run -> ../run
 	ConfigFile string // the daemon.json dockerd reads (SIGHUP reloads it)
 	PidFile    string
-	Log        string
+	Log        string // dockerd's log, with its containerd's
 	Bridge     string // "" with NoBridge
 	Storage    string // the storage driver in use
 
-	Containerd *Containerd
+	// ContainerdAddress is the socket of the containerd dockerd started.
+	ContainerdAddress string
 
 	proc *process
 	argv []string
+	cids atomic.Int64 // cidfiles the harness named
+	mu   sync.Mutex
+	made map[testing.TB][]string // containers each running test made
 }
 
 // StartDocker starts containerd and dockerd and waits until dockerd's API
@@ -73,12 +83,13 @@ func StartDocker(opts DockerOptions) (d *Docker, err error) {
 		Dir:        dir,
 		Socket:     filepath.Join(dir, "docker.sock"),
 		DataRoot:   filepath.Join(dir, "data"),
-		ExecRoot:   filepath.Join(dir, "exec"),
+		ExecRoot:   filepath.Join(dir, "var", "run", "docker"),
 		ConfigFile: filepath.Join(dir, "daemon.json"),
 		PidFile:    filepath.Join(dir, "docker.pid"),
 		Log:        filepath.Join(dir, "dockerd.log"),
 	}
 	d.Host = "unix://" + d.Socket
+	d.ContainerdAddress = filepath.Join(d.ExecRoot, "containerd", "containerd.sock")
 	defer func() {
 		if err != nil {
 			_ = d.Close()
@@ -88,7 +99,13 @@ func StartDocker(opts DockerOptions) (d *Docker, err error) {
 	if err := d.WriteConfig(opts.Runtimes); err != nil {
 		return d, err
 	}
-	if d.Containerd, err = StartContainerd(ContainerdOptions{Dir: filepath.Join(dir, "containerd")}); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o711); err != nil {
+		return d, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "var"), 0o755); err != nil {
+		return d, err
+	}
+	if err := os.Symlink("../run", filepath.Join(dir, "var", "run")); err != nil {
 		return d, err
 	}
 	d.Storage = opts.StorageDriver
@@ -119,7 +136,6 @@ func StartDocker(opts DockerOptions) (d *Docker, err error) {
 		"--exec-root", d.ExecRoot,
 		"--pidfile", d.PidFile,
 		"--host", d.Host,
-		"--containerd", d.Containerd.Address,
 		"--storage-driver", d.Storage,
 		"--bridge", bridge,
 		// The host's firewall is not the harness's to change.
@@ -261,7 +277,8 @@ func (d *Docker) RunInput(t testing.TB, stdin []byte, args ...string) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", args...)
+	argv, cidfile := d.withCidfile(args)
+	cmd := exec.CommandContext(ctx, "docker", argv...)
 	cmd.Env = d.Env()
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -270,6 +287,9 @@ func (d *Docker) RunInput(t testing.TB, stdin []byte, args ...string) Result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	r := Result{Args: args, Stdout: out.String(), Stderr: errb.String()}
+	if cidfile != "" {
+		d.checkWhenDone(t, cidfile)
+	}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
@@ -278,6 +298,64 @@ func (d *Docker) RunInput(t testing.TB, stdin []byte, args ...string) Result {
 		r.Code = ee.ExitCode()
 	}
 	return r
+}
+
+// withCidfile makes `docker run` and `docker create` write the id of the
+// container they make to a file (the caller's --cidfile, or one of the
+// harness's), so that the harness knows every container a test made.
+func (d *Docker) withCidfile(args []string) ([]string, string) {
+	if len(args) == 0 || (args[0] != "run" && args[0] != "create") {
+		return args, ""
+	}
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--cidfile="); ok {
+			return args, v
+		}
+		if a == "--cidfile" && i+1 < len(args) {
+			return args, args[i+1]
+		}
+	}
+	path := filepath.Join(d.Dir, fmt.Sprintf("cid-%d", d.cids.Add(1)))
+	return append([]string{args[0], "--cidfile", path}, args[1:]...), path
+}
+
+// checkWhenDone records the container whose id docker wrote to cidfile.
+// At the end of the test every container it made is removed (if the test
+// left it) and nothing of any may remain (AssertNoneLeft).
+func (d *Docker) checkWhenDone(t testing.TB, cidfile string) {
+	data, err := os.ReadFile(cidfile)
+	id := strings.TrimSpace(string(data))
+	if err != nil || id == "" {
+		return // docker made no container
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.made == nil {
+		d.made = map[testing.TB][]string{}
+	}
+	if _, ok := d.made[t]; !ok {
+		t.Cleanup(func() { d.removeAndCheck(t) })
+	}
+	d.made[t] = append(d.made[t], id)
+}
+
+func (d *Docker) removeAndCheck(t testing.TB) {
+	d.mu.Lock()
+	ids := d.made[t]
+	delete(d.made, t)
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rm := exec.CommandContext(ctx, "docker", append([]string{"rm", "-f"}, ids...)...)
+	rm.Env = d.Env()
+	if out, err := rm.CombinedOutput(); err != nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if !strings.Contains(l, "No such container") {
+				t.Errorf("docker rm -f: %v: %s", err, l)
+			}
+		}
+	}
+	AssertNoneLeft(t, ids, d.RuntimeRoot())
 }
 
 // Must runs docker and fails the test unless it exits 0; it returns stdout
@@ -324,7 +402,13 @@ func (d *Docker) RuntimeRoot() string {
 
 // BundleDir is the bundle containerd makes for a container id.
 func (d *Docker) BundleDir(id string) string {
-	return filepath.Join(d.Containerd.Dir, "state", "io.containerd.runtime.v2.task", "moby", id)
+	return filepath.Join(d.ExecRoot, "containerd", "daemon", "io.containerd.runtime.v2.task", "moby", id)
+}
+
+// Ctr runs ctr against the containerd dockerd started, in dockerd's
+// namespace moby.
+func (d *Docker) Ctr(args ...string) *exec.Cmd {
+	return exec.Command("ctr", append([]string{"--address", d.ContainerdAddress, "--namespace", "moby"}, args...)...)
 }
 
 // LogTail is the end of dockerd's log, for failure messages.
@@ -342,15 +426,14 @@ func (d *Docker) Close() error {
 		}
 		cancel()
 	}
+	// dockerd stops the containerd it started; shims it left are found by
+	// the address on their command lines.
 	if err := d.proc.stop(30 * time.Second); err != nil {
 		errs = append(errs, err.Error())
 	}
-	if d.Containerd != nil {
-		if err := d.Containerd.Close(); err != nil {
-			errs = append(errs, err.Error())
-		}
+	if pids := killUnder(d.Dir); len(pids) > 0 {
+		time.Sleep(100 * time.Millisecond)
 	}
-	killUnder(d.Dir)
 	if err := unmountUnder(d.Dir); err != nil {
 		errs = append(errs, err.Error())
 	}
