@@ -49,7 +49,7 @@ const annotationCgroupsPath = specs.AnnotationCgroupsPath
 // lives: below /bulkhead, unique per state root and id, so containers of
 // the same id under two engines never share one.
 func DefaultCgroupsPath(root, id string) string {
-	return "/bulkhead/" + id + "-" + sha([]byte(root))[:8]
+	return specs.BulkheadCgroupParent + "/" + id + "-" + sha([]byte(root))[:8]
 }
 
 // chooseCgroupsPath gives the handed spec an explicit cgroups path when the

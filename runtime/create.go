@@ -52,6 +52,12 @@ type creation struct {
 	audit      AuditEntry
 	ws         []workspace // overlay workspaces (runtime/workspace.go)
 
+	// ctx is what the rules knew; the pins are judged with it again.
+	ctx *specs.Context
+	// handOverBundle is the bundle the backend gets: bulkhead's own in
+	// enforce mode (runtime/pins.go), the caller's in audit mode.
+	handOverBundle string
+
 	// lifetime is max_lifetime after the annotation; 0 for none.
 	lifetime time.Duration
 }
@@ -91,6 +97,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
 
 	ctx := specContext(&sel.Profile, bundle, reg, original, id, spec.Annotations)
+	c.ctx, c.handOverBundle = ctx, bundle
 	rewritten, decisions, err := specs.Apply(ctx, spec)
 	decisions, err = c.decideLifetime(spec.Annotations, decisions, err)
 	c.audit.Decisions = decisions
@@ -104,6 +111,9 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if sel.Profile.Mode == specs.Enforce {
 		c.handed = rewritten
 		chooseCgroupsPath(c.handed, g, id)
+		if err := c.freshCgroup(); err != nil {
+			return nil, c.fail(err)
+		}
 		if sel.Backend.IsGVisor() {
 			translateForGVisor(c.handed, &sel.Profile)
 		}
@@ -152,14 +162,25 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err := os.WriteFile(filepath.Join(reg.Dir(id), "config.orig.json"), original, 0o600); err != nil {
 		return nil, c.fail(c.undo(err))
 	}
+	if sel.Profile.Mode == specs.Enforce {
+		if err := c.pinHostPaths(); err != nil {
+			return nil, c.fail(c.undo(err))
+		}
+	}
 	if err := c.mountWorkspaces(); err != nil {
 		return nil, c.fail(c.undo(err))
 	}
 	if sel.Profile.Mode == specs.Enforce {
+		// The caller's bundle gets the rewritten spec too, as engines read
+		// it back (and a later create from it starts from the policy's
+		// values); the backend reads only bulkhead's own.
 		if err := specs.WriteAtomic(filepath.Join(bundle, "config.json"), c.handedJSON, 0o644); err != nil {
 			return nil, c.fail(c.undo(err))
 		}
 		c.rewritten = true
+		if c.handOverBundle, err = c.writePrivateBundle(); err != nil {
+			return nil, c.fail(c.undo(err))
+		}
 	}
 	return c, nil
 }
@@ -173,7 +194,7 @@ func (c *creation) handOver(verb string, v Values) error {
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
 	}
-	args := append([]string{"--bundle", c.bundle, "--pid-file", c.pidFile}, flags...)
+	args := append([]string{"--bundle", c.handOverBundle, "--pid-file", c.pidFile}, flags...)
 	args = append(args, c.rec.ID)
 	argv := c.g.backendArgv(b, verb, args...)
 	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)

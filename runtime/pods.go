@@ -19,9 +19,10 @@ type Pod struct {
 	Name      string `json:"name,omitempty"`
 }
 
-// podOf is the pod a spec's CRI annotations describe, nil for none.
+// podOf is the pod a spec's CRI annotations describe, nil for none: CRI
+// always names the pod's uid, and without one there is no pod to match.
 func podOf(a map[string]string) *Pod {
-	if a[specs.AnnotationCRIContainerType] == "" {
+	if a[specs.AnnotationCRIContainerType] == "" || a["io.kubernetes.cri.sandbox-uid"] == "" {
 		return nil
 	}
 	return &Pod{UID: a["io.kubernetes.cri.sandbox-uid"], Namespace: a["io.kubernetes.cri.sandbox-namespace"],

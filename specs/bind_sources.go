@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // maxBindEntries bounds the walk that looks for sockets in a bind source.
@@ -14,6 +16,20 @@ import (
 const maxBindEntries = 1_000_000
 
 var errTooLarge = errors.New("too many entries")
+
+// JudgeBindSource says why a bind source, named by its real path on the
+// host, must not reach the sandbox, or "": the whole host_mounts judgement
+// (denylist, allowlist, what is mounted there, sockets), for the runtime
+// to apply again to what it really opened.
+func JudgeBindSource(c *Context, annotations map[string]string, real string) string {
+	if why := hostPathRefusal(real); why != "" {
+		return why
+	}
+	return bindSourceRefusal(c, annotations, real)
+}
+
+// IsBind tells whether m is a bind mount, by type or by option.
+func IsBind(m rspec.Mount) bool { return isBind(m) }
 
 // bindSourceRefusal is the allowlist side of host_mounts: the source must
 // lie below one of the profile's bind_roots, or be the engine's own file

@@ -13,6 +13,10 @@ import (
 // rather than share the earlier container's cgroup.
 const AnnotationCgroupsPath = "bulkhead.dev/cgroups-path"
 
+// BulkheadCgroupParent is where bulkhead puts the cgroup of a container
+// whose caller named none (runtime.DefaultCgroupsPath).
+const BulkheadCgroupParent = "/bulkhead"
+
 // systemdUnitSuffixes name cgroups that systemd manages for services,
 // sessions and slices; a container is never put in one by cgroupfs path.
 var systemdUnitSuffixes = []string{".slice", ".service", ".scope", ".socket", ".mount", ".swap"}
@@ -28,7 +32,7 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	if p == "" {
 		return nil
 	}
-	if s.Annotations[AnnotationCgroupsPath] == p {
+	if s.Annotations[AnnotationCgroupsPath] == p && under(path.Clean(p), BulkheadCgroupParent) {
 		return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: "a fresh path",
 			Layer: LayerNone, Why: "a path bulkhead chose for an earlier container of this bundle; bulkhead chooses a fresh one"}}
 	}
@@ -47,6 +51,9 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	}
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" {
 		return refuse("a cgroupfs cgroupsPath must be a clean absolute path below the root")
+	}
+	if under(p, BulkheadCgroupParent) {
+		return refuse(BulkheadCgroupParent + " holds the cgroups bulkhead chooses for containers that name none; a caller's path there could take another container's before it is created")
 	}
 	for _, part := range strings.Split(p[1:], "/") {
 		for _, suf := range systemdUnitSuffixes {

@@ -31,6 +31,11 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 		Layer: LayerNone, Why: "the container's own root filesystem"}}
 }
 
+// JudgeRoot says why a root filesystem, named by its real path on the
+// host, must not be the container's, or "": the root rule's judgement, for
+// the runtime to apply again to what it really opened.
+func JudgeRoot(c *Context, real string) string { return rootRefusal(c, real) }
+
 func rootRefusal(c *Context, root string) string {
 	if root == "" {
 		return "a relative root.path cannot be placed without the bundle"

@@ -45,8 +45,14 @@ func TestRuleCgroupsPath(t *testing.T) {
 		{name: "systemd root slice", spec: path("-.slice:docker:abc"), want: want(Refused)},
 		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupOccupied = nil }, want: want(Refused)},
 		{name: "bulkhead's own from an earlier create", spec: func(s *rspec.Spec) {
+			ensureLinux(s).CgroupsPath = "/bulkhead/old-12345678"
+			s.Annotations = map[string]string{AnnotationCgroupsPath: "/bulkhead/old-12345678"}
+		}, want: want(Kept)},
+		{name: "the annotation does not make another path bulkhead's", spec: func(s *rspec.Spec) {
 			ensureLinux(s).CgroupsPath = "/system-busy"
 			s.Annotations = map[string]string{AnnotationCgroupsPath: "/system-busy"}
-		}, want: want(Kept)},
+		}, want: want(Refused)},
+		{name: "a path bulkhead would choose for another container", spec: path("/bulkhead/victim-0a1b2c3d"), want: want(Refused)},
+		{name: "bulkhead's parent itself", spec: path("/bulkhead"), want: want(Refused)},
 	})
 }

@@ -164,6 +164,9 @@ func testDefaultDeny(t *testing.T, entry string) {
 		}},
 		{name: "cgroupsPath of a host process", refuse: "cgroups_path", mutate: func(s *rspec.Spec) { s.Linux.CgroupsPath = victim.cgroup }},
 		{name: "cgroupsPath below a host process's", refuse: "cgroups_path", mutate: func(s *rspec.Spec) { s.Linux.CgroupsPath = victim.cgroup + "/evil" }},
+		{name: "cgroupsPath bulkhead will choose for another container", refuse: "cgroups_path", mutate: func(s *rspec.Spec) {
+			s.Linux.CgroupsPath = runtime.DefaultCgroupsPath("/run/other-tenant", "victim")
+		}},
 		{name: "tmpfs elsewhere, exec and 1g", refuse: "mounts", mutate: func(s *rspec.Spec) {
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/scratch", Type: "tmpfs", Source: "tmpfs", Options: []string{"exec", "size=1g"}})
 		}},
@@ -374,5 +377,83 @@ func TestBindOfAHostTreeUnderAnAllowedName(t *testing.T) {
 		fmt.Sprintf("etcvol-%d", os.Getpid()))
 	if r.Code == 0 || !strings.Contains(r.Stderr, "rule host_mounts") || !strings.Contains(r.Stderr, "/etc") {
 		t.Fatalf("a bind of the host's /etc under %s: exit %d, stderr %q; want refused by host_mounts naming /etc", volume, r.Code, r.Stderr)
+	}
+}
+
+// TestBundleChangedAfterCheck: the bundle is the caller's, and it can change
+// between bulkhead's check and the backend's create. A backend wrapper
+// makes that race win every time: just before the real backend runs, it
+// renames a config.json with a host hook and a bind of host / over the
+// rewritten one, and re-points a bind source's symlink from an allowed
+// directory to /etc. The backend must run what bulkhead judged: no hook on
+// the host, no /etc in the container.
+func TestBundleChangedAfterCheck(t *testing.T) {
+	for _, be := range []struct{ name, profile, args string }{{"runc", "default", "[]"}, {"runsc", "gvisor", `["--platform=ptrace"]`}} {
+		t.Run(be.name, func(t *testing.T) {
+			binaries.NeedRoot(t, be.name)
+			real, err := exec.LookPath(be.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			b := filepath.Join(dir, "bundle")
+			okdir := filepath.Join(dir, "okdir")
+			marker := filepath.Join(dir, "hook-ran")
+			if err := os.MkdirAll(okdir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(okdir, "ok"), []byte("allowed\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := bundle.Make(b, []string{"sh", "-c", "ls /data; ls /host 2>&1; true"}, func(s *rspec.Spec) {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: "src", Options: []string{"bind", "ro"}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(okdir, filepath.Join(b, "src")); err != nil {
+				t.Fatal(err)
+			}
+			evil, err := bundle.Read(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evil.Hooks = &rspec.Hooks{CreateRuntime: []rspec.Hook{{Path: "/bin/sh", Args: []string{"sh", "-c", "id > " + marker}}}}
+			evil.Mounts = append(evil.Mounts, rspec.Mount{Destination: "/host", Type: "bind", Source: "/", Options: []string{"rbind", "rw"}})
+			evilDir := filepath.Join(dir, "evil")
+			if err := os.MkdirAll(evilDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := bundle.Write(evilDir, evil); err != nil {
+				t.Fatal(err)
+			}
+			wrapper := filepath.Join(dir, "backend")
+			script := fmt.Sprintf(`#!/bin/sh
+case " $* " in *" create "*)
+	cp %[1]q %[2]q.swap && mv %[2]q.swap %[2]q
+	ln -sfn /etc %[3]q.new && mv -T %[3]q.new %[3]q ;;
+esac
+exec %[4]q "$@"
+`, filepath.Join(evilDir, "config.json"), filepath.Join(b, "config.json"), filepath.Join(b, "src"), real)
+			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			config := filepath.Join(dir, "config.toml")
+			toml := fmt.Sprintf("default_profile = %q\naudit_log = %q\n[backends.%s]\npath = %q\nargs = %s\n",
+				be.profile, filepath.Join(dir, "audit.jsonl"), be.name, wrapper, be.args)
+			if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--config", config, "--root", filepath.Join(dir, "state"),
+				"run", "--bundle", b, fmt.Sprintf("swap-%s-%d", be.name, os.Getpid()))
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the swapped-in hook ran on the host")
+			}
+			if strings.Contains(out.Stdout, "passwd") || strings.Contains(out.Stdout, "hostname") {
+				t.Errorf("the container saw the host's /etc or /:\n%s", out.Stdout)
+			}
+			if out.Code != 0 || !strings.Contains(out.Stdout, "ok") {
+				t.Errorf("the container should run what was judged (exit %d):\nstdout: %s\nstderr: %s", out.Code, out.Stdout, out.Stderr)
+			}
+		})
 	}
 }
