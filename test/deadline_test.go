@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,7 +55,30 @@ func watchdogs(t *testing.T, id string) []int {
 			pids = append(pids, pid)
 		}
 	}
-	return pids
+	// A child the watchdog forks (to ask the backend for the state) shows
+	// the watchdog's command line until it execs: it is no second watchdog.
+	var own []int
+	for _, pid := range pids {
+		if !slices.Contains(pids, parentOf(pid)) {
+			own = append(own, pid)
+		}
+	}
+	return own
+}
+
+// parentOf is the PPid of pid, 0 when it cannot be read.
+func parentOf(pid int) int {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 // waitNoWatchdog fails unless every watchdog of id is gone within d.
