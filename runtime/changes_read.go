@@ -110,7 +110,7 @@ var zeros = make([]byte, copyBuf)
 // streamContent feeds f's first size bytes to w with one fixed buffer,
 // holes as zeros, without reading the holes from the file.
 func streamContent(w io.Writer, f *os.File, size int64) error {
-	buf := make([]byte, copyBuf)
+	buf := make([]byte, max(min(size, copyBuf), 1))
 	return segments(f, size, func(off, n int64, data bool) error {
 		for n > 0 {
 			k := min(n, int64(len(buf)))
