@@ -52,6 +52,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseArgv$$' -fuzztime $(FUZZTIME) ./cmd/bulkhead
 	$(GO) test -run '^$$' -fuzz '^FuzzParseObject$$' -fuzztime $(FUZZTIME) ./install
 	$(GO) test -run '^$$' -fuzz '^FuzzContainerdInstall$$' -fuzztime $(FUZZTIME) ./install
+	$(GO) test -run '^$$' -fuzz '^FuzzExportNames$$' -fuzztime $(FUZZTIME) ./runtime
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./cmd/bulkhead ./specs ./seccomp ./runtime

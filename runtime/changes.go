@@ -26,6 +26,12 @@ type Change struct {
 	SHA256  string `json:"sha256,omitempty"`
 	Target  string `json:"target,omitempty"` // of a symlink, never followed
 	Binary  bool   `json:"binary,omitempty"`
+	// LinkTo names the first path of a hard link; this one is the same
+	// file, read once.
+	LinkTo string `json:"link_to,omitempty"`
+	// Escaped says that Path, Target or LinkTo hold hidden characters
+	// written as \xNN, \uNNNN or \\ (see escapeText).
+	Escaped bool `json:"escaped,omitempty"`
 	// Rejected says why export leaves this path out: device nodes,
 	// setuid/setgid files, fifos and sockets never leave the layer.
 	Rejected string `json:"rejected,omitempty"`
@@ -97,39 +103,30 @@ func (l *layer) readlink(rel string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// readFile reads a regular file and checks that it still is one: the
-// sandbox may swap it for a link between the walk and the read.
-func (l *layer) readFile(rel string, limit int64) ([]byte, error) {
-	// O_NONBLOCK: the sandbox may have swapped the file for a fifo since
-	// it was listed, and opening a fifo would wait for a writer forever.
-	// The mode is checked on the open file below.
-	f, err := l.open(rel, unix.O_RDONLY|unix.O_NONBLOCK)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: no longer a regular file", rel)
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, more than the %d a diff reads", rel, fi.Size(), limit)
-	}
-	return io.ReadAll(io.LimitReader(f, limit+1))
-}
-
-func (l *layer) names(rel string) ([]string, error) {
+// names lists a directory in order, reading it in batches so that a
+// directory of millions of entries is refused before it is held whole.
+func (l *layer) names(rel string, b *budget) ([]string, error) {
 	d, err := l.open(rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	names, err := d.Readdirnames(-1)
+	var names []string
+	for {
+		batch, err := d.Readdirnames(1024)
+		names = append(names, batch...)
+		if b != nil && b.files+len(names) > b.lim.Files {
+			return nil, fmt.Errorf("%s: more than %d entries (changes_max_files); bulkhead reads no further", escapeText(rel), b.lim.Files)
+		}
+		if err == io.EOF || len(batch) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 	sort.Strings(names)
-	return names, err
+	return names, nil
 }
 
 // opaque tells whether overlayfs marked rel opaque. Only the trusted.*
@@ -148,10 +145,6 @@ func (l *layer) opaque(rel string) bool {
 	n, err := unix.Fgetxattr(int(d.Fd()), "trusted.overlay.opaque", buf)
 	return err == nil && n == 1 && buf[0] == 'y'
 }
-
-// maxDiffFile bounds what one file may make bulkhead read; the workspace
-// cap already bounds the upper layer.
-const maxDiffFile = 1 << 30
 
 func typeOf(m uint32) string {
 	switch m & unix.S_IFMT {
@@ -174,9 +167,19 @@ func isWhiteout(st *unix.Stat_t) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0
 }
 
+// whiteoutPrefix marks a whiteout (.wh.<name>) or an opaque directory
+// (.wh..wh..opq) in an OCI layer tar. A file the sandbox named so would
+// delete real files when the tar is applied, and no escape exists in that
+// format: such names are refused in every format, so patch, json and tar
+// agree on what was left out.
+const whiteoutPrefix = ".wh."
+
+const whiteoutNameReason = "name begins with .wh., which an OCI layer reads as a whiteout; never exported"
+
 // scanChanges compares an upper layer with its lower layer. It never
-// follows a link in either and reads only regular files beneath them.
-func scanChanges(upperDir, lowerDir string) ([]Change, error) {
+// follows a link in either, opens only regular files (checked on the
+// descriptor), and reads no more than b allows.
+func scanChanges(upperDir, lowerDir string, b *budget) ([]Change, error) {
 	up, err := openLayer(upperDir)
 	if err != nil {
 		return nil, err
@@ -187,17 +190,28 @@ func scanChanges(upperDir, lowerDir string) ([]Change, error) {
 		return nil, err
 	}
 	defer low.Close()
-	s := &scanner{up: up, low: low}
-	if err := s.dir("", false); err != nil {
+	s := &scanner{up: up, low: low, b: b, links: map[inode]linked{}}
+	if err := s.dir("", false, 1); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(s.out, func(i, j int) bool { return s.out[i].Path < s.out[j].Path })
 	return s.out, nil
 }
 
+// inode names one file of a layer: hard links share it.
+type inode struct{ dev, ino uint64 }
+
+// linked is what the walk learnt from a hard link's first name.
+type linked struct {
+	path, sum, rejected string
+	binary              bool
+}
+
 type scanner struct {
 	up, low *layer
+	b       *budget
 	out     []Change
+	links   map[inode]linked
 }
 
 func join(dir, name string) string {
@@ -207,15 +221,20 @@ func join(dir, name string) string {
 	return dir + "/" + name
 }
 
+func modeString(m uint32) string { return fmt.Sprintf("%04o", m&0o7777) }
+
 // dir compares one upper directory; hidden says that an opaque ancestor
 // hides the lower tree, so a same-named lower directory counts as replaced.
-func (s *scanner) dir(rel string, hidden bool) error {
-	names, err := s.up.names(rel)
+func (s *scanner) dir(rel string, hidden bool, depth int) error {
+	names, err := s.up.names(rel, s.b)
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
 		p := join(rel, n)
+		if err := s.b.entry(p, depth); err != nil {
+			return err
+		}
 		st, err := s.up.lstat(p)
 		if err != nil {
 			return err
@@ -226,44 +245,56 @@ func (s *scanner) dir(rel string, hidden bool) error {
 		}
 		if isWhiteout(st) {
 			if lst != nil {
-				s.deleted(p, lst)
+				if err := s.deleted(p, lst, depth); err != nil {
+					return err
+				}
 			}
+			continue
+		}
+		if strings.HasPrefix(n, whiteoutPrefix) {
+			// Nothing below it is read: the whole entry stays out.
+			s.out = append(s.out, Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: modeString(st.Mode), Rejected: whiteoutNameReason, upperRel: p})
 			continue
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			opaque := hidden || s.up.opaque(p)
 			switch {
 			case lst == nil:
-				s.out = append(s.out, Change{Path: p, Kind: "added", Type: "dir", Mode: fmt.Sprintf("%04o", st.Mode&0o7777), upperRel: p})
+				s.out = append(s.out, Change{Path: p, Kind: "added", Type: "dir", Mode: modeString(st.Mode), upperRel: p})
 			case lst.Mode&unix.S_IFMT != unix.S_IFDIR:
-				s.deleted(p, lst)
-				s.out = append(s.out, Change{Path: p, Kind: "added", Type: "dir", Mode: fmt.Sprintf("%04o", st.Mode&0o7777), upperRel: p})
+				if err := s.deleted(p, lst, depth); err != nil {
+					return err
+				}
+				s.out = append(s.out, Change{Path: p, Kind: "added", Type: "dir", Mode: modeString(st.Mode), upperRel: p})
 			default:
 				if opaque {
 					// Everything of the lower directory is hidden except what
 					// the upper one holds again.
-					if err := s.hiddenBelow(p); err != nil {
+					if err := s.hiddenBelow(p, depth); err != nil {
 						return err
 					}
 				}
 				if st.Mode&0o7777 != lst.Mode&0o7777 {
 					s.out = append(s.out, Change{Path: p, Kind: "modified", Type: "dir",
-						Mode: fmt.Sprintf("%04o", st.Mode&0o7777), OldMode: fmt.Sprintf("%04o", lst.Mode&0o7777), upperRel: p, lowerRel: p})
+						Mode: modeString(st.Mode), OldMode: modeString(lst.Mode), upperRel: p, lowerRel: p})
 				}
 			}
-			if err := s.dir(p, opaque); err != nil {
+			if err := s.dir(p, opaque, depth+1); err != nil {
 				return err
 			}
 			continue
 		}
-		c := Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: fmt.Sprintf("%04o", st.Mode&0o7777), Size: st.Size, upperRel: p}
+		c := Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: modeString(st.Mode), Size: st.Size, upperRel: p}
 		if lst != nil {
 			if lst.Mode&unix.S_IFMT == unix.S_IFDIR {
-				s.deleted(p, lst) // a file now hides a whole lower directory
+				// a file now hides a whole lower directory
+				if err := s.deleted(p, lst, depth); err != nil {
+					return err
+				}
 			} else if typeOf(lst.Mode) == c.Type {
-				c.Kind, c.lowerRel, c.OldMode = "modified", p, fmt.Sprintf("%04o", lst.Mode&0o7777)
-			} else {
-				s.deleted(p, lst)
+				c.Kind, c.lowerRel, c.OldMode = "modified", p, modeString(lst.Mode)
+			} else if err := s.deleted(p, lst, depth); err != nil {
+				return err
 			}
 		}
 		switch c.Type {
@@ -273,51 +304,63 @@ func (s *scanner) dir(rel string, hidden bool) error {
 			}
 			c.SHA256 = sum([]byte(c.Target))
 		case "file":
-			if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
-				c.Rejected = "setuid/setgid bit: never exported"
-				break
-			}
-			data, err := s.up.readFile(p, maxDiffFile)
-			if err != nil {
-				c.Rejected = "unreadable: " + err.Error()
-				break
-			}
-			c.SHA256, c.Binary = sum(data), isBinary(data)
+			s.file(&c, st)
 		case "device":
 			c.Rejected = fmt.Sprintf("device node %d:%d: never exported", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 		default:
 			c.Rejected = c.Type + ": never exported"
 		}
-		if c.Kind == "modified" && c.Rejected == "" && c.OldMode == c.Mode {
-			same, err := s.sameAsLower(c)
-			if err != nil {
-				return err
-			}
-			if same {
-				continue // copied up (touch, chown) but equal in content and mode
-			}
+		if c.Kind == "modified" && c.Rejected == "" && c.OldMode == c.Mode && s.sameAsLower(c, lst) {
+			continue // copied up (touch, chown) but equal in content and mode
 		}
 		s.out = append(s.out, c)
 	}
 	return nil
 }
 
-func (s *scanner) sameAsLower(c Change) (bool, error) {
+// file hashes one regular file, once per inode: a second name of a hard
+// link takes the first one's sum and reads nothing.
+func (s *scanner) file(c *Change, st *unix.Stat_t) {
+	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		c.Rejected = "setuid/setgid bit: never exported"
+		return
+	}
+	key := inode{st.Dev, st.Ino}
+	if st.Nlink > 1 {
+		if l, ok := s.links[key]; ok {
+			c.LinkTo, c.SHA256, c.Binary, c.Rejected = l.path, l.sum, l.binary, l.rejected
+			return
+		}
+		defer func() { s.links[key] = linked{path: c.Path, sum: c.SHA256, binary: c.Binary, rejected: c.Rejected} }()
+	}
+	if why := s.b.read(st.Size); why != "" {
+		c.Rejected = why
+		return
+	}
+	var err error
+	if c.SHA256, c.Binary, err = s.up.hashRegular(c.upperRel, st); err != nil {
+		c.Rejected = "unreadable: " + err.Error()
+	}
+}
+
+// sameAsLower tells whether a copied-up file equals its lower original;
+// a lower file too large for what is left to read counts as different.
+func (s *scanner) sameAsLower(c Change, lst *unix.Stat_t) bool {
 	if c.Type == "symlink" {
 		t, err := s.low.readlink(c.lowerRel)
-		return err == nil && t == c.Target, nil
+		return err == nil && t == c.Target
 	}
-	data, err := s.low.readFile(c.lowerRel, maxDiffFile)
-	if err != nil {
-		return false, nil
+	if c.LinkTo != "" || lst == nil || lst.Size != c.Size || s.b.read(lst.Size) != "" {
+		return false
 	}
-	return sum(data) == c.SHA256, nil
+	h, _, err := s.low.hashRegular(c.lowerRel, lst)
+	return err == nil && h == c.SHA256
 }
 
 // hiddenBelow reports the lower entries of dir that an opaque upper
 // directory hides.
-func (s *scanner) hiddenBelow(dir string) error {
-	upNames, err := s.up.names(dir)
+func (s *scanner) hiddenBelow(dir string, depth int) error {
+	upNames, err := s.up.names(dir, s.b)
 	if err != nil {
 		return err
 	}
@@ -325,7 +368,7 @@ func (s *scanner) hiddenBelow(dir string) error {
 	for _, n := range upNames {
 		keep[n] = true
 	}
-	lowNames, err := s.low.names(dir)
+	lowNames, err := s.low.names(dir, s.b)
 	if err != nil {
 		return nil
 	}
@@ -335,26 +378,33 @@ func (s *scanner) hiddenBelow(dir string) error {
 			continue
 		}
 		if st, err := s.low.lstat(p); err == nil {
-			s.deleted(p, st)
+			if err := s.deleted(p, st, depth+1); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
 // deleted reports a lower path and, for a directory, everything below it.
-func (s *scanner) deleted(p string, st *unix.Stat_t) {
-	c := Change{Path: p, Kind: "deleted", Type: typeOf(st.Mode), OldMode: fmt.Sprintf("%04o", st.Mode&0o7777), Size: st.Size, lowerRel: p}
-	if c.Type == "dir" {
-		s.out = append(s.out, c)
-		names, _ := s.low.names(p)
-		for _, n := range names {
-			if cst, err := s.low.lstat(join(p, n)); err == nil {
-				s.deleted(join(p, n), cst)
+func (s *scanner) deleted(p string, st *unix.Stat_t, depth int) error {
+	if err := s.b.entry(p, depth); err != nil {
+		return err
+	}
+	c := Change{Path: p, Kind: "deleted", Type: typeOf(st.Mode), OldMode: modeString(st.Mode), Size: st.Size, lowerRel: p}
+	s.out = append(s.out, c)
+	if c.Type != "dir" {
+		return nil
+	}
+	names, _ := s.low.names(p, s.b)
+	for _, n := range names {
+		if cst, err := s.low.lstat(join(p, n)); err == nil {
+			if err := s.deleted(join(p, n), cst, depth+1); err != nil {
+				return err
 			}
 		}
-		return
 	}
-	s.out = append(s.out, c)
+	return nil
 }
 
 func sum(b []byte) string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,73 +35,118 @@ type workspaceChanges struct {
 	Changes []Change `json:"changes"`
 }
 
-// ExportChanges writes the changes of every layer set in format patch,
-// tar or json and returns what it left out. It reads each upper layer
-// only beneath its root: no symlink is followed, no host path the sandbox
-// named is opened, device nodes and setuid/setgid files never leave.
-func exportChanges(w io.Writer, format string, sets []layerSet) ([]string, error) {
+// rejectLine is how a left-out path is named on stderr and in json: the
+// path and the reason (which may quote sandbox text) escaped.
+func rejectLine(path, reason string) string {
+	return escapeText(path) + ": " + escapeText(reason)
+}
+
+func checkFormat(format string) error {
 	switch format {
 	case "patch", "json", "tar":
-	default:
-		return nil, fmt.Errorf("format %q: want patch, tar or json", format)
+		return nil
 	}
-	var report ChangeReport
-	var tw *tar.Writer
+	return fmt.Errorf("format %q: want patch, tar or json", format)
+}
+
+// exportChanges writes the changes of every layer set in format patch,
+// tar or json and returns what it left out. It reads each upper layer
+// only beneath its root: no symlink is followed, no host path the sandbox
+// named is opened, only regular files are read, device nodes and
+// setuid/setgid files never leave, and no more is read than lim allows
+// for the whole container.
+func exportChanges(w io.Writer, format string, sets []layerSet, lim changeLimits) ([]string, error) {
+	if err := checkFormat(format); err != nil {
+		return nil, err
+	}
+	b := newBudget(lim)
 	if format == "tar" {
-		tw = newTar(w)
+		tw := tar.NewWriter(w)
+		var rejected []string
+		for _, s := range sets {
+			r, err := writeLayerTar(tw, s, b)
+			if err != nil {
+				return nil, fmt.Errorf("workspace %s: %w", s.Destination, err)
+			}
+			rejected = append(rejected, r...)
+		}
+		return rejected, tw.Close()
 	}
+	wcs, rejected, err := scanSets(sets, b)
+	if err != nil {
+		return nil, err
+	}
+	if format == "json" {
+		return rejected, writeReport(w, wcs, rejected)
+	}
+	return writePatchSets(w, wcs, rejected)
+}
+
+// scanSets scans every layer set with one budget for the container.
+func scanSets(sets []layerSet, b *budget) ([]workspaceChanges, []string, error) {
+	var wcs []workspaceChanges
+	var rejected []string
 	for _, s := range sets {
-		changes, err := scanChanges(s.Upper, s.Lower)
+		changes, err := scanChanges(s.Upper, s.Lower, b)
 		if err != nil {
-			return nil, fmt.Errorf("workspace %s: %w", s.Destination, err)
+			return nil, nil, fmt.Errorf("workspace %s: %w", s.Destination, err)
 		}
-		for i := range changes {
-			if changes[i].Rejected != "" {
-				report.Rejected = append(report.Rejected, s.Prefix+changes[i].Path+": "+changes[i].Rejected)
+		for _, c := range changes {
+			if c.Rejected != "" {
+				rejected = append(rejected, rejectLine(s.Prefix+c.Path, c.Rejected))
 			}
 		}
-		switch format {
-		case "json":
-			report.Workspaces = append(report.Workspaces, workspaceChanges{layerSet: s, Changes: changes})
-		case "patch":
-			up, err := openLayer(s.Upper)
-			if err != nil {
-				return nil, err
+		wcs = append(wcs, workspaceChanges{layerSet: s, Changes: changes})
+	}
+	return wcs, rejected, nil
+}
+
+// writeReport writes the json report with every sandbox-chosen name
+// escaped (see escapeText).
+func writeReport(w io.Writer, wcs []workspaceChanges, rejected []string) error {
+	rep := ChangeReport{Workspaces: []workspaceChanges{}, Rejected: rejected}
+	for _, wc := range wcs {
+		out := workspaceChanges{layerSet: wc.layerSet, Changes: make([]Change, len(wc.Changes))}
+		for i, c := range wc.Changes {
+			e := c
+			e.Path, e.Target, e.LinkTo = escapeText(c.Path), escapeText(c.Target), escapeText(c.LinkTo)
+			e.Escaped = e.Path != c.Path || e.Target != c.Target || e.LinkTo != c.LinkTo
+			if c.Rejected != "" {
+				e.Rejected = escapeText(c.Rejected)
 			}
-			low, err := openLayer(s.Lower)
-			if err != nil {
-				up.Close()
-				return nil, err
-			}
-			skipped, err := writePatch(w, changes, patchSource{up: up, low: low}, s.Prefix)
+			out.Changes[i] = e
+		}
+		rep.Workspaces = append(rep.Workspaces, out)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]string, error) {
+	for _, wc := range wcs {
+		up, err := openLayer(wc.Upper)
+		if err != nil {
+			return nil, err
+		}
+		low, err := openLayer(wc.Lower)
+		if err != nil {
 			up.Close()
-			low.Close()
-			if err != nil {
-				return nil, err
-			}
-			for _, sk := range skipped {
-				if !contains(report.Rejected, sk) {
-					report.Rejected = append(report.Rejected, sk)
-				}
-			}
-		case "tar":
-			if err := writeLayerTar(tw, s); err != nil {
-				return nil, err
+			return nil, err
+		}
+		skipped, err := writePatch(w, wc.Changes, patchSource{up: up, low: low}, wc.Prefix)
+		up.Close()
+		low.Close()
+		if err != nil {
+			return nil, err
+		}
+		for _, sk := range skipped {
+			if !contains(rejected, sk) {
+				rejected = append(rejected, sk)
 			}
 		}
 	}
-	switch format {
-	case "json":
-		if report.Workspaces == nil {
-			report.Workspaces = []workspaceChanges{}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return report.Rejected, enc.Encode(report)
-	case "tar":
-		return report.Rejected, tw.Close()
-	}
-	return report.Rejected, nil
+	return rejected, nil
 }
 
 func contains(list []string, s string) bool {
@@ -114,85 +160,152 @@ func contains(list []string, s string) bool {
 
 // writeLayerTar writes the upper layer in the OCI layer format: a deleted
 // path is an empty file .wh.<name>, an opaque directory holds .wh..wh..opq.
-func writeLayerTar(tw *tar.Writer, s layerSet) error {
+// Those two are the only .wh. names it writes: an entry the sandbox named
+// .wh.* is left out, with everything below it. A hard link's later names
+// are tar hard links to its first, so its content is written once. It
+// returns what it left out.
+func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 	up, err := openLayer(s.Upper)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer up.Close()
-	var walk func(rel string) error
-	walk = func(rel string) error {
-		names, err := up.names(rel)
+	var rejected []string
+	links := map[inode]string{}
+	reject := func(p, why string) { rejected = append(rejected, rejectLine(s.Prefix+p, why)) }
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		names, err := up.names(rel, b)
 		if err != nil {
 			return err
 		}
 		if rel != "" && up.opaque(rel) {
-			if err := tw.WriteHeader(&tar.Header{Name: s.Prefix + rel + "/.wh..wh..opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}); err != nil {
+			if err := tw.WriteHeader(&tar.Header{Name: s.Prefix + rel + "/" + whiteoutPrefix + whiteoutPrefix + ".opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}); err != nil {
 				return err
 			}
 		}
 		for _, n := range names {
 			p := join(rel, n)
+			if err := b.entry(p, depth); err != nil {
+				return err
+			}
 			st, err := up.lstat(p)
 			if err != nil {
 				return err
 			}
-			name := s.Prefix + p
-			hdr := &tar.Header{Name: name, Mode: int64(st.Mode & 0o777), Uid: int(st.Uid), Gid: int(st.Gid),
+			hdr := &tar.Header{Name: s.Prefix + p, Mode: int64(st.Mode & 0o777), Uid: int(st.Uid), Gid: int(st.Gid),
 				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}
-			switch {
-			case isWhiteout(st):
-				hdr.Name = s.Prefix + join(rel, ".wh."+n)
+			if isWhiteout(st) {
+				if strings.HasPrefix(n, whiteoutPrefix) {
+					reject(p, whiteoutNameReason)
+					continue
+				}
+				hdr.Name = s.Prefix + join(rel, whiteoutPrefix+n)
 				hdr.Typeflag, hdr.Mode = tar.TypeReg, 0o600
-				if err := tw.WriteHeader(hdr); err != nil {
+				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
-			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+				continue
+			}
+			if strings.HasPrefix(n, whiteoutPrefix) {
+				reject(p, whiteoutNameReason)
+				continue
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
 				hdr.Name += "/"
 				hdr.Typeflag = tar.TypeDir
-				if err := tw.WriteHeader(hdr); err != nil {
+				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
-				if err := walk(p); err != nil {
+				if hdr.Typeflag == 0 {
+					continue // left out, and so is everything below it
+				}
+				if err := walk(p, depth+1); err != nil {
 					return err
 				}
-			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			case unix.S_IFLNK:
 				t, err := up.readlink(p)
 				if err != nil {
 					return err
 				}
 				hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, t
-				if err := tw.WriteHeader(hdr); err != nil {
+				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
-			case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0:
-				f, err := up.open(p, unix.O_RDONLY)
+			case unix.S_IFREG:
+				if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+					reject(p, "setuid/setgid bit: never exported")
+					continue
+				}
+				key := inode{st.Dev, st.Ino}
+				if first, ok := links[key]; ok && st.Nlink > 1 {
+					hdr.Typeflag, hdr.Linkname, hdr.Mode = tar.TypeLink, s.Prefix+first, 0
+					if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+						return err
+					}
+					continue
+				}
+				if why := b.read(st.Size); why != "" {
+					reject(p, why)
+					continue
+				}
+				f, fst, err := up.openRegular(p, st)
 				if err != nil {
-					return err
+					reject(p, "unreadable: "+err.Error())
+					continue
 				}
-				fi, err := f.Stat()
-				if err != nil || !fi.Mode().IsRegular() {
-					f.Close()
-					return fmt.Errorf("%s: changed while exporting", p)
+				hdr.Typeflag, hdr.Size = tar.TypeReg, fst.Size
+				var werr error
+				if werr = writeHeader(tw, hdr, func(why string) { reject(p, why) }); werr == nil && hdr.Typeflag != 0 {
+					// The tar needs exactly Size bytes: a file that shrank
+					// meanwhile is padded with zeros.
+					cw := &countWriter{w: tw}
+					if werr = streamContent(cw, f, fst.Size); werr == nil && cw.n < fst.Size {
+						_, werr = tw.Write(make([]byte, fst.Size-cw.n))
+					}
+					if st.Nlink > 1 {
+						links[key] = p
+					}
 				}
-				hdr.Typeflag, hdr.Size = tar.TypeReg, fi.Size()
-				if err := tw.WriteHeader(hdr); err != nil {
-					f.Close()
-					return err
-				}
-				_, err = io.CopyN(tw, f, fi.Size())
 				f.Close()
-				if err != nil {
-					return err
+				if werr != nil {
+					return werr
 				}
+			case unix.S_IFCHR, unix.S_IFBLK:
+				reject(p, fmt.Sprintf("device node %d:%d: never exported", unix.Major(st.Rdev), unix.Minor(st.Rdev)))
 			default:
-				// devices other than whiteouts, fifos, sockets, setuid or
-				// setgid files: reported by scanChanges, never written
+				reject(p, typeOf(st.Mode)+": never exported")
 			}
 		}
 		return nil
 	}
-	return walk("")
+	return rejected, walk("", 1)
 }
 
-func newTar(w io.Writer) *tar.Writer { return tar.NewWriter(w) }
+// writeHeader writes hdr, or leaves the entry out (and says why, clearing
+// hdr.Typeflag) when no tar format can carry it.
+func writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(string)) error {
+	err := tw.WriteHeader(hdr)
+	if err == nil {
+		return nil
+	}
+	if strings.HasPrefix(err.Error(), "archive/tar: cannot encode header") {
+		reject("no tar format can carry this entry: " + err.Error())
+		hdr.Typeflag = 0
+		return nil
+	}
+	return err
+}
+
+// countWriter counts what passes through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -26,10 +26,11 @@ func gitMode(c Change, old bool) string {
 	return "100644"
 }
 
-// oddName is a path git would quote; bulkhead refuses to guess its
-// quoting and leaves such paths to the tar export.
+// oddName is a path git would quote, or one a terminal would not show as
+// it is; bulkhead refuses to guess git's quoting and leaves such paths to
+// the tar export.
 func oddName(p string) bool {
-	return strings.ContainsAny(p, "\"\\\t\n\r") || strings.HasPrefix(p, " ") || strings.HasSuffix(p, " ")
+	return needsEscape(p) || strings.ContainsAny(p, "\"\\") || strings.HasPrefix(p, " ") || strings.HasSuffix(p, " ")
 }
 
 // patchSource reads the contents a patch needs: the old side from the
@@ -44,17 +45,20 @@ func (ps patchSource) content(c Change, old bool) ([]byte, error) {
 			t, err := ps.low.readlink(c.lowerRel)
 			return []byte(t), err
 		}
-		return ps.low.readFile(c.lowerRel, maxDiffFile)
+		return ps.low.readSmall(c.lowerRel, maxPatchFile)
 	}
 	if c.Type == "symlink" {
 		return []byte(c.Target), nil
 	}
-	return ps.up.readFile(c.upperRel, maxDiffFile)
+	return ps.up.readSmall(c.upperRel, maxPatchFile)
 }
 
 // writePatch writes the changes as a git-style patch (`git apply` takes it
 // in a clean checkout of the source) and returns the paths it could not
-// express: binary files, odd names and rejected entries.
+// express faithfully: binary files, odd names, files too large for a text
+// patch, second names of a hard link, content with characters a terminal
+// would not show as they are (CR, ESC, other controls, bidi controls), and
+// rejected entries. What the reviewer reads is then exactly what applies.
 func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (skipped []string, err error) {
 	for _, c := range changes {
 		if c.Type == "dir" {
@@ -63,29 +67,37 @@ func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (s
 		p := prefix + c.Path
 		switch {
 		case c.Rejected != "":
-			skipped = append(skipped, p+": "+c.Rejected)
+			skipped = append(skipped, rejectLine(p, c.Rejected))
 			continue
 		case c.Type != "file" && c.Type != "symlink":
-			skipped = append(skipped, p+": "+c.Type+" is not expressible in a patch")
+			skipped = append(skipped, rejectLine(p, c.Type+" is not expressible in a patch"))
 			continue
 		case oddName(p):
-			skipped = append(skipped, p+": file name needs quoting; use --format tar")
+			skipped = append(skipped, rejectLine(p, "file name needs quoting or holds characters a terminal hides; use --format tar"))
+			continue
+		case c.LinkTo != "" && c.Kind != "deleted":
+			skipped = append(skipped, rejectLine(p, "hard link to "+prefix+c.LinkTo+": not expressible in a patch; use --format tar"))
 			continue
 		}
 		var oldData, newData []byte
 		if c.Kind != "added" {
 			if oldData, err = ps.content(c, true); err != nil {
-				return skipped, err
+				skipped = append(skipped, rejectLine(p, "old side: "+err.Error()+"; use --format tar"))
+				continue
 			}
 		}
 		if c.Kind != "deleted" {
 			if newData, err = ps.content(c, false); err != nil {
-				skipped = append(skipped, p+": "+err.Error())
+				skipped = append(skipped, rejectLine(p, err.Error()+"; use --format tar"))
 				continue
 			}
 		}
 		if isBinary(oldData) || isBinary(newData) {
-			skipped = append(skipped, p+": binary file (no GIT binary patch); use --format tar")
+			skipped = append(skipped, rejectLine(p, "binary file (no GIT binary patch); use --format tar"))
+			continue
+		}
+		if !plainText(oldData) || !plainText(newData) || (c.Type == "symlink" && strings.Contains(c.Target, "\n")) {
+			skipped = append(skipped, rejectLine(p, "holds control characters (CR, ESC, ...) or bidi controls that a terminal would not show as they are; use --format tar"))
 			continue
 		}
 		var b bytes.Buffer

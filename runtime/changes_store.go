@@ -1,7 +1,8 @@
 package runtime
 
 import (
-	"bytes"
+	"archive/tar"
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,10 +20,17 @@ import (
 )
 
 // Retained changes outlive the container (docker run --rm deletes it as
-// soon as it exits) in <changes_dir>/<id>/: a copy of each upper layer
-// (whiteouts and opaque markers kept), the patch and json computed at
-// delete against the source as it was then, and meta.json. They are
-// removed by `bulkhead changes prune` once changes_retention has passed.
+// soon as it exits) in <changes_dir>/<root key>/<id>/, keyed by the
+// caller's --root and the id, so that another root's container of the
+// same id (another engine, another containerd namespace) never replaces
+// them: a copy of each upper layer (whiteouts and opaque markers kept,
+// holes kept as holes, a hard link's content once), the patch and json
+// computed at delete against the source as it was then, and meta.json,
+// written last: an entry without it is a save that never finished, and
+// prune removes it. A save builds its entry in a .tmp- directory under
+// the changes lock and renames it into place, so a failed save leaves
+// nothing. They are removed by `bulkhead changes prune` once
+// changes_retention has passed.
 type retained struct {
 	ID         string     `json:"id"`
 	Root       string     `json:"root"`
@@ -33,8 +41,10 @@ type retained struct {
 	Workspaces []layerSet `json:"workspaces"`
 	Changes    int        `json:"changes"`
 	Rejected   []string   `json:"rejected,omitempty"`
-	Dir        string     `json:"dir"`
-	layers     []layerSet // with Upper set, for tar export
+	// Bytes is the disk the entry takes, counted against changes_quota.
+	Bytes  int64      `json:"bytes"`
+	Dir    string     `json:"dir"`
+	layers []layerSet // with Upper set, for tar export
 }
 
 func changesDir(cfg *Config) string {
@@ -76,6 +86,14 @@ func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
+	cfg, err := LoadConfig(g.Config, g.explicit)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := limitsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
 	reg, err := OpenRegistry(g.Root)
 	if err != nil {
 		return nil, err
@@ -90,7 +108,7 @@ func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	if len(ws) == 0 {
 		return nil, fmt.Errorf("container %s has no overlay workspace", id)
 	}
-	return exportChanges(w, format, liveSets(ws))
+	return exportChanges(w, format, liveSets(ws), lim)
 }
 
 // retainChanges keeps a deleted container's workspace changes and says
@@ -115,63 +133,226 @@ func retainChanges(g *Globals, reg *Registry, rec *Record) (*retained, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := PruneChanges(cfg, -1); err != nil {
-		logrus.Warnf("bulkhead: prune changes: %v", err)
-	}
+	// saveChanges pruned what had expired before it counted the quota.
 	return r, nil
 }
 
-func saveChanges(cfg *Config, root string, rec *Record, ws []workspace, keep time.Duration) (*retained, error) {
-	dir := filepath.Join(changesDir(cfg), rec.ID)
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+// rootKey names a --root in changes_dir: the same for every spelling of
+// one path, different for every other root.
+func rootKey(root string) string { return sha([]byte(filepath.Clean(root)))[:16] }
+
+func keptDir(cfg *Config, root, id string) string {
+	return filepath.Join(changesDir(cfg), rootKey(root), id)
+}
+
+const tmpPrefix = ".tmp-"
+
+// lockChanges serialises saves and prunes of changes_dir, so the quota
+// is counted against a store nobody else is changing, and every .tmp-
+// entry prune finds is a leftover.
+func lockChanges(cfg *Config) (func(), error) {
+	dir := changesDir(cfg)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.RemoveAll(dir); err != nil { // an earlier container of this id
-		return nil, err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
-	}
-	now := nowUTC()
-	r := &retained{ID: rec.ID, Root: root, Profile: rec.Profile, Bundle: rec.Bundle, Deleted: now, Expires: now.Add(keep), Dir: dir}
-	sets := liveSets(ws)
-	var patch, js bytes.Buffer
-	rejected, err := exportChanges(&patch, "patch", sets)
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := exportChanges(&js, "json", sets); err != nil {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
 		return nil, err
 	}
-	var rep ChangeReport
-	_ = json.Unmarshal(js.Bytes(), &rep)
-	for _, w := range rep.Workspaces {
-		r.Changes += len(w.Changes)
+	return func() { f.Close() }, nil
+}
+
+func saveChanges(cfg *Config, root string, rec *Record, ws []workspace, keep time.Duration) (*retained, error) {
+	lim, err := limitsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockChanges(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := pruneLocked(cfg, -1); err != nil {
+		logrus.Warnf("bulkhead: prune changes: %v", err)
+	}
+	kept, _, err := scanStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var used int64
+	for _, k := range kept {
+		used += k.Bytes
+	}
+	if used >= lim.Quota {
+		return nil, fmt.Errorf("changes_quota: kept changes take %d of %d bytes; prune some", used, lim.Quota)
+	}
+	disk := &diskBudget{limit: min(lim.Bytes, lim.Quota-used)}
+	tmp, err := os.MkdirTemp(changesDir(cfg), tmpPrefix)
+	if err != nil {
+		return nil, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	final := keptDir(cfg, root, rec.ID)
+	now := nowUTC()
+	r := &retained{ID: rec.ID, Root: root, Profile: rec.Profile, Bundle: rec.Bundle, Deleted: now, Expires: now.Add(keep), Dir: final}
+	sets := liveSets(ws)
+	wcs, rejected, err := scanSets(sets, newBudget(lim))
+	if err != nil {
+		return nil, err
+	}
+	for _, wc := range wcs {
+		r.Changes += len(wc.Changes)
+	}
+	if err := writeKept(filepath.Join(tmp, "changes.patch"), disk, func(w io.Writer) error {
+		rejected, err = writePatchSets(w, wcs, rejected)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	r.Rejected = rejected
+	if err := writeKept(filepath.Join(tmp, "changes.json"), disk, func(w io.Writer) error {
+		return writeReport(w, wcs, rejected)
+	}); err != nil {
+		return nil, err
+	}
+	files := newBudget(lim)
 	for i, s := range sets {
-		dst := filepath.Join(dir, strconv.Itoa(i), "upper")
+		dst := filepath.Join(tmp, strconv.Itoa(i), "upper")
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, err
 		}
-		if err := copyLayer(s.Upper, dst); err != nil {
+		if err := copyLayer(s.Upper, dst, files, disk); err != nil {
 			return nil, fmt.Errorf("copy upper layer of %s: %w", s.Destination, err)
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
 	}
-	for name, data := range map[string][]byte{"changes.patch": patch.Bytes(), "changes.json": js.Bytes()} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, err
+	if r.Bytes, err = diskUsage(tmp); err != nil {
+		return nil, err
+	}
+	if r.Bytes > disk.limit {
+		return nil, fmt.Errorf("the copy takes %d bytes, more than the %d left to it (changes_max_bytes, changes_quota)", r.Bytes, disk.limit)
+	}
+	meta, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
+		return nil, err
+	}
+	if err := replaceDir(tmp, final); err != nil {
+		return nil, err
+	}
+	done = true
+	return r, nil
+}
+
+// writeKept writes one file of a kept entry through the disk budget.
+func writeKept(path string, disk *diskBudget, write func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(&budgetWriter{w: f, disk: disk}, copyBuf)
+	err = write(bw)
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// replaceDir moves a finished entry into place; an earlier entry of the
+// same root and id is replaced, and is back if the move fails.
+func replaceDir(tmp, final string) error {
+	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
+		return err
+	}
+	var old string
+	if _, err := os.Lstat(final); err == nil {
+		old = tmp + "-old"
+		if err := os.Rename(final, old); err != nil {
+			return err
 		}
 	}
-	meta, _ := json.MarshalIndent(r, "", "  ")
-	return r, os.WriteFile(filepath.Join(dir, "meta.json"), meta, 0o600)
+	if err := os.Rename(tmp, final); err != nil {
+		if old != "" {
+			_ = os.Rename(old, final)
+		}
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
 }
+
+// diskBudget counts the disk one kept entry takes.
+type diskBudget struct {
+	limit, used int64
+}
+
+func (d *diskBudget) take(n int64) error {
+	d.used += n
+	if d.used > d.limit {
+		return fmt.Errorf("kept changes would pass %d bytes (changes_max_bytes, or what changes_quota leaves); nothing kept", d.limit)
+	}
+	return nil
+}
+
+type budgetWriter struct {
+	w    io.Writer
+	disk *diskBudget
+}
+
+func (b *budgetWriter) Write(p []byte) (int, error) {
+	if err := b.disk.take(int64(len(p))); err != nil {
+		return 0, err
+	}
+	return b.w.Write(p)
+}
+
+// diskUsage is the disk a tree of bulkhead's own takes (allocated blocks,
+// each inode once however many names it has).
+func diskUsage(dir string) (int64, error) {
+	var n int64
+	seen := map[inode]bool{}
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		if k := (inode{st.Dev, st.Ino}); !seen[k] {
+			seen[k] = true
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n, err
+}
+
+// blockSize rounds what a data stretch takes on disk.
+const blockSize = 4096
 
 // copyLayer copies an upper layer beneath src to dst: files, dirs,
 // symlinks (as links, never followed), whiteouts and opaque markers.
-// Device nodes, fifos, sockets and setuid/setgid files are left out.
-func copyLayer(src, dst string) error {
+// Device nodes, fifos, sockets and setuid/setgid files are left out. A
+// file's holes stay holes, a hard link's later names are links to its
+// first copy, and the walk stops at the limits of b and disk.
+func copyLayer(src, dst string, b *budget, disk *diskBudget) error {
 	up, err := openLayer(src)
 	if err != nil {
 		return err
@@ -180,14 +361,19 @@ func copyLayer(src, dst string) error {
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return err
 	}
-	var walk func(rel string) error
-	walk = func(rel string) error {
-		names, err := up.names(rel)
+	links := map[inode]string{}
+	buf := make([]byte, copyBuf)
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		names, err := up.names(rel, b)
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
 			p := join(rel, n)
+			if err := b.entry(p, depth); err != nil {
+				return err
+			}
 			st, err := up.lstat(p)
 			if err != nil {
 				return err
@@ -199,6 +385,9 @@ func copyLayer(src, dst string) error {
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+				if err := disk.take(blockSize); err != nil {
+					return err
+				}
 				if err := os.Mkdir(out, os.FileMode(st.Mode&0o777)); err != nil {
 					return err
 				}
@@ -207,7 +396,7 @@ func copyLayer(src, dst string) error {
 						return err
 					}
 				}
-				if err := walk(p); err != nil {
+				if err := walk(p, depth+1); err != nil {
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -219,31 +408,88 @@ func copyLayer(src, dst string) error {
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0:
-				in, err := up.open(p, unix.O_RDONLY)
-				if err != nil {
-					return err
-				}
-				o, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(st.Mode&0o777))
-				if err == nil {
-					_, err = io.Copy(o, in)
-					if cerr := o.Close(); err == nil {
-						err = cerr
+				key := inode{st.Dev, st.Ino}
+				if first, ok := links[key]; ok {
+					if err := os.Link(first, out); err != nil {
+						return err
 					}
+					continue
 				}
-				in.Close()
-				if err != nil {
+				if err := copySparse(up, p, st, out, buf, disk); err != nil {
 					return err
 				}
-				_ = os.Chmod(out, os.FileMode(st.Mode&0o777))
+				if st.Nlink > 1 {
+					links[key] = out
+				}
 			}
 		}
 		return nil
 	}
-	return walk("")
+	return walk("", 1)
 }
 
-func loadRetained(cfg *Config, id string) (*retained, error) {
-	dir := filepath.Join(changesDir(cfg), id)
+// copySparse copies the regular file rel (as the walk saw it in st) to
+// out: only its data stretches are written, its holes stay holes.
+func copySparse(up *layer, rel string, st *unix.Stat_t, out string, buf []byte, disk *diskBudget) error {
+	in, ist, err := up.openRegular(rel, st)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	o, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(st.Mode&0o777))
+	if err != nil {
+		return err
+	}
+	err = segments(in, ist.Size, func(off, n int64, data bool) error {
+		if !data {
+			return nil
+		}
+		if err := disk.take((n + blockSize - 1) / blockSize * blockSize); err != nil {
+			return err
+		}
+		for n > 0 {
+			k, rerr := in.ReadAt(buf[:min(n, int64(len(buf)))], off)
+			if k > 0 {
+				if _, werr := o.WriteAt(buf[:k], off); werr != nil {
+					return werr
+				}
+			}
+			if rerr == io.EOF {
+				return nil
+			}
+			if rerr != nil {
+				return rerr
+			}
+			off, n = off+int64(k), n-int64(k)
+		}
+		return nil
+	})
+	if err == nil {
+		err = o.Truncate(ist.Size)
+	}
+	if cerr := o.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(out, os.FileMode(st.Mode&0o777))
+	}
+	return err
+}
+
+// loadRetained reads the kept changes of (root, id). An entry saved
+// before changes were keyed by root (<changes_dir>/<id>) is found only
+// when its meta.json names this root.
+func loadRetained(cfg *Config, root, id string) (*retained, error) {
+	r, err := readRetained(keptDir(cfg, root, id))
+	if errors.Is(err, os.ErrNotExist) {
+		if old, oerr := readRetained(filepath.Join(changesDir(cfg), id)); oerr == nil && filepath.Clean(old.Root) == filepath.Clean(root) {
+			return old, nil
+		}
+	}
+	return r, err
+}
+
+func readRetained(dir string) (*retained, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "meta.json"))
 	if err != nil {
 		return nil, err
@@ -260,42 +506,50 @@ func loadRetained(cfg *Config, id string) (*retained, error) {
 	return &r, nil
 }
 
-// ExportChanges writes the kept changes of id, or a live container's
-// changes when nothing is kept yet.
+// ExportChanges writes the kept changes of the caller's --root and id,
+// or a live container's changes when nothing is kept yet.
 func ExportChanges(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	if err := checkFormat(format); err != nil {
 		return nil, err
 	}
 	cfg, err := LoadConfig(g.Config, g.explicit)
 	if err != nil {
 		return nil, err
 	}
-	r, err := loadRetained(cfg, id)
+	lim, err := limitsOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r, err := loadRetained(cfg, g.Root, id)
 	if errors.Is(err, os.ErrNotExist) {
 		return Diff(g, id, format, w)
 	}
 	if err != nil {
 		return nil, err
 	}
-	switch format {
-	case "patch", "json":
-		f, err := os.Open(filepath.Join(r.Dir, "changes."+format))
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		_, err = io.Copy(w, f)
-		return r.Rejected, err
-	case "tar":
-		tw := newTar(w)
+	if format == "tar" {
+		tw := tar.NewWriter(w)
+		b := newBudget(lim)
+		var rejected []string
 		for _, s := range r.layers {
-			if err := writeLayerTar(tw, s); err != nil {
+			rej, err := writeLayerTar(tw, s, b)
+			if err != nil {
 				return nil, err
 			}
+			rejected = append(rejected, rej...)
 		}
-		return r.Rejected, tw.Close()
+		return rejected, tw.Close()
 	}
-	return nil, fmt.Errorf("format %q: want patch, tar or json", format)
+	f, err := os.Open(filepath.Join(r.Dir, "changes."+format))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return r.Rejected, err
 }
 
 // ListChanges writes the kept changes as a table or json.
@@ -304,7 +558,7 @@ func ListChanges(g *Globals, format string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	all, err := allRetained(cfg)
+	all, _, err := scanStore(cfg)
 	if err != nil {
 		return err
 	}
@@ -317,35 +571,77 @@ func ListChanges(g *Globals, format string, w io.Writer) error {
 		return enc.Encode(all)
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tDELETED\tEXPIRES\tCHANGES\tREJECTED\tDIR")
+	fmt.Fprintln(tw, "ID\tROOT\tDELETED\tEXPIRES\tCHANGES\tREJECTED\tBYTES\tDIR")
 	for _, r := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, r.Deleted.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Changes, len(r.Rejected), r.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.ID, escapeText(r.Root), r.Deleted.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Changes, len(r.Rejected), r.Bytes, r.Dir)
 	}
 	return tw.Flush()
 }
 
-func allRetained(cfg *Config) ([]*retained, error) {
-	entries, err := os.ReadDir(changesDir(cfg))
+// scanStore lists the kept changes, oldest first, and every path in
+// changes_dir that is no finished entry: a .tmp- directory, an entry
+// without (readable) meta.json, an empty root directory, a stray file.
+func scanStore(cfg *Config) (kept []*retained, orphans []string, err error) {
+	dir := changesDir(cfg)
+	top, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var all []*retained
-	for _, e := range entries {
-		if r, err := loadRetained(cfg, e.Name()); err == nil {
-			all = append(all, r)
+	for _, e := range top {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case e.Name() == ".lock":
+			continue
+		case strings.HasPrefix(e.Name(), tmpPrefix) || !e.IsDir():
+			orphans = append(orphans, p)
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(p, "meta.json")); err == nil {
+			// kept before changes were keyed by root
+			if r, err := readRetained(p); err == nil {
+				kept = append(kept, r)
+			} else {
+				orphans = append(orphans, p)
+			}
+			continue
+		}
+		ids, err := os.ReadDir(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(ids) == 0 {
+			orphans = append(orphans, p)
+		}
+		for _, id := range ids {
+			q := filepath.Join(p, id.Name())
+			if r, err := readRetained(q); err == nil && id.IsDir() {
+				kept = append(kept, r)
+			} else {
+				orphans = append(orphans, q)
+			}
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].Deleted.Before(all[j].Deleted) })
-	return all, nil
+	sort.Slice(kept, func(i, j int) bool { return kept[i].Deleted.Before(kept[j].Deleted) })
+	return kept, orphans, nil
 }
 
 // PruneChanges removes kept changes past their expiry, or deleted more
-// than olderThan ago when olderThan >= 0, and returns their ids.
+// than olderThan ago when olderThan >= 0, and anything in changes_dir
+// without metadata; it returns the ids (and paths) removed.
 func PruneChanges(cfg *Config, olderThan time.Duration) ([]string, error) {
-	all, err := allRetained(cfg)
+	unlock, err := lockChanges(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return pruneLocked(cfg, olderThan)
+}
+
+func pruneLocked(cfg *Config, olderThan time.Duration) ([]string, error) {
+	all, orphans, err := scanStore(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -361,6 +657,20 @@ func PruneChanges(cfg *Config, olderThan time.Duration) ([]string, error) {
 			continue
 		}
 		gone = append(gone, r.ID)
+		// its root directory goes too once empty
+		_ = os.Remove(filepath.Dir(r.Dir))
+	}
+	for _, p := range orphans {
+		if err := unmountUnder(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		gone = append(gone, p)
+		_ = os.Remove(filepath.Dir(p))
 	}
 	return gone, errors.Join(errs...)
 }

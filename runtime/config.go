@@ -39,6 +39,12 @@ type Config struct {
 	// ChangesRetention (a Go duration); see runtime/changes_store.go.
 	ChangesDir       string `toml:"changes_dir"`
 	ChangesRetention string `toml:"changes_retention"`
+	// What one container's changes may make bulkhead read or keep, and
+	// what all kept changes may take of changes_dir; see changes_limits.go.
+	ChangesMaxBytes string `toml:"changes_max_bytes"`
+	ChangesMaxFiles int    `toml:"changes_max_files"`
+	ChangesMaxDepth int    `toml:"changes_max_depth"`
+	ChangesQuota    string `toml:"changes_quota"`
 }
 
 // fileConfig mirrors Config with profiles decoded as raw tables, so a
@@ -51,6 +57,10 @@ type fileConfig struct {
 	Profiles         map[string]map[string]any `toml:"profiles"`
 	ChangesDir       string                    `toml:"changes_dir"`
 	ChangesRetention string                    `toml:"changes_retention"`
+	ChangesMaxBytes  string                    `toml:"changes_max_bytes"`
+	ChangesMaxFiles  int                       `toml:"changes_max_files"`
+	ChangesMaxDepth  int                       `toml:"changes_max_depth"`
+	ChangesQuota     string                    `toml:"changes_quota"`
 }
 
 // LoadConfig returns the built-in configuration overlaid with the file at
@@ -128,6 +138,18 @@ func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
 	}
 	if fc.ChangesRetention != "" {
 		cfg.ChangesRetention = fc.ChangesRetention
+	}
+	if fc.ChangesMaxBytes != "" {
+		cfg.ChangesMaxBytes = fc.ChangesMaxBytes
+	}
+	if fc.ChangesMaxFiles != 0 {
+		cfg.ChangesMaxFiles = fc.ChangesMaxFiles
+	}
+	if fc.ChangesMaxDepth != 0 {
+		cfg.ChangesMaxDepth = fc.ChangesMaxDepth
+	}
+	if fc.ChangesQuota != "" {
+		cfg.ChangesQuota = fc.ChangesQuota
 	}
 	for name, b := range fc.Backends {
 		if name == stateDirName {
@@ -209,6 +231,9 @@ func (c *Config) validate(name string) error {
 		if b.Path == "" {
 			return fmt.Errorf("config %s: backends.%s: path is empty", name, n)
 		}
+	}
+	if _, err := limitsOf(c); err != nil {
+		return fmt.Errorf("config %s: %w", name, err)
 	}
 	return nil
 }

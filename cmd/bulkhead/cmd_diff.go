@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 
@@ -41,5 +42,8 @@ func finishExport(w *bufio.Writer, rejected []string, err error) error {
 	for _, r := range rejected {
 		fmt.Fprintf(os.Stderr, "bulkhead: not exported: %s\n", r)
 	}
-	return err
+	if err != nil {
+		return errors.New(runtime.EscapeText(err.Error()))
+	}
+	return nil
 }

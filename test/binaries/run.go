@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -29,6 +30,9 @@ func NeedRoot(t testing.TB, tools ...string) {
 type Result struct {
 	Stdout, Stderr string
 	Code           int
+	// MaxRSS is the peak resident memory of the process (and of any
+	// child it waited for), in bytes, from wait4's rusage.
+	MaxRSS int64
 }
 
 // Cmd is how a test runs a binary: stdin, variables added to the test's
@@ -79,5 +83,9 @@ func (c Cmd) Run(t testing.TB, name string, args ...string) Result {
 	}
 	stdout, _ := os.ReadFile(out.Name())
 	stderr, _ := os.ReadFile(errf.Name())
-	return Result{string(stdout), string(stderr), code}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss * 1024 // Linux reports KiB
+	}
+	return Result{string(stdout), string(stderr), code, rss}
 }

@@ -290,3 +290,62 @@ func leftMounts(t *testing.T, root, id, src string) []string {
 	}
 	return left
 }
+
+// TestReadOnlyWorkspaceCp: dockerd serves `docker cp` itself, from the
+// bind's host source. A workspace given `:ro` still gets its overlay (the
+// sandbox writes to its copy), and dockerd refuses `docker cp` into it, so
+// the host source is written by neither.
+func TestReadOnlyWorkspaceCp(t *testing.T) {
+	d := daemon(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.toml")
+	body := fmt.Sprintf("changes_dir = %q\naudit_log = %q\n", filepath.Join(dir, "changes"), filepath.Join(dir, "audit.jsonl"))
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	registerRuntime(t, d, "bulkhead-wsro", "--config", config)
+	src := filepath.Join(t.TempDir(), "src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(src, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	before := treeHash(t, src)
+	name := fmt.Sprintf("wsro-%d", os.Getpid())
+	r := d.Run(t, "run", "-d", "--name", name, "--runtime=bulkhead-wsro", "-v", src+":/workspace:ro", image,
+		"sh", "-c", "echo mine > /workspace/new.txt && sleep 60")
+	if r.Code != 0 {
+		t.Fatalf("docker run: %s\ndockerd log:\n%s", r, d.LogTail(10))
+	}
+	t.Cleanup(func() { d.Run(t, "rm", "-f", name) })
+	var seen string
+	for i := 0; i < 50; i++ {
+		seen = d.Run(t, "exec", name, "cat", "/workspace/new.txt").Stdout
+		if seen != "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.TrimSpace(seen) != "mine" {
+		t.Fatalf("the sandbox could not write its :ro workspace's overlay: %q", seen)
+	}
+	local := filepath.Join(t.TempDir(), "cp.txt")
+	if err := os.WriteFile(local, []byte("from docker cp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cp := d.Run(t, "cp", local, name+":/workspace/cp.txt")
+	t.Logf("docker cp into the :ro workspace: exit %d %s", cp.Code, strings.TrimSpace(cp.Stderr))
+	if cp.Code == 0 {
+		t.Errorf("docker cp into a :ro workspace succeeded")
+	}
+	if after := treeHash(t, src); after != before {
+		t.Errorf("the host source changed")
+	}
+}

