@@ -174,7 +174,7 @@ func (p *probeRun) run(ctx context.Context) error {
 		args = append(args, "-gvisor", "-memory-after-done")
 	}
 	var err error
-	if p.bundle, err = makeProbeBundle(p.work, p.opt.ProbeBinary, p.cgroupsPath, args); err != nil {
+	if p.bundle, err = makeProbeBundle(p.work, p.opt.ProbeBinary, args); err != nil {
 		return fmt.Errorf("probe bundle: %w", err)
 	}
 

@@ -73,7 +73,7 @@ type probeBundle struct {
 // a writable bind of a host folder, a credential in the environment), so
 // that every control the probe sees is the policy's doing, not the
 // bundle's. args follow the probe's path in process.args.
-func makeProbeBundle(work, probe, cgroupsPath string, args []string) (*probeBundle, error) {
+func makeProbeBundle(work, probe string, args []string) (*probeBundle, error) {
 	b := &probeBundle{dir: filepath.Join(work, "bundle"), workspace: filepath.Join(work, "workspace")}
 	rootfs := filepath.Join(b.dir, "rootfs")
 	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "workspace"} {
@@ -135,7 +135,9 @@ func makeProbeBundle(work, probe, cgroupsPath string, args []string) (*probeBund
 		}
 	}
 	s.Linux.Namespaces = ns
-	s.Linux.CgroupsPath = cgroupsPath
+	// No cgroupsPath: bulkhead chooses its own (DefaultCgroupsPath), where
+	// the probe's host evidence is read; a caller may not name one there.
+	s.Linux.CgroupsPath = ""
 	s.Mounts = append(s.Mounts, rspec.Mount{
 		Destination: "/workspace", Type: "bind", Source: b.workspace, Options: []string{"rbind", "rw"},
 	})
