@@ -101,7 +101,7 @@ func DryRun(g *Globals, specPath, bundle string) (*CheckReport, error) {
 	// A registry that is only read: joining a pod sandbox's namespace is
 	// judged as create would, and nothing is created.
 	reg := &Registry{dir: stateRoot(g.Root)}
-	ctx := specContext(&sel.Profile, bundle, reg, data, "", spec.Annotations)
+	ctx := specContext(g, &sel.Profile, bundle, reg, data, "", spec.Annotations)
 	rewritten, decisions, applyErr := specs.Apply(ctx, spec)
 	_, decisions, applyErr = withLifetime(&sel.Profile, spec.Annotations, decisions, applyErr)
 	r.Decisions = decisions

@@ -96,7 +96,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
 
-	ctx := specContext(&sel.Profile, bundle, reg, original, id, spec.Annotations)
+	ctx := specContext(g, &sel.Profile, bundle, reg, original, id, spec.Annotations)
 	c.ctx, c.handOverBundle = ctx, bundle
 	rewritten, decisions, err := specs.Apply(ctx, spec)
 	decisions, err = c.decideLifetime(spec.Annotations, decisions, err)

@@ -9,7 +9,7 @@ import (
 // create and check: the profile, the bundle, the container's id ("" for
 // check, where the engine's per-container files then match no
 // container), and the host facts they ask for.
-func specContext(p *specs.Profile, bundle string, reg *Registry, original []byte, id string, annotations map[string]string) *specs.Context {
+func specContext(g *Globals, p *specs.Profile, bundle string, reg *Registry, original []byte, id string, annotations map[string]string) *specs.Context {
 	return &specs.Context{
 		Profile:           p,
 		Bundle:            bundle,
@@ -18,5 +18,6 @@ func specContext(p *specs.Profile, bundle string, reg *Registry, original []byte
 		JoinableNamespace: reg.joinableFor(p, annotations),
 		JoinableSandbox:   reg.sandboxFor(p, annotations),
 		CgroupOccupied:    cgroups.Occupied,
+		SystemdCgroup:     g.SystemdCgroup,
 	}
 }

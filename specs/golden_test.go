@@ -18,8 +18,11 @@ import (
 // pod sandbox bulkhead created.
 var podNamespace = regexp.MustCompile(`^(/proc/([2-9]|[1-9][0-9]+)/ns/[a-z_]+|/var/run/netns/[^/]+)$`)
 
-func goldenContext() *Context {
+// goldenContext is the context of a fixture: its engine ran the backend
+// with --systemd-cgroup when its cgroupsPath is slice:prefix:name.
+func goldenContext(in *rspec.Spec) *Context {
 	c := testContext()
+	c.SystemdCgroup = in.Linux != nil && strings.Contains(in.Linux.CgroupsPath, ":")
 	c.JoinableNamespace = func(_ rspec.LinuxNamespaceType, p string) bool {
 		return podNamespace.MatchString(p)
 	}
@@ -62,7 +65,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := goldenContext()
+			c := goldenContext(in)
 			out, ds, err := Apply(c, in)
 			g := golden{Spec: out, Decisions: ds}
 			if err != nil {
@@ -105,7 +108,7 @@ func TestGoldenEngineFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, ds, err := Apply(goldenContext(), in)
+		_, ds, err := Apply(goldenContext(in), in)
 		if err != nil {
 			t.Fatalf("%s refused: %v", f, err)
 		}

@@ -30,6 +30,9 @@ type Context struct {
 	CgroupOccupied func(path string) (bool, error)
 	// Host reads the host's filesystem; nil for the real one.
 	Host *Host
+	// SystemdCgroup says the backend runs with --systemd-cgroup, which
+	// reads cgroupsPath as slice:prefix:name; otherwise it is a path.
+	SystemdCgroup bool
 }
 
 func (c *Context) joinable(kind rspec.LinuxNamespaceType, path string) bool {

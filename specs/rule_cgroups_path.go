@@ -2,6 +2,7 @@ package specs
 
 import (
 	"path"
+	"regexp"
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -16,6 +17,9 @@ const AnnotationCgroupsPath = "bulkhead.dev/cgroups-path"
 // BulkheadCgroupParent is where bulkhead puts the cgroup of a container
 // whose caller named none (runtime.DefaultCgroupsPath).
 const BulkheadCgroupParent = "/bulkhead"
+
+// systemdUnitName is what systemd accepts as a unit name: no path.
+var systemdUnitName = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
 
 // systemdUnitSuffixes name cgroups that systemd manages for services,
 // sessions and slices; a container is never put in one by cgroupfs path.
@@ -41,10 +45,13 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 			Why: why + "; leave cgroupsPath empty or name a new cgroup for this container"}}
 	}
 	if strings.Contains(p, ":") {
+		if !c.SystemdCgroup {
+			return refuse("slice:prefix:name is the systemd driver's form and the backend uses the cgroupfs driver, which would take the whole string as a path nobody checked")
+		}
 		parts := strings.Split(p, ":")
-		if len(parts) != 3 || !strings.HasSuffix(parts[0], ".slice") || parts[0] == "-.slice" ||
-			parts[1] == "" || parts[2] == "" || strings.ContainsAny(parts[1]+parts[2], "/") {
-			return refuse("a systemd cgroupsPath is slice:prefix:name with a slice other than the root")
+		if len(parts) != 3 || !systemdUnitName.MatchString(parts[0]) || !strings.HasSuffix(parts[0], ".slice") ||
+			parts[0] == "-.slice" || !systemdUnitName.MatchString(parts[1]) || !systemdUnitName.MatchString(parts[2]) {
+			return refuse("a systemd cgroupsPath is slice:prefix:name, each a plain unit name, with a slice other than the root")
 		}
 		return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p,
 			Layer: LayerNone, Why: "a new systemd scope <prefix>-<name>.scope, which systemd refuses to reuse"}}

@@ -29,6 +29,7 @@ func TestRuleRoot(t *testing.T) {
 }
 
 func TestRuleCgroupsPath(t *testing.T) {
+	systemd := func(c *Context) { c.SystemdCgroup = true }
 	path := func(p string) func(s *rspec.Spec) { return func(s *rspec.Spec) { ensureLinux(s).CgroupsPath = p } }
 	want := func(a Action) func(t *testing.T, s *rspec.Spec, ds []Decision) {
 		return func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "linux.cgroupsPath", a) }
@@ -41,8 +42,11 @@ func TestRuleCgroupsPath(t *testing.T) {
 		{name: "relative", spec: path("docker/abc"), want: want(Refused)},
 		{name: "a systemd unit's", spec: path("/system.slice/ssh.service"), want: want(Refused)},
 		{name: "init.scope", spec: path("/init.scope"), want: want(Refused)},
-		{name: "systemd form", spec: path("system.slice:docker:abc"), want: want(Kept)},
-		{name: "systemd root slice", spec: path("-.slice:docker:abc"), want: want(Refused)},
+		{name: "systemd form", spec: path("system.slice:docker:abc"), ctx: systemd, want: want(Kept)},
+		{name: "systemd root slice", spec: path("-.slice:docker:abc"), ctx: systemd, want: want(Refused)},
+		{name: "systemd form with a path in the slice", spec: path("/bulkhead/victim-1234/x.slice:a:b"), ctx: systemd, want: want(Refused)},
+		{name: "systemd form with dot dot", spec: path("../../x.slice:a:b"), ctx: systemd, want: want(Refused)},
+		{name: "systemd form under the cgroupfs driver", spec: path("x.slice:evil:shared"), want: want(Refused)},
 		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupOccupied = nil }, want: want(Refused)},
 		{name: "bulkhead's own from an earlier create", spec: func(s *rspec.Spec) {
 			ensureLinux(s).CgroupsPath = "/bulkhead/old-12345678"

@@ -164,6 +164,9 @@ func testDefaultDeny(t *testing.T, entry string) {
 		}},
 		{name: "cgroupsPath of a host process", refuse: "cgroups_path", mutate: func(s *rspec.Spec) { s.Linux.CgroupsPath = victim.cgroup }},
 		{name: "cgroupsPath below a host process's", refuse: "cgroups_path", mutate: func(s *rspec.Spec) { s.Linux.CgroupsPath = victim.cgroup + "/evil" }},
+		{name: "systemd-form cgroupsPath under the cgroupfs driver", refuse: "cgroups_path", mutate: func(s *rspec.Spec) {
+			s.Linux.CgroupsPath = victim.cgroup + "/x.slice:evil:shared"
+		}},
 		{name: "cgroupsPath bulkhead will choose for another container", refuse: "cgroups_path", mutate: func(s *rspec.Spec) {
 			s.Linux.CgroupsPath = runtime.DefaultCgroupsPath("/run/other-tenant", "victim")
 		}},
