@@ -25,6 +25,12 @@ type probeOutput struct {
 	ended bool
 }
 
+// sinceStart are the controls whose counters grow only from their own
+// attempt in the container's fresh cgroup (pids.events max, oom_kill):
+// judged from the start of the run, no lag of this reader behind the
+// probe's output can move the attempt into the previous line's sample.
+var sinceStart = map[string]bool{"pids": true, "memory": true}
+
 // readProbe reads the probe's lines until EOF, the done line (runc), or,
 // under gVisor, afterDone past the done line (the memory attempt follows
 // it), or ctx. events reads the container's cgroup counters.
@@ -32,6 +38,7 @@ func readProbe(ctx context.Context, lines <-chan string, events func() (cgroups.
 	out := probeOutput{lines: map[string]ProbeLine{}, samples: map[string]probeSample{}}
 	prev, prevErr := events()
 	prevAt := time.Now()
+	first, firstErr := prev, prevErr
 	take := func(raw string) {
 		var l ProbeLine
 		if err := json.Unmarshal([]byte(raw), &l); err != nil || l.Control == "" {
@@ -41,6 +48,11 @@ func readProbe(ctx context.Context, lines <-chan string, events func() (cgroups.
 		now, err := events()
 		at := time.Now()
 		out.samples[l.Control] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil, Wall: at.Sub(prevAt)}
+		if sinceStart[l.Control] {
+			s := out.samples[l.Control]
+			s.Before, s.OK = first, err == nil && firstErr == nil
+			out.samples[l.Control] = s
+		}
 		prev, prevErr, prevAt = now, err, at
 		out.lines[l.Control] = l
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // ExitError carries the status `run` returns: the container's own.
@@ -56,6 +58,9 @@ func Run(g *Globals, v Values, id string) error {
 	status, err := runBackend(g.backendArgv(b, "start", id), 0)
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: "start", Status: status}
+	}
+	if err == nil && b.IsGVisor() && c.sel.Profile.Mode == specs.Enforce {
+		err = verifyGVisorStarted(g, b, id, c.rec.InitPid)
 	}
 	if err != nil {
 		_ = Delete(g, forceValues{}, id)

@@ -76,6 +76,11 @@ func dispatch(g *runtime.Globals, verb string, c *cli.Context) error {
 		return runtime.Delete(g, c, id)
 	case "exec":
 		return runtime.Exec(g, c, args)
+	case "start":
+		if c.NArg() != 1 {
+			return runtime.Passthrough(g, verb, c, args)
+		}
+		return runtime.Start(g, c, id)
 	case "update":
 		return runtime.Update(g, c, id)
 	case "list":

@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// gvisorFilterDeadline bounds the wait for gVisor's sandbox to install its
+// own seccomp filter once the workload starts.
+const gvisorFilterDeadline = 10 * time.Second
+
+// Start starts a created container. For runc it is the backend's own
+// start (Passthrough). gVisor's sandbox, the one host process that runs
+// the workload's system calls, installs its own seccomp filter and
+// no_new_privs only when the workload starts, so create cannot see them:
+// bulkhead runs runsc's start as a child and then verifies the sandbox
+// process; a sandbox without them is killed and start fails naming the
+// control.
+func Start(g *Globals, v Values, id string) error {
+	c, err := lookupRecorded(g, "start", id)
+	if err != nil || !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
+		return Passthrough(g, "start", v, []string{id})
+	}
+	status, err := runBackend(g.backendArgv(c.backend, "start", id), 0)
+	if err == nil && status != 0 {
+		err = &BackendError{Verb: "start", Status: status}
+	}
+	if err != nil {
+		return err
+	}
+	return verifyGVisorStarted(g, c.backend, id, c.rec.InitPid)
+}
+
+// verifyGVisorStarted waits for the sandbox process to hold a seccomp
+// filter and no_new_privs, and kills the container when it does not.
+func verifyGVisorStarted(g *Globals, b *Backend, id string, pid int) error {
+	var st procStatus
+	var err error
+	deadline := time.Now().Add(gvisorFilterDeadline)
+	for {
+		st, err = readProcStatus(pid)
+		if err != nil {
+			// The sandbox is gone: nothing runs unverified.
+			return fmt.Errorf("start %s: the gVisor sandbox %d ended before it could be verified: %w", id, pid, err)
+		}
+		if st["Seccomp"] == "2" && st["NoNewPrivs"] == "1" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	control, want, got := "seccomp", "Seccomp 2", "Seccomp "+st["Seccomp"]
+	if st["Seccomp"] == "2" {
+		control, want, got = "no_new_privs", "NoNewPrivs 1", "NoNewPrivs "+st["NoNewPrivs"]
+	}
+	if kerr := quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
+		logrus.Errorf("bulkhead: start %s: kill after failed verification: %v", id, kerr)
+	}
+	return fmt.Errorf("verification after start: control %s: expected %s of the gVisor sandbox %d, kernel applied %s after %s; the container was killed",
+		control, want, pid, got, gvisorFilterDeadline)
+}
