@@ -21,7 +21,18 @@ const backendTimeout = 2 * time.Minute
 // preserved fds at the same numbers, and every catchable signal forwarded,
 // and returns its exit status. err is non-nil only when it could not run.
 func runBackend(argv []string, preserveFds int) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+	return superviseBackend(argv, preserveFds, backendTimeout, nil)
+}
+
+// superviseBackend is runBackend with a timeout of its own (0 for none:
+// an attached exec runs as long as its process) and a watch that runs
+// once the backend started; an error from watch is returned after the
+// backend ended (watch kills what must not run).
+func superviseBackend(argv []string, preserveFds int, timeout time.Duration, watch func() error) (int, error) {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+	}
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -49,8 +60,15 @@ func runBackend(argv []string, preserveFds int) (int, error) {
 			}
 		}
 	}()
+	var werr error
+	if watch != nil {
+		werr = watch()
+	}
 	err := cmd.Wait()
 	close(done)
+	if werr != nil {
+		return -1, werr
+	}
 	return exitStatus(err)
 }
 

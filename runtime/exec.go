@@ -65,6 +65,11 @@ func Exec(g *Globals, v Values, args []string) error {
 	if v.Bool("detach") && profile.Mode == specs.Enforce {
 		return execDetachedVerified(g, c, v, policed, path, id)
 	}
+	if !b.IsGVisor() && profile.Mode == specs.Enforce {
+		// Inside gVisor the exec'd process is no host process to read:
+		// gVisor's kernel applies its identity and capabilities.
+		return execAttachedVerified(g, c, v, policed, path, id)
+	}
 	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), processFlags...)
 	rest := append([]string{"--process", path}, flags...)
 	rest = append(rest, id)

@@ -3,12 +3,16 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // execDetachedVerified runs a detached exec as a child, then verifies the
@@ -47,7 +51,73 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", id, err)
 	}
-	e, err := Expect(&c.profile, nil, b.Kind())
+	err = verifyExeced(c, policed, pid, id)
+	if err != nil && !own {
+		os.Remove(pidFile)
+	}
+	return err
+}
+
+// execAttachedVerified runs an attached exec (the caller's stdio and
+// terminal are the process's, and its exit status is bulkhead's) as a
+// child, verifies the process it started as a detached one is, and waits
+// for it. On a failed check the process is killed.
+func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Process, process, id string) error {
+	dir, err := os.MkdirTemp("", "bulkhead-exec-")
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", id, err)
+	}
+	defer os.RemoveAll(dir)
+	pidFile := filepath.Join(dir, "pid")
+	flags, _ := ForwardFlags("exec", v, c.backend.IsGVisor(), append(processFlags, "pid-file")...)
+	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
+	argv := g.backendArgv(c.backend, "exec", append(rest, id)...)
+	status, err := superviseBackend(argv, v.Int("preserve-fds"), 0, func() error {
+		pid, err := waitPidFile(pidFile, backendTimeout)
+		if err != nil {
+			return nil // the backend failed or the process already ended: its status says which
+		}
+		callerPid := v.String("pid-file")
+		if callerPid != "" {
+			if err := specs.WriteAtomic(callerPid, []byte(strconv.Itoa(pid)), 0o644); err != nil {
+				_ = unix.Kill(pid, unix.SIGKILL)
+				return fmt.Errorf("exec %s: pid file: %w", id, err)
+			}
+		}
+		err = verifyExeced(c, policed, pid, id)
+		if err != nil && callerPid != "" {
+			os.Remove(callerPid)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if status != 0 {
+		return &ExitError{Status: status}
+	}
+	return nil
+}
+
+// waitPidFile waits for the backend to write the exec'd process's pid.
+func waitPidFile(path string, d time.Duration) (int, error) {
+	deadline := time.Now().Add(d)
+	for {
+		if pid, err := readPidFile(path); err == nil {
+			return pid, nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no pid in %s after %s", path, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// verifyExeced verifies an exec'd process against the profile
+// (VerifyProcess) and, when it does not hold, kills it and returns the
+// error naming the control.
+func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error {
+	e, err := Expect(&c.profile, nil, c.backend.Kind())
 	if err == nil {
 		u := policed.User
 		e.User, e.WorkloadRan = &u, true
@@ -67,9 +137,6 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	}
 	// Fail closed: the process must not run on unverified.
 	kerr := unix.Kill(pid, unix.SIGKILL)
-	if !own {
-		os.Remove(pidFile)
-	}
 	if kerr != nil && kerr != unix.ESRCH {
 		logrus.Errorf("bulkhead: exec %s: kill %d: %v", id, pid, kerr)
 		return fmt.Errorf("verification after exec: %w (and the process %d could not be killed: %v)", err, pid, kerr)

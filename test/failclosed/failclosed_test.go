@@ -346,16 +346,22 @@ func createMustFail(t *testing.T, cfg, backendKey string) string {
 // control, and the process must be gone: only the container's init is left.
 func TestFailClosedExec(t *testing.T) {
 	needRunc(t)
-	for _, c := range []struct{ mode, control string }{
-		{"exec-caps", "control capabilities"},
-		{"exec-nnp", "control no_new_privs"},
+	for _, c := range []struct{ mode, control, detach string }{
+		{"exec-caps", "control capabilities", "--detach"},
+		{"exec-nnp", "control no_new_privs", "--detach"},
+		// Attached, as a person runs it: the same checks, the process killed.
+		{"exec-caps", "control capabilities", ""},
+		{"exec-nnp", "control no_new_privs", ""},
 	} {
-		t.Run(c.mode, func(t *testing.T) {
+		t.Run(c.mode+c.detach, func(t *testing.T) {
 			cfg := writeLiar(t, c.mode, "runc")
 			root, id := runningContainer(t, cfg)
 			pidFile := filepath.Join(t.TempDir(), "exec.pid")
-			res := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", root, "--config", cfg,
-				"exec", "--detach", "--pid-file", pidFile, id, "sleep", "300")
+			args := []string{"--root", root, "--config", cfg, "exec", "--pid-file", pidFile, id, "sleep", "300"}
+			if c.detach != "" {
+				args = append(args[:5], append([]string{c.detach}, args[5:]...)...)
+			}
+			res := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), args...)
 			if res.Code == 0 {
 				t.Fatalf("exec succeeded with a lying backend:\n%s", res.Stderr)
 			}
