@@ -197,8 +197,12 @@ for name in "${programs[@]}"; do
 	done
 done
 
-# Side by side, then the tallies.
+# Side by side, then the tallies. Only a test bulkhead failed that runc
+# passed is a difference against bulkhead: a program plain runc failed on
+# its own (a runc that errored on a busy machine, where bulkhead's run
+# passed) is shown, not counted, since bulkhead did not do worse there.
 differ=0
+runc_only=0
 printf '%-44s %-16s %-16s\n' PROGRAM "runc" "bulkhead(audit)"
 declare -A full=([runc]=0 [bulkhead-audit]=0) oks=([runc]=0 [bulkhead-audit]=0) totals=([runc]=0 [bulkhead-audit]=0)
 for name in "${programs[@]}"; do
@@ -207,8 +211,13 @@ for name in "${programs[@]}"; do
 	b=$(cat "$work/bulkhead-audit/$file.result")
 	mark=""
 	if ! same "$name"; then
-		mark="  <-- differs"
-		differ=$((differ + 1))
+		if only_runc "$name"; then
+			mark="  <-- only runc failed more"
+			runc_only=$((runc_only + 1))
+		else
+			mark="  <-- differs"
+			differ=$((differ + 1))
+		fi
 	fi
 	printf '%-44s %-16s %-16s%s\n' "$name" "$a" "$b" "$mark"
 	if [ -n "$mark" ]; then
@@ -228,8 +237,11 @@ for pass in runc bulkhead-audit; do
 		"$pass:" "${full[$pass]}" "${#programs[@]}" "${oks[$pass]}" "${totals[$pass]}"
 done
 echo "TAP output: $work/runc/ and $work/bulkhead-audit/; bulkhead's audit log: $work/audit.jsonl"
+if [ "$runc_only" -gt 0 ]; then
+	echo "conformance: in $runc_only program(s) plain runc failed tests bulkhead in audit mode passed (listed above)" >&2
+fi
 if [ "$differ" -gt 0 ]; then
 	echo "conformance: $differ program(s) differ between runc and bulkhead in audit mode" >&2
 	exit 1
 fi
-echo "conformance: bulkhead in audit mode matches runc on every program"
+echo "conformance: bulkhead in audit mode fails no test that runc passes"
