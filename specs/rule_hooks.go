@@ -61,20 +61,21 @@ func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 // isDockerd tells whether path is /proc/<pid>/exe of a running dockerd,
 // the form dockerd gives its own hook.
 func isDockerd(path string) bool {
-	if _, _, ok := parseProcExe(path); !ok {
+	if !isProcExe(path) {
 		return false
 	}
 	exe, err := os.Readlink(path)
 	return err == nil && filepath.Base(exe) == "dockerd"
 }
 
-func parseProcExe(path string) (pid int, rest string, ok bool) {
+// isProcExe: /proc/<pid>/exe of a process other than init.
+func isProcExe(path string) bool {
 	parts := strings.Split(filepath.Clean(path), "/")
 	if len(parts) != 4 || parts[1] != "proc" || parts[3] != "exe" {
-		return 0, "", false
+		return false
 	}
 	n, err := strconv.Atoi(parts[2])
-	return n, parts[3], err == nil && n > 1
+	return err == nil && n > 1
 }
 
 func mentions(h rspec.Hook, word string) bool {

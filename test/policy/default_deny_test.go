@@ -236,15 +236,7 @@ func testDefaultDeny(t *testing.T, entry string) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := bundle.Make(dir, []string{"sh", "-c", ddScript}, func(s *rspec.Spec) {
-				if s.Linux.Resources == nil {
-					s.Linux.Resources = &rspec.LinuxResources{}
-				}
-				tc.mutate(s)
-			}); err != nil {
-				t.Fatal(err)
-			}
+			dir := hostileBundle(t, ddScript, tc.mutate)
 			root := filepath.Join(dir, "state")
 			logFile := filepath.Join(dir, "log.json")
 			id := fmt.Sprintf("dd-%d-%d", os.Getpid(), i)

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
 	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/bundle"
 )
 
 // result is what one bulkhead invocation printed and returned.
@@ -120,4 +123,20 @@ func assertRefused(t *testing.T, r result, logFile, rule string) {
 	if strings.Contains(r.stdout, "== ") {
 		t.Error("the workload ran")
 	}
+}
+
+// hostileBundle writes a busybox bundle running script in a new temporary
+// directory, with mutate applied to a spec that has linux.resources.
+func hostileBundle(t *testing.T, script string, mutate func(*rspec.Spec)) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := bundle.Make(dir, []string{"sh", "-c", script}, func(s *rspec.Spec) {
+		if s.Linux.Resources == nil {
+			s.Linux.Resources = &rspec.LinuxResources{}
+		}
+		mutate(s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

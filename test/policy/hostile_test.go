@@ -10,7 +10,6 @@ import (
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
-	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/leftover"
 )
 
@@ -190,15 +189,7 @@ func TestHostileBundles(t *testing.T) {
 
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := bundle.Make(dir, []string{"sh", "-c", probeScript}, func(s *rspec.Spec) {
-				if s.Linux.Resources == nil {
-					s.Linux.Resources = &rspec.LinuxResources{}
-				}
-				tc.mutate(s)
-			}); err != nil {
-				t.Fatal(err)
-			}
+			dir := hostileBundle(t, probeScript, tc.mutate)
 			logFile := filepath.Join(dir, "log.json")
 			id := fmt.Sprintf("hostile-%d-%d", os.Getpid(), i)
 			r := bulkhead(t, "", nil, "--root", filepath.Join(dir, "state"), "--log", logFile, "--log-format", "json",
