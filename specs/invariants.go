@@ -283,7 +283,8 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 		if len(m.UIDMappings)+len(m.GIDMappings) > 0 {
 			bad("mounts[%s]: idmapped", m.Destination)
 		}
-		if m.Type == "proc" && filepath.Clean(m.Destination) != "/proc" {
+		// runc places a relative destination under the rootfs: "proc" is /proc.
+		if m.Type == "proc" && filepath.Clean("/"+m.Destination) != "/proc" {
 			bad("mounts[%s]: proc outside /proc", m.Destination)
 		}
 	}
