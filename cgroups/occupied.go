@@ -18,6 +18,19 @@ import (
 // kill them, and below another container it would share that container's
 // limits.
 func Occupied(path string) (bool, error) {
+	var busy bool
+	var err error
+	// A group that other containers' deletes remove while it is walked
+	// makes the walk fail with ENOENT: the tree changed, so look again.
+	for attempt := 0; attempt < 5; attempt++ {
+		if busy, err = occupiedOnce(path); !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
+	return busy, err
+}
+
+func occupiedOnce(path string) (bool, error) {
 	path = filepath.Join("/", path)
 	if busy, err := occupied(path, true); busy || err != nil {
 		return busy, err

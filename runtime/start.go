@@ -46,8 +46,11 @@ func verifyGVisorStarted(g *Globals, b *Backend, id string, pid int) error {
 		if err != nil || ended(pid) {
 			// A short job's sandbox may end before it is read: nothing of
 			// it runs any more, and what it ran cannot be verified; the
-			// log says so, and the container's exit is the engine's.
-			logrus.Warnf("bulkhead: start %s: the gVisor sandbox %d ended before it could be verified", id, pid)
+			// --log file says so, and the container's exit is the
+			// engine's. Not on stderr: gVisor writes the container's
+			// stderr at offsets of its own, so a line of bulkhead's after
+			// it would overwrite it in a regular file.
+			logrus.Infof("bulkhead: start %s: the gVisor sandbox %d ended before it could be verified", id, pid)
 			return nil
 		}
 		if st["Seccomp"] == "2" && st["NoNewPrivs"] == "1" {
