@@ -97,6 +97,10 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 		}
 		switch typ {
 		case "bind":
+			// A mount with the bind option is a bind whatever its type
+			// says (the kernel ignores the type with MS_BIND); the spec
+			// handed over says so too.
+			m.Type = "bind"
 			if hasOpt(m.Options, "rbind") {
 				before := fmtList(m.Options)
 				m.Options = append(withoutOpts(m.Options, "rbind"), "bind")
