@@ -3,17 +3,20 @@ package runtime
 import (
 	"fmt"
 
-	"bulkhead.dev/bulkhead/cgroups"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // freshCgroup makes sure the cgroup bulkhead chose holds no process yet:
 // the cgroups_path rule judged the caller's path, this is bulkhead's own.
-func (c *creation) freshCgroup() error {
-	l := c.handed.Linux
-	if l == nil || l.CgroupsPath == "" || l.CgroupsPath != c.handed.Annotations[annotationCgroupsPath] {
+// It only reads the cgroup tree, through the rules' own view of it.
+func freshCgroup(ctx *specs.Context, s *rspec.Spec) error {
+	l := s.Linux
+	if l == nil || l.CgroupsPath == "" || l.CgroupsPath != s.Annotations[annotationCgroupsPath] || ctx.CgroupOccupied == nil {
 		return nil
 	}
-	busy, err := cgroups.Occupied(l.CgroupsPath)
+	busy, err := ctx.CgroupOccupied(l.CgroupsPath)
 	switch {
 	case err != nil:
 		return fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, err)

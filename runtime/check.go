@@ -73,75 +73,70 @@ func CheckTarget(bundle, config string) (specPath, bundleDir string, err error) 
 	return specPath, filepath.Dir(specPath), nil
 }
 
-// DryRun runs everything create runs before the hand-over (configuration,
-// selection, rules, the backend's validation) on the spec at specPath and
-// reports it. It writes nothing: no state directory, no audit line, no
-// config.json. The error is for a check that could not be made; a refused
-// spec is a report with Runs false.
-func DryRun(g *Globals, specPath, bundle string) (*CheckReport, error) {
+// DryRun plans create for the spec at specPath, as container id ("" for
+// PlaceholderID), and reports the plan. It writes nothing: no state
+// directory, no audit line, no config.json. The error is for a check that
+// could not be made; a refused spec is a report with Runs false.
+func DryRun(g *Globals, specPath, bundle, id string) (*CheckReport, error) {
+	r, _, err := planAndReport(g, specPath, bundle, id)
+	return r, err
+}
+
+// planAndReport is DryRun with the plan it reports.
+func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan, error) {
+	if id != "" {
+		if err := CheckID(id); err != nil {
+			return nil, nil, err
+		}
+	}
 	cfg, err := LoadConfig(g.Config, g.explicit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data, err := os.ReadFile(specPath)
 	if err != nil {
-		return nil, fmt.Errorf("check: %w", err)
+		return nil, nil, fmt.Errorf("check: %w", err)
 	}
 	spec, err := specs.DecodeLenient(data)
 	if err != nil {
-		return nil, fmt.Errorf("check %s: %w", specPath, err)
+		return nil, nil, fmt.Errorf("check %s: %w", specPath, err)
 	}
-	sel, err := Select(cfg, g, spec.Annotations)
-	if err != nil {
-		return nil, err
-	}
-	r := &CheckReport{Notice: CheckNotice, Config: configName(g), Spec: specPath, Bundle: bundle,
-		Profile: sel.Profile.Name, Backend: sel.Backend.Name, Mode: sel.Profile.Mode}
-
 	// A registry that is only read: joining a pod sandbox's namespace is
 	// judged as create would, and nothing is created.
 	reg := &Registry{dir: stateRoot(g.Root)}
-	ctx := specContext(g, &sel.Profile, bundle, reg, data, "", spec.Annotations)
-	rewritten, decisions, applyErr := specs.Apply(ctx, spec)
-	_, decisions, applyErr = withLifetime(&sel.Profile, spec.Annotations, decisions, applyErr)
-	r.Decisions = decisions
-	if applyErr != nil {
-		for _, d := range decisions {
+	if real, err := filepath.EvalSymlinks(reg.dir); err == nil {
+		reg.dir = real
+	}
+	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: data, Registry: reg})
+	if err != nil {
+		return nil, nil, err
+	}
+	sel := plan.Selection
+	r := &CheckReport{Notice: CheckNotice, Config: configName(g), Spec: specPath, Bundle: bundle,
+		Profile: sel.Profile.Name, Backend: sel.Backend.Name, Mode: sel.Profile.Mode, Decisions: plan.Decisions}
+	if plan.RuleErr != nil {
+		for _, d := range plan.Decisions {
 			if d.Action == specs.Refused {
 				r.Refusals = append(r.Refusals, fmt.Sprintf("rule %s refuses %s %s: %s", d.Rule, d.Field, d.Before, d.Why))
 			}
 		}
 	}
-	handed := spec
-	if sel.Profile.Mode == specs.Enforce && rewritten != nil {
-		handed = rewritten
-		if handed.Linux != nil && handed.Linux.CgroupsPath == "" && !g.SystemdCgroup {
-			handed.Linux.CgroupsPath = "/bulkhead/<id>"
-		}
-		if sel.Backend.IsGVisor() {
-			translateForGVisor(handed, &sel.Profile)
+	for _, err := range []error{plan.PlanErr, plan.BackendErr} {
+		if err != nil {
+			r.Refusals = append(r.Refusals, err.Error())
 		}
 	}
-	var backendErr, invErr error
-	if applyErr == nil || sel.Profile.Mode == specs.Audit {
-		backendErr, invErr = gateHanded(ctx, "check", bundle, handed, g, sel.Backend.IsGVisor())
-		if backendErr != nil {
-			r.Refusals = append(r.Refusals, backendErr.Error())
-		}
-		if invErr != nil {
-			r.Invariants = strings.Split(invErr.Error(), "\n")
-		}
-	}
+	r.Invariants = plan.invariantLines()
 	// As in create: audit mode hands the spec over whatever the rules and
 	// the invariants decided; the backend's own validation stops both
 	// modes.
-	r.Runs = backendErr == nil && (applyErr == nil && invErr == nil || sel.Profile.Mode == specs.Audit)
-	if sel.Profile.Mode == specs.Enforce && rewritten != nil {
-		if r.Diff, err = specDiff(spec, handed); err != nil {
-			return nil, err
+	r.Runs = plan.BackendErr == nil && (plan.Refusal() == nil || !plan.Enforce())
+	if plan.Enforce() && plan.RuleErr == nil {
+		if r.Diff, err = specDiff(spec, plan.Handed); err != nil {
+			return nil, nil, err
 		}
 	}
-	return r, nil
+	return r, plan, nil
 }
 
 func configName(g *Globals) string {

@@ -44,7 +44,7 @@ func dryRun(t *testing.T, g *Globals, dir string) *CheckReport {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := DryRun(g, specPath, bundleDir)
+	r, err := DryRun(g, specPath, bundleDir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestCheckUnknownProfileFails(t *testing.T) {
 	g := checkGlobals(t, "")
 	g.Profile = "nope"
 	specPath, b, _ := CheckTarget(dir, "")
-	if _, err := DryRun(g, specPath, b); err == nil || !strings.Contains(err.Error(), `unknown profile "nope"`) {
+	if _, err := DryRun(g, specPath, b, ""); err == nil || !strings.Contains(err.Error(), `unknown profile "nope"`) {
 		t.Fatalf("err %v", err)
 	}
 }

@@ -54,17 +54,35 @@ func DefaultCgroupsPath(root, id string) string {
 
 // chooseCgroupsPath gives the handed spec an explicit cgroups path when the
 // caller set none, so bulkhead can verify the container's limits and remove
-// a cgroup that a failed create leaves behind.
-func chooseCgroupsPath(s *rspec.Spec, g *Globals, id string) {
+// a cgroup that a failed create leaves behind. The annotation marks the
+// path as bulkhead's own, so a later create from the rewritten config.json
+// gets a path of its own again.
+func chooseCgroupsPath(s *rspec.Spec, g *Globals, id string) []specs.Decision {
 	if s.Linux == nil || g.SystemdCgroup {
-		return
+		return nil
 	}
-	if s.Linux.CgroupsPath != "" && s.Annotations[annotationCgroupsPath] != s.Linux.CgroupsPath {
-		return
+	before := s.Linux.CgroupsPath
+	if before != "" && s.Annotations[annotationCgroupsPath] != before {
+		return nil
 	}
-	s.Linux.CgroupsPath = DefaultCgroupsPath(g.Root, id)
+	path := DefaultCgroupsPath(g.Root, id)
+	s.Linux.CgroupsPath = path
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	s.Annotations[annotationCgroupsPath] = s.Linux.CgroupsPath
+	beforeAnnotation := s.Annotations[annotationCgroupsPath]
+	s.Annotations[annotationCgroupsPath] = path
+	action := specs.Added
+	if before != "" {
+		action = specs.Tightened
+	}
+	if before == path {
+		action = specs.Kept
+	}
+	return []specs.Decision{
+		{Rule: "cgroups_path", Field: "linux.cgroupsPath", Action: action, Before: before, After: path,
+			Layer: specs.LayerNone, Why: "bulkhead's own cgroup for this container, so its limits can be verified and a cgroup a failed create leaves behind removed"},
+		{Rule: "cgroups_path", Field: "annotations[" + annotationCgroupsPath + "]", Action: action, Before: beforeAnnotation, After: path,
+			Layer: specs.LayerNone, Why: "marks linux.cgroupsPath as bulkhead's choice, not the caller's"},
+	}
 }

@@ -51,6 +51,7 @@ type creation struct {
 	created    bool // the backend has a container of this id
 	audit      AuditEntry
 	ws         []workspace // overlay workspaces (runtime/workspace.go)
+	plan       *Plan
 
 	// ctx is what the rules knew; the pins are judged with it again.
 	ctx *specs.Context
@@ -84,60 +85,29 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, err := Select(cfg, g, spec.Annotations)
-	if err != nil {
-		return nil, err
-	}
 	reg, err := OpenRegistry(g.Root)
 	if err != nil {
 		return nil, err
 	}
-	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: pidFile, original: original}
-	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
-		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
-
-	ctx := specContext(g, &sel.Profile, bundle, reg, original, id, spec.Annotations)
-	c.ctx, c.handOverBundle = ctx, bundle
-	rewritten, decisions, err := specs.Apply(ctx, spec)
-	decisions, err = c.decideLifetime(spec.Annotations, decisions, err)
-	c.audit.Decisions = decisions
-	if err != nil && sel.Profile.Mode == specs.Enforce {
-		return nil, c.fail(err)
+	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: original, Registry: reg})
+	if err != nil {
+		return nil, err
 	}
+	sel := plan.Selection
+	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: pidFile, original: original,
+		plan: plan, handed: plan.Handed, handedJSON: plan.HandedJSON, ws: plan.Workspaces, ctx: plan.Ctx,
+		handOverBundle: bundle, lifetime: plan.Lifetime}
+	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
+		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original), Decisions: plan.Decisions}
+	decisions := plan.Decisions
 	for _, d := range decisions {
 		logrus.Debugf("bulkhead: %s %s %s: %s", d.Rule, d.Field, d.Action, d.Why)
 	}
-	c.handed = spec
-	if sel.Profile.Mode == specs.Enforce {
-		c.handed = rewritten
-		chooseCgroupsPath(c.handed, g, id)
-		if err := c.freshCgroup(); err != nil {
-			return nil, c.fail(err)
-		}
-		if sel.Backend.IsGVisor() {
-			translateForGVisor(c.handed, &sel.Profile)
-		}
+	if err := plan.Refusal(); err != nil {
+		return nil, c.fail(err)
 	}
-	backendErr, invErr := gateHanded(ctx, id, bundle, c.handed, g, sel.Backend.IsGVisor())
-	if invErr != nil {
-		invErr = fmt.Errorf("the spec handed over breaks the profile's invariants: %w", invErr)
-	}
-	for _, err := range []error{backendErr, invErr} {
-		if err == nil {
-			continue
-		}
-		if sel.Profile.Mode == specs.Enforce {
-			return nil, c.fail(err)
-		}
-		// Audit mode promises the backend's own behaviour: our copy of
-		// runc's validator may be newer than the installed runc.
+	for _, err := range plan.Warnings() {
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
-	}
-	if err := c.planWorkspaces(); err != nil {
-		return nil, c.fail(err)
-	}
-	if c.handedJSON, err = specs.Marshal(c.handed); err != nil {
-		return nil, c.fail(err)
 	}
 	c.audit.SpecAfter = sha(c.handedJSON)
 	if sel.Profile.Mode == specs.Audit {

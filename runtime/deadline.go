@@ -68,14 +68,6 @@ func decideLifetime(p *specs.Profile, annotations map[string]string) (time.Durat
 	}
 }
 
-// decideLifetime folds the lifetime decisions into the rules' result, the
-// way prepare consumes specs.Apply's: decisions appended, the first error
-// kept.
-func (c *creation) decideLifetime(annotations map[string]string, decisions []specs.Decision, err error) ([]specs.Decision, error) {
-	c.lifetime, decisions, err = withLifetime(&c.sel.Profile, annotations, decisions, err)
-	return decisions, err
-}
-
 // withLifetime appends the lifetime decisions to the rules' and keeps the
 // first error; `check` shows them as create decides them.
 func withLifetime(p *specs.Profile, annotations map[string]string, decisions []specs.Decision, err error) (time.Duration, []specs.Decision, error) {

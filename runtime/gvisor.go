@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -32,43 +33,56 @@ func gvisorHostPids(limit int64) int64 {
 // translateForGVisor adapts the rewritten spec to how runsc enforces it:
 // the process limit (translatePidsForGVisor) and the seccomp profile
 // (TranslateSeccompForGVisor). It runs after the rules and their
-// validation, on the spec handed to runsc only.
-func translateForGVisor(s *rspec.Spec, p *specs.Profile) {
-	translatePidsForGVisor(s)
+// validation, on the spec handed to runsc only, and returns a decision per
+// change.
+func translateForGVisor(s *rspec.Spec) []specs.Decision {
+	ds := translatePidsForGVisor(s)
 	if s.Linux != nil && s.Linux.Seccomp != nil {
 		for _, n := range TranslateSeccompForGVisor(s.Linux.Seccomp) {
 			logrus.Debugf("bulkhead: runsc seccomp: %s", n)
+			ds = append(ds, specs.Decision{Rule: "seccomp", Field: "linux.seccomp", Action: specs.Kept,
+				Layer: specs.LayerSeccomp, Why: "handed to runsc --oci-seccomp: " + n})
 		}
 	}
+	return ds
 }
 
 // translatePidsForGVisor moves the process limit to where gVisor enforces
 // it. On the host, pids.max counts the sandbox's own threads, so the cgroup
 // gets the profile's limit plus room for them; inside, gVisor's kernel
 // enforces RLIMIT_NPROC per sandbox, which carries the profile's limit.
-func translatePidsForGVisor(s *rspec.Spec) {
+func translatePidsForGVisor(s *rspec.Spec) []specs.Decision {
 	if s.Linux == nil || s.Linux.Resources == nil || s.Linux.Resources.Pids == nil || s.Linux.Resources.Pids.Limit == nil {
-		return
+		return nil
 	}
 	limit := *s.Linux.Resources.Pids.Limit
 	if limit <= 0 {
-		return
+		return nil
 	}
 	host := gvisorHostPids(limit)
 	s.Linux.Resources.Pids.Limit = &host
+	ds := []specs.Decision{{Rule: "pids", Field: "linux.resources.pids.limit", Action: specs.Kept,
+		Before: strconv.FormatInt(limit, 10), After: strconv.FormatInt(host, 10), Layer: specs.LayerPids,
+		Why: fmt.Sprintf("runsc: the host's pids.max also counts gVisor's own threads (%d per process + %d); the workload's limit %d is RLIMIT_NPROC inside the sandbox", gvisorPidsPerProcess, gvisorThreads, limit)}}
 	if s.Process == nil {
-		return
+		return ds
 	}
 	nproc := rspec.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(limit), Soft: uint64(limit)}
+	const field = "process.rlimits[RLIMIT_NPROC]"
+	after := fmt.Sprintf("%d/%d", nproc.Soft, nproc.Hard)
+	why := "runsc: gVisor's kernel enforces RLIMIT_NPROC per sandbox; it carries the profile's process limit"
 	for i, r := range s.Process.Rlimits {
 		if r.Type == "RLIMIT_NPROC" {
 			if r.Hard > nproc.Hard {
 				s.Process.Rlimits[i] = nproc
+				ds = append(ds, specs.Decision{Rule: "pids", Field: field, Action: specs.Tightened,
+					Before: fmt.Sprintf("%d/%d", r.Soft, r.Hard), After: after, Layer: specs.LayerRlimit, Why: why})
 			}
-			return
+			return ds
 		}
 	}
 	s.Process.Rlimits = append(s.Process.Rlimits, nproc)
+	return append(ds, specs.Decision{Rule: "pids", Field: field, Action: specs.Added, After: after, Layer: specs.LayerRlimit, Why: why})
 }
 
 const (

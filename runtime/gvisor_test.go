@@ -7,7 +7,6 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/seccomp"
-	"bulkhead.dev/bulkhead/specs"
 )
 
 func rulesNaming(p *rspec.LinuxSeccomp, name string) []rspec.LinuxSyscall {
@@ -105,8 +104,7 @@ func TestTranslateForGVisor(t *testing.T) {
 			Resources: &rspec.LinuxResources{Pids: &rspec.LinuxPids{Limit: &limit}},
 		},
 	}
-	p := specs.DefaultProfile()
-	translateForGVisor(s, &p)
+	translateForGVisor(s)
 	if got := *s.Linux.Resources.Pids.Limit; got != gvisorHostPids(64) {
 		t.Errorf("pids limit %d, want %d", got, gvisorHostPids(64))
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
@@ -34,48 +35,57 @@ func (w workspace) merged() string { return filepath.Join(w.Dir, "merged") }
 const workspacesFile = "workspaces.json"
 
 // planWorkspaces rewrites the handed spec's workspace binds to their
-// overlays' merged directories (mounted later by mountWorkspaces, once the
-// state directory exists). Only enforce mode and workspace_mode overlay
-// get overlays; the workspace rule already decided the other modes.
-func (c *creation) planWorkspaces() error {
-	p := &c.sel.Profile
+// overlays' merged directories below stateDir (mounted later by
+// mountWorkspaces, once the state directory exists) and returns the
+// overlays with a decision per rewritten mount. Only enforce mode and
+// workspace_mode overlay get overlays; the workspace rule already decided
+// the other modes. It only reads the host (the sources).
+func planWorkspaces(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]workspace, []specs.Decision, error) {
 	if p.Mode != specs.Enforce || p.WorkspaceModeOf() != specs.WorkspaceOverlay {
-		return nil
+		return nil, nil, nil
 	}
-	for i := range c.handed.Mounts {
-		m := &c.handed.Mounts[i]
+	var ws []workspace
+	var ds []specs.Decision
+	for i := range handed.Mounts {
+		m := &handed.Mounts[i]
 		if !p.IsWorkspace(*m) {
 			continue
 		}
+		field := "mounts[" + m.Destination + "]"
 		src := m.Source
 		if !filepath.IsAbs(src) {
-			src = filepath.Join(c.bundle, src)
+			src = filepath.Join(bundle, src)
 		}
 		real, err := filepath.EvalSymlinks(src)
 		if err != nil {
-			return fmt.Errorf("workspace %s: source %s: %w", m.Destination, m.Source, err)
+			return nil, ds, fmt.Errorf("workspace %s: source %s: %w", m.Destination, m.Source, err)
 		}
 		fi, err := os.Stat(real)
 		if err != nil {
-			return fmt.Errorf("workspace %s: %w", m.Destination, err)
+			return nil, ds, fmt.Errorf("workspace %s: %w", m.Destination, err)
 		}
 		if !fi.IsDir() {
 			logrus.Warnf("bulkhead: workspace %s: source %s is not a directory; it stays a read-only bind", m.Destination, m.Source)
+			ds = append(ds, specs.Decision{Rule: "workspace", Field: field, Action: specs.Kept, Before: m.Source, After: m.Source,
+				Layer: specs.LayerMountFlags, Why: "the source is not a directory, which an overlay cannot take: it stays a read-only bind"})
 			continue
 		}
 		// overlayfs splits its options at ',' and lowerdir at ':'; such a
 		// source cannot be named safely.
 		if strings.ContainsAny(real, ",:\\\n") {
-			return fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
+			return nil, ds, fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
 		}
-		w := workspace{Destination: m.Destination, Source: real,
-			Dir: filepath.Join(c.reg.Dir(c.audit.ID), "ws", strconv.Itoa(len(c.ws)))}
-		c.ws = append(c.ws, w)
+		w := workspace{Destination: m.Destination, Source: real, Dir: filepath.Join(stateDir, "ws", strconv.Itoa(len(ws)))}
+		ws = append(ws, w)
+		before := m.Source + " " + strings.Join(m.Options, ",")
 		m.Source = w.merged()
 		m.Type = "bind"
 		m.Options = append(withoutOpt(m.Options, "ro", "rro", "rw", "rbind", "bind"), "rbind", "rw", "nosuid", "nodev")
+		ds = append(ds, specs.Decision{Rule: "workspace", Field: field, Action: specs.Tightened, Before: before,
+			After: m.Source + " " + strings.Join(m.Options, ","), Layer: specs.LayerWorkspace,
+			Why: "the overlay's merged directory (lower " + real + ", read-only) is bound instead of the source"})
 	}
-	return nil
+	return ws, ds, nil
 }
 
 func withoutOpt(opts []string, drop ...string) []string {

@@ -22,6 +22,7 @@ func checkCommand(g *runtime.Globals) *cli.Command {
 			&cli.StringFlag{Name: "bundle", Aliases: []string{"b"}, Usage: "bundle directory (default: the current directory)"},
 			&cli.StringFlag{Name: "profile", Usage: "profile to check against (default: as create would select)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output: text or json"},
+			&cli.StringFlag{Name: "id", Usage: "the container id create would be given: its cgroups path and state directory follow from it (default: " + runtime.PlaceholderID + ")"},
 		},
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
@@ -39,7 +40,7 @@ func checkCommand(g *runtime.Globals) *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := runtime.DryRun(g, specPath, bundle)
+			r, err := runtime.DryRun(g, specPath, bundle, c.String("id"))
 			if err != nil {
 				return err
 			}

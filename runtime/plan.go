@@ -1,0 +1,173 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// PlanInput is everything a plan is computed from. Nothing in it is
+// written to: the registry is only read (pods a container may join, where
+// its state directory would be).
+type PlanInput struct {
+	Config  *Config
+	Globals *Globals
+	// Bundle is the directory root.path and relative bind sources
+	// resolve against.
+	Bundle string
+	// ID is the container's id; "" for a check that was given none, which
+	// then plans for PlaceholderID.
+	ID string
+	// Spec is the caller's spec as decoded from Original; it is not
+	// changed.
+	Spec     *rspec.Spec
+	Original []byte
+	Registry *Registry
+}
+
+// PlaceholderID is the id a check without --id plans for: the cgroups
+// path and the state directory then show where create would put them.
+const PlaceholderID = "ID"
+
+// Plan is what create will do with one bundle, decided before anything
+// happens: `create` carries it out and verifies it, `check` reports it.
+// Every change between the caller's spec and Handed is one of Decisions.
+type Plan struct {
+	ID        string
+	Selection *Selection
+	// Ctx is what the rules knew; the pins judge the host paths with it
+	// again at hand-over.
+	Ctx       *specs.Context
+	Decisions []specs.Decision
+	// Handed is the spec the backend gets: the rewritten one in enforce
+	// mode, the caller's in audit mode. HandedJSON is it as written.
+	Handed     *rspec.Spec
+	HandedJSON []byte
+	// Lifetime is max_lifetime after the annotation; 0 for none.
+	Lifetime time.Duration
+	// Workspaces are the copy-on-write overlays to mount before the
+	// hand-over; Handed already names their merged directories.
+	Workspaces []workspace
+
+	// RuleErr is the rules' (and the lifetime's) refusal; PlanErr a
+	// refusal found while planning the hand-over (bulkhead's own cgroup
+	// busy, a workspace that cannot be overlaid); BackendErr the
+	// backend's own validation; InvariantErr what the profile's
+	// invariants still find in Handed.
+	RuleErr, PlanErr, BackendErr, InvariantErr error
+}
+
+// Enforce is whether the plan hands over the policy's spec.
+func (p *Plan) Enforce() bool { return p.Selection.Profile.Mode == specs.Enforce }
+
+// MakePlan selects the profile and backend and plans the container: rules,
+// lifetime, bulkhead's cgroups path, the translation for gVisor, the
+// workspace overlays, the backend's validation and the invariants. It
+// has no side effects. An error means no plan could be made (unknown
+// profile, unreadable configuration); a refusal is in the plan.
+func MakePlan(in PlanInput) (*Plan, error) {
+	g, spec := in.Globals, in.Spec
+	sel, err := Select(in.Config, g, spec.Annotations)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{ID: in.ID, Selection: sel}
+	if p.ID == "" {
+		p.ID = PlaceholderID
+	}
+	p.Ctx = specContext(g, &sel.Profile, in.Bundle, in.Registry, in.Original, in.ID, spec.Annotations)
+	rewritten, decisions, err := specs.Apply(p.Ctx, spec)
+	p.Lifetime, p.Decisions, p.RuleErr = withLifetime(&sel.Profile, spec.Annotations, decisions, err)
+	p.Handed = spec
+	gvisor := sel.Backend.IsGVisor()
+	if p.Enforce() {
+		if p.RuleErr != nil {
+			return p, nil
+		}
+		p.Handed = rewritten
+		p.decide(chooseCgroupsPath(p.Handed, g, p.ID)...)
+		if p.PlanErr = freshCgroup(p.Ctx, p.Handed); p.PlanErr != nil {
+			return p, nil
+		}
+		if gvisor {
+			p.decide(translateForGVisor(p.Handed)...)
+		}
+	}
+	p.BackendErr, p.InvariantErr = gateHanded(p.Ctx, p.ID, in.Bundle, p.Handed, g, gvisor)
+	if p.InvariantErr != nil {
+		p.InvariantErr = &invariantError{p.InvariantErr}
+	}
+	if p.Enforce() && (p.BackendErr != nil || p.InvariantErr != nil) {
+		return p, nil
+	}
+	var more []specs.Decision
+	p.Workspaces, more, p.PlanErr = planWorkspaces(&sel.Profile, p.Handed, in.Bundle, in.Registry.Dir(p.ID))
+	p.decide(more...)
+	if p.PlanErr != nil {
+		return p, nil
+	}
+	if p.HandedJSON, err = specs.Marshal(p.Handed); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Plan) decide(ds ...specs.Decision) { p.Decisions = append(p.Decisions, ds...) }
+
+// Refusal is what stops create, in the order create meets it; nil when
+// create hands the container over. Audit mode hands over whatever the
+// rules, the backend's validation and the invariants said: it promises
+// the backend's own behaviour, and bulkhead's copy of runc's validator may
+// be newer than the installed runc.
+func (p *Plan) Refusal() error {
+	if !p.Enforce() {
+		return p.PlanErr
+	}
+	for _, err := range []error{p.RuleErr, p.PlanErr, p.BackendErr, p.InvariantErr} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Warnings are the backend's and the invariants' refusals that audit mode
+// hands over anyway; the rules' are in the decisions.
+func (p *Plan) Warnings() []error {
+	if p.Enforce() {
+		return nil
+	}
+	var out []error
+	for _, err := range []error{p.BackendErr, p.InvariantErr} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+// invariantLines are the invariants not held, one per line.
+func (p *Plan) invariantLines() []string {
+	if p.InvariantErr == nil {
+		return nil
+	}
+	var ie *invariantError
+	if errors.As(p.InvariantErr, &ie) {
+		return strings.Split(ie.err.Error(), "\n")
+	}
+	return []string{p.InvariantErr.Error()}
+}
+
+// invariantError keeps the invariants' own message apart from the
+// sentence create puts in front of it.
+type invariantError struct{ err error }
+
+func (e *invariantError) Error() string {
+	return "the spec handed over breaks the profile's invariants: " + e.err.Error()
+}
+
+func (e *invariantError) Unwrap() error { return e.err }
