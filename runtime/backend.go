@@ -2,11 +2,8 @@ package runtime
 
 import (
 	"context"
-	"fmt"
-	"maps"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
@@ -18,20 +15,6 @@ type Backend struct {
 	Path string
 	// Args come from the configuration and go before every verb.
 	Args []string
-}
-
-// ResolveBackend finds the binary of the named backend the way an engine
-// would: an absolute path as is, a bare name through PATH.
-func (c *Config) ResolveBackend(name string) (*Backend, error) {
-	bc, ok := c.Backends[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown backend %q: configured backends are %s", name, strings.Join(sortedKeys(c.Backends), ", "))
-	}
-	path, err := exec.LookPath(bc.Path)
-	if err != nil {
-		return nil, fmt.Errorf("backend %s: %w", name, err)
-	}
-	return &Backend{Name: name, Path: path, Args: bc.Args}, nil
 }
 
 // Kind is the runtime a backend is, whatever the administrator named it:
@@ -62,8 +45,4 @@ func (b *Backend) Version() string {
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
 	return line
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

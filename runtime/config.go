@@ -5,7 +5,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -244,4 +247,18 @@ func clone[M ~map[K]V, K comparable, V any](m M) M {
 		out[k] = v
 	}
 	return out
+}
+
+// ResolveBackend finds the binary of the named backend the way an engine
+// would: an absolute path as is, a bare name through PATH.
+func (c *Config) ResolveBackend(name string) (*Backend, error) {
+	bc, ok := c.Backends[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown backend %q: configured backends are %s", name, strings.Join(slices.Sorted(maps.Keys(c.Backends)), ", "))
+	}
+	path, err := exec.LookPath(bc.Path)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	return &Backend{Name: name, Path: path, Args: bc.Args}, nil
 }

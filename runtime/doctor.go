@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -100,7 +101,7 @@ func Doctor(ctx context.Context, g *Globals, opt DoctorOptions) *DoctorReport {
 	r := &DoctorReport{}
 	cfg, cfgCheck := doctorConfig(g)
 	r.add(cfgCheck)
-	names := sortedKeys(cfg.Backends)
+	names := slices.Sorted(maps.Keys(cfg.Backends))
 	if opt.Backend != "" {
 		if _, ok := cfg.Backends[opt.Backend]; !ok {
 			r.add(DoctorCheck{Name: "backend " + opt.Backend, Status: StatusFail, Looked: "[backends] of the configuration",

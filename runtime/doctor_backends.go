@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -58,7 +59,7 @@ func b0(path string) string {
 
 func profilesUsing(cfg *Config, backend string) []string {
 	var out []string
-	for _, n := range sortedKeys(cfg.Profiles) {
+	for _, n := range slices.Sorted(maps.Keys(cfg.Profiles)) {
 		if cfg.Profiles[n].Backend == backend {
 			out = append(out, n)
 		}

@@ -3,9 +3,11 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -111,7 +113,7 @@ func doctorContainerd(path, self string) DoctorCheck {
 // binary's name) and says whether they lead to self.
 func judgeRegistrations(c DoctorCheck, entries map[string]string, self, installCmd string) DoctorCheck {
 	var ours, others []string
-	for _, name := range sortedKeys(entries) {
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		path := entries[name]
 		if !strings.HasPrefix(filepath.Base(path), "bulkhead") && !strings.HasPrefix(name, "bulkhead") {
 			continue

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 )
@@ -30,7 +32,7 @@ func List(g *Globals, v Values, out io.Writer) error {
 		return err
 	}
 	all := []ContainerState{}
-	for _, name := range sortedKeys(cfg.Backends) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Backends)) {
 		b, err := cfg.ResolveBackend(name)
 		if err != nil {
 			continue
@@ -104,7 +106,7 @@ func Version(g *Globals, version string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range sortedKeys(cfg.Backends) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Backends)) {
 		b, err := cfg.ResolveBackend(name)
 		if err != nil {
 			fmt.Fprintf(out, "backend %s: not found (%s)\n", name, cfg.Backends[name].Path)

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -35,7 +37,7 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 	}
 	profile, ok := cfg.Profiles[profileName]
 	if !ok {
-		return nil, fmt.Errorf("unknown profile %q: configured profiles are %s", profileName, strings.Join(sortedKeys(cfg.Profiles), ", "))
+		return nil, fmt.Errorf("unknown profile %q: configured profiles are %s", profileName, strings.Join(slices.Sorted(maps.Keys(cfg.Profiles)), ", "))
 	}
 	backendName := profile.Backend
 	if b := defaultBackendForArgv0(g.Argv0); b != "" {
