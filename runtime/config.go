@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"github.com/pelletier/go-toml/v2"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -251,7 +253,7 @@ func clone[M ~map[K]V, K comparable, V any](m M) M {
 
 // ResolveBackend finds the binary of the named backend the way an engine
 // would: an absolute path as is, a bare name through PATH.
-func (c *Config) ResolveBackend(name string) (*Backend, error) {
+func (c *Config) ResolveBackend(name string) (*backend.Backend, error) {
 	bc, ok := c.Backends[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q: configured backends are %s", name, strings.Join(slices.Sorted(maps.Keys(c.Backends)), ", "))
@@ -260,5 +262,5 @@ func (c *Config) ResolveBackend(name string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", name, err)
 	}
-	return &Backend{Name: name, Path: path, Args: bc.Args}, nil
+	return &backend.Backend{Name: name, Path: path, Args: bc.Args}, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
@@ -168,11 +170,11 @@ func (c *creation) handOver(verb string, v Values) error {
 	args = append(args, c.rec.ID)
 	argv := c.g.backendArgv(b, verb, args...)
 	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)
-	logOffset := logSize(c.g.Log)
-	status, err := runBackend(argv, v.Int("preserve-fds"))
+	logOffset := backend.LogSize(c.g.Log)
+	status, err := backend.Run(argv, v.Int("preserve-fds"))
 	c.created = true // even a failed create may leave state behind
 	if err == nil && status != 0 {
-		err = &BackendError{Verb: verb, Status: status, Msg: lastBackendError(c.g.Log, logOffset)}
+		err = &BackendError{Verb: verb, Status: status, Msg: backend.LastError(c.g.Log, logOffset)}
 	}
 	if err != nil {
 		return c.fail(c.undo(err))
@@ -214,7 +216,7 @@ func (c *creation) handOver(verb string, v Values) error {
 func (c *creation) undo(cause error) error {
 	var errs []error
 	if c.created {
-		_ = quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
+		_ = backend.Quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
 		if err := removeCgroup(c.rec.CgroupsPath); err != nil {
 			errs = append(errs, err)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"bulkhead.dev/bulkhead/cgroups"
 )
 
@@ -112,7 +114,7 @@ func Doctor(ctx context.Context, g *Globals, opt DoctorOptions) *DoctorReport {
 			names = []string{opt.Backend}
 		}
 	}
-	var usable []*Backend
+	var usable []*backend.Backend
 	for _, name := range names {
 		b, checks := doctorBackend(cfg, name, opt.Changelog)
 		for _, c := range checks {

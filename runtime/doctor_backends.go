@@ -10,12 +10,14 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+
+	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
 // doctorBackend checks one configured backend: found, runs, its version,
 // what it supports and, for runc, the escapes the table knows. The backend
 // is returned only when it runs, for the live check.
-func doctorBackend(cfg *Config, name string, changelog func(string) (*Changelog, error)) (*Backend, []DoctorCheck) {
+func doctorBackend(cfg *Config, name string, changelog func(string) (*Changelog, error)) (*backend.Backend, []DoctorCheck) {
 	bc := cfg.Backends[name]
 	title := "backend " + name
 	used := profilesUsing(cfg, name)
@@ -100,7 +102,7 @@ func lastLine(s string) string {
 
 // runcFeatures reads `runc features` (runc 1.1 and later): the seccomp
 // support and the mount options bulkhead hands over.
-func runcFeatures(b *Backend) DoctorCheck {
+func runcFeatures(b *backend.Backend) DoctorCheck {
 	c := DoctorCheck{Name: "backend " + b.Name + " features", Looked: b.Path + " features"}
 	out, err := runDoctorCmd(b.Path, "features")
 	if err != nil {
@@ -141,7 +143,7 @@ func runcFeatures(b *Backend) DoctorCheck {
 
 // runcEscapes judges the runc's version against runc_cves.toml, one line
 // per CVE, each saying which source decided.
-func runcEscapes(b *Backend, versionLine string, changelog func(string) (*Changelog, error)) []DoctorCheck {
+func runcEscapes(b *backend.Backend, versionLine string, changelog func(string) (*Changelog, error)) []DoctorCheck {
 	table, err := RuncCVEs()
 	if err != nil {
 		panic(err) // embedded; TestRuncCVETable keeps it loadable
@@ -175,7 +177,7 @@ func runcEscapes(b *Backend, versionLine string, changelog func(string) (*Change
 // runscFlags runs runsc with the flags bulkhead passes it on every call
 // (its configured args, --network=none, --oci-seccomp): a build too old
 // to know one of them would refuse every container.
-func runscFlags(b *Backend) DoctorCheck {
+func runscFlags(b *backend.Backend) DoctorCheck {
 	args := append(slices.Clone(b.Args), "--network=none", "--oci-seccomp", "--version")
 	c := DoctorCheck{Name: "backend " + b.Name + " flags", Looked: b.Path + " " + strings.Join(args, " ")}
 	if _, err := runDoctorCmd(b.Path, args...); err != nil {

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"github.com/sirupsen/logrus"
 )
 
@@ -22,8 +23,8 @@ const liveTimeout = time.Minute
 // profile), reports the verification create recorded and how long create
 // took, and deletes it. The container is never started: verification
 // happens at create, before the workload could run.
-func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, backend string) DoctorCheck {
-	c := DoctorCheck{Name: "live " + backend, Looked: "bulkhead create of a throwaway container, default profile"}
+func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string) DoctorCheck {
+	c := DoctorCheck{Name: "live " + name, Looked: "bulkhead create of a throwaway container, default profile"}
 	if os.Geteuid() != 0 {
 		c.Status, c.Found = StatusWarn, "not run: creating a container needs root; no evidence either way"
 		c.Fix = "run bulkhead doctor as root"
@@ -31,7 +32,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, backend stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	defer cancel()
-	sel, cfgPath, err := probeSelect(g, ProbeOptions{Backend: backend})
+	sel, cfgPath, err := probeSelect(g, ProbeOptions{Backend: name})
 	if err != nil {
 		c.Status, c.Found = StatusFail, err.Error()
 		return c
@@ -84,7 +85,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, backend stri
 	create := exec.CommandContext(ctx, self, p.bulkheadArgv("create", "--bundle", p.bundle.dir, "--pid-file", filepath.Join(work, "init.pid"), id)[1:]...)
 	create.Stdout, create.Stderr = logFile, logFile
 	create.Cancel = func() error { return create.Process.Signal(syscall.SIGTERM) }
-	create.WaitDelay = backendTimeout
+	create.WaitDelay = backend.Timeout
 	p.created = true
 	start := time.Now()
 	err = create.Run()

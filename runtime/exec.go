@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
@@ -81,7 +83,7 @@ func Exec(g *Globals, v Values, args []string) error {
 // where its flag parser no longer sees it, and fails. bulkhead starts the
 // attached exec in a session of its own instead and writes that process's
 // pid, which is also what runsc would have written.
-func detachGVisorExec(g *Globals, b *Backend, v Values, process, id string) error {
+func detachGVisorExec(g *Globals, b *backend.Backend, v Values, process, id string) error {
 	flags, _ := ForwardFlags("exec", v, true, append(processFlags, "detach", "pid-file")...)
 	rest := append([]string{"--process", process}, flags...)
 	argv := g.backendArgv(b, "exec", append(rest, id)...)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
@@ -40,7 +42,7 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), append(processFlags, "pid-file")...)
 	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
 	argv := g.backendArgv(b, "exec", append(rest, id)...)
-	status, err := runBackend(argv, v.Int("preserve-fds"))
+	status, err := backend.Run(argv, v.Int("preserve-fds"))
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: "exec", Status: status}
 	}
@@ -72,8 +74,8 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	flags, _ := ForwardFlags("exec", v, c.backend.IsGVisor(), append(processFlags, "pid-file")...)
 	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
 	argv := g.backendArgv(c.backend, "exec", append(rest, id)...)
-	status, err := superviseBackend(argv, v.Int("preserve-fds"), 0, func() error {
-		pid, err := waitPidFile(pidFile, backendTimeout)
+	status, err := backend.Supervise(argv, v.Int("preserve-fds"), 0, func() error {
+		pid, err := waitPidFile(pidFile, backend.Timeout)
 		if err != nil {
 			return nil // the backend failed or the process already ended: its status says which
 		}

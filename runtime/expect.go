@@ -5,6 +5,7 @@ import (
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/seccomp"
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -47,9 +48,9 @@ type Expectation struct {
 // Expect derives the expectation for a container of profile p whose
 // backend got handed (nil when there is none, as for an exec's process
 // alone).
-func Expect(p *specs.Profile, handed *rspec.Spec, backend string) (*Expectation, error) {
+func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, error) {
 	e := &Expectation{
-		Backend:      backend,
+		Backend:      kind,
 		NonRootUID:   p.UID != 0,
 		NonRootGID:   p.GID != 0,
 		LoopbackOnly: p.Network == specs.NetworkNone,
@@ -64,8 +65,8 @@ func Expect(p *specs.Profile, handed *rspec.Spec, backend string) (*Expectation,
 	if _, e.Seccomp, err = seccomp.ForProfileCompiled(p.Seccomp, p.CompatSyscalls); err != nil {
 		return nil, fmt.Errorf("verify: the profile's seccomp filter: %w", err)
 	}
-	if backend == "runsc" && e.PidsMax > 0 {
-		e.PidsMax = gvisorHostPids(e.PidsMax)
+	if kind == "runsc" && e.PidsMax > 0 {
+		e.PidsMax = backend.GVisorHostPids(e.PidsMax)
 	}
 	if handed != nil {
 		e.tighten(handed)

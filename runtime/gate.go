@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bulkhead.dev/bulkhead/runtime/backend"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -18,7 +19,7 @@ func gateHanded(ctx *specs.Context, id, bundle string, handed *rspec.Spec, g *Gl
 		// translatePidsForGVisor gave the host cgroup room for the
 		// sandbox's own threads; the workload's limit is RLIMIT_NPROC.
 		p := *ctx.Profile
-		p.PidsLimit = gvisorHostPids(p.PidsLimit)
+		p.PidsLimit = backend.GVisorHostPids(p.PidsLimit)
 		c := *ctx
 		c.Profile = &p
 		ictx = &c

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
 // Globals are runc's global flags plus bulkhead's own. dockerd puts a
@@ -37,7 +39,7 @@ func (g *Globals) SetConfig(path string, explicit bool) {
 // what follows. runsc rejects runc's short flags and some long ones, and
 // needs --network=none and --oci-seccomp so that the policy holds inside
 // gVisor too.
-func (g *Globals) backendArgv(b *Backend, verb string, rest ...string) []string {
+func (g *Globals) backendArgv(b *backend.Backend, verb string, rest ...string) []string {
 	argv := []string{b.Path}
 	argv = append(argv, b.Args...)
 	argv = append(argv, "--root", backendRoot(g.Root, b.Name))

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/seccomp"
@@ -25,7 +27,7 @@ func rulesNaming(p *rspec.LinuxSeccomp, name string) []rspec.LinuxSyscall {
 func TestTranslateSeccompForGVisorDefault(t *testing.T) {
 	p := seccomp.Default()
 	before := seccomp.Default()
-	notes := TranslateSeccompForGVisor(p)
+	notes := backend.TranslateSeccompForGVisor(p)
 	if len(notes) != 2 {
 		t.Errorf("notes %q, want two (clone3, pselect6)", notes)
 	}
@@ -74,7 +76,7 @@ func TestTranslateSeccompForGVisorErrnos(t *testing.T) {
 			{Names: []string{"ptrace"}, Action: rspec.ActErrno},
 		},
 	}
-	notes := TranslateSeccompForGVisor(p)
+	notes := backend.TranslateSeccompForGVisor(p)
 	if p.DefaultAction != rspec.ActTrace {
 		t.Errorf("default ERRNO(ENOSYS) became %s, want SCMP_ACT_TRACE", p.DefaultAction)
 	}
@@ -87,7 +89,7 @@ func TestTranslateSeccompForGVisorErrnos(t *testing.T) {
 	if len(notes) != 3 {
 		t.Errorf("notes %q, want three (default, openat2, chmod)", notes)
 	}
-	if TranslateSeccompForGVisor(nil) != nil {
+	if backend.TranslateSeccompForGVisor(nil) != nil {
 		t.Error("notes for no profile")
 	}
 }
@@ -104,9 +106,9 @@ func TestTranslateForGVisor(t *testing.T) {
 			Resources: &rspec.LinuxResources{Pids: &rspec.LinuxPids{Limit: &limit}},
 		},
 	}
-	translateForGVisor(s)
-	if got := *s.Linux.Resources.Pids.Limit; got != gvisorHostPids(64) {
-		t.Errorf("pids limit %d, want %d", got, gvisorHostPids(64))
+	backend.TranslateForGVisor(s)
+	if got := *s.Linux.Resources.Pids.Limit; got != backend.GVisorHostPids(64) {
+		t.Errorf("pids limit %d, want %d", got, backend.GVisorHostPids(64))
 	}
 	if r := rulesNaming(s.Linux.Seccomp, "clone3"); len(r) != 1 || r[0].Action != rspec.ActTrace {
 		t.Errorf("clone3 rules %+v", r)

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -56,7 +58,7 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 		Created: rec.Created, InitPid: rec.InitPid, CgroupsPath: rec.CgroupsPath, MaxLifetime: rec.MaxLifetime,
 		Deadline: rec.Deadline, WatchdogPid: rec.WatchdogPid, Decisions: rec.Decisions, Checks: rec.Checks}
 	in.Status = "unknown to " + b.Name
-	if out, err := outputOf(g.backendArgv(b, "state", id)); err == nil {
+	if out, err := backend.Output(g.backendArgv(b, "state", id)); err == nil {
 		var s struct {
 			Status string `json:"status"`
 		}

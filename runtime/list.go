@@ -9,6 +9,8 @@ import (
 	"slices"
 	"text/tabwriter"
 	"time"
+
+	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
 // ContainerState is one entry of `list --format json`, runc's fields.
@@ -40,7 +42,7 @@ func List(g *Globals, v Values, out io.Writer) error {
 		if _, err := os.Stat(backendRoot(g.Root, name)); err != nil {
 			continue
 		}
-		data, err := outputOf(g.backendArgv(b, "list", "--format", "json"))
+		data, err := backend.Output(g.backendArgv(b, "list", "--format", "json"))
 		if err != nil {
 			return fmt.Errorf("list of backend %s: %w", name, err)
 		}
@@ -86,7 +88,7 @@ func Features(g *Globals, out io.Writer) error {
 			"annotations":   map[string]string{"bulkhead.dev/features": "minimal: backend runsc has no features verb"},
 		})
 	}
-	data, err := outputOf(g.backendArgv(b, "features"))
+	data, err := backend.Output(g.backendArgv(b, "features"))
 	if err != nil {
 		return fmt.Errorf("features of backend %s: %w", b.Name, err)
 	}

@@ -7,13 +7,15 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"github.com/sirupsen/logrus"
 )
 
 // owner returns the backend that owns id: the one recorded at create, or,
 // for a container bulkhead has no record of, the backend the runtime entry
 // selects (so `state` of an unknown id gets the backend's own answer).
-func owner(g *Globals, id string) (*Backend, *Registry, error) {
+func owner(g *Globals, id string) (*backend.Backend, *Registry, error) {
 	cfg, err := LoadConfig(g.Config, g.explicit)
 	if err != nil {
 		return nil, nil, err
@@ -78,7 +80,7 @@ func Delete(g *Globals, v Values, id string) error {
 		return err
 	}
 	flags, _ := ForwardFlags("delete", v, b.IsGVisor())
-	status, err := runBackend(g.backendArgv(b, "delete", append(flags, id)...), 0)
+	status, err := backend.Run(g.backendArgv(b, "delete", append(flags, id)...), 0)
 	if err != nil {
 		return err
 	}
@@ -135,7 +137,7 @@ func writeAudit(g *Globals, e *AuditEntry) {
 }
 
 // backendKnows tells whether the backend still has state for id.
-func backendKnows(g *Globals, b *Backend, id string) bool {
-	_, err := outputOf(g.backendArgv(b, "state", id))
+func backendKnows(g *Globals, b *backend.Backend, id string) bool {
+	_, err := backend.Output(g.backendArgv(b, "state", id))
 	return err == nil
 }

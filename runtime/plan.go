@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -94,7 +96,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 			return p, nil
 		}
 		if gvisor {
-			p.decide(translateForGVisor(p.Handed)...)
+			p.decide(backend.TranslateForGVisor(p.Handed)...)
 		}
 	}
 	p.BackendErr, p.InvariantErr = gateHanded(p.Ctx, p.ID, in.Bundle, p.Handed, g, gvisor)

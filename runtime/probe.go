@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/cgroups"
@@ -204,7 +206,7 @@ func (p *probeRun) run(ctx context.Context) error {
 	// Interrupted, bulkhead create must still undo what it made: it gets
 	// SIGTERM (which it forwards to the backend), not SIGKILL.
 	create.Cancel = func() error { return create.Process.Signal(syscall.SIGTERM) }
-	create.WaitDelay = backendTimeout
+	create.WaitDelay = backend.Timeout
 	p.created = true // a failed create is cleaned up by create; delete is harmless
 	err = create.Run()
 	outW.Close() // the container holds its own copy
@@ -268,7 +270,7 @@ func (p *probeRun) run(ctx context.Context) error {
 func (p *probeRun) cleanup() error {
 	var errs []error
 	if p.created {
-		ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), backend.Timeout)
 		defer cancel()
 		del := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("delete", "--force", p.rep.ID)[1:]...)
 		if out, err := del.CombinedOutput(); err != nil {

@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -10,7 +12,7 @@ import (
 // by: the profile it was created under and the backend that owns it.
 type recorded struct {
 	cfg     *Config
-	backend *Backend
+	backend *backend.Backend
 	rec     *Record
 	profile specs.Profile
 }

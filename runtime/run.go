@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
@@ -55,7 +57,7 @@ func Run(g *Globals, v Values, id string) error {
 	defer signal.Stop(sigs)
 
 	b := c.sel.Backend
-	status, err := runBackend(g.backendArgv(b, "start", id), 0)
+	status, err := backend.Run(g.backendArgv(b, "start", id), 0)
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: "start", Status: status}
 	}
@@ -76,7 +78,7 @@ func Run(g *Globals, v Values, id string) error {
 			}
 			return
 		}
-		_ = quietly(g.backendArgv(b, "kill", id, strconv.Itoa(int(s.(unix.Signal)))))
+		_ = backend.Quietly(g.backendArgv(b, "kill", id, strconv.Itoa(int(s.(unix.Signal)))))
 	})
 	// The backend's other processes (gVisor's gofer and sandbox) were
 	// re-parented to bulkhead too. Until they are reaped they are zombies,

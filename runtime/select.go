@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -23,7 +25,7 @@ var isolation = map[string]int{"runc": 1, "crun": 1, "runsc": 2}
 // Selection is the profile and backend chosen for one container.
 type Selection struct {
 	Profile specs.Profile
-	Backend *Backend
+	Backend *backend.Backend
 }
 
 // Select decides profile and backend from, in order: the runtime entry

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -25,7 +27,7 @@ func Start(g *Globals, v Values, id string) error {
 	if err != nil || !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
 		return Passthrough(g, "start", v, []string{id})
 	}
-	status, err := runBackend(g.backendArgv(c.backend, "start", id), 0)
+	status, err := backend.Run(g.backendArgv(c.backend, "start", id), 0)
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: "start", Status: status}
 	}
@@ -37,7 +39,7 @@ func Start(g *Globals, v Values, id string) error {
 
 // verifyGVisorStarted waits for the sandbox process to hold a seccomp
 // filter and no_new_privs, and kills the container when it does not.
-func verifyGVisorStarted(g *Globals, b *Backend, id string, pid int) error {
+func verifyGVisorStarted(g *Globals, b *backend.Backend, id string, pid int) error {
 	var st procStatus
 	var err error
 	deadline := time.Now().Add(gvisorFilterDeadline)
@@ -65,7 +67,7 @@ func verifyGVisorStarted(g *Globals, b *Backend, id string, pid int) error {
 	if st["Seccomp"] == "2" {
 		control, want, got = "no_new_privs", "NoNewPrivs 1", "NoNewPrivs "+st["NoNewPrivs"]
 	}
-	if kerr := quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
+	if kerr := backend.Quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
 		logrus.Errorf("bulkhead: start %s: kill after failed verification: %v", id, kerr)
 	}
 	return fmt.Errorf("verification after start: control %s: expected %s of the gVisor sandbox %d, kernel applied %s after %s; the container was killed",

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	units "github.com/docker/go-units"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -19,7 +21,7 @@ import (
 // 1g --pids-limit 100000` leaves the cgroup at the profile's ceilings.
 func Update(g *Globals, v Values, id string) error {
 	c, err := lookupRecorded(g, "update", id)
-	var b *Backend
+	var b *backend.Backend
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		// Not bulkhead's container: the backend decides, as it would alone.

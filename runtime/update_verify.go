@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/cgroups"
@@ -28,7 +30,7 @@ func updateVerified(g *Globals, c *recorded, r *rspec.LinuxResources, resources,
 		return fmt.Errorf("update %s: %w", id, err)
 	}
 	b := c.backend
-	status, err := runBackend(g.backendArgv(b, "update", "--resources", resources, id), 0)
+	status, err := backend.Run(g.backendArgv(b, "update", "--resources", resources, id), 0)
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: "update", Status: status}
 	}
@@ -58,7 +60,7 @@ func updateVerified(g *Globals, c *recorded, r *rspec.LinuxResources, resources,
 	}
 	// The limits cannot be trusted any more: nothing of the container may
 	// run on under them.
-	if kerr := quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
+	if kerr := backend.Quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
 		return fmt.Errorf("verification after update: %w; restoring the previous limits failed (%v) and so did killing the container: %v", err, rerr, kerr)
 	}
 	return fmt.Errorf("verification after update: %w; restoring the previous limits failed (%v): container killed", err, rerr)
@@ -70,7 +72,7 @@ func sameLimits(a, b cgroups.Limits) bool {
 }
 
 // restoreLimits hands the backend the limits read before an update.
-func restoreLimits(g *Globals, b *Backend, id string, l cgroups.Limits) error {
+func restoreLimits(g *Globals, b *backend.Backend, id string, l cgroups.Limits) error {
 	r := &rspec.LinuxResources{}
 	if l.PidsMax > 0 {
 		r.Pids = &rspec.LinuxPids{Limit: &l.PidsMax}
@@ -97,7 +99,7 @@ func restoreLimits(g *Globals, b *Backend, id string, l cgroups.Limits) error {
 	if err != nil {
 		return err
 	}
-	status, err := runBackend(g.backendArgv(b, "update", "--resources", path, id), 0)
+	status, err := backend.Run(g.backendArgv(b, "update", "--resources", path, id), 0)
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: "update", Status: status}
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unsafe"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
@@ -175,7 +177,7 @@ type watchdog struct {
 	g        *Globals
 	cfg      *Config
 	reg      *Registry
-	b        *Backend
+	b        *backend.Backend
 	id       string
 	pid      int
 	pidfd    int // -1 when the kernel has no pidfd_open
@@ -351,7 +353,7 @@ func (wd *watchdog) expire(deadline time.Time) error {
 	}
 	count, countErr := wd.countProcesses()
 	argv := wd.g.backendArgv(wd.b, "kill", "--all", wd.id, "KILL")
-	killErr := quietly(argv)
+	killErr := backend.Quietly(argv)
 	// The kill reaches every process of the container; wait for the init to
 	// go so the audit line says what happened, not what was asked.
 	gone := wd.initExited(5 * time.Second)

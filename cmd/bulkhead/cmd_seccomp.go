@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,7 +114,7 @@ func showSeccomp(g *runtime.Globals, explicitConfig bool) (*seccompReport, error
 		r.Source = sel.Profile.Seccomp
 	}
 	if sel.Backend.IsGVisor() {
-		r.BackendNotes = runtime.TranslateSeccompForGVisor(p)
+		r.BackendNotes = backend.TranslateSeccompForGVisor(p)
 	}
 	r.Allowed, r.Denied = seccomp.Summary(p)
 	r.AllowedFromDeniedList = []string{}

@@ -1,4 +1,4 @@
-package runtime
+package backend
 
 import (
 	"bufio"
@@ -9,7 +9,7 @@ import (
 )
 
 // logSize is where the backend's lines in the --log file will start.
-func logSize(path string) int64 {
+func LogSize(path string) int64 {
 	if path == "" {
 		return 0
 	}
@@ -25,7 +25,7 @@ func logSize(path string) int64 {
 // that file, which is bulkhead's, so bulkhead's line must carry the
 // backend's reason (runc's "error setting rlimit type 6: operation not
 // permitted") rather than hide it. "" when there is none.
-func lastBackendError(path string, offset int64) string {
+func LastError(path string, offset int64) string {
 	if path == "" {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package runtime
+package backend
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ const gvisorPidsPerProcess = 3
 // gvisorHostPids is the host pids.max of a sandbox whose workload may have
 // limit processes (enforced inside by RLIMIT_NPROC): at the host limit,
 // gVisor's own thread creation fails and the whole sandbox dies.
-func gvisorHostPids(limit int64) int64 {
+func GVisorHostPids(limit int64) int64 {
 	return limit*gvisorPidsPerProcess + gvisorThreads
 }
 
@@ -35,7 +35,7 @@ func gvisorHostPids(limit int64) int64 {
 // (TranslateSeccompForGVisor). It runs after the rules and their
 // validation, on the spec handed to runsc only, and returns a decision per
 // change.
-func translateForGVisor(s *rspec.Spec) []specs.Decision {
+func TranslateForGVisor(s *rspec.Spec) []specs.Decision {
 	ds := translatePidsForGVisor(s)
 	if s.Linux != nil && s.Linux.Seccomp != nil {
 		for _, n := range TranslateSeccompForGVisor(s.Linux.Seccomp) {
@@ -59,7 +59,7 @@ func translatePidsForGVisor(s *rspec.Spec) []specs.Decision {
 	if limit <= 0 {
 		return nil
 	}
-	host := gvisorHostPids(limit)
+	host := GVisorHostPids(limit)
 	s.Linux.Resources.Pids.Limit = &host
 	ds := []specs.Decision{{Rule: "pids", Field: "linux.resources.pids.limit", Action: specs.Kept,
 		Before: strconv.FormatInt(limit, 10), After: strconv.FormatInt(host, 10), Layer: specs.LayerPids,

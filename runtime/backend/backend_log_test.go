@@ -1,4 +1,4 @@
-package runtime
+package backend
 
 import (
 	"os"
@@ -12,8 +12,8 @@ func TestLastBackendError(t *testing.T) {
 	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	offset := logSize(path)
-	if got := lastBackendError(path, offset); got != "" {
+	offset := LogSize(path)
+	if got := LastError(path, offset); got != "" {
 		t.Errorf("nothing written since the offset, got %q", got)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -29,17 +29,17 @@ func TestLastBackendError(t *testing.T) {
 	}
 	f.Close()
 	want := "runc create failed: unable to start container process: error setting rlimit type 6: operation not permitted"
-	if got := lastBackendError(path, offset); got != want {
+	if got := LastError(path, offset); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got := lastBackendError(filepath.Join(t.TempDir(), "missing"), 0); got != "" {
+	if got := LastError(filepath.Join(t.TempDir(), "missing"), 0); got != "" {
 		t.Errorf("missing log: %q", got)
 	}
 	text := filepath.Join(t.TempDir(), "log.txt")
 	if err := os.WriteFile(text, []byte(`time="x" level=error msg="runsc: cannot start"`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastBackendError(text, 0); got != "runsc: cannot start" {
+	if got := LastError(text, 0); got != "runsc: cannot start" {
 		t.Errorf("text format: %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package backend
 
 import (
 	"context"
@@ -15,20 +15,20 @@ import (
 
 // backendTimeout bounds a backend call that bulkhead waits for; a backend
 // that hangs must not hang the engine forever.
-const backendTimeout = 2 * time.Minute
+const Timeout = 2 * time.Minute
 
 // runBackend runs a backend as a child with bulkhead's own stdio, the
 // preserved fds at the same numbers, and every catchable signal forwarded,
 // and returns its exit status. err is non-nil only when it could not run.
-func runBackend(argv []string, preserveFds int) (int, error) {
-	return superviseBackend(argv, preserveFds, backendTimeout, nil)
+func Run(argv []string, preserveFds int) (int, error) {
+	return Supervise(argv, preserveFds, Timeout, nil)
 }
 
 // superviseBackend is runBackend with a timeout of its own (0 for none:
 // an attached exec runs as long as its process) and a watch that runs
 // once the backend started; an error from watch is returned after the
 // backend ended (watch kills what must not run).
-func superviseBackend(argv []string, preserveFds int, timeout time.Duration, watch func() error) (int, error) {
+func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func() error) (int, error) {
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -69,13 +69,13 @@ func superviseBackend(argv []string, preserveFds int, timeout time.Duration, wat
 	if werr != nil {
 		return -1, werr
 	}
-	return exitStatus(err)
+	return ExitStatus(err)
 }
 
 // outputOf runs a backend and returns its stdout, for verbs whose output
 // bulkhead reads (list, features, state of a record).
-func outputOf(argv []string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+func Output(argv []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
@@ -83,8 +83,8 @@ func outputOf(argv []string) ([]byte, error) {
 }
 
 // quietly runs a backend for cleanup, discarding its output.
-func quietly(argv []string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), backendTimeout)
+func Quietly(argv []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 	if err != nil {
@@ -94,21 +94,21 @@ func quietly(argv []string) error {
 }
 
 // exitStatus turns a Wait error into the status a shell would report.
-func exitStatus(err error) (int, error) {
+func ExitStatus(err error) (int, error) {
 	if err == nil {
 		return 0, nil
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
-			return waitStatusCode(ws), nil
+			return WaitStatusCode(ws), nil
 		}
 		return ee.ExitCode(), nil
 	}
 	return -1, err
 }
 
-func waitStatusCode(ws syscall.WaitStatus) int {
+func WaitStatusCode(ws syscall.WaitStatus) int {
 	if ws.Signaled() {
 		return 128 + int(ws.Signal())
 	}
