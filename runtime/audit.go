@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -29,7 +31,7 @@ type AuditEntry struct {
 	SpecAfter   string           `json:"spec_sha256_after,omitempty"`
 	Decisions   []specs.Decision `json:"decisions,omitempty"`
 	SecretsGone []string         `json:"secret_env_removed,omitempty"`
-	Checks      []Check          `json:"verification,omitempty"`
+	Checks      []verify.Check   `json:"verification,omitempty"`
 	Deadline    *time.Time       `json:"deadline,omitempty"`
 	Killed      *int             `json:"processes_killed,omitempty"`
 	Outcome     string           `json:"outcome"`

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -184,10 +186,10 @@ func (c *creation) handOver(verb string, v Values) error {
 		return c.fail(c.undo(err))
 	}
 	c.rec.InitPid, c.rec.InitStart = pid, initStart(pid)
-	var report Report
-	exp, err := Expect(&c.sel.Profile, c.handed, b.Kind())
+	var report verify.Report
+	exp, err := verify.Expect(&c.sel.Profile, c.handed, b.Kind())
 	if err == nil {
-		report, err = Verify(pid, exp)
+		report, err = verify.Container(pid, exp)
 	}
 	c.rec.Checks = report
 	c.audit.Checks = report

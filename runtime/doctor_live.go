@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"github.com/sirupsen/logrus"
 )
@@ -99,7 +101,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 	if err == nil {
 		var rec *Record
 		if rec, err = reg.Get(id); err == nil {
-			return liveVerdict(c, Report(rec.Checks), took)
+			return liveVerdict(c, verify.Report(rec.Checks), took)
 		}
 	}
 	c.Status, c.Found = StatusFail, fmt.Sprintf("created in %s but its record is unreadable: %v", took, err)
@@ -108,7 +110,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 
 // liveVerdict judges the verification create recorded. No checks at all
 // is no evidence, so it fails like a mismatch.
-func liveVerdict(c DoctorCheck, r Report, took time.Duration) DoctorCheck {
+func liveVerdict(c DoctorCheck, r verify.Report, took time.Duration) DoctorCheck {
 	failed := r.Failed()
 	switch {
 	case len(r) == 0:

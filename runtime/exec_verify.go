@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -119,12 +121,12 @@ func waitPidFile(path string, d time.Duration) (int, error) {
 // (VerifyProcess) and, when it does not hold, kills it and returns the
 // error naming the control.
 func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error {
-	e, err := Expect(&c.profile, nil, c.backend.Kind())
+	e, err := verify.Expect(&c.profile, nil, c.backend.Kind())
 	if err == nil {
 		u := policed.User
 		e.User, e.WorkloadRan = &u, true
-		var r Report
-		if r, err = VerifyProcess(pid, e); err == nil {
+		var r verify.Report
+		if r, err = verify.Process(pid, e); err == nil {
 			err = r.Err()
 		}
 	}

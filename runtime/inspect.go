@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	"golang.org/x/sys/unix"
@@ -34,7 +36,7 @@ type Inspection struct {
 	WatchdogPid int              `json:"watchdog_pid,omitempty"`
 	Watchdog    string           `json:"watchdog,omitempty"`
 	Decisions   []specs.Decision `json:"decisions"`
-	Checks      []Check          `json:"verification"`
+	Checks      []verify.Check   `json:"verification"`
 }
 
 // Inspect reads bulkhead's record of id and asks the owning backend for

@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"bulkhead.dev/bulkhead/cgroups"
 )
 
@@ -64,9 +66,9 @@ type ProbeReport struct {
 	Controls []ProbeControl `json:"controls"`
 	// Verification is what create verified from the host before the probe
 	// started (runtime.Verify).
-	Verification []Check `json:"verification,omitempty"`
-	Pass         bool    `json:"pass"`
-	Error        string  `json:"error,omitempty"`
+	Verification []verify.Check `json:"verification,omitempty"`
+	Pass         bool           `json:"pass"`
+	Error        string         `json:"error,omitempty"`
 }
 
 // Outcomes of a row.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -32,7 +34,7 @@ type Record struct {
 	// only they, may join its namespaces (see podSandbox).
 	Pod       *Pod             `json:"pod,omitempty"`
 	Decisions []specs.Decision `json:"decisions,omitempty"`
-	Checks    []Check          `json:"checks,omitempty"`
+	Checks    []verify.Check   `json:"checks,omitempty"`
 	// MaxLifetime is the effective wall-clock lifetime, enforced by the
 	// watchdog WatchdogPid; Deadline is set when the watchdog sees the
 	// container start.

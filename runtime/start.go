@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/verify"
 
 	"github.com/sirupsen/logrus"
 
@@ -40,11 +41,11 @@ func Start(g *Globals, v Values, id string) error {
 // verifyGVisorStarted waits for the sandbox process to hold a seccomp
 // filter and no_new_privs, and kills the container when it does not.
 func verifyGVisorStarted(g *Globals, b *backend.Backend, id string, pid int) error {
-	var st procStatus
+	var st verify.ProcStatus
 	var err error
 	deadline := time.Now().Add(gvisorFilterDeadline)
 	for {
-		st, err = readProcStatus(pid)
+		st, err = verify.ReadProcStatus(pid)
 		if err != nil || ended(pid) {
 			// A short job's sandbox may end before it is read: nothing of
 			// it runs any more, and what it ran cannot be verified; the

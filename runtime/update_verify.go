@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -37,10 +39,10 @@ func updateVerified(g *Globals, c *recorded, r *rspec.LinuxResources, resources,
 	if err != nil {
 		return err
 	}
-	e, err := Expect(&c.profile, &rspec.Spec{Linux: &rspec.Linux{Resources: r}}, b.Kind())
-	var rep Report
+	e, err := verify.Expect(&c.profile, &rspec.Spec{Linux: &rspec.Linux{Resources: r}}, b.Kind())
+	var rep verify.Report
 	if err == nil {
-		err = verifyCgroups(&rep, pid, e)
+		rep, err = verify.Cgroups(pid, e)
 	}
 	if err == nil {
 		err = rep.Err()

@@ -13,7 +13,7 @@ type Control struct {
 	Rules   []string `json:"rules,omitempty"`
 	Default string   `json:"default"`
 	Layer   string   `json:"layer"`
-	// Verified names the checks of runtime.Verify (runc) for this control;
+	// Verified names the checks of runtime/verify.Container (runc) for this control;
 	// empty where the host cannot see it and only the probe can.
 	Verified []string `json:"verified,omitempty"`
 	// Probe names the bulkhead-probe controls that attempt it.

@@ -1,4 +1,4 @@
-package runtime
+package verify
 
 import (
 	"crypto/rand"
@@ -66,7 +66,7 @@ func TestParseProcStatus(t *testing.T) {
 	// The expectation does not come from the spec: with no user named
 	// and every status field of a root process with CAP_CHOWN, no
 	// no_new_privs and no filter, each check still fails.
-	root := procStatus{}
+	root := ProcStatus{}
 	for k, v := range st {
 		root[k] = v
 	}
@@ -245,7 +245,7 @@ func verifyWith(t *testing.T, pid int, s *rspec.Spec, backend string) (Report, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Verify(pid, e)
+	return Container(pid, e)
 }
 
 func specOf(mutate ...func(*rspec.Spec)) *rspec.Spec {

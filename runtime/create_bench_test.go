@@ -13,6 +13,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -93,17 +94,17 @@ func BenchmarkVerify(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// The expectation is part of what create pays for.
-		e, err := Expect(&prof, handed, "runc")
+		e, err := verify.Expect(&prof, handed, "runc")
 		if err != nil {
 			b.Fatal(err)
 		}
-		r, err := Verify(rec.InitPid, e)
+		r, err := verify.Container(rec.InitPid, e)
 		if err != nil || r.Err() != nil {
 			b.Fatalf("verify: %v %v", err, r.Err())
 		}
 	}
 	b.StopTimer()
-	verify := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	verifyNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 
 	const rounds = 5
 	withVerify := medianOf(b, rounds, func(i int) time.Duration {
@@ -114,7 +115,7 @@ func BenchmarkVerify(b *testing.B) {
 	})
 	b.ReportMetric(float64(withVerify.Microseconds())/1000, "ms/bulkhead-create")
 	b.ReportMetric(float64(runcOnly.Microseconds())/1000, "ms/runc-create")
-	b.ReportMetric(100*verify/float64(withVerify.Nanoseconds()), "verify-%-of-create")
+	b.ReportMetric(100*verifyNs/float64(withVerify.Nanoseconds()), "verify-%-of-create")
 }
 
 // BenchmarkCreate times one create, without the delete that follows: runc

@@ -1,4 +1,4 @@
-package runtime
+package verify
 
 import (
 	"slices"
@@ -75,7 +75,7 @@ func TestVerifyWithoutRule(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := Verify(pid, e)
+			r, err := Container(pid, e)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package runtime
+package verify
 
 import (
 	"bufio"
@@ -82,7 +82,7 @@ func (r *Report) add(control, expected, observed string) {
 // GVisorInsideControls). An error means the check itself could not be
 // done; the caller fails closed on an error as on a failed check
 // (Report.Err).
-func Verify(pid int, e *Expectation) (Report, error) {
+func Container(pid int, e *Expectation) (Report, error) {
 	var r Report
 	if e == nil {
 		return r, errors.New("verify: no expectation")
@@ -121,7 +121,7 @@ func Verify(pid int, e *Expectation) (Report, error) {
 // holds (capabilities, no_new_privs, identity, seccomp). The container's
 // namespaces, root and cgroup were verified at create. runsc's processes
 // live inside gVisor, where the host cannot see them.
-func VerifyProcess(pid int, e *Expectation) (Report, error) {
+func Process(pid int, e *Expectation) (Report, error) {
 	var r Report
 	if e == nil {
 		return r, errors.New("verify: no expectation")
@@ -135,11 +135,11 @@ func VerifyProcess(pid int, e *Expectation) (Report, error) {
 	return r, verifySeccompFilter(&r, pid, e)
 }
 
-// procStatus holds the /proc/PID/status fields Verify reads.
-type procStatus map[string]string
+// ProcStatus holds the /proc/PID/status fields Verify reads.
+type ProcStatus map[string]string
 
-// readProcStatus parses /proc/PID/status ("Name:\tvalue" lines).
-func readProcStatus(pid int) (procStatus, error) {
+// ReadProcStatus parses /proc/PID/status ("Name:\tvalue" lines).
+func ReadProcStatus(pid int) (ProcStatus, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
@@ -148,8 +148,8 @@ func readProcStatus(pid int) (procStatus, error) {
 	return parseProcStatus(f)
 }
 
-func parseProcStatus(rd io.Reader) (procStatus, error) {
-	st := procStatus{}
+func parseProcStatus(rd io.Reader) (ProcStatus, error) {
+	st := ProcStatus{}
 	sc := bufio.NewScanner(rd)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
@@ -165,7 +165,7 @@ func parseProcStatus(rd io.Reader) (procStatus, error) {
 }
 
 func verifyProcess(r *Report, pid int, e *Expectation) error {
-	st, err := readProcStatus(pid)
+	st, err := ReadProcStatus(pid)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func verifyProcess(r *Report, pid int, e *Expectation) error {
 // checkStatus compares the /proc status fields with the expectation: no
 // capability in any set and no_new_privs whatever the spec said, a
 // seccomp filter, and the identity.
-func checkStatus(r *Report, st procStatus, e *Expectation) error {
+func checkStatus(r *Report, st ProcStatus, e *Expectation) error {
 	for _, field := range []string{"CapBnd", "CapEff", "CapPrm", "CapAmb", "CapInh"} {
 		obs, ok := st[field]
 		if !ok {
@@ -198,7 +198,7 @@ func checkStatus(r *Report, st procStatus, e *Expectation) error {
 // checkIDs: real, effective, saved and filesystem ids must all be the
 // spec's (a saved uid 0 could be switched back to) and none 0 where the
 // profile demotes root; the supplementary groups exactly the spec's.
-func checkIDs(r *Report, st procStatus, e *Expectation) {
+func checkIDs(r *Report, st ProcStatus, e *Expectation) {
 	for _, id := range []struct {
 		control, field string
 		nonRoot        bool
@@ -306,7 +306,7 @@ func verifySeccompFilter(r *Report, pid int, e *Expectation) error {
 // ownFilterCount is the number of seccomp filters bulkhead runs under,
 // which every process it starts inherits.
 func ownFilterCount() (int, error) {
-	st, err := readProcStatus(os.Getpid())
+	st, err := ReadProcStatus(os.Getpid())
 	if err != nil {
 		return 0, err
 	}
@@ -457,6 +457,13 @@ func verifyRunscFlags(r *Report, pid int) error {
 // verifyCgroups compares the profile's pids, memory, swap and cpu ceilings,
 // lowered by the handed spec, with the limits the kernel applied to pid's
 // cgroup. A ceiling the kernel shows unset or higher fails.
+// Cgroups checks only the limits of pid's cgroups, as after an update.
+func Cgroups(pid int, e *Expectation) (Report, error) {
+	var r Report
+	err := verifyCgroups(&r, pid, e)
+	return r, err
+}
+
 func verifyCgroups(r *Report, pid int, e *Expectation) error {
 	if e.PidsMax == 0 && e.MemoryMax == 0 && e.CPUs == 0 {
 		return nil
