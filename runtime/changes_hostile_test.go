@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +110,7 @@ func TestKeepSparseAndHardlinks(t *testing.T) {
 	var err error
 	start := time.Now()
 	alloc := heapGrowth(func() {
-		r, err = saveChanges(cfg, "/run/root-a", &Record{ID: "c1"}, []workspace{h.ws}, time.Hour)
+		r, err = saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []workspace{h.ws}, time.Hour)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +155,7 @@ func TestKeepFailureLeavesNothing(t *testing.T) {
 	h.file("big", bytes.Repeat([]byte("y"), 2<<20))
 	cfg := testConfig(t)
 	cfg.ChangesQuota = "1m"
-	if _, err := saveChanges(cfg, "/run/root-a", &Record{ID: "c1"}, []workspace{h.ws}, time.Hour); err == nil {
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []workspace{h.ws}, time.Hour); err == nil {
 		t.Fatal("2 MiB kept under a 1 MiB quota")
 	} else {
 		t.Logf("refused: %v", err)
@@ -169,7 +171,7 @@ func TestKeepFailureLeavesNothing(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		h.file(filepath.Join("many", strings.Repeat("f", i+1)), []byte("z"))
 	}
-	if _, err := saveChanges(cfg, "/run/root-a", &Record{ID: "c2"}, []workspace{h.ws}, time.Hour); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c2"}, []workspace{h.ws}, time.Hour); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
 		t.Fatalf("60 files kept under changes_max_files 50: %v", err)
 	}
 	ents, _ = os.ReadDir(changesDir(cfg))
@@ -184,7 +186,7 @@ func TestPruneRemovesWithoutMetadata(t *testing.T) {
 	h := newHostileWorkspace(t)
 	h.file("a.txt", []byte("a\n"))
 	cfg := testConfig(t)
-	r, err := saveChanges(cfg, "/run/root-a", &Record{ID: "good"}, []workspace{h.ws}, time.Hour)
+	r, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "good"}, []workspace{h.ws}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +231,7 @@ func TestKeptByRootAndID(t *testing.T) {
 	for _, root := range []string{"/run/tenant-a", "/run/tenant-b"} {
 		h := newHostileWorkspace(t)
 		h.file("who.txt", []byte(root+"\n"))
-		if _, err := saveChanges(cfg, root, &Record{ID: "same"}, []workspace{h.ws}, time.Hour); err != nil {
+		if _, err := saveChanges(cfg, root, &state.Record{ID: "same"}, []workspace{h.ws}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -417,7 +419,7 @@ func TestExportLimitsAndFifos(t *testing.T) {
 			t.Fatalf("%s blocked on a fifo", format)
 		}
 	}
-	if _, err := saveChanges(testConfig(t), "/r", &Record{ID: "f"}, []workspace{h.ws}, time.Hour); err != nil {
+	if _, err := saveChanges(testConfig(t), "/r", &state.Record{ID: "f"}, []workspace{h.ws}, time.Hour); err != nil {
 		t.Errorf("keep with fifos: %v", err)
 	}
 }

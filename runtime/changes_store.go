@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 )
@@ -83,7 +85,7 @@ func liveSets(ws []workspace) []layerSet {
 
 // Diff writes the changes of a live container's workspaces.
 func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
-	if err := CheckID(id); err != nil {
+	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	cfg, err := LoadConfig(g.Config, g.explicit)
@@ -94,7 +96,7 @@ func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := OpenRegistry(g.Root)
+	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
 
 // retainChanges keeps a deleted container's workspace changes and says
 // where; nil and no error when there are none or retention is off.
-func retainChanges(g *Globals, reg *Registry, rec *Record) (*retained, error) {
+func retainChanges(g *Globals, reg *state.Registry, rec *state.Record) (*retained, error) {
 	ws, err := loadWorkspaces(reg.Dir(rec.ID))
 	if err != nil {
 		return nil, fmt.Errorf("workspaces of %s: %w", rec.ID, err)
@@ -166,7 +168,7 @@ func lockChanges(cfg *Config) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-func saveChanges(cfg *Config, root string, rec *Record, ws []workspace, keep time.Duration) (*retained, error) {
+func saveChanges(cfg *Config, root string, rec *state.Record, ws []workspace, keep time.Duration) (*retained, error) {
 	lim, err := limitsOf(cfg)
 	if err != nil {
 		return nil, err
@@ -509,7 +511,7 @@ func readRetained(dir string) (*retained, error) {
 // ExportChanges writes the kept changes of the caller's --root and id,
 // or a live container's changes when nothing is kept yet.
 func ExportChanges(g *Globals, id, format string, w io.Writer) ([]string, error) {
-	if err := CheckID(id); err != nil {
+	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	if err := checkFormat(format); err != nil {
@@ -652,7 +654,7 @@ func pruneLocked(cfg *Config, olderThan time.Duration) ([]string, error) {
 		if now.Before(r.Expires) && (olderThan < 0 || now.Sub(r.Deleted) < olderThan) {
 			continue
 		}
-		if err := removeTree(r.Dir); err != nil {
+		if err := state.RemoveTree(r.Dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -661,7 +663,7 @@ func pruneLocked(cfg *Config, olderThan time.Duration) ([]string, error) {
 		_ = os.Remove(filepath.Dir(r.Dir))
 	}
 	for _, p := range orphans {
-		if err := unmountUnder(p); err != nil {
+		if err := state.UnmountUnder(p); err != nil {
 			errs = append(errs, err)
 			continue
 		}

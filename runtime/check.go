@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -85,7 +87,7 @@ func DryRun(g *Globals, specPath, bundle, id string) (*CheckReport, error) {
 // planAndReport is DryRun with the plan it reports.
 func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan, error) {
 	if id != "" {
-		if err := CheckID(id); err != nil {
+		if err := state.CheckID(id); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -103,10 +105,7 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 	}
 	// A registry that is only read: joining a pod sandbox's namespace is
 	// judged as create would, and nothing is created.
-	reg := &Registry{dir: stateRoot(g.Root)}
-	if real, err := filepath.EvalSymlinks(reg.dir); err == nil {
-		reg.dir = real
-	}
+	reg := state.View(g.Root)
 	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: data, Registry: reg})
 	if err != nil {
 		return nil, nil, err

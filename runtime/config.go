@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -157,7 +158,7 @@ func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
 		cfg.ChangesQuota = fc.ChangesQuota
 	}
 	for name, b := range fc.Backends {
-		if name == stateDirName {
+		if name == state.DirName {
 			return nil, fmt.Errorf("config %s: backend name %q is reserved", name, name)
 		}
 		cfg.Backends[name] = b

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/verify"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -41,8 +43,8 @@ func (e *BackendError) Error() string {
 type creation struct {
 	g       *Globals
 	cfg     *Config
-	reg     *Registry
-	rec     *Record
+	reg     *state.Registry
+	rec     *state.Record
 	sel     *Selection
 	bundle  string
 	pidFile string
@@ -70,7 +72,7 @@ type creation struct {
 // prepare runs everything before the hand-over: load, select, rules,
 // validation, record. On error nothing of the container exists.
 func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
-	if err := CheckID(id); err != nil {
+	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	cfg, err := LoadConfig(g.Config, g.explicit)
@@ -89,7 +91,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg, err := OpenRegistry(g.Root)
+	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -118,11 +120,11 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		c.audit.SpecAfter = c.audit.SpecBefore
 	}
 
-	c.rec = &Record{ID: id, Backend: sel.Backend.Name, BackendPath: sel.Backend.Path, Bundle: bundle,
+	c.rec = &state.Record{ID: id, Backend: sel.Backend.Name, BackendPath: sel.Backend.Path, Bundle: bundle,
 		Profile: sel.Profile.Name, Mode: sel.Profile.Mode, Decisions: decisions}
 	c.rec.Created = nowUTC()
 	if a := spec.Annotations; a[specs.AnnotationCRIContainerType] == "sandbox" && a[specs.AnnotationCRISandboxID] == id {
-		c.rec.Pod = podOf(a)
+		c.rec.Pod = state.PodOf(a)
 	}
 	if c.handed.Linux != nil {
 		c.rec.CgroupsPath = c.handed.Linux.CgroupsPath
@@ -185,7 +187,7 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err != nil {
 		return c.fail(c.undo(err))
 	}
-	c.rec.InitPid, c.rec.InitStart = pid, initStart(pid)
+	c.rec.InitPid, c.rec.InitStart = pid, state.InitStart(pid)
 	var report verify.Report
 	exp, err := verify.Expect(&c.sel.Profile, c.handed, b.Kind())
 	if err == nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
@@ -78,7 +80,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.Fatalf("create: %v", err)
 	}
 	b.Cleanup(func() { _ = Delete(g, forceValues{}, id) })
-	reg, err := OpenRegistry(g.Root)
+	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
 		b.Fatal(err)
 	}

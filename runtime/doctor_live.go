@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/verify"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -97,9 +99,9 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 		c.Fix = "no container can run on this backend; the lines above name the cause"
 		return c
 	}
-	reg, err := OpenRegistry(g.Root)
+	reg, err := state.OpenRegistry(g.Root)
 	if err == nil {
-		var rec *Record
+		var rec *state.Record
 		if rec, err = reg.Get(id); err == nil {
 			return liveVerdict(c, verify.Report(rec.Checks), took)
 		}

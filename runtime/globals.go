@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
@@ -42,7 +44,7 @@ func (g *Globals) SetConfig(path string, explicit bool) {
 func (g *Globals) backendArgv(b *backend.Backend, verb string, rest ...string) []string {
 	argv := []string{b.Path}
 	argv = append(argv, b.Args...)
-	argv = append(argv, "--root", backendRoot(g.Root, b.Name))
+	argv = append(argv, "--root", state.BackendRoot(g.Root, b.Name))
 	if g.Log != "" {
 		argv = append(argv, "--log", g.Log)
 	}

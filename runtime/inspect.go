@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/verify"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -42,7 +44,7 @@ type Inspection struct {
 // Inspect reads bulkhead's record of id and asks the owning backend for
 // its status.
 func Inspect(g *Globals, id string) (*Inspection, error) {
-	if err := CheckID(id); err != nil {
+	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	b, reg, err := owner(g, id)

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
@@ -39,7 +41,7 @@ func List(g *Globals, v Values, out io.Writer) error {
 		if err != nil {
 			continue
 		}
-		if _, err := os.Stat(backendRoot(g.Root, name)); err != nil {
+		if _, err := os.Stat(state.BackendRoot(g.Root, name)); err != nil {
 			continue
 		}
 		data, err := backend.Output(g.backendArgv(b, "list", "--format", "json"))

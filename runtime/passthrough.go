@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	"github.com/sirupsen/logrus"
@@ -15,16 +17,16 @@ import (
 // owner returns the backend that owns id: the one recorded at create, or,
 // for a container bulkhead has no record of, the backend the runtime entry
 // selects (so `state` of an unknown id gets the backend's own answer).
-func owner(g *Globals, id string) (*backend.Backend, *Registry, error) {
+func owner(g *Globals, id string) (*backend.Backend, *state.Registry, error) {
 	cfg, err := LoadConfig(g.Config, g.explicit)
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, err := OpenRegistry(g.Root)
+	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
 		return nil, nil, err
 	}
-	if CheckID(id) == nil {
+	if state.CheckID(id) == nil {
 		rec, err := reg.Get(id)
 		if err == nil {
 			b, err := cfg.ResolveBackend(rec.Backend)
@@ -76,7 +78,7 @@ func Delete(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := CheckID(id); err != nil {
+	if err := state.CheckID(id); err != nil {
 		return err
 	}
 	flags, _ := ForwardFlags("delete", v, b.IsGVisor())

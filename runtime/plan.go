@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -28,7 +30,7 @@ type PlanInput struct {
 	// changed.
 	Spec     *rspec.Spec
 	Original []byte
-	Registry *Registry
+	Registry *state.Registry
 }
 
 // PlaceholderID is the id a check without --id plans for: the cgroups

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	"github.com/sirupsen/logrus"
@@ -214,7 +216,7 @@ func (p *probeRun) run(ctx context.Context) error {
 		return fmt.Errorf("create refused or failed (%v): %s", err, probeLogTail(filepath.Join(p.work, "stderr.log")))
 	}
 
-	reg, err := OpenRegistry(p.g.Root)
+	reg, err := state.OpenRegistry(p.g.Root)
 	if err != nil {
 		return err
 	}
@@ -276,7 +278,7 @@ func (p *probeRun) cleanup() error {
 		if out, err := del.CombinedOutput(); err != nil {
 			logrus.Debugf("bulkhead: probe: delete %s: %v: %s", p.rep.ID, err, out)
 		}
-		if reg, err := OpenRegistry(p.g.Root); err == nil {
+		if reg, err := state.OpenRegistry(p.g.Root); err == nil {
 			if _, err := reg.Get(p.rep.ID); err == nil {
 				errs = append(errs, reg.Remove(p.rep.ID))
 			}

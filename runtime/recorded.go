@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -13,14 +15,14 @@ import (
 type recorded struct {
 	cfg     *Config
 	backend *backend.Backend
-	rec     *Record
+	rec     *state.Record
 	profile specs.Profile
 }
 
 // lookupRecorded finds a container's record, profile and backend. The
 // error wraps os.ErrNotExist when bulkhead has no record of the id.
 func lookupRecorded(g *Globals, verb, id string) (*recorded, error) {
-	if err := CheckID(id); err != nil {
+	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	cfg, err := LoadConfig(g.Config, g.explicit)

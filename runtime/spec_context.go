@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -9,14 +10,14 @@ import (
 // create and check: the profile, the bundle, the container's id ("" for
 // check, where the engine's per-container files then match no
 // container), and the host facts they ask for.
-func specContext(g *Globals, p *specs.Profile, bundle string, reg *Registry, original []byte, id string, annotations map[string]string) *specs.Context {
+func specContext(g *Globals, p *specs.Profile, bundle string, reg *state.Registry, original []byte, id string, annotations map[string]string) *specs.Context {
 	return &specs.Context{
 		Profile:           p,
 		Bundle:            bundle,
 		Original:          original,
 		ID:                id,
-		JoinableNamespace: reg.joinableFor(p, annotations),
-		JoinableSandbox:   reg.sandboxFor(p, annotations),
+		JoinableNamespace: reg.JoinableFor(p, annotations),
+		JoinableSandbox:   reg.SandboxFor(p, annotations),
 		CgroupOccupied:    cgroups.Occupied,
 		SystemdCgroup:     g.SystemdCgroup,
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unsafe"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	"github.com/sirupsen/logrus"
@@ -176,7 +178,7 @@ func SpawnWatchdog(g *Globals, id string, initPid int, lifetime time.Duration) e
 type watchdog struct {
 	g        *Globals
 	cfg      *Config
-	reg      *Registry
+	reg      *state.Registry
 	b        *backend.Backend
 	id       string
 	pid      int
@@ -207,7 +209,7 @@ func Watchdog(g *Globals, id string, initPid int, lifetime time.Duration, ready 
 }
 
 func newWatchdog(g *Globals, id string, initPid int, lifetime time.Duration) (*watchdog, error) {
-	if err := CheckID(id); err != nil {
+	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	if initPid <= 0 || lifetime <= 0 {
@@ -217,7 +219,7 @@ func newWatchdog(g *Globals, id string, initPid int, lifetime time.Duration) (*w
 	if err != nil {
 		return nil, err
 	}
-	reg, err := OpenRegistry(g.Root)
+	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -331,18 +333,9 @@ func (wd *watchdog) run() error {
 
 // setDeadline stores the armed deadline in the record, for inspect.
 func (wd *watchdog) setDeadline(deadline time.Time) {
-	unlock, err := wd.reg.lock()
-	if err != nil {
-		return
-	}
-	defer unlock()
-	rec, err := wd.reg.Get(wd.id)
-	if err != nil {
-		return // deleted meanwhile: nothing to record
-	}
 	d := deadline.UTC()
-	rec.Deadline = &d
-	_ = wd.reg.write(rec)
+	// A container deleted meanwhile has nothing to record.
+	_ = wd.reg.Modify(wd.id, func(rec *state.Record) { rec.Deadline = &d })
 }
 
 // expire kills every process of the container through the backend and

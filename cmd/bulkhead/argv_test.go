@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bulkhead.dev/bulkhead/runtime/state"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,25 +70,25 @@ func TestParseArgv(t *testing.T) {
 		{"dockerd update", "bulkhead --root R update --resources - abc", "update", []string{"abc"}, []string{"--resources=-"}, "R", "", "", ""},
 		{"dockerd stop", "bulkhead --root R kill abc 15", "kill", []string{"abc", "15"}, nil, "R", "", "", ""},
 		{"dockerd pause", "bulkhead --root R pause abc", "pause", []string{"abc"}, nil, "R", "", "", ""},
-		{"dockerd features", "bulkhead features", "features", []string{}, nil, runtime.DefaultRoot, "", "", ""},
+		{"dockerd features", "bulkhead features", "features", []string{}, nil, state.DefaultRoot, "", "", ""},
 		{"go-runc create", "bulkhead --root /run/containerd/runc/k8s.io --log /run/l.json --log-format json --systemd-cgroup create --bundle B --pid-file P --console-socket S --preserve-fds 2 --no-pivot --no-new-keyring abc",
 			"create", []string{"abc"}, []string{"--bundle=B", "--console-socket=S", "--pid-file=P", "--no-pivot=true", "--no-new-keyring=true", "--preserve-fds=2"}, "/run/containerd/runc/k8s.io", "/run/l.json", "", ""},
 		{"go-runc kill all", "bulkhead --root R kill --all abc 9", "kill", []string{"abc", "9"}, []string{"--all=true"}, "R", "", "", ""},
 		{"go-runc events", "bulkhead --root R events --stats --interval 2s abc", "events", []string{"abc"}, []string{"--interval=2s", "--stats=true"}, "R", "", "", ""},
 		{"go-runc checkpoint", "bulkhead --root R checkpoint --image-path /ck --leave-running abc", "checkpoint", []string{"abc"}, []string{"--image-path=/ck", "--leave-running=true"}, "R", "", "", ""},
-		{"runtime-tools create", "bulkhead create --bundle /b --pid-file /p abc", "create", []string{"abc"}, []string{"--bundle=/b", "--pid-file=/p"}, runtime.DefaultRoot, "", "", ""},
-		{"runtime-tools kill", "bulkhead kill abc KILL", "kill", []string{"abc", "KILL"}, nil, runtime.DefaultRoot, "", "", ""},
+		{"runtime-tools create", "bulkhead create --bundle /b --pid-file /p abc", "create", []string{"abc"}, []string{"--bundle=/b", "--pid-file=/p"}, state.DefaultRoot, "", "", ""},
+		{"runtime-tools kill", "bulkhead kill abc KILL", "kill", []string{"abc", "KILL"}, nil, state.DefaultRoot, "", "", ""},
 		{"short flags", "bulkhead -root R -log L create -b B abc", "create", []string{"abc"}, []string{"--bundle=B"}, "R", "L", "", ""},
 		{"equals form", "bulkhead --root=R --log=L create --bundle=B abc", "create", []string{"abc"}, []string{"--bundle=B"}, "R", "L", "", ""},
-		{"id named create", "bulkhead create --bundle B create", "create", []string{"create"}, []string{"--bundle=B"}, runtime.DefaultRoot, "", "", ""},
-		{"id named delete", "bulkhead delete --force delete", "delete", []string{"delete"}, []string{"--force=true"}, runtime.DefaultRoot, "", "", ""},
-		{"id named kill", "bulkhead kill kill 9", "kill", []string{"kill", "9"}, nil, runtime.DefaultRoot, "", "", ""},
-		{"start of id state", "bulkhead state start", "state", []string{"start"}, nil, runtime.DefaultRoot, "", "", ""},
+		{"id named create", "bulkhead create --bundle B create", "create", []string{"create"}, []string{"--bundle=B"}, state.DefaultRoot, "", "", ""},
+		{"id named delete", "bulkhead delete --force delete", "delete", []string{"delete"}, []string{"--force=true"}, state.DefaultRoot, "", "", ""},
+		{"id named kill", "bulkhead kill kill 9", "kill", []string{"kill", "9"}, nil, state.DefaultRoot, "", "", ""},
+		{"start of id state", "bulkhead state start", "state", []string{"start"}, nil, state.DefaultRoot, "", "", ""},
 		{"exec with command", "bulkhead exec -t --env A=1 --env B=2,3 --cap CAP_CHOWN -u 0 abc sh -c true", "exec", []string{"abc", "sh", "-c", "true"},
-			[]string{"--env=A=1", "--env=B=2,3", "--tty=true", "--user=0", "--cap=CAP_CHOWN"}, runtime.DefaultRoot, "", "", ""},
+			[]string{"--env=A=1", "--env=B=2,3", "--tty=true", "--user=0", "--cap=CAP_CHOWN"}, state.DefaultRoot, "", "", ""},
 		{"list json", "bulkhead --root R list --format json", "list", []string{}, []string{"--format=json"}, "R", "", "", ""},
-		{"spec", "bulkhead spec --bundle /b", "spec", []string{}, []string{"--bundle=/b"}, runtime.DefaultRoot, "", "", ""},
-		{"update single values", "bulkhead update --memory 1g --pids-limit 100 abc", "update", []string{"abc"}, []string{"--memory=1g", "--pids-limit=100"}, runtime.DefaultRoot, "", "", ""},
+		{"spec", "bulkhead spec --bundle /b", "spec", []string{}, []string{"--bundle=/b"}, state.DefaultRoot, "", "", ""},
+		{"update single values", "bulkhead update --memory 1g --pids-limit 100 abc", "update", []string{"abc"}, []string{"--memory=1g", "--pids-limit=100"}, state.DefaultRoot, "", "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

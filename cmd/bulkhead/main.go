@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bulkhead.dev/bulkhead/runtime/state"
 	"errors"
 	"fmt"
 	"os"
@@ -106,7 +107,7 @@ func globalFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "debug", Usage: "enable debug logging"},
 		&cli.StringFlag{Name: "log", Usage: "log file (default: stderr)"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
-		&cli.StringFlag{Name: "root", Value: runtime.DefaultRoot, Usage: "root directory for container state"},
+		&cli.StringFlag{Name: "root", Value: state.DefaultRoot, Usage: "root directory for container state"},
 		&cli.StringFlag{Name: "criu", Usage: "path to criu binary (runc only)"},
 		&cli.BoolFlag{Name: "systemd-cgroup", Usage: "use systemd for cgroups"},
 		&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "ignore cgroup permission errors: true, false or auto"},

@@ -1,4 +1,4 @@
-package runtime
+package state
 
 import (
 	"path/filepath"
@@ -21,7 +21,7 @@ type Pod struct {
 
 // podOf is the pod a spec's CRI annotations describe, nil for none: CRI
 // always names the pod's uid, and without one there is no pod to match.
-func podOf(a map[string]string) *Pod {
+func PodOf(a map[string]string) *Pod {
 	if a[specs.AnnotationCRIContainerType] == "" || a["io.kubernetes.cri.sandbox-uid"] == "" {
 		return nil
 	}
@@ -42,10 +42,10 @@ func (r *Registry) podSandbox(p *specs.Profile, a map[string]string) *Record {
 		return nil
 	}
 	rec, err := r.Get(id)
-	if err != nil || rec.Pod == nil || podOf(a) == nil || *rec.Pod != *podOf(a) {
+	if err != nil || rec.Pod == nil || PodOf(a) == nil || *rec.Pod != *PodOf(a) {
 		return nil
 	}
-	if !sameEnforcedProfile(rec, p) || !stillRunning(rec) {
+	if !SameEnforcedProfile(rec, p) || !StillRunning(rec) {
 		return nil
 	}
 	return rec
@@ -56,7 +56,7 @@ func (r *Registry) podSandbox(p *specs.Profile, a map[string]string) *Record {
 // (podSandbox). So a job cannot reach the host's namespaces, those of a
 // container outside bulkhead's control, those of one that ran under a
 // weaker profile or in audit mode, or those of another pod.
-func (r *Registry) joinableFor(p *specs.Profile, a map[string]string) func(rspec.LinuxNamespaceType, string) bool {
+func (r *Registry) JoinableFor(p *specs.Profile, a map[string]string) func(rspec.LinuxNamespaceType, string) bool {
 	return func(kind rspec.LinuxNamespaceType, path string) bool {
 		pid, nsKind, ok := parseNamespacePath(path)
 		if !ok || nsKind != nsFileName(kind) {
@@ -70,21 +70,21 @@ func (r *Registry) joinableFor(p *specs.Profile, a map[string]string) func(rspec
 // sandboxFor returns the annotations rule's test for a CRI sandbox id:
 // runsc puts a container whose annotations name a sandbox into that
 // gVisor sandbox, so the id must be this container's own pod sandbox.
-func (r *Registry) sandboxFor(p *specs.Profile, a map[string]string) func(string) bool {
+func (r *Registry) SandboxFor(p *specs.Profile, a map[string]string) func(string) bool {
 	return func(id string) bool {
 		rec := r.podSandbox(p, a)
 		return rec != nil && rec.ID == id
 	}
 }
 
-func sameEnforcedProfile(rec *Record, p *specs.Profile) bool {
+func SameEnforcedProfile(rec *Record, p *specs.Profile) bool {
 	return rec.Profile == p.Name && rec.Mode == specs.Enforce
 }
 
 // stillRunning tells whether the record's init is still the process
 // bulkhead verified: a pid alone may have been reused by now, its start
 // time (in clock ticks since boot) may not.
-func stillRunning(rec *Record) bool {
+func StillRunning(rec *Record) bool {
 	if rec.InitPid <= 1 || rec.InitStart == 0 {
 		return false
 	}
@@ -94,7 +94,7 @@ func stillRunning(rec *Record) bool {
 
 // initStart is the start time of pid as /proc/<pid>/stat gives it, 0 when
 // it cannot be read.
-func initStart(pid int) uint64 {
+func InitStart(pid int) uint64 {
 	st, err := system.Stat(pid)
 	if err != nil {
 		return 0

@@ -1,4 +1,4 @@
-package runtime
+package state
 
 import (
 	"fmt"
@@ -30,12 +30,12 @@ func TestJoinableFor(t *testing.T) {
 	pod, other, audited, lax, reused, plain := sleeper(t), sleeper(t), sleeper(t), sleeper(t), sleeper(t), sleeper(t)
 	web := &Pod{UID: "uid-web", Namespace: "default", Name: "web"}
 	for _, rec := range []*Record{
-		{ID: "pod", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: initStart(pod), Pod: web},
-		{ID: "other", Profile: "default", Mode: specs.Enforce, InitPid: other, InitStart: initStart(other), Pod: &Pod{UID: "uid-other", Namespace: "default", Name: "other"}},
-		{ID: "audited", Profile: "default", Mode: specs.Audit, InitPid: audited, InitStart: initStart(audited), Pod: web},
-		{ID: "lax", Profile: "lax", Mode: specs.Enforce, InitPid: lax, InitStart: initStart(lax), Pod: web},
-		{ID: "reused", Profile: "default", Mode: specs.Enforce, InitPid: reused, InitStart: initStart(reused) - 1, Pod: web},
-		{ID: "plain", Profile: "default", Mode: specs.Enforce, InitPid: plain, InitStart: initStart(plain)},
+		{ID: "pod", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: InitStart(pod), Pod: web},
+		{ID: "other", Profile: "default", Mode: specs.Enforce, InitPid: other, InitStart: InitStart(other), Pod: &Pod{UID: "uid-other", Namespace: "default", Name: "other"}},
+		{ID: "audited", Profile: "default", Mode: specs.Audit, InitPid: audited, InitStart: InitStart(audited), Pod: web},
+		{ID: "lax", Profile: "lax", Mode: specs.Enforce, InitPid: lax, InitStart: InitStart(lax), Pod: web},
+		{ID: "reused", Profile: "default", Mode: specs.Enforce, InitPid: reused, InitStart: InitStart(reused) - 1, Pod: web},
+		{ID: "plain", Profile: "default", Mode: specs.Enforce, InitPid: plain, InitStart: InitStart(plain)},
 	} {
 		if err := reg.Add(rec); err != nil {
 			t.Fatal(err)
@@ -65,15 +65,15 @@ func TestJoinableFor(t *testing.T) {
 		{"dot dot", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/../1/ns/net", pod), false},
 	}
 	for _, c := range cases {
-		if got := reg.joinableFor(&def, c.annotations)(c.kind, c.path); got != c.want {
+		if got := reg.JoinableFor(&def, c.annotations)(c.kind, c.path); got != c.want {
 			t.Errorf("%s: %s %s: joinable %v, want %v", c.name, c.kind, c.path, got, c.want)
 		}
 	}
-	sandbox := reg.sandboxFor(&def, podAnnotations("pod", "uid-web"))
+	sandbox := reg.SandboxFor(&def, podAnnotations("pod", "uid-web"))
 	if !sandbox("pod") || sandbox("other") {
 		t.Error("sandboxFor: own pod's sandbox not joinable, or another's joinable")
 	}
-	if reg.sandboxFor(&def, podAnnotations("other", "uid-web"))("other") {
+	if reg.SandboxFor(&def, podAnnotations("other", "uid-web"))("other") {
 		t.Error("sandboxFor: another pod's sandbox joinable by naming its id")
 	}
 }

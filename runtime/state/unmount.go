@@ -1,4 +1,4 @@
-package runtime
+package state
 
 import (
 	"errors"
@@ -15,8 +15,8 @@ import (
 // removeTree removes dir and everything below it after unmounting every
 // mount there; it never walks through a mount, so nothing reachable
 // through one (a workspace overlay's merged view) is touched.
-func removeTree(dir string) error {
-	if err := unmountUnder(dir); err != nil {
+func RemoveTree(dir string) error {
+	if err := UnmountUnder(dir); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -36,7 +36,7 @@ func removeTree(dir string) error {
 // A busy mount fails the call. It is never detached lazily (MNT_DETACH):
 // that would take it out of mountinfo while the kernel kept it, and its
 // tmpfs memory, alive for as long as its user lives, unseen by anyone.
-func unmountUnder(dir string) error {
+func UnmountUnder(dir string) error {
 	real, err := filepath.EvalSymlinks(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // nothing can be mounted below a directory that is gone

@@ -1,4 +1,4 @@
-package runtime
+package state
 
 import (
 	"encoding/json"
@@ -57,7 +57,7 @@ type Registry struct {
 // resolved path only, so that is the spelling bulkhead mounts, finds and
 // unmounts them by.
 func OpenRegistry(root string) (*Registry, error) {
-	dir := stateRoot(root)
+	dir := Dir(root)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
@@ -72,6 +72,17 @@ func OpenRegistry(root string) (*Registry, error) {
 // spec and anything else bulkhead keeps for it.
 func (r *Registry) Dir(id string) string {
 	return filepath.Join(r.dir, id)
+}
+
+// View is the registry under root for reading only: nothing is created,
+// so a dry run leaves no state behind. The directory is resolved as
+// OpenRegistry resolves it when it exists.
+func View(root string) *Registry {
+	dir := Dir(root)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return &Registry{dir: dir}
 }
 
 func (r *Registry) lock() (func(), error) {
@@ -124,6 +135,22 @@ func (r *Registry) write(rec *Record) error {
 	return specs.WriteAtomic(filepath.Join(r.Dir(rec.ID), "record.json"), data, 0o600)
 }
 
+// Modify changes the record of id under the lock; an id without a record
+// is an error wrapping os.ErrNotExist.
+func (r *Registry) Modify(id string, change func(*Record)) error {
+	unlock, err := r.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	rec, err := r.Get(id)
+	if err != nil {
+		return err
+	}
+	change(rec)
+	return r.write(rec)
+}
+
 // Get returns the record of id, or an error wrapping os.ErrNotExist.
 func (r *Registry) Get(id string) (*Record, error) {
 	data, err := os.ReadFile(filepath.Join(r.Dir(id), "record.json"))
@@ -146,7 +173,7 @@ func (r *Registry) Remove(id string) error {
 	}
 	defer unlock()
 	// Workspace overlays and their tmpfs live here.
-	return removeTree(r.Dir(id))
+	return RemoveTree(r.Dir(id))
 }
 
 // IDs lists the ids that have a record.

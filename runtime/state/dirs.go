@@ -1,4 +1,4 @@
-package runtime
+package state
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 // DefaultRoot is bulkhead's state root when the caller passes no --root.
 const DefaultRoot = "/run/bulkhead"
 
-// stateDirName is the directory below the caller's root that holds
+// DirName is the directory below the caller's root that holds
 // bulkhead's own records; each backend gets a sibling named after it.
-const stateDirName = "bulkhead"
+const DirName = "bulkhead"
 
 // validID is runc's rule for container ids; anything else could escape the
 // state directory through the path.
@@ -30,10 +30,10 @@ func CheckID(id string) error {
 
 // backendRoot is the --root handed to a backend: its own directory below
 // the caller's root, so two backends never share state.
-func backendRoot(root, backend string) string {
+func BackendRoot(root, backend string) string {
 	return filepath.Join(root, backend)
 }
 
-func stateRoot(root string) string {
-	return filepath.Join(root, stateDirName)
+func Dir(root string) string {
+	return filepath.Join(root, DirName)
 }
