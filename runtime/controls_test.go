@@ -3,6 +3,8 @@ package runtime
 import (
 	"testing"
 
+	"bulkhead.dev/bulkhead/runtime/probe"
+
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -18,7 +20,7 @@ func TestControlsCoverProbe(t *testing.T) {
 			owner[p] = c.Name
 		}
 	}
-	for _, p := range ProbeControls {
+	for _, p := range probe.Controls {
 		if _, ok := owner[p]; !ok {
 			t.Errorf("probe control %s is in no control of the table", p)
 		}

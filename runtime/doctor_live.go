@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe"
+
 	"bulkhead.dev/bulkhead/runtime/state"
 
 	"bulkhead.dev/bulkhead/runtime/verify"
@@ -48,7 +50,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 			return c
 		}
 	}
-	probe, err := FindProbeBinary(self)
+	probeBin, err := probe.FindBinary(self)
 	if err != nil {
 		c.Status, c.Found = StatusWarn, "not run: "+err.Error()
 		c.Fix = "install bulkhead-probe next to bulkhead (make install does): its static binary is the throwaway rootfs"
@@ -61,7 +63,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 	}
 	id := strings.Replace(probeID(), "probe", "doctor", 1)
 	p := &probeRun{g: g, opt: ProbeOptions{Bulkhead: self}, sel: sel, cfgPath: cfgPath,
-		rep: &ProbeReport{ID: id}, work: work, gvisor: sel.Backend.IsGVisor()}
+		rep: &probe.Report{ID: id}, work: work, gvisor: sel.Backend.IsGVisor()}
 	if !g.SystemdCgroup {
 		p.cgroupsPath = DefaultCgroupsPath(g.Root, id)
 	}
@@ -73,7 +75,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 			c.Fix = "remove what is named by hand"
 		}
 	}()
-	if p.bundle, err = makeProbeBundle(work, probe, nil); err != nil {
+	if p.bundle, err = probe.MakeBundle(work, probeBin, nil); err != nil {
 		c.Status, c.Found = StatusFail, "bundle: "+err.Error()
 		return c
 	}
@@ -86,7 +88,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 		return c
 	}
 	defer logFile.Close()
-	create := exec.CommandContext(ctx, self, p.bulkheadArgv("create", "--bundle", p.bundle.dir, "--pid-file", filepath.Join(work, "init.pid"), id)[1:]...)
+	create := exec.CommandContext(ctx, self, p.bulkheadArgv("create", "--bundle", p.bundle.Dir, "--pid-file", filepath.Join(work, "init.pid"), id)[1:]...)
 	create.Stdout, create.Stderr = logFile, logFile
 	create.Cancel = func() error { return create.Process.Signal(syscall.SIGTERM) }
 	create.WaitDelay = backend.Timeout

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe"
+
 	"bulkhead.dev/bulkhead/runtime/state"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -41,9 +43,6 @@ type ProbeOptions struct {
 	Timeout time.Duration
 }
 
-// probeDoneLine ends the probe's output (cmd/bulkhead-probe/result.go).
-const probeDoneLine = `{"control":"done"}`
-
 // afterDoneWait is how long the host waits, under gVisor, for the memory
 // attempt the probe makes after its done line to end the sandbox.
 const afterDoneWait = 30 * time.Second
@@ -55,7 +54,7 @@ const afterDoneWait = 30 * time.Second
 // complete even when a control failed; err is set only when the probe
 // could not run (it is also in the report). Everything it made is removed
 // before it returns: container, record, cgroup, bundle and workspace.
-func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*ProbeReport, error) {
+func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*probe.Report, error) {
 	if opt.Timeout == 0 {
 		opt.Timeout = 2 * time.Minute
 	}
@@ -72,14 +71,14 @@ func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*ProbeReport, err
 		}
 	}
 	if opt.ProbeBinary == "" {
-		if opt.ProbeBinary, err = FindProbeBinary(opt.Bulkhead); err != nil {
+		if opt.ProbeBinary, err = probe.FindBinary(opt.Bulkhead); err != nil {
 			return nil, err
 		}
-	} else if err := checkStatic(opt.ProbeBinary); err != nil {
+	} else if err := probe.CheckStatic(opt.ProbeBinary); err != nil {
 		return nil, err
 	}
 	gvisor := sel.Backend.IsGVisor()
-	rep := &ProbeReport{ID: probeID(), Profile: sel.Profile.Name, Mode: string(sel.Profile.Mode), Backend: sel.Backend.Name}
+	rep := &probe.Report{ID: probeID(), Profile: sel.Profile.Name, Mode: string(sel.Profile.Mode), Backend: sel.Backend.Name}
 
 	work, err := os.MkdirTemp("", "bulkhead-probe-")
 	if err != nil {
@@ -143,11 +142,11 @@ type probeRun struct {
 	opt         ProbeOptions
 	sel         *Selection
 	cfgPath     string
-	rep         *ProbeReport
+	rep         *probe.Report
 	work        string
 	gvisor      bool
 	cgroupsPath string
-	bundle      *probeBundle
+	bundle      *probe.Bundle
 	created     bool
 }
 
@@ -173,12 +172,12 @@ func (p *probeRun) bulkheadArgv(verb string, args ...string) []string {
 }
 
 func (p *probeRun) run(ctx context.Context) error {
-	args := []string{"-workspace", "/workspace", "-setuid", "/bin/" + ProbeBinaryName + "-suid"}
+	args := []string{"-workspace", "/workspace", "-setuid", "/bin/" + probe.BinaryName + "-suid"}
 	if p.gvisor {
 		args = append(args, "-gvisor", "-memory-after-done")
 	}
 	var err error
-	if p.bundle, err = makeProbeBundle(p.work, p.opt.ProbeBinary, args); err != nil {
+	if p.bundle, err = probe.MakeBundle(p.work, p.opt.ProbeBinary, args); err != nil {
 		return fmt.Errorf("probe bundle: %w", err)
 	}
 
@@ -203,7 +202,7 @@ func (p *probeRun) run(ctx context.Context) error {
 	defer devNull.Close()
 
 	pidFile := filepath.Join(p.work, "init.pid")
-	create := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("create", "--bundle", p.bundle.dir, "--pid-file", pidFile, p.rep.ID)[1:]...)
+	create := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("create", "--bundle", p.bundle.Dir, "--pid-file", pidFile, p.rep.ID)[1:]...)
 	create.Stdin, create.Stdout, create.Stderr = devNull, outW, errFile
 	// Interrupted, bulkhead create must still undo what it made: it gets
 	// SIGTERM (which it forwards to the backend), not SIGKILL.
@@ -257,9 +256,9 @@ func (p *probeRun) run(ctx context.Context) error {
 	if out, err := start.CombinedOutput(); err != nil {
 		return fmt.Errorf("start: %v: %s", err, bytes.TrimSpace(out))
 	}
-	out := readProbe(ctx, lines, grp.Events, p.gvisor, afterDoneWait)
-	p.rep.Finished = out.finished
-	p.rep.Controls = judgeProbe(out, probeHost{limits: limits, gvisor: p.gvisor, hostFolderUnchanged: p.bundle.hostFolderUnchanged()})
+	out := probe.Read(ctx, lines, grp.Events, p.gvisor, afterDoneWait)
+	p.rep.Finished = out.Finished
+	p.rep.Controls = probe.Judge(out, probe.Host{Limits: limits, GVisor: p.gvisor, HostFolderUnchanged: p.bundle.HostFolderUnchanged()})
 	p.rep.Pass = p.rep.Finished && len(p.rep.Failed()) == 0 && len(p.rep.Skipped()) == 0
 	if err := ctx.Err(); err != nil && !p.rep.Finished {
 		return fmt.Errorf("probe: %w before the done line", err)

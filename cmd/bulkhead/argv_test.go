@@ -1,10 +1,11 @@
 package main
 
 import (
-	"bulkhead.dev/bulkhead/runtime/state"
 	"reflect"
 	"strings"
 	"testing"
+
+	"bulkhead.dev/bulkhead/runtime/state"
 
 	"github.com/urfave/cli/v2"
 

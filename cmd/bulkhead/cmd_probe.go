@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/probe"
+
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
@@ -63,7 +65,7 @@ func probeCommand(g *runtime.Globals) *cli.Command {
 // probeVerdict is the exit of `bulkhead probe`: nil only when every
 // control ran and held. A skipped control is no evidence, so it fails the
 // run as much as a failed one.
-func probeVerdict(rep *runtime.ProbeReport) error {
+func probeVerdict(rep *probe.Report) error {
 	var why []string
 	if f := rep.Failed(); len(f) > 0 {
 		why = append(why, "controls that did not hold: "+strings.Join(f, ", "))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bulkhead.dev/bulkhead/runtime/backend"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"bulkhead.dev/bulkhead/runtime/backend"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	libseccomp "github.com/seccomp/libseccomp-golang"

@@ -4,10 +4,11 @@
 package main
 
 import (
-	"bulkhead.dev/bulkhead/runtime/state"
 	"errors"
 	"fmt"
 	"os"
+
+	"bulkhead.dev/bulkhead/runtime/state"
 
 	"github.com/urfave/cli/v2"
 

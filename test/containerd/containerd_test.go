@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/probe"
+
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/ctrtest"
 	"bulkhead.dev/bulkhead/test/engine"
@@ -70,7 +71,7 @@ func TestRunscShimProbe(t *testing.T) {
 	// host can judge under gVisor (TestGVisor in test/docker does, from
 	// the sandbox's cpu.stat).
 	var beforeDone []string
-	for _, c := range runtime.ProbeControls {
+	for _, c := range probe.Controls {
 		if c != "memory" {
 			beforeDone = append(beforeDone, c)
 		}

@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/probe"
+
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/engine"
 	"bulkhead.dev/bulkhead/test/probeout"
@@ -391,7 +392,7 @@ func TestGVisor(t *testing.T) {
 	// (gVisor counts throttled time as its own): it holds when the
 	// sandbox's cgroup was throttled.
 	var beforeDone []string
-	for _, c := range runtime.ProbeControls {
+	for _, c := range probe.Controls {
 		if c != "memory" {
 			beforeDone = append(beforeDone, c)
 		}

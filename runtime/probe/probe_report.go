@@ -1,4 +1,4 @@
-package runtime
+package probe
 
 import (
 	"encoding/json"
@@ -16,13 +16,13 @@ import (
 // ProbeControls are the controls `bulkhead probe` expects a line for, in
 // the probe's order (cmd/bulkhead-probe/main.go). A control without a line
 // fails: silence is never a pass.
-var ProbeControls = []string{
+var Controls = []string{
 	"workspace", "etc", "tmp-write", "tmp-noexec", "tmp-size", "uid", "capabilities", "no_new_privs",
 	"network", "seccomp", "masked-proc", "proc-sys", "environment", "devices", "cpu", "pids", "memory",
 }
 
 // ProbeLine is one line the probe printed (cmd/bulkhead-probe/result.go).
-type ProbeLine struct {
+type Line struct {
 	Control  string          `json:"control"`
 	Attempt  string          `json:"attempt"`
 	Observed string          `json:"observed"`
@@ -41,7 +41,7 @@ type ProbeLine struct {
 // Result is "pass", "fail" or "skipped": a control whose attempt was not
 // made is neither, and Pass is true only for "pass". A row without any
 // observation fails, its Detail starting with "no evidence".
-type ProbeControl struct {
+type Control struct {
 	Name     string `json:"name"`
 	Attempt  string `json:"attempt"`
 	Observed string `json:"observed"`
@@ -56,14 +56,14 @@ type ProbeControl struct {
 }
 
 // ProbeReport is the outcome of one `bulkhead probe`.
-type ProbeReport struct {
+type Report struct {
 	ID      string `json:"id"`
 	Profile string `json:"profile"`
 	Mode    string `json:"mode"`
 	Backend string `json:"backend"`
 	// Finished says the probe printed its done line.
-	Finished bool           `json:"finished"`
-	Controls []ProbeControl `json:"controls"`
+	Finished bool      `json:"finished"`
+	Controls []Control `json:"controls"`
 	// Verification is what create verified from the host before the probe
 	// started (runtime.Verify).
 	Verification []verify.Check `json:"verification,omitempty"`
@@ -73,22 +73,22 @@ type ProbeReport struct {
 
 // Outcomes of a row.
 const (
-	ProbePass    = "pass"
-	ProbeFail    = "fail"
-	ProbeSkipped = "skipped"
+	Pass    = "pass"
+	Fail    = "fail"
+	Skipped = "skipped"
 )
 
 // noEvidence starts the Detail of a row that had nothing to judge.
 const noEvidence = "no evidence"
 
 // Failed lists the names of the controls that did not hold.
-func (r *ProbeReport) Failed() []string { return r.named(ProbeFail) }
+func (r *Report) Failed() []string { return r.named(Fail) }
 
 // Skipped lists the names of the controls whose attempt was not made:
 // no evidence either way, so `bulkhead probe` does not pass with them.
-func (r *ProbeReport) Skipped() []string { return r.named(ProbeSkipped) }
+func (r *Report) Skipped() []string { return r.named(Skipped) }
 
-func (r *ProbeReport) named(result string) []string {
+func (r *Report) named(result string) []string {
 	var out []string
 	for _, c := range r.Controls {
 		if c.Result == result {
@@ -102,17 +102,17 @@ func (r *ProbeReport) named(result string) []string {
 // arrived: Before is the reading at the previous line, so After-Before is
 // what that control's attempt did (controls run one after another, and each
 // ends its children before printing).
-type probeSample struct {
+type Sample struct {
 	Before, After cgroups.Events
 	OK            bool          // both readings succeeded
 	Wall          time.Duration // between the two readings
 }
 
 // probeHost is what the host knows besides the probe's lines.
-type probeHost struct {
-	limits              *cgroups.Limits
-	gvisor              bool
-	hostFolderUnchanged bool
+type Host struct {
+	Limits              *cgroups.Limits
+	GVisor              bool
+	HostFolderUnchanged bool
 }
 
 // Host-side layers.
@@ -130,11 +130,11 @@ const (
 // host folder behind /workspace is as the probe's bundle made it; for a
 // copy-on-write workspace that is the evidence that the sandbox's write
 // never reached the host.
-func judgeProbe(out probeOutput, h probeHost) []ProbeControl {
-	var rows []ProbeControl
-	for _, name := range ProbeControls {
+func Judge(out Output, h Host) []Control {
+	var rows []Control
+	for _, name := range Controls {
 		l, ok := out.lines[name]
-		row := ProbeControl{Name: name, Attempt: l.Attempt, Observed: l.Observed, Layer: l.Layer, Syscalls: l.Syscalls}
+		row := Control{Name: name, Attempt: l.Attempt, Observed: l.Observed, Layer: l.Layer, Syscalls: l.Syscalls}
 		if !ok {
 			row.Observed, row.Layer = "no line", "none"
 			row.Detail = noEvidence + ": the probe printed no line for this control"
@@ -143,21 +143,21 @@ func judgeProbe(out probeOutput, h probeHost) []ProbeControl {
 		s, sampled := out.samples[name]
 		switch name {
 		case "workspace":
-			judgeWorkspace(&row, l, ok, h.hostFolderUnchanged)
+			judgeWorkspace(&row, l, ok, h.HostFolderUnchanged)
 		case "pids":
-			judgePids(&row, l, s, sampled, h.limits, h.gvisor)
+			judgePids(&row, l, s, sampled, h.Limits, h.GVisor)
 		case "memory":
-			judgeMemory(&row, l, ok, s, sampled, h.limits, h.gvisor, out.finished && out.ended)
+			judgeMemory(&row, l, ok, s, sampled, h.Limits, h.GVisor, out.Finished && out.ended)
 		case "cpu":
-			judgeCPU(&row, l, ok, s, sampled, h.limits, h.gvisor)
+			judgeCPU(&row, l, ok, s, sampled, h.Limits, h.GVisor)
 		}
 		switch {
 		case row.Pass:
-			row.Result = ProbePass
-		case ok && l.Skipped && !hostJudged(name, h.gvisor):
-			row.Result = ProbeSkipped
+			row.Result = Pass
+		case ok && l.Skipped && !hostJudged(name, h.GVisor):
+			row.Result = Skipped
 		default:
-			row.Result = ProbeFail
+			row.Result = Fail
 		}
 		if !row.Pass && ok && row.Detail == "" {
 			row.Detail = l.Detail
@@ -175,7 +175,7 @@ func hostJudged(name string, gvisor bool) bool {
 
 // judgeWorkspace: EROFS inside proves a read-only bind; a write that went
 // through holds only if the host folder is unchanged (copy-on-write).
-func judgeWorkspace(row *ProbeControl, l ProbeLine, ok, hostFolderUnchanged bool) {
+func judgeWorkspace(row *Control, l Line, ok, hostFolderUnchanged bool) {
 	if !ok || l.Observed != "written" {
 		return
 	}
@@ -197,7 +197,7 @@ func limitText(file string, v int64, have bool) string {
 
 // judgePids: on runc the probe's EAGAIN must come with pids.events max
 // growing; under gVisor, gVisor's RLIMIT_NPROC EAGAIN inside also holds.
-func judgePids(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limits *cgroups.Limits, gvisor bool) {
+func judgePids(row *Control, l Line, s Sample, sampled bool, limits *cgroups.Limits, gvisor bool) {
 	if !sampled || !s.OK {
 		row.Evidence = "no cgroup reading"
 		row.Pass = false
@@ -224,7 +224,7 @@ func judgePids(row *ProbeControl, l ProbeLine, s probeSample, sampled bool, limi
 // before the host's OOM killer counts a kill.
 const layerMemoryGVisorSentry = "gVisor (Sentry): sandbox ended at the memory limit"
 
-func judgeMemory(row *ProbeControl, l ProbeLine, ok bool, s probeSample, sampled bool, limits *cgroups.Limits, gvisor, endedAfterDone bool) {
+func judgeMemory(row *Control, l Line, ok bool, s Sample, sampled bool, limits *cgroups.Limits, gvisor, endedAfterDone bool) {
 	if gvisor && !ok {
 		row.Attempt = "child touches memory past the limit (after the done line)"
 		if !endedAfterDone {
@@ -266,7 +266,7 @@ func judgeMemory(row *ProbeControl, l ProbeLine, ok bool, s probeSample, sampled
 // CPU than the quota allows over the same wall time. On runc the probe's
 // own line, judged by the same counters from inside, must hold too; under
 // gVisor the probe cannot see the host's cgroup and the host decides.
-func judgeCPU(row *ProbeControl, l ProbeLine, ok bool, s probeSample, sampled bool, limits *cgroups.Limits, gvisor bool) {
+func judgeCPU(row *Control, l Line, ok bool, s Sample, sampled bool, limits *cgroups.Limits, gvisor bool) {
 	if !ok {
 		return
 	}
@@ -324,14 +324,14 @@ func limitOf(l *cgroups.Limits, what string) int64 {
 }
 
 // WriteJSON writes the report as one indented JSON object.
-func (r *ProbeReport) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
 }
 
 // WriteText writes the table: one row per control, then the verdict.
-func (r *ProbeReport) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "bulkhead probe: profile %s (%s) on %s, container %s\n", r.Profile, r.Mode, r.Backend, r.ID)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTROL\tATTEMPT\tOBSERVED\tLAYER\tHOST EVIDENCE\tRESULT")
@@ -350,7 +350,7 @@ func (r *ProbeReport) WriteText(w io.Writer) error {
 		return err
 	}
 	for _, c := range r.Controls {
-		if c.Result != ProbePass && c.Detail != "" {
+		if c.Result != Pass && c.Detail != "" {
 			fmt.Fprintf(w, "  %s: %s\n", c.Name, c.Detail)
 		}
 	}

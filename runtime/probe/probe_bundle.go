@@ -1,4 +1,4 @@
-package runtime
+package probe
 
 import (
 	"debug/elf"
@@ -14,8 +14,8 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// ProbeBinaryName is the static boundary probe (cmd/bulkhead-probe).
-const ProbeBinaryName = "bulkhead-probe"
+// BinaryName is the static boundary probe (cmd/bulkhead-probe).
+const BinaryName = "bulkhead-probe"
 
 // probeCanaryEnv is a credential-looking variable the probe bundle asks
 // for: the environment control shows whether the policy dropped it. Its
@@ -25,12 +25,12 @@ const probeCanaryEnv = "BULKHEAD_PROBE_API_TOKEN=canary-not-a-secret"
 // FindProbeBinary returns the probe next to the bulkhead executable self,
 // else the one on PATH, and refuses one that is not static: the rootfs the
 // probe runs in has no libc.
-func FindProbeBinary(self string) (string, error) {
+func FindBinary(self string) (string, error) {
 	var candidates []string
 	if self != "" {
-		candidates = append(candidates, filepath.Join(filepath.Dir(self), ProbeBinaryName))
+		candidates = append(candidates, filepath.Join(filepath.Dir(self), BinaryName))
 	}
-	if p, err := exec.LookPath(ProbeBinaryName); err == nil {
+	if p, err := exec.LookPath(BinaryName); err == nil {
 		candidates = append(candidates, p)
 	}
 	for _, p := range candidates {
@@ -38,16 +38,16 @@ func FindProbeBinary(self string) (string, error) {
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		if err := checkStatic(p); err != nil {
+		if err := CheckStatic(p); err != nil {
 			return "", err
 		}
 		return p, nil
 	}
-	return "", fmt.Errorf("probe: no %s next to %s or on PATH (make build puts it in bin/)", ProbeBinaryName, self)
+	return "", fmt.Errorf("probe: no %s next to %s or on PATH (make build puts it in bin/)", BinaryName, self)
 }
 
-// checkStatic refuses an ELF file that asks for a dynamic loader.
-func checkStatic(path string) error {
+// CheckStatic refuses an ELF file that asks for a dynamic loader.
+func CheckStatic(path string) error {
 	f, err := elf.Open(path)
 	if err != nil {
 		return fmt.Errorf("probe binary %s: %w", path, err)
@@ -63,8 +63,8 @@ func checkStatic(path string) error {
 
 // probeBundle is the throwaway bundle `bulkhead probe` runs: a rootfs made
 // of the probe alone, and a host folder to bind-mount at /workspace.
-type probeBundle struct {
-	dir       string // bundle directory: config.json and rootfs/
+type Bundle struct {
+	Dir       string // bundle directory: config.json and rootfs/
 	workspace string // host folder bind-mounted at /workspace
 }
 
@@ -73,9 +73,9 @@ type probeBundle struct {
 // a writable bind of a host folder, a credential in the environment), so
 // that every control the probe sees is the policy's doing, not the
 // bundle's. args follow the probe's path in process.args.
-func makeProbeBundle(work, probe string, args []string) (*probeBundle, error) {
-	b := &probeBundle{dir: filepath.Join(work, "bundle"), workspace: filepath.Join(work, "workspace")}
-	rootfs := filepath.Join(b.dir, "rootfs")
+func MakeBundle(work, probe string, args []string) (*Bundle, error) {
+	b := &Bundle{Dir: filepath.Join(work, "bundle"), workspace: filepath.Join(work, "workspace")}
+	rootfs := filepath.Join(b.Dir, "rootfs")
 	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "workspace"} {
 		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
 			return nil, err
@@ -98,9 +98,9 @@ func makeProbeBundle(work, probe string, args []string) (*probeBundle, error) {
 		name string
 		mode os.FileMode
 	}{
-		{"bin/" + ProbeBinaryName, 0o755},
+		{"bin/" + BinaryName, 0o755},
 		// A setuid-root copy: under no_new_privs exec must gain nothing.
-		{"bin/" + ProbeBinaryName + "-suid", 0o755 | os.ModeSetuid},
+		{"bin/" + BinaryName + "-suid", 0o755 | os.ModeSetuid},
 	}
 	for _, f := range files {
 		if err := copyMode(probe, filepath.Join(rootfs, f.name), f.mode); err != nil {
@@ -125,7 +125,7 @@ func makeProbeBundle(work, probe string, args []string) (*probeBundle, error) {
 	s := specconv.Example()
 	s.Hostname = "bulkhead-probe"
 	s.Process.Terminal = false
-	s.Process.Args = append([]string{"/bin/" + ProbeBinaryName}, args...)
+	s.Process.Args = append([]string{"/bin/" + BinaryName}, args...)
 	s.Process.Env = append(s.Process.Env, probeCanaryEnv)
 	s.Root = &rspec.Root{Path: "rootfs", Readonly: false}
 	var ns []rspec.LinuxNamespace
@@ -145,7 +145,7 @@ func makeProbeBundle(work, probe string, args []string) (*probeBundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(b.dir, "config.json"), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(b.Dir, "config.json"), data, 0o644); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -191,9 +191,9 @@ func copyMode(src, dst string, mode os.FileMode) error {
 
 const workspaceReadme = "a host folder: the sandbox must not write here\n"
 
-// hostFolderUnchanged tells whether the host folder bound at /workspace
+// HostFolderUnchanged tells whether the host folder bound at /workspace
 // still holds exactly what the bundle put there.
-func (b *probeBundle) hostFolderUnchanged() bool {
+func (b *Bundle) HostFolderUnchanged() bool {
 	entries, err := os.ReadDir(b.workspace)
 	if err != nil || len(entries) != 1 || entries[0].Name() != "README" {
 		return false

@@ -1,4 +1,4 @@
-package runtime
+package probe
 
 import (
 	"bytes"
@@ -14,19 +14,19 @@ import (
 func f64(v float64) *float64 { return &v }
 
 // allPass is a probe run where every line passed, as on runc.
-func allPass() map[string]ProbeLine {
-	lines := map[string]ProbeLine{}
-	for _, n := range ProbeControls {
-		lines[n] = ProbeLine{Control: n, Attempt: "try " + n, Observed: "EPERM", Layer: "x", Pass: true}
+func allPass() map[string]Line {
+	lines := map[string]Line{}
+	for _, n := range Controls {
+		lines[n] = Line{Control: n, Attempt: "try " + n, Observed: "EPERM", Layer: "x", Pass: true}
 	}
-	lines["pids"] = ProbeLine{Control: "pids", Observed: "EAGAIN", Layer: "pids cgroup", Pass: true}
-	lines["memory"] = ProbeLine{Control: "memory", Observed: "SIGKILL", Layer: "memory cgroup", Pass: true}
-	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 1.01", Layer: "cpu cgroup", Pass: true, Value: f64(1.01)}
+	lines["pids"] = Line{Control: "pids", Observed: "EAGAIN", Layer: "pids cgroup", Pass: true}
+	lines["memory"] = Line{Control: "memory", Observed: "SIGKILL", Layer: "memory cgroup", Pass: true}
+	lines["cpu"] = Line{Control: "cpu", Observed: "ratio 1.01", Layer: "cpu cgroup", Pass: true, Value: f64(1.01)}
 	return lines
 }
 
-func bitten() map[string]probeSample {
-	return map[string]probeSample{
+func bitten() map[string]Sample {
+	return map[string]Sample{
 		"pids":   {After: cgroups.Events{PidsMax: 1}, OK: true},
 		"memory": {After: cgroups.Events{OOMKills: 1}, OK: true},
 		"cpu":    {After: cgroups.Events{NrThrottled: 12, CPUUsage: 2 * time.Second}, OK: true, Wall: 2 * time.Second},
@@ -34,25 +34,25 @@ func bitten() map[string]probeSample {
 }
 
 // judge runs judgeProbe on a run whose output ended (EOF).
-func judge(lines map[string]ProbeLine, samples map[string]probeSample, limits *cgroups.Limits, gvisor, hostFolderUnchanged bool) []ProbeControl {
-	return judgeProbe(probeOutput{lines: lines, samples: samples, finished: true, ended: true},
-		probeHost{limits: limits, gvisor: gvisor, hostFolderUnchanged: hostFolderUnchanged})
+func judge(lines map[string]Line, samples map[string]Sample, limits *cgroups.Limits, gvisor, hostFolderUnchanged bool) []Control {
+	return Judge(Output{lines: lines, samples: samples, Finished: true, ended: true},
+		Host{Limits: limits, GVisor: gvisor, HostFolderUnchanged: hostFolderUnchanged})
 }
 
 var testLimits = &cgroups.Limits{PidsMax: 64, MemoryMax: 256 << 20, CPUQuota: 100000, CPUPeriod: 100000}
 
-func rowOf(rows []ProbeControl, name string) ProbeControl {
+func rowOf(rows []Control, name string) Control {
 	for _, r := range rows {
 		if r.Name == name {
 			return r
 		}
 	}
-	return ProbeControl{}
+	return Control{}
 }
 
 func TestJudgeProbeAllHold(t *testing.T) {
 	rows := judge(allPass(), bitten(), testLimits, false, true)
-	if len(rows) != len(ProbeControls) {
+	if len(rows) != len(Controls) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
@@ -70,11 +70,11 @@ func TestJudgeProbeAllHold(t *testing.T) {
 // kill is not the cgroup's doing.
 func TestJudgeProbeNeedsHostEvidence(t *testing.T) {
 	s := bitten()
-	s["pids"] = probeSample{OK: true}
-	s["memory"] = probeSample{OK: true}
-	s["cpu"] = probeSample{OK: true}
+	s["pids"] = Sample{OK: true}
+	s["memory"] = Sample{OK: true}
+	s["cpu"] = Sample{OK: true}
 	lines := allPass()
-	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 1.01", Pass: true, Value: f64(1.01)}
+	lines["cpu"] = Line{Control: "cpu", Observed: "ratio 1.01", Pass: true, Value: f64(1.01)}
 	rows := judge(lines, s, testLimits, false, true)
 	for _, n := range []string{"pids", "memory", "cpu"} {
 		if r := rowOf(rows, n); r.Pass {
@@ -94,37 +94,37 @@ func TestJudgeProbeNeedsHostEvidence(t *testing.T) {
 func TestJudgeProbeCPU(t *testing.T) {
 	cases := []struct {
 		name   string
-		sample probeSample
+		sample Sample
 		limits *cgroups.Limits
 		pass   bool
 		detail string
 	}{
-		{"bitten", probeSample{After: cgroups.Events{NrThrottled: 3, CPUUsage: 2 * time.Second}, OK: true, Wall: 2 * time.Second}, testLimits, true, ""},
-		{"never bitten", probeSample{After: cgroups.Events{CPUUsage: time.Second}, OK: true, Wall: 20 * time.Second}, testLimits, false, "no evidence"},
-		{"over quota", probeSample{After: cgroups.Events{NrThrottled: 3, CPUUsage: 4 * time.Second}, OK: true, Wall: 2 * time.Second}, testLimits, false, "more CPU than the quota"},
-		{"no quota", probeSample{After: cgroups.Events{NrThrottled: 3, CPUUsage: time.Second}, OK: true, Wall: 2 * time.Second},
+		{"bitten", Sample{After: cgroups.Events{NrThrottled: 3, CPUUsage: 2 * time.Second}, OK: true, Wall: 2 * time.Second}, testLimits, true, ""},
+		{"never bitten", Sample{After: cgroups.Events{CPUUsage: time.Second}, OK: true, Wall: 20 * time.Second}, testLimits, false, "no evidence"},
+		{"over quota", Sample{After: cgroups.Events{NrThrottled: 3, CPUUsage: 4 * time.Second}, OK: true, Wall: 2 * time.Second}, testLimits, false, "more CPU than the quota"},
+		{"no quota", Sample{After: cgroups.Events{NrThrottled: 3, CPUUsage: time.Second}, OK: true, Wall: 2 * time.Second},
 			&cgroups.Limits{PidsMax: 64, MemoryMax: 256 << 20, CPUQuota: cgroups.Unlimited, CPUPeriod: 100000}, false, "no CPU quota"},
-		{"no reading", probeSample{}, testLimits, false, ""},
+		{"no reading", Sample{}, testLimits, false, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := bitten()
 			s["cpu"] = c.sample
 			r := rowOf(judge(allPass(), s, c.limits, false, true), "cpu")
-			if r.Pass != c.pass || (r.Result == ProbePass) != c.pass || !strings.Contains(r.Detail, c.detail) {
+			if r.Pass != c.pass || (r.Result == Pass) != c.pass || !strings.Contains(r.Detail, c.detail) {
 				t.Errorf("%+v", r)
 			}
 		})
 	}
 	// Under gVisor the probe's line is skipped and the host decides.
 	lines := allPass()
-	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 2.1 (not judged: gVisor)", Skipped: true}
-	if r := rowOf(judge(lines, bitten(), testLimits, true, true), "cpu"); !r.Pass || r.Result != ProbePass {
+	lines["cpu"] = Line{Control: "cpu", Observed: "ratio 2.1 (not judged: gVisor)", Skipped: true}
+	if r := rowOf(judge(lines, bitten(), testLimits, true, true), "cpu"); !r.Pass || r.Result != Pass {
 		t.Errorf("gVisor, throttled: %+v", r)
 	}
 	s := bitten()
-	s["cpu"] = probeSample{OK: true, Wall: 5 * time.Second}
-	if r := rowOf(judge(lines, s, testLimits, true, true), "cpu"); r.Pass || r.Result != ProbeFail {
+	s["cpu"] = Sample{OK: true, Wall: 5 * time.Second}
+	if r := rowOf(judge(lines, s, testLimits, true, true), "cpu"); r.Pass || r.Result != Fail {
 		t.Errorf("gVisor, never throttled: %+v", r)
 	}
 }
@@ -132,18 +132,18 @@ func TestJudgeProbeCPU(t *testing.T) {
 // A control without a line fails with "no evidence"; a skipped one is
 // neither pass nor fail, and the report does not pass with it.
 func TestJudgeProbeMissingLineFails(t *testing.T) {
-	for _, name := range ProbeControls {
+	for _, name := range Controls {
 		lines := allPass()
 		delete(lines, name)
 		r := rowOf(judge(lines, bitten(), testLimits, false, true), name)
-		if r.Pass || r.Result != ProbeFail || r.Observed != "no line" || !strings.HasPrefix(r.Detail, "no evidence") {
+		if r.Pass || r.Result != Fail || r.Observed != "no line" || !strings.HasPrefix(r.Detail, "no evidence") {
 			t.Errorf("%s without a line: %+v", name, r)
 		}
 	}
 	lines := allPass()
-	lines["workspace"] = ProbeLine{Control: "workspace", Observed: "skipped", Skipped: true, Detail: "/workspace is not mounted here"}
-	rep := &ProbeReport{Finished: true, Controls: judge(lines, bitten(), testLimits, false, true)}
-	if r := rowOf(rep.Controls, "workspace"); r.Pass || r.Result != ProbeSkipped {
+	lines["workspace"] = Line{Control: "workspace", Observed: "skipped", Skipped: true, Detail: "/workspace is not mounted here"}
+	rep := &Report{Finished: true, Controls: judge(lines, bitten(), testLimits, false, true)}
+	if r := rowOf(rep.Controls, "workspace"); r.Pass || r.Result != Skipped {
 		t.Errorf("a skipped control: %+v", r)
 	}
 	if got := rep.Skipped(); len(got) != 1 || got[0] != "workspace" || len(rep.Failed()) != 0 {
@@ -163,10 +163,10 @@ func TestJudgeProbeMissingLineFails(t *testing.T) {
 func TestJudgeProbeGVisor(t *testing.T) {
 	lines := allPass()
 	delete(lines, "memory")
-	lines["pids"] = ProbeLine{Control: "pids", Observed: "EAGAIN", Layer: "gVisor (Sentry): RLIMIT_NPROC", Pass: true}
-	lines["cpu"] = ProbeLine{Control: "cpu", Observed: "ratio 2.1 (not judged: gVisor)", Skipped: true, Value: f64(2.1)}
+	lines["pids"] = Line{Control: "pids", Observed: "EAGAIN", Layer: "gVisor (Sentry): RLIMIT_NPROC", Pass: true}
+	lines["cpu"] = Line{Control: "cpu", Observed: "ratio 2.1 (not judged: gVisor)", Skipped: true, Value: f64(2.1)}
 	s := bitten()
-	s["pids"] = probeSample{OK: true}
+	s["pids"] = Sample{OK: true}
 	rows := judge(lines, s, testLimits, true, true)
 	for _, n := range []string{"pids", "memory", "cpu"} {
 		if r := rowOf(rows, n); !r.Pass {
@@ -178,12 +178,12 @@ func TestJudgeProbeGVisor(t *testing.T) {
 	}
 	// The sandbox ended with no host OOM kill counted: gVisor's own
 	// accounting ended it; said so in the layer.
-	s["memory"] = probeSample{OK: true}
+	s["memory"] = Sample{OK: true}
 	if r := rowOf(judge(lines, s, testLimits, true, true), "memory"); !r.Pass || r.Layer != layerMemoryGVisorSentry {
 		t.Errorf("sandbox ended without a host OOM kill: %+v", r)
 	}
 	// The sandbox survived the allocation: the limit did not bite.
-	lines["memory"] = ProbeLine{Control: "memory", Observed: "no kill", Pass: false}
+	lines["memory"] = Line{Control: "memory", Observed: "no kill", Pass: false}
 	if r := rowOf(judge(lines, s, testLimits, true, true), "memory"); r.Pass {
 		t.Errorf("the allocation went through, yet memory passed: %+v", r)
 	}
@@ -195,10 +195,10 @@ func TestJudgeProbeGVisor(t *testing.T) {
 }
 
 func TestProbeReportOutput(t *testing.T) {
-	rep := &ProbeReport{ID: "p", Profile: "default", Mode: "enforce", Backend: "runc", Finished: true,
+	rep := &Report{ID: "p", Profile: "default", Mode: "enforce", Backend: "runc", Finished: true,
 		Controls: judge(allPass(), bitten(), testLimits, false, true)}
 	rep.Controls[1].Pass = false
-	rep.Controls[1].Result = ProbeFail
+	rep.Controls[1].Result = Fail
 	rep.Controls[1].Detail = "why"
 	var b bytes.Buffer
 	if err := rep.WriteText(&b); err != nil {
@@ -231,7 +231,7 @@ func TestProbeReportOutput(t *testing.T) {
 // unchanged: a copy-on-write workspace, not a writable bind.
 func TestJudgeWorkspaceWrite(t *testing.T) {
 	lines := allPass()
-	lines["workspace"] = ProbeLine{Control: "workspace", Observed: "written", Pass: false}
+	lines["workspace"] = Line{Control: "workspace", Observed: "written", Pass: false}
 	if r := rowOf(judge(lines, bitten(), testLimits, false, true), "workspace"); !r.Pass || r.Layer != "copy-on-write workspace" {
 		t.Errorf("unchanged host folder: %+v", r)
 	}
@@ -246,15 +246,15 @@ func TestJudgeWorkspaceWrite(t *testing.T) {
 func TestJudgeProbeGVisorMemoryAlive(t *testing.T) {
 	lines := allPass()
 	delete(lines, "memory")
-	lines["pids"] = ProbeLine{Control: "pids", Observed: "EAGAIN", Layer: "gVisor (Sentry): RLIMIT_NPROC", Pass: true}
-	out := probeOutput{lines: lines, samples: bitten(), finished: true, ended: false}
-	r := rowOf(judgeProbe(out, probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}), "memory")
-	if r.Pass || r.Result != ProbeFail || r.Observed == "sandbox ended" || !strings.HasPrefix(r.Detail, "no evidence") {
+	lines["pids"] = Line{Control: "pids", Observed: "EAGAIN", Layer: "gVisor (Sentry): RLIMIT_NPROC", Pass: true}
+	out := Output{lines: lines, samples: bitten(), Finished: true, ended: false}
+	r := rowOf(Judge(out, Host{Limits: testLimits, GVisor: true, HostFolderUnchanged: true}), "memory")
+	if r.Pass || r.Result != Fail || r.Observed == "sandbox ended" || !strings.HasPrefix(r.Detail, "no evidence") {
 		t.Errorf("sandbox alive, no memory line: %+v", r)
 	}
 	// A sandbox that ended before the done line never made the attempt.
-	out = probeOutput{lines: lines, samples: bitten(), finished: false, ended: true}
-	if r := rowOf(judgeProbe(out, probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}), "memory"); r.Pass || r.Observed == "sandbox ended" {
+	out = Output{lines: lines, samples: bitten(), Finished: false, ended: true}
+	if r := rowOf(Judge(out, Host{Limits: testLimits, GVisor: true, HostFolderUnchanged: true}), "memory"); r.Pass || r.Observed == "sandbox ended" {
 		t.Errorf("sandbox ended before done, memory: %+v", r)
 	}
 }
@@ -273,43 +273,43 @@ func fakeEvents() func() (cgroups.Events, error) {
 // waiting for, and the memory row follows.
 func TestReadProbeGVisorEnd(t *testing.T) {
 	feed := func(closeAfter bool) <-chan string {
-		ch := make(chan string, len(ProbeControls)+1)
+		ch := make(chan string, len(Controls)+1)
 		for n, l := range allPass() {
 			if n == "memory" {
 				continue
 			}
 			ch <- `{"control":"` + n + `","observed":"` + l.Observed + `","pass":true}`
 		}
-		ch <- probeDoneLine
+		ch <- DoneLine
 		if closeAfter {
 			close(ch)
 		}
 		return ch
 	}
-	host := probeHost{limits: testLimits, gvisor: true, hostFolderUnchanged: true}
+	host := Host{Limits: testLimits, GVisor: true, HostFolderUnchanged: true}
 
-	ended := readProbe(context.Background(), feed(true), fakeEvents(), true, time.Minute)
-	if !ended.finished || !ended.ended {
-		t.Fatalf("finished %v ended %v", ended.finished, ended.ended)
+	ended := Read(context.Background(), feed(true), fakeEvents(), true, time.Minute)
+	if !ended.Finished || !ended.ended {
+		t.Fatalf("finished %v ended %v", ended.Finished, ended.ended)
 	}
-	if r := rowOf(judgeProbe(ended, host), "memory"); !r.Pass || r.Observed != "sandbox ended" {
+	if r := rowOf(Judge(ended, host), "memory"); !r.Pass || r.Observed != "sandbox ended" {
 		t.Errorf("sandbox ended with an OOM kill: %+v", r)
 	}
 
 	// The sandbox stays alive: the wait after done runs out.
-	alive := readProbe(context.Background(), feed(false), fakeEvents(), true, 50*time.Millisecond)
-	if !alive.finished || alive.ended {
-		t.Fatalf("finished %v ended %v", alive.finished, alive.ended)
+	alive := Read(context.Background(), feed(false), fakeEvents(), true, 50*time.Millisecond)
+	if !alive.Finished || alive.ended {
+		t.Fatalf("finished %v ended %v", alive.Finished, alive.ended)
 	}
-	if r := rowOf(judgeProbe(alive, host), "memory"); r.Pass || r.Result != ProbeFail {
+	if r := rowOf(Judge(alive, host), "memory"); r.Pass || r.Result != Fail {
 		t.Errorf("sandbox alive past the allocation, memory passed: %+v", r)
 	}
 
 	// The whole run's deadline: the same.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	timedOut := readProbe(ctx, feed(false), fakeEvents(), true, time.Minute)
-	if r := rowOf(judgeProbe(timedOut, host), "memory"); r.Pass {
+	timedOut := Read(ctx, feed(false), fakeEvents(), true, time.Minute)
+	if r := rowOf(Judge(timedOut, host), "memory"); r.Pass {
 		t.Errorf("read timed out, memory passed: %+v", r)
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package probe
 
 import (
 	"context"
@@ -11,13 +11,16 @@ import (
 	"bulkhead.dev/bulkhead/cgroups"
 )
 
+// probeDoneLine ends the probe's output (cmd/bulkhead-probe/result.go).
+const DoneLine = `{"control":"done"}`
+
 // probeOutput is what the host saw of one probe run: the lines, the
 // cgroup counters sampled as each arrived, and how the output ended.
-type probeOutput struct {
-	lines   map[string]ProbeLine
-	samples map[string]probeSample
-	// finished: the done line came.
-	finished bool
+type Output struct {
+	lines   map[string]Line
+	samples map[string]Sample
+	// Finished: the done line came.
+	Finished bool
 	// ended: the container's stdout reached EOF, so every process in it
 	// had exited. Under gVisor this is the evidence that the memory
 	// attempt after done ended the sandbox; a read that stopped on a
@@ -34,20 +37,20 @@ var sinceStart = map[string]bool{"pids": true, "memory": true}
 // readProbe reads the probe's lines until EOF, the done line (runc), or,
 // under gVisor, afterDone past the done line (the memory attempt follows
 // it), or ctx. events reads the container's cgroup counters.
-func readProbe(ctx context.Context, lines <-chan string, events func() (cgroups.Events, error), gvisor bool, afterDone time.Duration) probeOutput {
-	out := probeOutput{lines: map[string]ProbeLine{}, samples: map[string]probeSample{}}
+func Read(ctx context.Context, lines <-chan string, events func() (cgroups.Events, error), gvisor bool, afterDone time.Duration) Output {
+	out := Output{lines: map[string]Line{}, samples: map[string]Sample{}}
 	prev, prevErr := events()
 	prevAt := time.Now()
 	first, firstErr := prev, prevErr
 	take := func(raw string) {
-		var l ProbeLine
+		var l Line
 		if err := json.Unmarshal([]byte(raw), &l); err != nil || l.Control == "" {
 			logrus.Warnf("bulkhead: probe: not a probe line: %q", raw)
 			return
 		}
 		now, err := events()
 		at := time.Now()
-		out.samples[l.Control] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil, Wall: at.Sub(prevAt)}
+		out.samples[l.Control] = Sample{Before: prev, After: now, OK: err == nil && prevErr == nil, Wall: at.Sub(prevAt)}
 		if sinceStart[l.Control] {
 			s := out.samples[l.Control]
 			s.Before, s.OK = first, err == nil && firstErr == nil
@@ -64,8 +67,8 @@ func readProbe(ctx context.Context, lines <-chan string, events func() (cgroups.
 				out.ended = true
 				break
 			}
-			if strings.TrimSpace(raw) == probeDoneLine {
-				out.finished = true
+			if strings.TrimSpace(raw) == DoneLine {
+				out.Finished = true
 				if !gvisor {
 					return out
 				}
@@ -81,12 +84,12 @@ func readProbe(ctx context.Context, lines <-chan string, events func() (cgroups.
 		}
 		break
 	}
-	if gvisor && out.finished && out.ended {
+	if gvisor && out.Finished && out.ended {
 		// The memory attempt after done: its line if the sandbox
 		// survived, else the counters when the sandbox ended.
 		if _, ok := out.samples["memory"]; !ok {
 			now, err := events()
-			out.samples["memory"] = probeSample{Before: prev, After: now, OK: err == nil && prevErr == nil, Wall: time.Since(prevAt)}
+			out.samples["memory"] = Sample{Before: prev, After: now, OK: err == nil && prevErr == nil, Wall: time.Since(prevAt)}
 		}
 	}
 	return out
