@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -85,4 +87,10 @@ func chooseCgroupsPath(s *rspec.Spec, g *Globals, id string) []specs.Decision {
 		{Rule: "cgroups_path", Field: "annotations[" + annotationCgroupsPath + "]", Action: action, Before: beforeAnnotation, After: path,
 			Layer: specs.LayerNone, Why: "marks linux.cgroupsPath as bulkhead's choice, not the caller's"},
 	}
+}
+
+// sha is the hex SHA-256 of data.
+func sha(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

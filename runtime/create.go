@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+
 	"bulkhead.dev/bulkhead/runtime/state"
 
 	"bulkhead.dev/bulkhead/runtime/verify"
@@ -55,7 +57,7 @@ type creation struct {
 	handedJSON []byte
 	rewritten  bool // config.json was replaced
 	created    bool // the backend has a container of this id
-	audit      AuditEntry
+	audit      audit.Entry
 	ws         []workspace // overlay workspaces (runtime/workspace.go)
 	plan       *Plan
 
@@ -103,7 +105,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: pidFile, original: original,
 		plan: plan, handed: plan.Handed, handedJSON: plan.HandedJSON, ws: plan.Workspaces, ctx: plan.Ctx,
 		handOverBundle: bundle, lifetime: plan.Lifetime}
-	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
+	c.audit = audit.Entry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original), Decisions: plan.Decisions}
 	decisions := plan.Decisions
 	for _, d := range decisions {
@@ -255,7 +257,7 @@ func (c *creation) fail(err error) error {
 }
 
 func (c *creation) writeAudit() {
-	if err := WriteAudit(c.cfg.AuditLog, &c.audit); err != nil {
+	if err := audit.Write(c.cfg.AuditLog, &c.audit); err != nil {
 		logrus.Warnf("bulkhead: %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -42,17 +44,17 @@ func Exec(g *Globals, v Values, args []string) error {
 	// The bundle gives the rootfs, so cwd is resolved in it as at create.
 	ctx := &specs.Context{Profile: &profile, Bundle: rec.Bundle}
 	policed, decisions, err := specs.ApplyProcess(ctx, proc)
-	audit := AuditEntry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name, Backend: b.Name,
+	entry := audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name, Backend: b.Name,
 		Mode: profile.Mode, Decisions: decisions, Outcome: "exec"}
 	if err != nil && profile.Mode == specs.Enforce {
-		audit.Outcome, audit.Error = "refused", err.Error()
-		_ = WriteAudit(cfg.AuditLog, &audit)
+		entry.Outcome, entry.Error = "refused", err.Error()
+		_ = audit.Write(cfg.AuditLog, &entry)
 		return err
 	}
 	if profile.Mode == specs.Audit {
 		policed = proc
 	}
-	_ = WriteAudit(cfg.AuditLog, &audit)
+	_ = audit.Write(cfg.AuditLog, &entry)
 	data, err := json.Marshal(policed)
 	if err != nil {
 		return err

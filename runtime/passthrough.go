@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+
 	"bulkhead.dev/bulkhead/runtime/state"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -96,7 +98,7 @@ func Delete(g *Globals, v Values, id string) error {
 	if recErr != nil {
 		return reg.Remove(id)
 	}
-	audit := AuditEntry{Event: "delete", ID: id, Bundle: rec.Bundle, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode}
+	entry := audit.Entry{Event: "delete", ID: id, Bundle: rec.Bundle, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode}
 	var errs []error
 	if err := removeCgroup(rec.CgroupsPath); err != nil {
 		errs = append(errs, err)
@@ -105,33 +107,33 @@ func Delete(g *Globals, v Values, id string) error {
 	// recorded, never a reason to keep the container.
 	kept, keepErr := retainChanges(g, reg, rec)
 	if kept != nil {
-		audit.Changes, audit.ChangesTill = kept.Dir, &kept.Expires
+		entry.Changes, entry.ChangesTill = kept.Dir, &kept.Expires
 	}
 	if err := reg.Remove(id); err != nil {
 		errs = append(errs, err)
 	}
 	err = errors.Join(errs...)
-	audit.Outcome = "deleted"
+	entry.Outcome = "deleted"
 	var problems []string
 	if err != nil {
-		audit.Outcome = "delete failed"
+		entry.Outcome = "delete failed"
 		problems = append(problems, err.Error())
 	}
 	if keepErr != nil {
 		logrus.Warnf("bulkhead: changes of %s not kept: %v", id, keepErr)
 		problems = append(problems, "workspace changes not kept: "+keepErr.Error())
 	}
-	audit.Error = strings.Join(problems, "; ")
-	writeAudit(g, &audit)
+	entry.Error = strings.Join(problems, "; ")
+	writeAudit(g, &entry)
 	return err
 }
 
 // writeAudit appends e to the configured audit log; failing to audit is
 // logged, not fatal.
-func writeAudit(g *Globals, e *AuditEntry) {
+func writeAudit(g *Globals, e *audit.Entry) {
 	cfg, err := LoadConfig(g.Config, g.explicit)
 	if err == nil {
-		err = WriteAudit(cfg.AuditLog, e)
+		err = audit.Write(cfg.AuditLog, e)
 	}
 	if err != nil {
 		logrus.Warnf("bulkhead: audit: %v", err)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -267,7 +269,7 @@ func hasDecision(ds []specs.Decision, rule, field string) bool {
 	return false
 }
 
-func auditLines(t *testing.T, path string) []AuditEntry {
+func auditLines(t *testing.T, path string) []audit.Entry {
 	t.Helper()
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -277,11 +279,11 @@ func auditLines(t *testing.T, path string) []AuditEntry {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []AuditEntry
+	var out []audit.Entry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var e AuditEntry
+		var e audit.Entry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatal(err)
 		}

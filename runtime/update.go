@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 
 	units "github.com/docker/go-units"
@@ -76,7 +78,7 @@ func (c *recorded) clampResources(id string, r *rspec.LinuxResources) error {
 	} else {
 		err = nil
 	}
-	_ = WriteAudit(c.cfg.AuditLog, &AuditEntry{Event: "update", ID: id, Profile: c.profile.Name, Backend: c.backend.Name,
+	_ = audit.Write(c.cfg.AuditLog, &audit.Entry{Event: "update", ID: id, Profile: c.profile.Name, Backend: c.backend.Name,
 		Mode: c.profile.Mode, Decisions: decisions, Outcome: outcome})
 	return err
 }

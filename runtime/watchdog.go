@@ -17,6 +17,8 @@ import (
 	"time"
 	"unsafe"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+
 	"bulkhead.dev/bulkhead/runtime/state"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -351,7 +353,7 @@ func (wd *watchdog) expire(deadline time.Time) error {
 	// go so the audit line says what happened, not what was asked.
 	gone := wd.initExited(5 * time.Second)
 	d := deadline.UTC()
-	e := &AuditEntry{Event: "deadline", ID: wd.id, Backend: wd.b.Name, Deadline: &d, Outcome: "killed"}
+	e := &audit.Entry{Event: "deadline", ID: wd.id, Backend: wd.b.Name, Deadline: &d, Outcome: "killed"}
 	if rec, err := wd.reg.Get(wd.id); err == nil {
 		e.Profile, e.Mode, e.Bundle = rec.Profile, rec.Mode, rec.Bundle
 	}
@@ -370,7 +372,7 @@ func (wd *watchdog) expire(deadline time.Time) error {
 		e.Outcome = "kill failed"
 	}
 	e.Error = strings.Join(errs, "; ")
-	if err := WriteAudit(wd.cfg.AuditLog, e); err != nil {
+	if err := audit.Write(wd.cfg.AuditLog, e); err != nil {
 		logrus.Warnf("bulkhead: %v", err)
 	}
 	if e.Outcome != "killed" {

@@ -11,9 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
-	"bulkhead.dev/bulkhead/runtime"
 	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -30,17 +31,17 @@ func auditConfig(t *testing.T) (env []string, auditLog string) {
 
 // readAudit parses every line of the audit log; a line that is not one
 // JSON object fails the test.
-func readAudit(t *testing.T, path string) ([]runtime.AuditEntry, []byte) {
+func readAudit(t *testing.T, path string) ([]audit.Entry, []byte) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("audit log: %v", err)
 	}
-	var entries []runtime.AuditEntry
+	var entries []audit.Entry
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 4<<20), 4<<20)
 	for n := 1; sc.Scan(); n++ {
-		var e runtime.AuditEntry
+		var e audit.Entry
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil || dec.More() {
@@ -104,7 +105,7 @@ func TestAuditModeHandsSpecOverUnchanged(t *testing.T) {
 	if bytes.Contains(raw, []byte(secretValues[0])) {
 		t.Error("the audit log holds a secret value")
 	}
-	var create *runtime.AuditEntry
+	var create *audit.Entry
 	for i := range entries {
 		if entries[i].Event == "create" && entries[i].ID == id {
 			create = &entries[i]

@@ -1,8 +1,6 @@
-package runtime
+package audit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,7 +17,7 @@ import (
 
 // AuditEntry is one line of the audit log: what was asked, what the
 // policy decided, what the kernel showed and how it ended.
-type AuditEntry struct {
+type Entry struct {
 	Time        time.Time        `json:"time"`
 	Event       string           `json:"event"`
 	ID          string           `json:"id"`
@@ -44,7 +42,7 @@ type AuditEntry struct {
 // with a single write under an exclusive flock, so lines from parallel
 // creates never interleave. Failing to audit is logged, not fatal: the
 // container's boundary does not depend on it.
-func WriteAudit(path string, e *AuditEntry) error {
+func Write(path string, e *Entry) error {
 	if path == "" {
 		return nil
 	}
@@ -75,9 +73,4 @@ func WriteAudit(path string, e *AuditEntry) error {
 		return fmt.Errorf("audit log %s: %w", path, err)
 	}
 	return nil
-}
-
-func sha(data []byte) string {
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }
