@@ -88,7 +88,7 @@ func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func retainChanges(g *Globals, reg *state.Registry, rec *state.Record) (*retaine
 	if len(ws) == 0 {
 		return nil, nil
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -517,7 +517,7 @@ func ExportChanges(g *Globals, id, format string, w io.Writer) ([]string, error)
 	if err := checkFormat(format); err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -556,7 +556,7 @@ func ExportChanges(g *Globals, id, format string, w io.Writer) ([]string, error)
 
 // ListChanges writes the kept changes as a table or json.
 func ListChanges(g *Globals, format string, w io.Writer) error {
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -679,7 +679,7 @@ func pruneLocked(cfg *Config, olderThan time.Duration) ([]string, error) {
 
 // PruneChangesCmd is `bulkhead changes prune`.
 func PruneChangesCmd(g *Globals, olderThan time.Duration) ([]string, error) {
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 			return nil, nil, err
 		}
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -77,7 +77,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}

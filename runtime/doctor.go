@@ -167,7 +167,7 @@ func doctorConfig(g *Globals) (*Config, DoctorCheck) {
 	if err == nil {
 		c.Found = fmt.Sprintf("mode %04o, %s", st.Mode().Perm(), ownerOf(st))
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		c.Status, c.Found = StatusFail, err.Error()
 		c.Fix = "create refuses every container until this is fixed: make the file root's and writable only by root (chown root:root; chmod 0644), or correct the key named"

@@ -38,7 +38,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 	}
 	ctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	defer cancel()
-	sel, cfgPath, err := probeSelect(g, ProbeOptions{Backend: name})
+	sel, err := probeSelect(g, ProbeOptions{Backend: name})
 	if err != nil {
 		c.Status, c.Found = StatusFail, err.Error()
 		return c
@@ -62,7 +62,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 		return c
 	}
 	id := strings.Replace(probeID(), "probe", "doctor", 1)
-	p := &probeRun{g: g, opt: ProbeOptions{Bulkhead: self}, sel: sel, cfgPath: cfgPath,
+	p := &probeRun{g: g, opt: ProbeOptions{Bulkhead: self}, sel: sel,
 		rep: &probe.Report{ID: id}, work: work, gvisor: sel.Backend.IsGVisor()}
 	if !g.SystemdCgroup {
 		p.cgroupsPath = DefaultCgroupsPath(g.Root, id)

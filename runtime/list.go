@@ -31,7 +31,7 @@ type ContainerState struct {
 // List merges the containers of every configured backend under this root.
 // A backend that is not installed, or whose list fails, contributes none.
 func List(g *Globals, v Values, out io.Writer) error {
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func Features(g *Globals, out io.Writer) error {
 // the last line: dockerd takes the runtime version from a line that
 // contains "version".
 func Version(g *Globals, version string, out io.Writer) error {
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 // for a container bulkhead has no record of, the backend the runtime entry
 // selects (so `state` of an unknown id gets the backend's own answer).
 func owner(g *Globals, id string) (*backend.Backend, *state.Registry, error) {
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,7 +131,7 @@ func Delete(g *Globals, v Values, id string) error {
 // writeAudit appends e to the configured audit log; failing to audit is
 // logged, not fatal.
 func writeAudit(g *Globals, e *audit.Entry) {
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err == nil {
 		err = audit.Write(cfg.AuditLog, e)
 	}

@@ -61,7 +61,7 @@ func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*probe.Report, er
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
 
-	sel, cfgPath, err := probeSelect(g, opt)
+	sel, err := probeSelect(g, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*probe.Report, er
 	if err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
-	p := &probeRun{g: g, opt: opt, sel: sel, cfgPath: cfgPath, rep: rep, work: work, gvisor: gvisor}
+	p := &probeRun{g: g, opt: opt, sel: sel, rep: rep, work: work, gvisor: gvisor}
 	if !g.SystemdCgroup {
 		p.cgroupsPath = DefaultCgroupsPath(g.Root, rep.ID)
 	}
@@ -107,10 +107,10 @@ func Probe(ctx context.Context, g *Globals, opt ProbeOptions) (*probe.Report, er
 
 // probeSelect resolves profile and backend the way create will, so the
 // probe knows beforehand whether it runs in gVisor.
-func probeSelect(g *Globals, opt ProbeOptions) (*Selection, string, error) {
-	cfg, err := LoadConfig(g.Config, g.explicit)
+func probeSelect(g *Globals, opt ProbeOptions) (*Selection, error) {
+	cfg, err := g.LoadConfig()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	sg := *g
 	if opt.Profile != "" {
@@ -121,13 +121,9 @@ func probeSelect(g *Globals, opt ProbeOptions) (*Selection, string, error) {
 	}
 	sel, err := Select(cfg, &sg, nil)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	cfgPath := ""
-	if g.explicit {
-		cfgPath = g.Config
-	}
-	return sel, cfgPath, nil
+	return sel, nil
 }
 
 func probeID() string {
@@ -141,7 +137,6 @@ type probeRun struct {
 	g           *Globals
 	opt         ProbeOptions
 	sel         *Selection
-	cfgPath     string
 	rep         *probe.Report
 	work        string
 	gvisor      bool
@@ -153,22 +148,9 @@ type probeRun struct {
 // bulkheadArgv is the command line of one bulkhead verb for the probe's
 // container, with the caller's globals and the probe's selection.
 func (p *probeRun) bulkheadArgv(verb string, args ...string) []string {
-	argv := []string{p.opt.Bulkhead, "--root", p.g.Root}
-	if p.cfgPath != "" {
-		argv = append(argv, "--config", p.cfgPath)
-	}
-	argv = append(argv, "--profile", p.sel.Profile.Name, "--backend", p.sel.Backend.Name)
-	if p.g.SystemdCgroup {
-		argv = append(argv, "--systemd-cgroup")
-	}
-	if p.g.Rootless != "" {
-		argv = append(argv, "--rootless", p.g.Rootless)
-	}
-	if p.g.Debug {
-		argv = append(argv, "--debug")
-	}
-	argv = append(argv, verb)
-	return append(argv, args...)
+	g := *p.g
+	g.Profile, g.Backend = p.sel.Profile.Name, p.sel.Backend.Name
+	return g.selfArgv(p.opt.Bulkhead, verb, args...)
 }
 
 func (p *probeRun) run(ctx context.Context) error {

@@ -25,7 +25,7 @@ func lookupRecorded(g *Globals, verb, id string) (*recorded, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -60,28 +60,16 @@ func (c *creation) startWatchdog() error {
 // watchdogArgv is the command line of a watchdog (spawn is the
 // intermediate that detaches it). It carries the globals that decide the
 // backend's state and configuration, so the watchdog talks to the same
-// backend instance as the engine.
+// backend instance as the engine; it runs in /, so they are absolute.
 func watchdogArgv(self string, g *Globals, spawn bool, id string, pid int, lifetime time.Duration) []string {
-	// The watchdog runs in /: relative paths are made absolute.
-	root, _ := filepath.Abs(g.Root)
-	argv := []string{self, "--root", root}
-	if g.explicit {
-		config, _ := filepath.Abs(g.Config)
-		argv = append(argv, "--config", config)
-	}
-	if g.SystemdCgroup {
-		argv = append(argv, "--systemd-cgroup")
-	}
-	if g.Rootless != "" {
-		argv = append(argv, "--rootless", g.Rootless)
-	}
-	argv = append(argv, WatchdogVerb)
+	var args []string
 	if spawn {
-		argv = append(argv, "--spawn")
+		args = append(args, "--spawn")
 	} else {
-		argv = append(argv, "--ready-fd", "3")
+		args = append(args, "--ready-fd", "3")
 	}
-	return append(argv, "--pid", strconv.Itoa(pid), "--lifetime", lifetime.String(), id)
+	args = append(args, "--pid", strconv.Itoa(pid), "--lifetime", lifetime.String(), id)
+	return g.selfArgv(self, WatchdogVerb, args...)
 }
 
 // spawnWatchdog starts the watchdog through an intermediate process that
@@ -217,7 +205,7 @@ func newWatchdog(g *Globals, id string, initPid int, lifetime time.Duration) (*w
 	if initPid <= 0 || lifetime <= 0 {
 		return nil, fmt.Errorf("watchdog %s: want --pid and --lifetime", id)
 	}
-	cfg, err := LoadConfig(g.Config, g.explicit)
+	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
@@ -103,32 +101,19 @@ func usageError(c *cli.Context, err error, _ bool) error {
 	return fmt.Errorf("%s: %w", c.Command.FullName(), err)
 }
 
+// globalFlags are runtime.GlobalFlags as urfave flags.
 func globalFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.BoolFlag{Name: "debug", Usage: "enable debug logging"},
-		&cli.StringFlag{Name: "log", Usage: "log file (default: stderr)"},
-		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json"},
-		&cli.StringFlag{Name: "root", Value: state.DefaultRoot, Usage: "root directory for container state"},
-		&cli.StringFlag{Name: "criu", Usage: "path to criu binary (runc only)"},
-		&cli.BoolFlag{Name: "systemd-cgroup", Usage: "use systemd for cgroups"},
-		&cli.StringFlag{Name: "rootless", Value: "auto", Usage: "ignore cgroup permission errors: true, false or auto"},
-		&cli.StringFlag{Name: "config", EnvVars: []string{"BULKHEAD_CONFIG"}, Value: runtime.DefaultConfigPath, Usage: "bulkhead configuration file"},
-		&cli.StringFlag{Name: "profile", Usage: "policy profile (default: the configuration's default_profile)"},
-		&cli.StringFlag{Name: "backend", Usage: "backend runtime (default: the profile's)"},
+	var out []cli.Flag
+	for _, f := range runtime.GlobalFlags {
+		c := cliFlags([]runtime.Flag{f.Flag})[0]
+		if s, ok := c.(*cli.StringFlag); ok {
+			s.EnvVars = f.EnvVars
+		}
+		out = append(out, c)
 	}
+	return out
 }
 
 func readGlobals(c *cli.Context, g *runtime.Globals) {
-	g.Root = c.String("root")
-	g.Log = c.String("log")
-	g.LogFormat = c.String("log-format")
-	g.Debug = c.Bool("debug")
-	g.SystemdCgroup = c.Bool("systemd-cgroup")
-	if c.IsSet("rootless") {
-		g.Rootless = c.String("rootless")
-	}
-	g.Criu = c.String("criu")
-	g.SetConfig(c.String("config"), c.IsSet("config"))
-	g.Profile = c.String("profile")
-	g.Backend = c.String("backend")
+	g.Read(c)
 }
