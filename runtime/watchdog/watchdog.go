@@ -1,0 +1,316 @@
+package watchdog
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/audit"
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
+)
+
+// ReadyTimeout bounds the wait for the watchdog to report that it
+// watches the container; without it the container must not run.
+const ReadyTimeout = 10 * time.Second
+
+// Spawn runs argv, the intermediate (Detach), and returns the pid of the
+// watchdog it started. Going through an intermediate process that
+// exits once the watchdog reports ready, so the watchdog is no child of
+// bulkhead: `run`'s wait and reap loops never see it. bulkhead stops being
+// a subreaper meanwhile, or the orphaned watchdog would come back to it;
+// it lands with the next subreaper up (the engine's shim) or init.
+func Spawn(argv []string) (int, error) {
+	// No descriptor the engine gave bulkhead (stdio pipes, preserved fds)
+	// may stay open in a process that outlives the container.
+	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	var was int32
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0); err == nil && was != 0 {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0); err != nil {
+			return 0, err
+		}
+		defer func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout+2*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(stdout.String()))
+	if err != nil {
+		return 0, fmt.Errorf("watchdog pid %q: %w", stdout.String(), err)
+	}
+	return pid, nil
+}
+
+// Detach is the intermediate: it starts the watchdog argv in a session
+// of its own with stdio on /dev/null, waits until it reports ready, prints
+// its pid and exits.
+func Detach(argv []string) error {
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = null, null, null
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = "/"
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return err
+	}
+	w.Close()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(r).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		if s != "ok" {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			if s == "" {
+				s = "exited without reporting"
+			}
+			return fmt.Errorf("watchdog: %s", s)
+		}
+	case <-time.After(ReadyTimeout):
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("watchdog: not ready after %s", ReadyTimeout)
+	}
+	fmt.Println(cmd.Process.Pid)
+	// Not waited for: the watchdog is re-parented when this process exits.
+	_ = cmd.Process.Release()
+	return nil
+}
+
+// Watch is one container's deadline, enforced from outside it.
+type Watch struct {
+	Reg     *state.Registry
+	Backend *backend.Backend
+	ID      string
+	// Pid is the container's init (or gVisor sandbox).
+	Pid      int
+	Lifetime time.Duration
+	// Argv is the command line of one call of the backend, with the
+	// caller's globals.
+	Argv func(verb string, args ...string) []string
+	// AuditLog gets the deadline's line.
+	AuditLog string
+
+	pidfd int // -1 when the kernel has no pidfd_open
+}
+
+// Run waits until the container starts, arms its deadline and kills
+// every process of the container through the backend when it passes. It
+// returns at once when the container's init exits or the container is
+// deleted first. ready gets "ok" once the init is watched, or the error.
+func (wd *Watch) Run(ready *os.File) error {
+	err := wd.open()
+	if ready != nil {
+		if err != nil {
+			fmt.Fprintln(ready, err)
+		} else {
+			fmt.Fprintln(ready, "ok")
+		}
+		ready.Close()
+	}
+	if err != nil {
+		return err
+	}
+	defer wd.close()
+	return wd.run()
+}
+
+// open watches the init through a pidfd where the kernel has one.
+func (wd *Watch) open() error {
+	if wd.Pid <= 0 || wd.Lifetime <= 0 {
+		return fmt.Errorf("watchdog %s: want --pid and --lifetime", wd.ID)
+	}
+	wd.pidfd = -1
+	fd, err := unix.PidfdOpen(wd.Pid, 0)
+	switch {
+	case err == nil:
+		wd.pidfd = fd
+	case errors.Is(err, unix.ENOSYS):
+		// Older kernel: kill(pid, 0) polling below.
+	default:
+		return fmt.Errorf("watchdog %s: watch init %d: %w", wd.ID, wd.Pid, err)
+	}
+	return nil
+}
+
+func (wd *Watch) close() {
+	if wd.pidfd >= 0 {
+		unix.Close(wd.pidfd)
+	}
+}
+
+// initExited waits up to d for the init to exit and tells whether it has.
+func (wd *Watch) initExited(d time.Duration) bool {
+	if wd.pidfd < 0 {
+		time.Sleep(min(d, 250*time.Millisecond))
+		return unix.Kill(wd.Pid, 0) == unix.ESRCH
+	}
+	ms := int(d / time.Millisecond)
+	if ms < 0 {
+		ms = 0
+	}
+	fds := []unix.PollFd{{Fd: int32(wd.pidfd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, ms)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
+
+// deleted tells whether bulkhead's record of the container is gone.
+func (wd *Watch) deleted() bool {
+	_, err := os.Stat(filepath.Join(wd.Reg.Dir(wd.ID), "record.json"))
+	return errors.Is(err, os.ErrNotExist)
+}
+
+// status is the backend's status of the container, "" when it has none.
+func (wd *Watch) status() string {
+	out, err := exec.Command(wd.Backend.Path, wd.Argv("state", wd.ID)[1:]...).Output()
+	if err != nil {
+		return ""
+	}
+	var s struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(out, &s)
+	return s.Status
+}
+
+func (wd *Watch) run() error {
+	// Created: wait for start. The backend's state is polled, often at
+	// first (engines start right after create), then less.
+	begin := time.Now()
+	for {
+		every := 100 * time.Millisecond
+		if time.Since(begin) > 30*time.Second {
+			every = time.Second
+		}
+		if wd.initExited(every) || wd.deleted() {
+			return nil
+		}
+		st := wd.status()
+		if st == "running" || st == "paused" {
+			break
+		}
+		if st != "created" {
+			return nil // stopped or gone
+		}
+	}
+	deadline := time.Now().Add(wd.Lifetime)
+	wd.setDeadline(deadline)
+	// Running: the init's pidfd wakes the watchdog when the container ends
+	// first. gVisor's sandbox process may outlive the container's init, so
+	// its status is asked every second too.
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		if wd.initExited(min(left, time.Second)) || wd.deleted() {
+			return nil
+		}
+		if wd.Backend.IsGVisor() && time.Until(deadline) > 0 {
+			if st := wd.status(); st != "running" && st != "paused" {
+				return nil
+			}
+		}
+	}
+	return wd.expire(deadline)
+}
+
+// setDeadline stores the armed deadline in the record, for inspect.
+func (wd *Watch) setDeadline(deadline time.Time) {
+	d := deadline.UTC()
+	// A container deleted meanwhile has nothing to record.
+	_ = wd.Reg.Modify(wd.ID, func(rec *state.Record) { rec.Deadline = &d })
+}
+
+// expire kills every process of the container through the backend and
+// records it in the audit log.
+func (wd *Watch) expire(deadline time.Time) error {
+	if wd.deleted() {
+		return nil
+	}
+	count, countErr := wd.countProcesses()
+	argv := wd.Argv("kill", "--all", wd.ID, "KILL")
+	killErr := backend.Quietly(argv)
+	// The kill reaches every process of the container; wait for the init to
+	// go so the audit line says what happened, not what was asked.
+	gone := wd.initExited(5 * time.Second)
+	d := deadline.UTC()
+	e := &audit.Entry{Event: "deadline", ID: wd.ID, Backend: wd.Backend.Name, Deadline: &d, Outcome: "killed"}
+	if rec, err := wd.Reg.Get(wd.ID); err == nil {
+		e.Profile, e.Mode, e.Bundle = rec.Profile, rec.Mode, rec.Bundle
+	}
+	if countErr == nil {
+		e.Killed = &count
+	}
+	var errs []string
+	if countErr != nil {
+		errs = append(errs, "count processes: "+countErr.Error())
+	}
+	if killErr != nil {
+		errs = append(errs, "kill --all: "+killErr.Error())
+	}
+	if !gone && wd.pidfd >= 0 {
+		errs = append(errs, fmt.Sprintf("init %d still there 5 s after kill", wd.Pid))
+		e.Outcome = "kill failed"
+	}
+	e.Error = strings.Join(errs, "; ")
+	if err := audit.Write(wd.AuditLog, e); err != nil {
+		logrus.Warnf("bulkhead: %v", err)
+	}
+	if e.Outcome != "killed" {
+		return errors.New(e.Error)
+	}
+	return nil
+}
+
+// countProcesses asks the backend for the container's processes.
+func (wd *Watch) countProcesses() (int, error) {
+	out, err := exec.Command(wd.Backend.Path, wd.Argv("ps", "--format", "json", wd.ID)[1:]...).Output()
+	if err != nil {
+		return 0, err
+	}
+	var procs []json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(out), &procs); err != nil {
+		return 0, fmt.Errorf("ps output %q: %w", out, err)
+	}
+	return len(procs), nil
+}
