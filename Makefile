@@ -57,7 +57,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseArgv$$' -fuzztime $(or $(FUZZTIME),60000x) ./cmd/bulkhead
 	$(GO) test -run '^$$' -fuzz '^FuzzParseObject$$' -fuzztime $(or $(FUZZTIME),600000x) ./install
 	$(GO) test -run '^$$' -fuzz '^FuzzContainerdInstall$$' -fuzztime $(or $(FUZZTIME),3000x) ./install
-	$(GO) test -run '^$$' -fuzz '^FuzzExportNames$$' -fuzztime $(or $(FUZZTIME),15000x) ./runtime
+	$(GO) test -run '^$$' -fuzz '^FuzzExportNames$$' -fuzztime $(or $(FUZZTIME),15000x) ./runtime/workspace
 
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./cmd/bulkhead ./specs ./seccomp ./runtime

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/workspace"
+
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
 
@@ -238,7 +240,7 @@ func (c *Config) validate(name string) error {
 			return fmt.Errorf("config %s: backends.%s: path is empty", name, n)
 		}
 	}
-	if _, err := limitsOf(c); err != nil {
+	if _, err := workspace.LimitsOf(c.changes()); err != nil {
 		return fmt.Errorf("config %s: %w", name, err)
 	}
 	return nil

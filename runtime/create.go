@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/workspace"
+
 	"bulkhead.dev/bulkhead/runtime/audit"
 
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -58,7 +60,7 @@ type creation struct {
 	rewritten  bool // config.json was replaced
 	created    bool // the backend has a container of this id
 	audit      audit.Entry
-	ws         []workspace // overlay workspaces (runtime/workspace.go)
+	ws         []workspace.Workspace // overlay workspaces (runtime/workspace)
 	plan       *Plan
 
 	// ctx is what the rules knew; the pins are judged with it again.
@@ -291,4 +293,17 @@ func Restore(g *Globals, v Values, id string) error {
 		return err
 	}
 	return c.handOver("restore", v)
+}
+
+// mountWorkspaces mounts the planned overlays once the state directory
+// exists.
+func (c *creation) mountWorkspaces() error {
+	if len(c.ws) == 0 {
+		return nil
+	}
+	size, err := c.sel.Profile.WorkspaceBytes()
+	if err != nil {
+		return err
+	}
+	return workspace.Mount(c.ws, size, c.reg.Dir(c.rec.ID))
 }

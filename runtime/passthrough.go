@@ -105,7 +105,7 @@ func Delete(g *Globals, v Values, id string) error {
 	}
 	// Workspace changes outlive the container; failing to keep them is
 	// recorded, never a reason to keep the container.
-	kept, keepErr := retainChanges(g, reg, rec)
+	kept, keepErr := keepChanges(g, reg, rec)
 	if kept != nil {
 		entry.Changes, entry.ChangesTill = kept.Dir, &kept.Expires
 	}

@@ -55,7 +55,7 @@ func (c *creation) pinHostPaths() error {
 	}
 	merged := map[string]bool{}
 	for _, w := range c.ws {
-		merged[w.merged()] = true
+		merged[w.Merged()] = true
 	}
 	for i := range s.Mounts {
 		m := &s.Mounts[i]

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/workspace"
+
 	"bulkhead.dev/bulkhead/runtime/state"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -55,7 +57,7 @@ type Plan struct {
 	Lifetime time.Duration
 	// Workspaces are the copy-on-write overlays to mount before the
 	// hand-over; Handed already names their merged directories.
-	Workspaces []workspace
+	Workspaces []workspace.Workspace
 
 	// RuleErr is the rules' (and the lifetime's) refusal; PlanErr a
 	// refusal found while planning the hand-over (bulkhead's own cgroup
@@ -109,7 +111,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		return p, nil
 	}
 	var more []specs.Decision
-	p.Workspaces, more, p.PlanErr = planWorkspaces(&sel.Profile, p.Handed, in.Bundle, in.Registry.Dir(p.ID))
+	p.Workspaces, more, p.PlanErr = workspace.Plan(&sel.Profile, p.Handed, in.Bundle, in.Registry.Dir(p.ID))
 	p.decide(more...)
 	if p.PlanErr != nil {
 		return p, nil

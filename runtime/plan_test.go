@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"bulkhead.dev/bulkhead/runtime/workspace"
+
 	"bulkhead.dev/bulkhead/runtime/audit"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -228,7 +230,7 @@ func TestCheckAndCreatePlanAlike(t *testing.T) {
 				workspaces++
 				// The pins replace the sources once the state directory
 				// exists; where each overlay lives is the plan's.
-				dirs := func(ws []workspace) (out []string) {
+				dirs := func(ws []workspace.Workspace) (out []string) {
 					for _, w := range ws {
 						out = append(out, w.Destination+" "+w.Dir)
 					}

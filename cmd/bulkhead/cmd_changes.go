@@ -23,7 +23,7 @@ func changesCommand(g *runtime.Globals) *cli.Command {
 				Usage: "list kept changes with their expiry",
 				Flags: []cli.Flag{&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"}},
 				Action: func(c *cli.Context) error {
-					return runtime.ListChanges(g, c.String("format"), os.Stdout)
+					return runtime.ListKeptChanges(g, c.String("format"), os.Stdout)
 				},
 			},
 			{
@@ -36,7 +36,7 @@ func changesCommand(g *runtime.Globals) *cli.Command {
 						return fmt.Errorf("changes export: want one container id, got %d arguments", c.NArg())
 					}
 					w := bufio.NewWriter(os.Stdout)
-					rejected, err := runtime.ExportChanges(g, c.Args().First(), c.String("format"), w)
+					rejected, err := runtime.ExportKeptChanges(g, c.Args().First(), c.String("format"), w)
 					return finishExport(w, rejected, err)
 				},
 			},

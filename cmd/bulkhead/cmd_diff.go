@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"bulkhead.dev/bulkhead/runtime/workspace"
+
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
@@ -27,7 +29,7 @@ func diffCommand(g *runtime.Globals) *cli.Command {
 				return fmt.Errorf("diff: want one container id, got %d arguments", c.NArg())
 			}
 			w := bufio.NewWriter(os.Stdout)
-			rejected, err := runtime.Diff(g, c.Args().First(), c.String("format"), w)
+			rejected, err := runtime.DiffChanges(g, c.Args().First(), c.String("format"), w)
 			return finishExport(w, rejected, err)
 		},
 	}
@@ -43,7 +45,7 @@ func finishExport(w *bufio.Writer, rejected []string, err error) error {
 		fmt.Fprintf(os.Stderr, "bulkhead: not exported: %s\n", r)
 	}
 	if err != nil {
-		return errors.New(runtime.EscapeText(err.Error()))
+		return errors.New(workspace.EscapeText(err.Error()))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runtime
+package workspace
 
 import (
 	"archive/tar"
@@ -22,7 +22,7 @@ import (
 // read-only lower layer, <dir>/upper what the sandbox wrote.
 type hostileWorkspace struct {
 	t        *testing.T
-	ws       workspace
+	ws       Workspace
 	upperDir string
 }
 
@@ -39,7 +39,7 @@ func newHostileWorkspace(t *testing.T) *hostileWorkspace {
 	if err := os.WriteFile(filepath.Join(src, "keep.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &hostileWorkspace{t: t, ws: workspace{Destination: "/workspace", Source: src, Dir: dir}, upperDir: filepath.Join(dir, "upper")}
+	return &hostileWorkspace{t: t, ws: Workspace{Destination: "/workspace", Source: src, Dir: dir}, upperDir: filepath.Join(dir, "upper")}
 }
 
 func (h *hostileWorkspace) file(rel string, data []byte) string {
@@ -64,7 +64,7 @@ func (h *hostileWorkspace) sparse(rel string, size int64) {
 
 func (h *hostileWorkspace) export(format string, lim changeLimits) (string, []string, error) {
 	var out bytes.Buffer
-	rejected, err := exportChanges(&out, format, liveSets([]workspace{h.ws}), lim)
+	rejected, err := exportChanges(&out, format, liveSets([]Workspace{h.ws}), lim)
 	return out.String(), rejected, err
 }
 
@@ -89,8 +89,8 @@ func heapGrowth(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-func testConfig(t *testing.T) *Config {
-	return &Config{ChangesDir: filepath.Join(t.TempDir(), "changes")}
+func testConfig(t *testing.T) *Settings {
+	return &Settings{ChangesDir: filepath.Join(t.TempDir(), "changes")}
 }
 
 // A sparse 4 GiB file and a 1 MiB file linked 24 times: kept as one hole
@@ -106,11 +106,11 @@ func TestKeepSparseAndHardlinks(t *testing.T) {
 		}
 	}
 	cfg := testConfig(t)
-	var r *retained
+	var r *Kept
 	var err error
 	start := time.Now()
 	alloc := heapGrowth(func() {
-		r, err = saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []workspace{h.ws}, time.Hour)
+		r, err = saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestKeepFailureLeavesNothing(t *testing.T) {
 	h.file("big", bytes.Repeat([]byte("y"), 2<<20))
 	cfg := testConfig(t)
 	cfg.ChangesQuota = "1m"
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []workspace{h.ws}, time.Hour); err == nil {
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err == nil {
 		t.Fatal("2 MiB kept under a 1 MiB quota")
 	} else {
 		t.Logf("refused: %v", err)
@@ -171,7 +171,7 @@ func TestKeepFailureLeavesNothing(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		h.file(filepath.Join("many", strings.Repeat("f", i+1)), []byte("z"))
 	}
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c2"}, []workspace{h.ws}, time.Hour); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c2"}, []Workspace{h.ws}, time.Hour); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
 		t.Fatalf("60 files kept under changes_max_files 50: %v", err)
 	}
 	ents, _ = os.ReadDir(changesDir(cfg))
@@ -186,7 +186,7 @@ func TestPruneRemovesWithoutMetadata(t *testing.T) {
 	h := newHostileWorkspace(t)
 	h.file("a.txt", []byte("a\n"))
 	cfg := testConfig(t)
-	r, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "good"}, []workspace{h.ws}, time.Hour)
+	r, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "good"}, []Workspace{h.ws}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestPruneRemovesWithoutMetadata(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "emptyroot"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	gone, err := PruneChanges(cfg, -1)
+	gone, err := Prune(cfg, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestKeptByRootAndID(t *testing.T) {
 	for _, root := range []string{"/run/tenant-a", "/run/tenant-b"} {
 		h := newHostileWorkspace(t)
 		h.file("who.txt", []byte(root+"\n"))
-		if _, err := saveChanges(cfg, root, &state.Record{ID: "same"}, []workspace{h.ws}, time.Hour); err != nil {
+		if _, err := saveChanges(cfg, root, &state.Record{ID: "same"}, []Workspace{h.ws}, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -419,7 +419,7 @@ func TestExportLimitsAndFifos(t *testing.T) {
 			t.Fatalf("%s blocked on a fifo", format)
 		}
 	}
-	if _, err := saveChanges(testConfig(t), "/r", &state.Record{ID: "f"}, []workspace{h.ws}, time.Hour); err != nil {
+	if _, err := saveChanges(testConfig(t), "/r", &state.Record{ID: "f"}, []Workspace{h.ws}, time.Hour); err != nil {
 		t.Errorf("keep with fifos: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package workspace
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ var defaultChangeLimits = changeLimits{Bytes: 1 << 30, Files: 100_000, Depth: 12
 // file is left to the tar export, so the diff's memory stays small.
 const maxPatchFile = 4 << 20
 
-func limitsOf(cfg *Config) (changeLimits, error) {
+func LimitsOf(cfg *Settings) (changeLimits, error) {
 	lim := defaultChangeLimits
 	if cfg == nil {
 		return lim, nil

@@ -1,4 +1,4 @@
-package runtime
+package workspace
 
 import (
 	"encoding/json"
@@ -22,15 +22,15 @@ import (
 // the mount point <n>/merged, which the backend bind-mounts instead of the
 // caller's source. The source is only ever the overlay's read-only lower
 // layer: nothing the sandbox does reaches it.
-type workspace struct {
+type Workspace struct {
 	Destination string `json:"destination"`
 	Source      string `json:"source"` // the host directory, symlinks resolved
 	Dir         string `json:"dir"`    // <state>/ws/<n>
 }
 
-func (w workspace) upper() string  { return filepath.Join(w.Dir, "upper") }
-func (w workspace) work() string   { return filepath.Join(w.Dir, "work") }
-func (w workspace) merged() string { return filepath.Join(w.Dir, "merged") }
+func (w Workspace) Upper() string  { return filepath.Join(w.Dir, "upper") }
+func (w Workspace) Work() string   { return filepath.Join(w.Dir, "work") }
+func (w Workspace) Merged() string { return filepath.Join(w.Dir, "merged") }
 
 const workspacesFile = "workspaces.json"
 
@@ -40,11 +40,11 @@ const workspacesFile = "workspaces.json"
 // overlays with a decision per rewritten mount. Only enforce mode and
 // workspace_mode overlay get overlays; the workspace rule already decided
 // the other modes. It only reads the host (the sources).
-func planWorkspaces(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]workspace, []specs.Decision, error) {
+func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Workspace, []specs.Decision, error) {
 	if p.Mode != specs.Enforce || p.WorkspaceModeOf() != specs.WorkspaceOverlay {
 		return nil, nil, nil
 	}
-	var ws []workspace
+	var ws []Workspace
 	var ds []specs.Decision
 	for i := range handed.Mounts {
 		m := &handed.Mounts[i]
@@ -75,10 +75,10 @@ func planWorkspaces(p *specs.Profile, handed *rspec.Spec, bundle, stateDir strin
 		if strings.ContainsAny(real, ",:\\\n") {
 			return nil, ds, fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
 		}
-		w := workspace{Destination: m.Destination, Source: real, Dir: filepath.Join(stateDir, "ws", strconv.Itoa(len(ws)))}
+		w := Workspace{Destination: m.Destination, Source: real, Dir: filepath.Join(stateDir, "ws", strconv.Itoa(len(ws)))}
 		ws = append(ws, w)
 		before := m.Source + " " + strings.Join(m.Options, ",")
-		m.Source = w.merged()
+		m.Source = w.Merged()
 		m.Type = "bind"
 		m.Options = append(withoutOpt(m.Options, "ro", "rro", "rw", "rbind", "bind"), "rbind", "rw", "nosuid", "nodev")
 		ds = append(ds, specs.Decision{Rule: "workspace", Field: field, Action: specs.Tightened, Before: before,
@@ -104,18 +104,15 @@ func withoutOpt(opts []string, drop ...string) []string {
 	return out
 }
 
-// mountWorkspaces mounts the tmpfs and the overlays planned by
-// planWorkspaces. On error the caller's undo unmounts whatever exists
-// (Registry.Remove unmounts everything under the state directory).
-func (c *creation) mountWorkspaces() error {
-	if len(c.ws) == 0 {
+// mountWorkspaces mounts, in stateDir, the tmpfs of size bytes and the overlays
+// planned by planWorkspaces, and records them for diff, export and delete. On error
+// the caller's undo unmounts whatever exists (state.Registry.Remove
+// unmounts everything under the state directory).
+func Mount(ws []Workspace, size int64, stateDir string) error {
+	if len(ws) == 0 {
 		return nil
 	}
-	size, err := c.sel.Profile.WorkspaceBytes()
-	if err != nil {
-		return err
-	}
-	base := filepath.Join(c.reg.Dir(c.rec.ID), "ws")
+	base := filepath.Join(stateDir, "ws")
 	if err := os.Mkdir(base, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
@@ -123,20 +120,20 @@ func (c *creation) mountWorkspaces() error {
 		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
-	for _, w := range c.ws {
+	for _, w := range ws {
 		if err := mountOverlay(w); err != nil {
 			return err
 		}
 	}
-	data, err := json.MarshalIndent(c.ws, "", "  ")
+	data, err := json.MarshalIndent(ws, "", "  ")
 	if err != nil {
 		return err
 	}
-	return specs.WriteAtomic(filepath.Join(c.reg.Dir(c.rec.ID), workspacesFile), data, 0o600)
+	return specs.WriteAtomic(filepath.Join(stateDir, workspacesFile), data, 0o600)
 }
 
-func mountOverlay(w workspace) error {
-	for _, d := range []string{w.Dir, w.upper(), w.work(), w.merged()} {
+func mountOverlay(w Workspace) error {
+	for _, d := range []string{w.Dir, w.Upper(), w.Work(), w.Merged()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}
@@ -148,23 +145,23 @@ func mountOverlay(w workspace) error {
 	if err := unix.Stat(w.Source, &st); err != nil {
 		return fmt.Errorf("workspace source %s: %w", w.Source, err)
 	}
-	if err := os.Lchown(w.upper(), int(st.Uid), int(st.Gid)); err != nil {
+	if err := os.Lchown(w.Upper(), int(st.Uid), int(st.Gid)); err != nil {
 		return err
 	}
-	if err := os.Chmod(w.upper(), os.FileMode(st.Mode&0o777)|modeBits(st.Mode)); err != nil {
+	if err := os.Chmod(w.Upper(), os.FileMode(st.Mode&0o777)|modeBits(st.Mode)); err != nil {
 		return err
 	}
 	// redirect_dir and metacopy off: the upper layer then holds whole
 	// files and plain whiteouts only, which is what diff and export read.
-	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.Source, w.upper(), w.work())
+	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.Source, w.Upper(), w.Work())
 	var err error
 	for _, extra := range []string{",redirect_dir=off,metacopy=off,index=off", ""} {
-		err = unix.Mount("bulkhead-ws", w.merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, base+extra)
+		err = unix.Mount("bulkhead-ws", w.Merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, base+extra)
 		if err == nil {
 			return nil
 		}
 	}
-	return fmt.Errorf("workspace %s: mount overlay on %s: %w", w.Destination, w.merged(), err)
+	return fmt.Errorf("workspace %s: mount overlay on %s: %w", w.Destination, w.Merged(), err)
 }
 
 func modeBits(m uint32) os.FileMode {
@@ -177,7 +174,7 @@ func modeBits(m uint32) os.FileMode {
 
 // loadWorkspaces reads the workspaces of a container's state directory;
 // none is not an error.
-func loadWorkspaces(stateDir string) ([]workspace, error) {
+func Load(stateDir string) ([]Workspace, error) {
 	data, err := os.ReadFile(filepath.Join(stateDir, workspacesFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -185,6 +182,6 @@ func loadWorkspaces(stateDir string) ([]workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ws []workspace
+	var ws []Workspace
 	return ws, json.Unmarshal(data, &ws)
 }

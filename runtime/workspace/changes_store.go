@@ -1,4 +1,4 @@
-package runtime
+package workspace
 
 import (
 	"archive/tar"
@@ -33,7 +33,7 @@ import (
 // the changes lock and renames it into place, so a failed save leaves
 // nothing. They are removed by `bulkhead changes prune` once
 // changes_retention has passed.
-type retained struct {
+type Kept struct {
 	ID         string     `json:"id"`
 	Root       string     `json:"root"`
 	Profile    string     `json:"profile,omitempty"`
@@ -49,14 +49,14 @@ type retained struct {
 	layers []layerSet // with Upper set, for tar export
 }
 
-func changesDir(cfg *Config) string {
+func changesDir(cfg *Settings) string {
 	if cfg.ChangesDir == "" {
 		return "/var/lib/bulkhead/changes"
 	}
 	return cfg.ChangesDir
 }
 
-func retention(cfg *Config) (time.Duration, error) {
+func retention(cfg *Settings) (time.Duration, error) {
 	if cfg.ChangesRetention == "" {
 		return 24 * time.Hour, nil
 	}
@@ -71,10 +71,10 @@ func retention(cfg *Config) (time.Duration, error) {
 }
 
 // liveSets are the layer sets of a container's mounted workspaces.
-func liveSets(ws []workspace) []layerSet {
+func liveSets(ws []Workspace) []layerSet {
 	var sets []layerSet
 	for _, w := range ws {
-		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.upper(), Lower: w.Source}
+		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.Upper(), Lower: w.Source}
 		if len(ws) > 1 {
 			s.Prefix = strings.Trim(w.Destination, "/") + "/"
 		}
@@ -84,26 +84,22 @@ func liveSets(ws []workspace) []layerSet {
 }
 
 // Diff writes the changes of a live container's workspaces.
-func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
+func Diff(cfg *Settings, root, id, format string, w io.Writer) ([]string, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
-	cfg, err := g.LoadConfig()
+	lim, err := LimitsOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	lim, err := limitsOf(cfg)
-	if err != nil {
-		return nil, err
-	}
-	reg, err := state.OpenRegistry(g.Root)
+	reg, err := state.OpenRegistry(root)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := reg.Get(id); err != nil {
 		return nil, fmt.Errorf("container %s: %w", id, err)
 	}
-	ws, err := loadWorkspaces(reg.Dir(id))
+	ws, err := Load(reg.Dir(id))
 	if err != nil {
 		return nil, err
 	}
@@ -115,15 +111,16 @@ func Diff(g *Globals, id, format string, w io.Writer) ([]string, error) {
 
 // retainChanges keeps a deleted container's workspace changes and says
 // where; nil and no error when there are none or retention is off.
-func retainChanges(g *Globals, reg *state.Registry, rec *state.Record) (*retained, error) {
-	ws, err := loadWorkspaces(reg.Dir(rec.ID))
+// settings is read only when there are changes to keep.
+func Retain(settings func() (*Settings, error), root string, reg *state.Registry, rec *state.Record) (*Kept, error) {
+	ws, err := Load(reg.Dir(rec.ID))
 	if err != nil {
 		return nil, fmt.Errorf("workspaces of %s: %w", rec.ID, err)
 	}
 	if len(ws) == 0 {
 		return nil, nil
 	}
-	cfg, err := g.LoadConfig()
+	cfg, err := settings()
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +128,7 @@ func retainChanges(g *Globals, reg *state.Registry, rec *state.Record) (*retaine
 	if err != nil || keep == 0 {
 		return nil, err
 	}
-	r, err := saveChanges(cfg, g.Root, rec, ws, keep)
+	r, err := saveChanges(cfg, root, rec, ws, keep)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +140,7 @@ func retainChanges(g *Globals, reg *state.Registry, rec *state.Record) (*retaine
 // one path, different for every other root.
 func rootKey(root string) string { return sha([]byte(filepath.Clean(root)))[:16] }
 
-func keptDir(cfg *Config, root, id string) string {
+func keptDir(cfg *Settings, root, id string) string {
 	return filepath.Join(changesDir(cfg), rootKey(root), id)
 }
 
@@ -152,7 +149,7 @@ const tmpPrefix = ".tmp-"
 // lockChanges serialises saves and prunes of changes_dir, so the quota
 // is counted against a store nobody else is changing, and every .tmp-
 // entry prune finds is a leftover.
-func lockChanges(cfg *Config) (func(), error) {
+func lockChanges(cfg *Settings) (func(), error) {
 	dir := changesDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -168,8 +165,8 @@ func lockChanges(cfg *Config) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
-func saveChanges(cfg *Config, root string, rec *state.Record, ws []workspace, keep time.Duration) (*retained, error) {
-	lim, err := limitsOf(cfg)
+func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, keep time.Duration) (*Kept, error) {
+	lim, err := LimitsOf(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +202,7 @@ func saveChanges(cfg *Config, root string, rec *state.Record, ws []workspace, ke
 	}()
 	final := keptDir(cfg, root, rec.ID)
 	now := nowUTC()
-	r := &retained{ID: rec.ID, Root: root, Profile: rec.Profile, Bundle: rec.Bundle, Deleted: now, Expires: now.Add(keep), Dir: final}
+	r := &Kept{ID: rec.ID, Root: root, Profile: rec.Profile, Bundle: rec.Bundle, Deleted: now, Expires: now.Add(keep), Dir: final}
 	sets := liveSets(ws)
 	wcs, rejected, err := scanSets(sets, newBudget(lim))
 	if err != nil {
@@ -481,7 +478,7 @@ func copySparse(up *layer, rel string, st *unix.Stat_t, out string, buf []byte, 
 // loadRetained reads the kept changes of (root, id). An entry saved
 // before changes were keyed by root (<changes_dir>/<id>) is found only
 // when its meta.json names this root.
-func loadRetained(cfg *Config, root, id string) (*retained, error) {
+func loadRetained(cfg *Settings, root, id string) (*Kept, error) {
 	r, err := readRetained(keptDir(cfg, root, id))
 	if errors.Is(err, os.ErrNotExist) {
 		if old, oerr := readRetained(filepath.Join(changesDir(cfg), id)); oerr == nil && filepath.Clean(old.Root) == filepath.Clean(root) {
@@ -491,12 +488,12 @@ func loadRetained(cfg *Config, root, id string) (*retained, error) {
 	return r, err
 }
 
-func readRetained(dir string) (*retained, error) {
+func readRetained(dir string) (*Kept, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "meta.json"))
 	if err != nil {
 		return nil, err
 	}
-	var r retained
+	var r Kept
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
@@ -510,24 +507,20 @@ func readRetained(dir string) (*retained, error) {
 
 // ExportChanges writes the kept changes of the caller's --root and id,
 // or a live container's changes when nothing is kept yet.
-func ExportChanges(g *Globals, id, format string, w io.Writer) ([]string, error) {
+func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	if err := checkFormat(format); err != nil {
 		return nil, err
 	}
-	cfg, err := g.LoadConfig()
+	lim, err := LimitsOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	lim, err := limitsOf(cfg)
-	if err != nil {
-		return nil, err
-	}
-	r, err := loadRetained(cfg, g.Root, id)
+	r, err := loadRetained(cfg, root, id)
 	if errors.Is(err, os.ErrNotExist) {
-		return Diff(g, id, format, w)
+		return Diff(cfg, root, id, format, w)
 	}
 	if err != nil {
 		return nil, err
@@ -555,18 +548,14 @@ func ExportChanges(g *Globals, id, format string, w io.Writer) ([]string, error)
 }
 
 // ListChanges writes the kept changes as a table or json.
-func ListChanges(g *Globals, format string, w io.Writer) error {
-	cfg, err := g.LoadConfig()
-	if err != nil {
-		return err
-	}
+func List(cfg *Settings, format string, w io.Writer) error {
 	all, _, err := scanStore(cfg)
 	if err != nil {
 		return err
 	}
 	if format == "json" {
 		if all == nil {
-			all = []*retained{}
+			all = []*Kept{}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -583,7 +572,7 @@ func ListChanges(g *Globals, format string, w io.Writer) error {
 // scanStore lists the kept changes, oldest first, and every path in
 // changes_dir that is no finished entry: a .tmp- directory, an entry
 // without (readable) meta.json, an empty root directory, a stray file.
-func scanStore(cfg *Config) (kept []*retained, orphans []string, err error) {
+func scanStore(cfg *Settings) (kept []*Kept, orphans []string, err error) {
 	dir := changesDir(cfg)
 	top, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -633,7 +622,7 @@ func scanStore(cfg *Config) (kept []*retained, orphans []string, err error) {
 // PruneChanges removes kept changes past their expiry, or deleted more
 // than olderThan ago when olderThan >= 0, and anything in changes_dir
 // without metadata; it returns the ids (and paths) removed.
-func PruneChanges(cfg *Config, olderThan time.Duration) ([]string, error) {
+func Prune(cfg *Settings, olderThan time.Duration) ([]string, error) {
 	unlock, err := lockChanges(cfg)
 	if err != nil {
 		return nil, err
@@ -642,7 +631,7 @@ func PruneChanges(cfg *Config, olderThan time.Duration) ([]string, error) {
 	return pruneLocked(cfg, olderThan)
 }
 
-func pruneLocked(cfg *Config, olderThan time.Duration) ([]string, error) {
+func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 	all, orphans, err := scanStore(cfg)
 	if err != nil {
 		return nil, err
@@ -675,13 +664,4 @@ func pruneLocked(cfg *Config, olderThan time.Duration) ([]string, error) {
 		_ = os.Remove(filepath.Dir(p))
 	}
 	return gone, errors.Join(errs...)
-}
-
-// PruneChangesCmd is `bulkhead changes prune`.
-func PruneChangesCmd(g *Globals, olderThan time.Duration) ([]string, error) {
-	cfg, err := g.LoadConfig()
-	if err != nil {
-		return nil, err
-	}
-	return PruneChanges(cfg, olderThan)
 }
