@@ -1,0 +1,20 @@
+// Package runtime is bulkhead's OCI runtime: the runc verbs and bulkhead's
+// own, and the plan they act on. MakePlan (plan.go) decides, without side
+// effects, what create will do with a bundle: profile and backend, the
+// rules' decisions, the spec handed over, the workspaces and the lifetime.
+// create carries the plan out and verifies it; check reports it.
+//
+// The layout has one rule: imports go down. runtime imports its
+// sub-packages, each of which owns one concern and never imports runtime:
+//
+//	runtime/backend    backend kinds, the child process, the runsc translation
+//	runtime/state      the registry of containers, state directories, pods
+//	runtime/audit      the audit log
+//	runtime/verify     what the kernel applied, read from the host
+//	runtime/probe      the boundary probe's bundle, output and verdict
+//	runtime/watchdog   max_lifetime, enforced from outside the sandbox
+//	runtime/workspace  copy-on-write workspaces and their changes
+//
+// Below them all are specs (the rules), seccomp and cgroups, which import
+// nothing of runtime. TestLayoutImportsGoDown holds the rule.
+package runtime
