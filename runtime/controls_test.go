@@ -3,8 +3,7 @@ package runtime
 import (
 	"testing"
 
-	"bulkhead.dev/bulkhead/runtime/probe"
-
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -20,7 +19,7 @@ func TestControlsCoverProbe(t *testing.T) {
 			owner[p] = c.Name
 		}
 	}
-	for _, p := range probe.Controls {
+	for _, p := range protocol.Controls {
 		if _, ok := owner[p]; !ok {
 			t.Errorf("probe control %s is in no control of the table", p)
 		}

@@ -12,6 +12,8 @@
 //	runtime/audit      the audit log
 //	runtime/verify     what the kernel applied, read from the host
 //	runtime/probe      the boundary probe's bundle, output and verdict
+//	runtime/probe/protocol  the probe's line format and layer names, shared
+//	                   with cmd/bulkhead-probe
 //	runtime/watchdog   max_lifetime, enforced from outside the sandbox
 //	runtime/workspace  copy-on-write workspaces and their changes
 //

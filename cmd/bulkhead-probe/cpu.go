@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -235,21 +237,21 @@ func checkCPU(env *probeEnv) Result {
 		ratio := float64(after-before) / float64(wall)
 		r.Value = num(float64(int(ratio*1000)) / 1000)
 		r.Observed = fmt.Sprintf("ratio %.2f (not judged: gVisor)", ratio)
-		r.Layer, r.Skipped = LayerNone, true
+		r.Layer, r.Skipped = protocol.LayerNone, true
 		r.Detail = fmt.Sprintf("spun %s; gVisor's CPU accounting counts host-throttled time and its /sys/fs/cgroup is its own, so the host's cpu.stat decides", wall.Round(time.Millisecond))
 		return r
 	}
 
 	cg, err := findCPUCgroup()
 	if err != nil {
-		r.Observed, r.Layer = "no cgroup", LayerNone
+		r.Observed, r.Layer = "no cgroup", protocol.LayerNone
 		r.Detail = "no evidence: " + err.Error()
 		return r
 	}
 	quota := cg.quotaCPUs()
 	start, err := cg.read()
 	if err != nil {
-		r.Observed, r.Layer = errName(err), LayerNone
+		r.Observed, r.Layer = errName(err), protocol.LayerNone
 		r.Detail = "no evidence: cannot read the cpu cgroup: " + err.Error()
 		return r
 	}
@@ -265,7 +267,7 @@ func checkCPU(env *probeEnv) Result {
 	}, limit)
 	end, err := cg.read()
 	if err != nil {
-		r.Observed, r.Layer = errName(err), LayerNone
+		r.Observed, r.Layer = errName(err), protocol.LayerNone
 		r.Detail = "no evidence: cannot read the cpu cgroup: " + err.Error()
 		return r
 	}
@@ -286,19 +288,19 @@ func checkCPU(env *probeEnv) Result {
 	allowed := time.Duration(quota*float64(wall)) + 2*cg.quota
 	switch {
 	case quota == 0:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail += ": the cgroup has no CPU quota"
 	case quota > cpuCeiling+1e-9:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail += fmt.Sprintf(": the quota is above the policy's %.0f CPU", cpuCeiling)
 	case used > allowed:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail += fmt.Sprintf(": more than the quota allows (%s)", allowed.Round(time.Millisecond))
 	case bites == 0:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = "no evidence: the quota never throttled the spin within " + cpuDeadline.String() + "; " + r.Detail
 	default:
-		r.Layer, r.Pass = LayerCPU, true
+		r.Layer, r.Pass = protocol.LayerCPU, true
 	}
 	return r
 }

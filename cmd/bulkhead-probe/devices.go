@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -84,17 +86,17 @@ func checkDevices(env *probeEnv) Result {
 		r.Observed += ", open ENXIO"
 		notes = append(notes, "gVisor's tmpfs lets mknod c 1:1 through, but the Sentry has no device behind the node (open: ENXIO)")
 	case merr == nil:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		notes = append(notes, "a 1:1 (/dev/mem) node could be created; opening it: "+errName(openErr))
 	case isErrno(merr, unix.EPERM) && ctl != nil && !isErrno(ctl, unix.EEXIST):
-		r.Layer = LayerSeccompOrCaps
+		r.Layer = protocol.LayerSeccompOrCaps
 		notes = append(notes, "mknodat itself seems refused")
 	case isErrno(merr, unix.EPERM) && hasCap(capMknod):
-		r.Layer = LayerDevices
+		r.Layer = protocol.LayerDevices
 	case isErrno(merr, unix.EPERM):
-		r.Layer = LayerCapabilities
+		r.Layer = protocol.LayerCapabilities
 	default:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 	}
 	r.Detail = strings.Join(notes, "; ")
 	return r

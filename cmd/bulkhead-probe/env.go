@@ -4,6 +4,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // secretMarkers are substrings of variable names that usually hold
@@ -32,7 +34,7 @@ func secretName(name string) bool {
 // sandbox (DESIGN.md principle 6). bulkhead removes such variables before
 // the container starts; this is what arrived.
 func checkEnvironment(env *probeEnv) Result {
-	r := Result{Attempt: "scan environment variable names for credentials", Layer: LayerEnvironment}
+	r := Result{Attempt: "scan environment variable names for credentials", Layer: protocol.LayerEnvironment}
 	var found []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")

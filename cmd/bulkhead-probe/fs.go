@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -52,7 +54,7 @@ func checkWorkspace(env *probeEnv) Result {
 	r.Pass = isErrno(err, unix.EROFS)
 	switch {
 	case err == nil:
-		r.Observed, r.Layer = "written", LayerNone
+		r.Observed, r.Layer = "written", protocol.LayerNone
 		r.Detail = "the write went through inside; only the host can tell whether its folder changed (a copy-on-write workspace keeps it unchanged)"
 	case !r.Pass:
 		r.Detail = "refused, but not by a read-only mount"
@@ -86,7 +88,7 @@ func checkEtc(env *probeEnv) Result {
 	r.Pass = isErrno(err, unix.EROFS)
 	switch {
 	case err == nil:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = "the root filesystem is writable"
 	case isErrno(err, unix.EACCES) && env.gvisor && mountinfoReadOnly("/"):
 		// gVisor checks permissions before the mount when creating, so
@@ -107,7 +109,7 @@ func checkEtc(env *probeEnv) Result {
 // checkTmpWrite: /tmp must be usable scratch space.
 func checkTmpWrite(env *probeEnv) Result {
 	path := probeFile(tmpDir, "write")
-	r := Result{Attempt: "write and read back " + path, Layer: LayerTmpfs}
+	r := Result{Attempt: "write and read back " + path, Layer: protocol.LayerTmpfs}
 	defer os.Remove(path)
 	data := []byte("bulkhead-probe\n")
 	err := os.WriteFile(path, data, 0o600)
@@ -139,7 +141,7 @@ func checkTmpNoexec(env *probeEnv) Result {
 	defer os.Remove(path)
 	if err := copyExe(path); err != nil {
 		r.Observed = errName(err)
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = "could not copy the probe into /tmp (tmp-write shows why)"
 		return r
 	}
@@ -149,14 +151,14 @@ func checkTmpNoexec(env *probeEnv) Result {
 	r.Observed = errName(err)
 	switch {
 	case err == nil:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = fmt.Sprintf("the copy ran: %q", string(out))
 	case isErrno(err, unix.EACCES):
-		r.Layer = LayerTmpfs
+		r.Layer = protocol.LayerTmpfs
 		r.Pass = true
 		r.Detail = "noexec mount"
 	default:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = fmt.Sprintf("%v %s", err, out)
 	}
 	return r
@@ -192,7 +194,7 @@ func checkTmpSize(env *probeEnv) Result {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		r.Observed = errName(err)
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = "cannot create a file in /tmp"
 		return r
 	}
@@ -218,13 +220,13 @@ func checkTmpSize(env *probeEnv) Result {
 	r.Detail = fmt.Sprintf("wrote %d bytes; filesystem %s; limit %d + slack %d", written, fsType(tmpDir), tmpLimit, tmpSlack)
 	switch {
 	case isErrno(err, unix.ENOSPC):
-		r.Layer = LayerTmpfs
+		r.Layer = protocol.LayerTmpfs
 		r.Pass = written <= tmpLimit+tmpSlack
 		if !r.Pass {
 			r.Detail += ": /tmp is larger than the policy's 16 MiB"
 		}
 	case err == nil:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail += ": no limit reached"
 	default:
 		r.Layer = writeLayer(err)

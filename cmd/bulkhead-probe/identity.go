@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -52,7 +54,7 @@ var secretFiles = []string{"/etc/shadow", "/etc/gshadow", "/root/.bash_history",
 func checkUID(env *probeEnv) Result {
 	uid, euid, gid, egid := os.Getuid(), os.Geteuid(), os.Getgid(), os.Getegid()
 	groups, _ := os.Getgroups()
-	r := Result{Attempt: "getuid/getgid/getgroups; open a root-only file", Layer: LayerDAC}
+	r := Result{Attempt: "getuid/getgid/getgroups; open a root-only file", Layer: protocol.LayerDAC}
 	r.Observed = fmt.Sprintf("uid=%d gid=%d", uid, gid)
 	var bad []string
 	for name, id := range map[string]int{"uid": uid, "euid": euid, "gid": gid, "egid": egid} {
@@ -199,7 +201,7 @@ func capFromSyscall(set string) (uint64, error) {
 //   - setuid(getuid()) (allowed) vs setuid(0) (CAP_SETUID), in a child so a
 //     success cannot turn the probe itself into root.
 func checkCapabilities(env *probeEnv) Result {
-	r := Result{Attempt: "read Cap* sets; fchownat(own file, 0); setuid(0)", Layer: LayerCapabilities}
+	r := Result{Attempt: "read Cap* sets; fchownat(own file, 0); setuid(0)", Layer: protocol.LayerCapabilities}
 	caps, src := readCaps()
 	var sets, nonzero []string
 	for _, k := range capSets {
@@ -305,7 +307,7 @@ func childSetuidMain(w io.Writer) int {
 // gains nothing (the kernel ignores the set-user-ID bit under
 // no_new_privs).
 func checkNoNewPrivs(env *probeEnv) Result {
-	r := Result{Attempt: "read NoNewPrivs; exec a setuid-root binary and read its euid", Layer: LayerNoNewPrivs}
+	r := Result{Attempt: "read NoNewPrivs; exec a setuid-root binary and read its euid", Layer: protocol.LayerNoNewPrivs}
 	nnp, ok := procStatus()["NoNewPrivs"]
 	if !ok {
 		n, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/seccomp"
@@ -269,8 +271,8 @@ func parseLines(t *testing.T, out []byte) map[string]Result {
 	t.Helper()
 	res := map[string]Result{}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) == 0 || lines[len(lines)-1] != doneLine {
-		t.Fatalf("output does not end with %s:\n%s", doneLine, out)
+	if len(lines) == 0 || lines[len(lines)-1] != protocol.Done {
+		t.Fatalf("output does not end with %s:\n%s", protocol.Done, out)
 	}
 	for _, l := range lines[:len(lines)-1] {
 		var r Result
@@ -408,7 +410,7 @@ func TestCPUUnderLoad(t *testing.T) {
 			switch {
 			case !ok:
 				t.Fatalf("no cpu line")
-			case r.Outcome == OutcomeSkipped:
+			case r.Outcome == protocol.OutcomeSkipped:
 				t.Errorf("cpu skipped: %s", r.Detail)
 			case r.Pass != tc.pass:
 				t.Errorf("cpu %s (%s): %s; want pass=%v", verdict(r), r.Observed, r.Detail, tc.pass)

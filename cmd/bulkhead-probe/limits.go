@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -107,7 +109,7 @@ func checkPids(env *probeEnv) Result {
 		rep = pidsReport{Started: -1, Errno: "EAGAIN", Err: "worker runtime: failed to create new OS thread (errno=11)"}
 	default:
 		r.Observed = errName(err)
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = "worker gave no report: " + firstLine(stderr.String())
 		return r
 	}
@@ -125,13 +127,13 @@ func checkPids(env *probeEnv) Result {
 		r.Pass = true
 		r.Detail += fmt.Sprintf("; RLIMIT_NPROC %d inside; the host's pids.events tells whether the host pids cgroup answered instead", nproc)
 	case rep.Errno == "EAGAIN":
-		r.Layer = LayerPids
+		r.Layer = protocol.LayerPids
 		r.Pass = true
 	case rep.Errno == "none":
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail += ": no limit reached"
 	default:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 	}
 	return r
 }
@@ -195,11 +197,11 @@ func checkMemory(env *probeEnv) Result {
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		r.Observed, r.Layer = errName(err), LayerNone
+		r.Observed, r.Layer = errName(err), protocol.LayerNone
 		return r
 	}
 	if err := cmd.Start(); err != nil {
-		r.Observed, r.Layer = errName(err), LayerNone
+		r.Observed, r.Layer = errName(err), protocol.LayerNone
 		return r
 	}
 	var last int64
@@ -215,26 +217,26 @@ func checkMemory(env *probeEnv) Result {
 	var ee *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		r.Observed, r.Layer = "timeout", LayerNone
+		r.Observed, r.Layer = "timeout", protocol.LayerNone
 		r.Detail += "; killed by the probe's own deadline"
 	case err == nil:
-		r.Observed, r.Layer = "exit 0", LayerNone
+		r.Observed, r.Layer = "exit 0", protocol.LayerNone
 		r.Detail += ": no memory limit reached"
 	case errors.As(err, &ee):
 		ws, _ := ee.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
 			r.Observed = unix.SignalName(ws.Signal())
 			r.Pass = ws.Signal() == syscall.SIGKILL
-			r.Layer = LayerMemory
+			r.Layer = protocol.LayerMemory
 			if !r.Pass {
-				r.Layer = LayerNone
+				r.Layer = protocol.LayerNone
 			}
 		} else {
-			r.Observed, r.Layer = fmt.Sprintf("exit %d", ws.ExitStatus()), LayerNone
+			r.Observed, r.Layer = fmt.Sprintf("exit %d", ws.ExitStatus()), protocol.LayerNone
 			r.Detail += ": " + firstLine(stderr.String())
 		}
 	default:
-		r.Observed, r.Layer = errName(err), LayerNone
+		r.Observed, r.Layer = errName(err), protocol.LayerNone
 	}
 	return r
 }
@@ -263,7 +265,7 @@ func childMemMain(w io.Writer) int {
 // failure the probe observed either — the host's cgroup counters decide.
 // -force-limits runs them anyway; -memory-after-done runs memory last.
 func notTriedInGVisor(attempt, why string) Result {
-	return Result{Attempt: attempt, Observed: "not tried (gVisor)", Layer: LayerNone, Skipped: true, Detail: why}
+	return Result{Attempt: attempt, Observed: "not tried (gVisor)", Layer: protocol.LayerNone, Skipped: true, Detail: why}
 }
 
 func memTotal() string {

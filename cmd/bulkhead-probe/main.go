@@ -58,6 +58,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // probeEnv is what the controls need to know about this run.
@@ -238,7 +240,7 @@ func runControl(c control, env *probeEnv) Result {
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- Result{Control: c.name, Observed: "panic", Layer: LayerNone, Detail: fmt.Sprint(p)}
+				done <- Result{Control: c.name, Observed: "panic", Layer: protocol.LayerNone, Detail: fmt.Sprint(p)}
 			}
 		}()
 		r := c.run(env)
@@ -249,7 +251,7 @@ func runControl(c control, env *probeEnv) Result {
 	case r := <-done:
 		return r
 	case <-time.After(c.timeout):
-		return Result{Control: c.name, Observed: "timeout", Layer: LayerNone,
+		return Result{Control: c.name, Observed: "timeout", Layer: protocol.LayerNone,
 			Detail: fmt.Sprintf("no answer within %s", c.timeout)}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -38,11 +40,11 @@ func checkNetwork(env *probeEnv) Result {
 	detail := "interfaces (" + src + "): " + strings.Join(ifs, ",")
 	switch {
 	case err != nil:
-		r.Observed, r.Layer = "not tried", LayerNone
+		r.Observed, r.Layer = "not tried", protocol.LayerNone
 		r.Detail = "cannot list interfaces (" + errName(err) + "): no connection attempted"
 		return r
 	case len(extra) > 0:
-		r.Observed, r.Layer = "interfaces "+strings.Join(ifs, ","), LayerNone
+		r.Observed, r.Layer = "interfaces "+strings.Join(ifs, ","), protocol.LayerNone
 		r.Detail = detail + "; not an empty network namespace: no connection attempted, traffic could leave the machine"
 		return r
 	}
@@ -58,15 +60,15 @@ func checkNetwork(env *probeEnv) Result {
 	}
 	switch {
 	case isErrno(cerr, unix.ENETUNREACH):
-		r.Layer, r.Pass = LayerNetns, true
+		r.Layer, r.Pass = protocol.LayerNetns, true
 	case isErrno(cerr, unix.EHOSTUNREACH) && env.gvisor:
 		r.Layer, r.Pass = LayerGVisor, true
 		detail += "; EHOSTUNREACH is gVisor's netstack saying no route"
 	case isErrno(cerr, unix.EPERM), isErrno(cerr, unix.EACCES):
-		r.Layer = LayerSeccomp
+		r.Layer = protocol.LayerSeccomp
 		detail += "; connect refused by a filter, not by the namespace"
 	default:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		detail += "; a route to " + env.netTarget + " exists"
 	}
 	r.Detail = detail

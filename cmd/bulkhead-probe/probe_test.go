@@ -11,12 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
 func TestJSONLine(t *testing.T) {
 	var b bytes.Buffer
-	emit(&b, "json", Result{Control: "etc", Attempt: "open", Observed: "EACCES", Layer: LayerDAC, Pass: false})
+	emit(&b, "json", Result{Control: "etc", Attempt: "open", Observed: "EACCES", Layer: protocol.LayerDAC, Pass: false})
 	line := b.String()
 	if !strings.HasSuffix(line, "\n") || strings.Count(line, "\n") != 1 {
 		t.Fatalf("want exactly one line, got %q", line)
@@ -52,7 +54,7 @@ func TestJSONLine(t *testing.T) {
 }
 
 func TestTextLine(t *testing.T) {
-	r := Result{Control: "seccomp", Observed: "Seccomp: 2", Layer: LayerSeccomp, Pass: true,
+	r := Result{Control: "seccomp", Observed: "Seccomp: 2", Layer: protocol.LayerSeccomp, Pass: true,
 		Syscalls: []SyscallResult{{Name: "ptrace", Want: "EPERM", Observed: "EPERM", Pass: true}, {Name: "clone3", Want: "ENOSYS", Observed: "EPERM"}}}
 	out := textLine(r)
 	if !strings.HasPrefix(out, "PASS seccomp") || strings.Count(out, "\n") != 3 || !strings.Contains(out, "BAD  clone3") {
@@ -87,11 +89,11 @@ func TestErrnoClassification(t *testing.T) {
 		layer string
 	}{
 		{nil, "ok", ""},
-		{wrapped, "EROFS", LayerReadOnlyMount},
-		{fmt.Errorf("outer: %w", &os.PathError{Op: "open", Err: syscall.EACCES}), "EACCES", LayerDAC},
-		{os.NewSyscallError("connect", syscall.ENETUNREACH), "ENETUNREACH", LayerNetns},
-		{&os.PathError{Op: "fork/exec", Err: syscall.EAGAIN}, "EAGAIN", LayerPids},
-		{&os.PathError{Op: "write", Err: syscall.ENOSPC}, "ENOSPC", LayerTmpfs},
+		{wrapped, "EROFS", protocol.LayerReadOnlyMount},
+		{fmt.Errorf("outer: %w", &os.PathError{Op: "open", Err: syscall.EACCES}), "EACCES", protocol.LayerDAC},
+		{os.NewSyscallError("connect", syscall.ENETUNREACH), "ENETUNREACH", protocol.LayerNetns},
+		{&os.PathError{Op: "fork/exec", Err: syscall.EAGAIN}, "EAGAIN", protocol.LayerPids},
+		{&os.PathError{Op: "write", Err: syscall.ENOSPC}, "ENOSPC", protocol.LayerTmpfs},
 		{syscall.EPERM, "EPERM", ""}, // needs context: seccomp or capabilities
 		{errors.New("plain"), "plain", ""},
 		{timeoutErr{}, "timeout", ""},
@@ -124,15 +126,15 @@ func TestJudgeSyscall(t *testing.T) {
 		pass  bool
 		layer string
 	}{
-		{"ptrace", unix.EPERM, true, LayerSeccomp},
-		{"ptrace", unix.ESRCH, false, LayerNone},         // the kernel answered: seccomp let it through
-		{"reboot", unix.EPERM, true, LayerSeccompOrCaps}, // the kernel would say EPERM itself
-		{"clone3", unix.ENOSYS, true, LayerSeccomp},      //
-		{"clone3", unix.EPERM, false, ""},                // breaks libc's fallback to clone
-		{"read", unix.EBADF, true, ""},                   //
-		{"read", unix.EPERM, false, LayerSeccomp},        // an allowed call refused
-		{"socket(AF_INET)", 0, true, ""},                 //
-		{"socket(AF_VSOCK)", 0, false, LayerNone},        // created: not denied
+		{"ptrace", unix.EPERM, true, protocol.LayerSeccomp},
+		{"ptrace", unix.ESRCH, false, protocol.LayerNone},         // the kernel answered: seccomp let it through
+		{"reboot", unix.EPERM, true, protocol.LayerSeccompOrCaps}, // the kernel would say EPERM itself
+		{"clone3", unix.ENOSYS, true, protocol.LayerSeccomp},      //
+		{"clone3", unix.EPERM, false, ""},                         // breaks libc's fallback to clone
+		{"read", unix.EBADF, true, ""},                            //
+		{"read", unix.EPERM, false, protocol.LayerSeccomp},        // an allowed call refused
+		{"socket(AF_INET)", 0, true, ""},                          //
+		{"socket(AF_VSOCK)", 0, false, protocol.LayerNone},        // created: not denied
 	}
 	for _, c := range cases {
 		s := judge(byName[c.name], c.errno)
@@ -219,7 +221,7 @@ func TestRunOutputContract(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || lines[2] != doneLine {
+	if len(lines) != 3 || lines[2] != protocol.Done {
 		t.Fatalf("output:\n%s", out.String())
 	}
 	if strings.Contains(out.String(), "value-must-not-appear") {

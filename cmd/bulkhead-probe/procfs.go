@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -20,7 +22,7 @@ var maskedPaths = []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/pr
 // permissions is not masking: /proc/kcore is 0400 root anyway, and
 // /proc/keys and /proc/timer_list are world-readable when not masked.
 func checkMaskedProc(env *probeEnv) Result {
-	r := Result{Attempt: "stat and read " + strings.Join(maskedPaths, ", "), Layer: LayerMasked}
+	r := Result{Attempt: "stat and read " + strings.Join(maskedPaths, ", "), Layer: protocol.LayerMasked}
 	pass := true
 	var notes, observed []string
 	for _, p := range maskedPaths {
@@ -90,9 +92,9 @@ func checkProcSys(env *probeEnv) Result {
 	r.Pass = isErrno(err, unix.EROFS) || isErrno(err, unix.EACCES)
 	switch {
 	case err == nil:
-		r.Layer = LayerNone
+		r.Layer = protocol.LayerNone
 		r.Detail = "/proc/sys is writable (nothing was written)"
-	case r.Layer == LayerDAC:
+	case r.Layer == protocol.LayerDAC:
 		r.Detail = "file permissions answered first; the read-only mount is not visible to a non-root caller"
 	}
 	return r

@@ -9,97 +9,33 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
-// Layer names, as DESIGN.md principle 4 and the host-side table use them.
-// They name the kernel mechanism that answered an attempt, never the
-// configuration that asked for it.
-const (
-	LayerReadOnlyMount = "read-only mount"
-	LayerDAC           = "DAC"
-	LayerNetns         = "netns"
-	LayerSeccomp       = "seccomp"
-	LayerCapabilities  = "capabilities"
-	LayerNoNewPrivs    = "no_new_privs"
-	LayerTmpfs         = "tmpfs"
-	LayerPids          = "pids cgroup"
-	LayerMemory        = "memory cgroup"
-	LayerCPU           = "cpu cgroup"
-	LayerMasked        = "masked mounts"
-	LayerDevices       = "device cgroup"
-	LayerEnvironment   = "environment"
-	// LayerSeccompOrCaps is used when the kernel itself answers EPERM for
-	// an unprivileged caller before looking at the arguments, so an EPERM
-	// cannot be pinned on seccomp alone (see syscalls.go).
-	LayerSeccompOrCaps = "seccomp or capabilities"
-	LayerNone          = "none"
-)
+// Result is one control's line (protocol.Line, the contract with the host).
+type Result = protocol.Line
 
-// Result is one control's line. The JSON form is the contract with the host
-// side (`bulkhead probe`): one object per line, then {"control":"done"}.
-//
-// Outcome is one of three words: "pass" (the attempt was refused by the
-// layer that should refuse it), "fail", or "skipped" (the attempt was not
-// made, so there is no evidence either way). Pass is true only for "pass":
-// a skipped control never reads as a pass to a parser that knows only the
-// boolean.
-//
-// Value carries the number a control measured when it has one (bytes
-// written to /tmp, children started, bytes the memory child touched, the
-// CPU/wall ratio); Syscalls carries the per-syscall rows of the seccomp
-// control. Both are additions to the brief's six fields and are omitted
-// when empty, so a parser that knows only the six keeps working.
-type Result struct {
-	Control  string          `json:"control"`
-	Attempt  string          `json:"attempt"`
-	Observed string          `json:"observed"`
-	Layer    string          `json:"layer"`
-	Pass     bool            `json:"pass"`
-	Outcome  string          `json:"result"`
-	Skipped  bool            `json:"skipped,omitempty"`
-	Value    *float64        `json:"value,omitempty"`
-	Detail   string          `json:"detail,omitempty"`
-	Syscalls []SyscallResult `json:"syscalls,omitempty"`
-}
-
-// Outcomes of a control.
-const (
-	OutcomePass    = "pass"
-	OutcomeFail    = "fail"
-	OutcomeSkipped = "skipped"
-)
+// SyscallResult is one row of the seccomp try-syscall table.
+type SyscallResult = protocol.Syscall
 
 // outcome is the control's word: skipped wins over everything, since an
 // attempt not made proves nothing.
 func outcome(r Result) string {
 	switch {
 	case r.Skipped:
-		return OutcomeSkipped
+		return protocol.OutcomeSkipped
 	case r.Pass:
-		return OutcomePass
+		return protocol.OutcomePass
 	}
-	return OutcomeFail
+	return protocol.OutcomeFail
 }
-
-// SyscallResult is one row of the seccomp try-syscall table.
-type SyscallResult struct {
-	Name     string `json:"name"`
-	Nr       int    `json:"nr"`
-	Want     string `json:"want"`
-	Observed string `json:"observed"`
-	Layer    string `json:"layer,omitempty"`
-	Pass     bool   `json:"pass"`
-}
-
-// doneLine ends the output: the host takes its absence as a probe that died
-// (killed, crashed, timed out), never as "all passed".
-const doneLine = `{"control":"done"}`
 
 func num(v float64) *float64 { return &v }
 
 func skipped(control, attempt, why string) Result {
-	return Result{Control: control, Attempt: attempt, Observed: "skipped", Layer: LayerNone, Skipped: true, Detail: why}
+	return Result{Control: control, Attempt: attempt, Observed: "skipped", Layer: protocol.LayerNone, Skipped: true, Detail: why}
 }
 
 // errnoOf digs the errno out of an error from os, net or exec.
@@ -150,15 +86,15 @@ func writeLayer(err error) string {
 	}
 	switch e {
 	case unix.EROFS:
-		return LayerReadOnlyMount
+		return protocol.LayerReadOnlyMount
 	case unix.EACCES:
-		return LayerDAC
+		return protocol.LayerDAC
 	case unix.ENOSPC:
-		return LayerTmpfs
+		return protocol.LayerTmpfs
 	case unix.ENETUNREACH:
-		return LayerNetns
+		return protocol.LayerNetns
 	case unix.EAGAIN:
-		return LayerPids
+		return protocol.LayerPids
 	}
 	return ""
 }
@@ -166,7 +102,7 @@ func writeLayer(err error) string {
 // emit writes one result in the chosen format.
 func emit(w io.Writer, format string, r Result) {
 	r.Outcome = outcome(r)
-	r.Pass = r.Outcome == OutcomePass
+	r.Pass = r.Outcome == protocol.OutcomePass
 	if format == "text" {
 		io.WriteString(w, textLine(r))
 		return
@@ -183,14 +119,14 @@ func emitDone(w io.Writer, format string) {
 		io.WriteString(w, "done\n")
 		return
 	}
-	io.WriteString(w, doneLine+"\n")
+	io.WriteString(w, protocol.Done+"\n")
 }
 
 func verdict(r Result) string {
 	switch outcome(r) {
-	case OutcomeSkipped:
+	case protocol.OutcomeSkipped:
 		return "SKIP"
-	case OutcomePass:
+	case protocol.OutcomePass:
 		return "PASS"
 	}
 	return "FAIL"

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unsafe"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -168,17 +170,17 @@ func judge(p sysProbe, e unix.Errno) SyscallResult {
 		s.Pass = e == unix.EPERM
 		switch {
 		case !s.Pass:
-			s.Layer = LayerNone
+			s.Layer = protocol.LayerNone
 		case p.Kernel == unix.EPERM:
-			s.Layer = LayerSeccompOrCaps
+			s.Layer = protocol.LayerSeccompOrCaps
 		default:
-			s.Layer = LayerSeccomp
+			s.Layer = protocol.LayerSeccomp
 		}
 	case enosys:
 		s.Want = "ENOSYS"
 		s.Pass = e == unix.ENOSYS
 		if s.Pass {
-			s.Layer = LayerSeccomp
+			s.Layer = protocol.LayerSeccomp
 		}
 	case allow:
 		s.Want = errnoName(p.Want)
@@ -186,7 +188,7 @@ func judge(p sysProbe, e unix.Errno) SyscallResult {
 		// errno is checked too so a broken call is noticed.
 		s.Pass = e == p.Want
 		if e == unix.EPERM {
-			s.Layer = LayerSeccomp
+			s.Layer = protocol.LayerSeccomp
 		}
 	}
 	return s
@@ -194,7 +196,7 @@ func judge(p sysProbe, e unix.Errno) SyscallResult {
 
 // checkSeccomp: "Seccomp: 2" (filter mode) and every row of the table.
 func checkSeccomp(env *probeEnv) Result {
-	r := Result{Attempt: fmt.Sprintf("read Seccomp mode; try %d syscalls (%s)", len(seccompTable), runtime.GOARCH), Layer: LayerSeccomp}
+	r := Result{Attempt: fmt.Sprintf("read Seccomp mode; try %d syscalls (%s)", len(seccompTable), runtime.GOARCH), Layer: protocol.LayerSeccomp}
 	mode, ok := procStatus()["Seccomp"]
 	if !ok {
 		// gVisor's status has no Seccomp line. PR_GET_SECCOMP returns 2 in
@@ -216,7 +218,7 @@ func checkSeccomp(env *probeEnv) Result {
 		if !s.Pass {
 			bad = append(bad, s.Name+"="+s.Observed)
 		}
-		if s.Pass && s.Layer == LayerSeccomp && p.Expect == deny {
+		if s.Pass && s.Layer == protocol.LayerSeccomp && p.Expect == deny {
 			proven++
 		}
 	}

@@ -6,13 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/cgroups"
 )
-
-// probeDoneLine ends the probe's output (cmd/bulkhead-probe/result.go).
-const DoneLine = `{"control":"done"}`
 
 // probeOutput is what the host saw of one probe run: the lines, the
 // cgroup counters sampled as each arrived, and how the output ended.
@@ -67,7 +66,7 @@ func Read(ctx context.Context, lines <-chan string, events func() (cgroups.Event
 				out.ended = true
 				break
 			}
-			if strings.TrimSpace(raw) == DoneLine {
+			if strings.TrimSpace(raw) == protocol.Done {
 				out.Finished = true
 				if !gvisor {
 					return out

@@ -8,31 +8,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"bulkhead.dev/bulkhead/runtime/verify"
 
 	"bulkhead.dev/bulkhead/cgroups"
 )
 
-// ProbeControls are the controls `bulkhead probe` expects a line for, in
-// the probe's order (cmd/bulkhead-probe/main.go). A control without a line
-// fails: silence is never a pass.
-var Controls = []string{
-	"workspace", "etc", "tmp-write", "tmp-noexec", "tmp-size", "uid", "capabilities", "no_new_privs",
-	"network", "seccomp", "masked-proc", "proc-sys", "environment", "devices", "cpu", "pids", "memory",
-}
-
-// ProbeLine is one line the probe printed (cmd/bulkhead-probe/result.go).
-type Line struct {
-	Control  string          `json:"control"`
-	Attempt  string          `json:"attempt"`
-	Observed string          `json:"observed"`
-	Layer    string          `json:"layer"`
-	Pass     bool            `json:"pass"`
-	Skipped  bool            `json:"skipped,omitempty"`
-	Value    *float64        `json:"value,omitempty"`
-	Detail   string          `json:"detail,omitempty"`
-	Syscalls json.RawMessage `json:"syscalls,omitempty"`
-}
+// Line is one line the probe printed.
+type Line = protocol.Line
 
 // ProbeControl is one row of the probe's verdict: what was attempted from
 // inside, what the kernel answered, which layer answered, what the host's
@@ -51,8 +35,8 @@ type Control struct {
 	Result   string `json:"result"`
 	// Detail is the probe's own explanation (or the host's), for a row
 	// that did not pass.
-	Detail   string          `json:"detail,omitempty"`
-	Syscalls json.RawMessage `json:"syscalls,omitempty"`
+	Detail   string             `json:"detail,omitempty"`
+	Syscalls []protocol.Syscall `json:"syscalls,omitempty"`
 }
 
 // ProbeReport is the outcome of one `bulkhead probe`.
@@ -117,9 +101,6 @@ type Host struct {
 
 // Host-side layers.
 const (
-	layerPidsCgroup   = "pids cgroup"
-	layerMemoryCgroup = "memory cgroup"
-	layerCPUCgroup    = "cpu cgroup"
 	layerMemoryGVisor = "memory cgroup (host OOM killer ends the whole sandbox)"
 )
 
@@ -132,11 +113,11 @@ const (
 // never reached the host.
 func Judge(out Output, h Host) []Control {
 	var rows []Control
-	for _, name := range Controls {
+	for _, name := range protocol.Controls {
 		l, ok := out.lines[name]
 		row := Control{Name: name, Attempt: l.Attempt, Observed: l.Observed, Layer: l.Layer, Syscalls: l.Syscalls}
 		if !ok {
-			row.Observed, row.Layer = "no line", "none"
+			row.Observed, row.Layer = "no line", protocol.LayerNone
 			row.Detail = noEvidence + ": the probe printed no line for this control"
 		}
 		row.Pass = ok && l.Pass && !l.Skipped
@@ -183,7 +164,7 @@ func judgeWorkspace(row *Control, l Line, ok, hostFolderUnchanged bool) {
 	row.Layer = "copy-on-write workspace"
 	row.Evidence = "host folder unchanged"
 	if !hostFolderUnchanged {
-		row.Layer = "none"
+		row.Layer = protocol.LayerNone
 		row.Evidence = "host folder CHANGED"
 	}
 }
@@ -207,7 +188,7 @@ func judgePids(row *Control, l Line, s Sample, sampled bool, limits *cgroups.Lim
 	row.Evidence = fmt.Sprintf("pids.events max +%d%s", grew, limitText("pids.max", limitOf(limits, "pids"), limits != nil))
 	switch {
 	case grew > 0 && l.Observed == "EAGAIN":
-		row.Layer, row.Pass = layerPidsCgroup, true
+		row.Layer, row.Pass = protocol.LayerPids, true
 	case gvisor && l.Pass && !l.Skipped && l.Observed == "EAGAIN":
 		row.Pass = true // the layer is the probe's: gVisor's RLIMIT_NPROC
 	default:
@@ -255,7 +236,7 @@ func judgeMemory(row *Control, l Line, ok bool, s Sample, sampled bool, limits *
 		// still could not take more than the limit.
 		row.Layer, row.Pass = layerMemoryGVisorSentry, true
 	case l.Observed == "SIGKILL" && l.Pass && (oom > 0 || fail > 0):
-		row.Layer, row.Pass = layerMemoryCgroup, true
+		row.Layer, row.Pass = protocol.LayerMemory, true
 	default:
 		row.Pass = false
 	}
@@ -301,11 +282,11 @@ func judgeCPU(row *Control, l Line, ok bool, s Sample, sampled bool, limits *cgr
 		row.Pass = false
 		row.Detail = noEvidence + ": the quota never throttled the spin"
 	case gvisor:
-		row.Layer, row.Pass = layerCPUCgroup, true
+		row.Layer, row.Pass = protocol.LayerCPU, true
 	default:
 		row.Pass = l.Pass && !l.Skipped
 		if row.Pass {
-			row.Layer = layerCPUCgroup
+			row.Layer = protocol.LayerCPU
 		}
 	}
 }

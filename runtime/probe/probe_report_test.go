@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+
 	"bulkhead.dev/bulkhead/cgroups"
 )
 
@@ -16,7 +18,7 @@ func f64(v float64) *float64 { return &v }
 // allPass is a probe run where every line passed, as on runc.
 func allPass() map[string]Line {
 	lines := map[string]Line{}
-	for _, n := range Controls {
+	for _, n := range protocol.Controls {
 		lines[n] = Line{Control: n, Attempt: "try " + n, Observed: "EPERM", Layer: "x", Pass: true}
 	}
 	lines["pids"] = Line{Control: "pids", Observed: "EAGAIN", Layer: "pids cgroup", Pass: true}
@@ -52,7 +54,7 @@ func rowOf(rows []Control, name string) Control {
 
 func TestJudgeProbeAllHold(t *testing.T) {
 	rows := judge(allPass(), bitten(), testLimits, false, true)
-	if len(rows) != len(Controls) {
+	if len(rows) != len(protocol.Controls) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
@@ -132,7 +134,7 @@ func TestJudgeProbeCPU(t *testing.T) {
 // A control without a line fails with "no evidence"; a skipped one is
 // neither pass nor fail, and the report does not pass with it.
 func TestJudgeProbeMissingLineFails(t *testing.T) {
-	for _, name := range Controls {
+	for _, name := range protocol.Controls {
 		lines := allPass()
 		delete(lines, name)
 		r := rowOf(judge(lines, bitten(), testLimits, false, true), name)
@@ -273,14 +275,14 @@ func fakeEvents() func() (cgroups.Events, error) {
 // waiting for, and the memory row follows.
 func TestReadProbeGVisorEnd(t *testing.T) {
 	feed := func(closeAfter bool) <-chan string {
-		ch := make(chan string, len(Controls)+1)
+		ch := make(chan string, len(protocol.Controls)+1)
 		for n, l := range allPass() {
 			if n == "memory" {
 				continue
 			}
 			ch <- `{"control":"` + n + `","observed":"` + l.Observed + `","pass":true}`
 		}
-		ch <- DoneLine
+		ch <- protocol.Done
 		if closeAfter {
 			close(ch)
 		}

@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe"
-
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/ctrtest"
 	"bulkhead.dev/bulkhead/test/engine"
@@ -71,7 +70,7 @@ func TestRunscShimProbe(t *testing.T) {
 	// host can judge under gVisor (TestGVisor in test/docker does, from
 	// the sandbox's cpu.stat).
 	var beforeDone []string
-	for _, c := range probe.Controls {
+	for _, c := range protocol.Controls {
 		if c != "memory" {
 			beforeDone = append(beforeDone, c)
 		}

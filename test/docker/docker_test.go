@@ -14,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe"
-
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/engine"
 	"bulkhead.dev/bulkhead/test/probeout"
@@ -392,7 +391,7 @@ func TestGVisor(t *testing.T) {
 	// (gVisor counts throttled time as its own): it holds when the
 	// sandbox's cgroup was throttled.
 	var beforeDone []string
-	for _, c := range probe.Controls {
+	for _, c := range protocol.Controls {
 		if c != "memory" {
 			beforeDone = append(beforeDone, c)
 		}

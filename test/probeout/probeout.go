@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"bulkhead.dev/bulkhead/runtime/probe"
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // Line is one control's result.
@@ -96,11 +96,11 @@ func (w *Workspace) Held(l Line) bool {
 }
 
 // AssertPasses checks that the probe ran to its done line and that every
-// control bulkhead probe knows (probe.Controls) reported exactly
+// control bulkhead probe knows (protocol.Controls) reported exactly
 // once and held: a missing, skipped or failed control fails the test.
 func AssertPasses(t testing.TB, out string, ws *Workspace) {
 	t.Helper()
-	AssertControls(t, out, ws, probe.Controls, nil)
+	AssertControls(t, out, ws, protocol.Controls, nil)
 }
 
 // AssertControls is AssertPasses for the controls in want; hostJudged,
