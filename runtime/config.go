@@ -44,11 +44,11 @@ type Config struct {
 	Backends       map[string]BackendConfig `toml:"backends"`
 	Profiles       map[string]specs.Profile `toml:"profiles"`
 	// ChangesDir keeps workspace changes after delete, for
-	// ChangesRetention (a Go duration); see runtime/changes_store.go.
+	// ChangesRetention (a Go duration); see runtime/workspace.
 	ChangesDir       string `toml:"changes_dir"`
 	ChangesRetention string `toml:"changes_retention"`
 	// What one container's changes may make bulkhead read or keep, and
-	// what all kept changes may take of changes_dir; see changes_limits.go.
+	// what all kept changes may take of changes_dir; see runtime/workspace/changes_limits.go.
 	ChangesMaxBytes string `toml:"changes_max_bytes"`
 	ChangesMaxFiles int    `toml:"changes_max_files"`
 	ChangesMaxDepth int    `toml:"changes_max_depth"`
@@ -132,8 +132,8 @@ func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
 	cfg := &Config{Backends: map[string]BackendConfig{}, Profiles: map[string]specs.Profile{}}
 	if base != nil {
 		*cfg = *base
-		cfg.Backends = clone(base.Backends)
-		cfg.Profiles = clone(base.Profiles)
+		cfg.Backends = maps.Clone(base.Backends)
+		cfg.Profiles = maps.Clone(base.Profiles)
 	}
 	if fc.DefaultProfile != "" {
 		cfg.DefaultProfile = fc.DefaultProfile
@@ -159,11 +159,11 @@ func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
 	if fc.ChangesQuota != "" {
 		cfg.ChangesQuota = fc.ChangesQuota
 	}
-	for name, b := range fc.Backends {
-		if name == state.DirName {
-			return nil, fmt.Errorf("config %s: backend name %q is reserved", name, name)
+	for n, b := range fc.Backends {
+		if n == state.DirName {
+			return nil, fmt.Errorf("config %s: backend name %q is reserved for bulkhead's own state", name, n)
 		}
-		cfg.Backends[name] = b
+		cfg.Backends[n] = b
 	}
 	// The default profile is decoded first: every other profile starts
 	// from it.
@@ -244,14 +244,6 @@ func (c *Config) validate(name string) error {
 		return fmt.Errorf("config %s: %w", name, err)
 	}
 	return nil
-}
-
-func clone[M ~map[K]V, K comparable, V any](m M) M {
-	out := make(M, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // ResolveBackend finds the binary of the named backend the way an engine

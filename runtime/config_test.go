@@ -181,3 +181,21 @@ func TestConfigMissingFile(t *testing.T) {
 		t.Fatal("an explicitly named missing file was accepted")
 	}
 }
+
+// TestConfigErrorNamesFile: a refusal names the file to fix, whatever the
+// key it is about.
+func TestConfigErrorNamesFile(t *testing.T) {
+	for name, content := range map[string]string{
+		"reserved backend":  "[backends.bulkhead]\npath = \"runc\"\n",
+		"undefined backend": "[profiles.ci]\nbackend = \"nope\"\n",
+		"bad profile":       "[profiles.ci]\nmemory = \"lots\"\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := writeTestConfig(t, content)
+			_, err := LoadConfig(path, true)
+			if err == nil || !strings.HasPrefix(err.Error(), "config "+path+": ") {
+				t.Fatalf("error %v does not start with the file's name %s", err, path)
+			}
+		})
+	}
+}

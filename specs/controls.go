@@ -20,7 +20,7 @@ type Control struct {
 	Probe []string `json:"probe,omitempty"`
 }
 
-// Controls is the table, in the order of DESIGN.md.
+// Controls is the table, in the order of the README's default boundary.
 var Controls = []Control{
 	{"capabilities", []string{"capabilities"}, "all five sets empty, for exec too",
 		"capability checks (EPERM)", []string{"capabilities"}, []string{"capabilities"}},

@@ -84,7 +84,7 @@ type Profile struct {
 }
 
 // DefaultProfile is the boundary every container gets unless the
-// administrator configures another: the hardened `docker run` of DESIGN.md.
+// administrator configures another: the hardened `docker run` of the README.
 func DefaultProfile() Profile {
 	return Profile{
 		Name:           "default",

@@ -52,7 +52,7 @@ func (p *Profile) IsWorkspace(m rspec.Mount) bool {
 // ruleWorkspace runs after host_mounts, which already refused dangerous
 // sources and made every bind ro,nosuid,nodev. For a workspace bind it
 // decides what the runtime does with it: in overlay mode the runtime swaps
-// the source for an overlay it mounts on the host (see runtime/workspace.go);
+// the source for an overlay it mounts on the host (see runtime/workspace);
 // readonly keeps the read-only bind; direct makes it read-write, and only a
 // trusted profile may ask for that.
 func ruleWorkspace(c *Context, s *rspec.Spec) []Decision {

@@ -220,7 +220,7 @@ func (c *cpuCgroup) quotaCPUs() float64 {
 // GOMAXPROCS is raised for the spin on purpose: since Go 1.25 the runtime
 // sizes GOMAXPROCS from the cgroup CPU quota, which would cap the spin at
 // one thread by itself — a program limiting itself is validation, not the
-// cpu cgroup's containment (DESIGN.md principle 1).
+// cpu cgroup's containment.
 //
 // Under gVisor (-gvisor) /sys/fs/cgroup is the Sentry's, not the host's:
 // the probe spins for cpuGVisorWall and leaves the verdict to the host's

@@ -31,8 +31,8 @@ func secretName(name string) bool {
 }
 
 // checkEnvironment: nothing of the caller's credentials reached the
-// sandbox (DESIGN.md principle 6). bulkhead removes such variables before
-// the container starts; this is what arrived.
+// sandbox, the worker. bulkhead removes such variables before the
+// container starts; this is what arrived.
 func checkEnvironment(env *probeEnv) Result {
 	r := Result{Attempt: "scan environment variable names for credentials", Layer: protocol.LayerEnvironment}
 	var found []string

@@ -7,9 +7,8 @@
 //
 // It is evidence from inside, not enforcement: every attempt is a real
 // system call the kernel answers, and the line names the layer that
-// answered (DESIGN.md principle 4). The verdict is the host's (`bulkhead
-// probe` adds cgroup counters such as pids.events max, memory oom_kill and
-// cpu nr_throttled), so the probe always ends with {"control":"done"} and
+// answered. The verdict is the host's (`bulkhead probe` adds cgroup
+// counters such as pids.events max, memory oom_kill and cpu nr_throttled), so the probe always ends with {"control":"done"} and
 // exits 0, even when controls fail; a missing done line means the probe
 // itself died.
 //

@@ -15,7 +15,7 @@
 //     runc.
 //   - the bootstrap answer of `start`: containerd 1.7+ and 2.x read a JSON
 //     object {"version":3,"address":...,"protocol":"ttrpc"}; containerd 1.6
-//     reads the plain socket address (see bootstrap.go).
+//     reads the plain socket address (see manager.go).
 package main
 
 import (

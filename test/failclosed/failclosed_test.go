@@ -1,5 +1,5 @@
-// Package failclosed shows DESIGN.md principle 5 against a backend that
-// lies: it accepts the spec bulkhead hands over, silently drops part of it,
+// Package failclosed shows that bulkhead fails closed against a backend
+// that lies: it accepts the spec bulkhead hands over, silently drops part of it,
 // and reports success. bulkhead must notice from the host, refuse the
 // container naming the control with expected and observed values, and leave
 // nothing behind.

@@ -131,7 +131,8 @@ var runcLayers = map[string]string{
 	"memory": "memory cgroup",
 }
 
-// runscLayers: what gVisor answers instead (DESIGN.md, README).
+// runscLayers: what gVisor answers instead (README, "What gVisor answers
+// instead").
 var runscLayers = map[string]string{
 	"etc":     "gVisor: DAC before read-only mount",
 	"network": "gVisor (Sentry)",

@@ -60,8 +60,8 @@ const (
 	OutcomeSkipped = "skipped"
 )
 
-// Layer names, as DESIGN.md principle 4 and the host-side table use them.
-// They name the kernel mechanism that answered an attempt, never the
+// Layer names, as the README's tables use them: bulkhead records which
+// layer denied each attempt. They name the kernel mechanism that answered an attempt, never the
 // configuration that asked for it.
 const (
 	LayerReadOnlyMount = "read-only mount"
