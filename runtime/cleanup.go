@@ -3,47 +3,14 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"os"
 	"time"
 
-	"github.com/containerd/cgroups/v3"
-	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/specs"
 )
 
 func nowUTC() time.Time { return time.Now().UTC() }
-
-// removeCgroup deletes the container's cgroup if the backend left it
-// behind (runsc does after a failed create, and a later container reusing
-// the path would inherit its limits). A missing cgroup is not an error.
-func removeCgroup(path string) error {
-	// Only a cgroupfs path is bulkhead's to remove; a systemd slice:prefix:name
-	// belongs to systemd.
-	if path == "" || path[0] != '/' {
-		return nil
-	}
-	var err error
-	if cgroups.Mode() == cgroups.Unified {
-		var m *cgroup2.Manager
-		if m, err = cgroup2.Load(path); err == nil {
-			err = m.Delete()
-		}
-	} else {
-		var c cgroup1.Cgroup
-		if c, err = cgroup1.Load(cgroup1.StaticPath(path)); err == nil {
-			err = c.Delete()
-		}
-	}
-	if err == nil || errors.Is(err, os.ErrNotExist) || errors.Is(err, cgroup1.ErrCgroupDeleted) {
-		return nil
-	}
-	return fmt.Errorf("cgroup %s: %w", path, err)
-}
 
 const annotationCgroupsPath = specs.AnnotationCgroupsPath
 

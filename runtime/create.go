@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/workspace"
 
 	"bulkhead.dev/bulkhead/runtime/audit"
@@ -225,7 +226,7 @@ func (c *creation) undo(cause error) error {
 	var errs []error
 	if c.created {
 		_ = backend.Quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
-		if err := removeCgroup(c.rec.CgroupsPath); err != nil {
+		if err := cgroups.Remove(c.rec.CgroupsPath); err != nil {
 			errs = append(errs, err)
 		}
 	}

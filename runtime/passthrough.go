@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/audit"
 
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -100,7 +101,7 @@ func Delete(g *Globals, v Values, id string) error {
 	}
 	entry := audit.Entry{Event: "delete", ID: id, Bundle: rec.Bundle, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode}
 	var errs []error
-	if err := removeCgroup(rec.CgroupsPath); err != nil {
+	if err := cgroups.Remove(rec.CgroupsPath); err != nil {
 		errs = append(errs, err)
 	}
 	// Workspace changes outlive the container; failing to keep them is

@@ -265,7 +265,7 @@ func (p *probeRun) cleanup() error {
 			}
 		}
 		if p.cgroupsPath != "" && cgroups.Exists(p.cgroupsPath) {
-			errs = append(errs, removeCgroup(p.cgroupsPath))
+			errs = append(errs, cgroups.Remove(p.cgroupsPath))
 			if cgroups.Exists(p.cgroupsPath) {
 				errs = append(errs, fmt.Errorf("cgroup %s is still there", p.cgroupsPath))
 			}
