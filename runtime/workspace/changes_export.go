@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,21 +142,12 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]s
 			return nil, err
 		}
 		for _, sk := range skipped {
-			if !contains(rejected, sk) {
+			if !slices.Contains(rejected, sk) {
 				rejected = append(rejected, sk)
 			}
 		}
 	}
 	return rejected, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeLayerTar writes the upper layer in the OCI layer format: a deleted

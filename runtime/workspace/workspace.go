@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,28 +81,15 @@ func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Work
 		before := m.Source + " " + strings.Join(m.Options, ",")
 		m.Source = w.Merged()
 		m.Type = "bind"
-		m.Options = append(withoutOpt(m.Options, "ro", "rro", "rw", "rbind", "bind"), "rbind", "rw", "nosuid", "nodev")
+		m.Options = slices.DeleteFunc(slices.Clone(m.Options), func(o string) bool {
+			return slices.Contains([]string{"ro", "rro", "rw", "rbind", "bind"}, o)
+		})
+		m.Options = append(m.Options, "rbind", "rw", "nosuid", "nodev")
 		ds = append(ds, specs.Decision{Rule: "workspace", Field: field, Action: specs.Tightened, Before: before,
 			After: m.Source + " " + strings.Join(m.Options, ","), Layer: specs.LayerWorkspace,
 			Why: "the overlay's merged directory (lower " + real + ", read-only) is bound instead of the source"})
 	}
 	return ws, ds, nil
-}
-
-func withoutOpt(opts []string, drop ...string) []string {
-	var out []string
-	for _, o := range opts {
-		keep := true
-		for _, d := range drop {
-			if o == d {
-				keep = false
-			}
-		}
-		if keep {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // mountWorkspaces mounts, in stateDir, the tmpfs of size bytes and the overlays
