@@ -4,9 +4,8 @@ import (
 	"io"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/workspace"
-
 	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/workspace"
 )
 
 // changes are the configuration's changes_* keys.

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/pmezard/go-difflib/difflib"
 
+	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -13,13 +13,11 @@ import (
 	"strings"
 	"syscall"
 
-	"bulkhead.dev/bulkhead/runtime/workspace"
+	"github.com/pelletier/go-toml/v2"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
-
-	"github.com/pelletier/go-toml/v2"
-
+	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 )
 

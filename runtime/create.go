@@ -9,20 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"bulkhead.dev/bulkhead/cgroups"
-	"bulkhead.dev/bulkhead/runtime/workspace"
-
-	"bulkhead.dev/bulkhead/runtime/audit"
-
-	"bulkhead.dev/bulkhead/runtime/state"
-
-	"bulkhead.dev/bulkhead/runtime/verify"
-
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/audit"
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/verify"
+	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 )
 

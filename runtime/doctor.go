@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
 // Status is the verdict of one doctor check. Only fail makes doctor exit

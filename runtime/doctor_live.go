@@ -11,14 +11,12 @@ import (
 	"syscall"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe"
-
-	"bulkhead.dev/bulkhead/runtime/state"
-
-	"bulkhead.dev/bulkhead/runtime/verify"
+	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
-	"github.com/sirupsen/logrus"
+	"bulkhead.dev/bulkhead/runtime/probe"
+	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/verify"
 )
 
 // liveTimeout bounds one live check: create, verification and delete.

@@ -9,13 +9,11 @@ import (
 	"strings"
 	"syscall"
 
-	"bulkhead.dev/bulkhead/runtime/audit"
-
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -1,9 +1,9 @@
 package runtime
 
 import (
-	"bulkhead.dev/bulkhead/runtime/backend"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
 )
 
 // Globals are runc's global flags plus bulkhead's own. dockerd puts a

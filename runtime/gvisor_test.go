@@ -4,10 +4,9 @@ import (
 	"slices"
 	"testing"
 
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/seccomp"
 )
 

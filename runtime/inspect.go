@@ -10,14 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
-	"bulkhead.dev/bulkhead/runtime/verify"
-
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -10,9 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
 )
 
 // ContainerState is one entry of `list --format json`, runc's fields.

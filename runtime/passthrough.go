@@ -7,14 +7,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sirupsen/logrus"
+
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/audit"
-
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"bulkhead.dev/bulkhead/runtime/backend"
-
-	"github.com/sirupsen/logrus"
+	"bulkhead.dev/bulkhead/runtime/state"
 )
 
 // owner returns the backend that owns id: the one recorded at create, or,

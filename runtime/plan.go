@@ -5,14 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/workspace"
-
-	"bulkhead.dev/bulkhead/runtime/state"
-
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 )
 

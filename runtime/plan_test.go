@@ -11,12 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"bulkhead.dev/bulkhead/runtime/workspace"
-
-	"bulkhead.dev/bulkhead/runtime/audit"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
 )

@@ -15,15 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe"
-
-	"bulkhead.dev/bulkhead/runtime/state"
-
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/probe"
+	"bulkhead.dev/bulkhead/runtime/state"
 )
 
 // ProbeOptions configure one `bulkhead probe`.

@@ -3,10 +3,8 @@ package runtime
 import (
 	"fmt"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"bulkhead.dev/bulkhead/runtime/backend"
-
+	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -8,11 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
-
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/backend"
-	"bulkhead.dev/bulkhead/runtime/verify"
-
 	"github.com/sirupsen/logrus"
 
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 )
 

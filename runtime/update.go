@@ -8,13 +8,11 @@ import (
 	"os"
 	"strconv"
 
-	"bulkhead.dev/bulkhead/runtime/audit"
-
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	units "github.com/docker/go-units"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/specs"
 )
 

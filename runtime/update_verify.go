@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"bulkhead.dev/bulkhead/runtime/verify"
-
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/verify"
 )
 
 // updateVerified runs the backend's update as a child, then reads the

@@ -6,11 +6,10 @@ import (
 	"strconv"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-	"bulkhead.dev/bulkhead/runtime/watchdog"
-
 	"github.com/sirupsen/logrus"
 
+	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/watchdog"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // allowedDev are the /dev entries a default sandbox may have: the policy's

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 const (

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // euidMarker prefixes the -print-euid line so the parent can tell the

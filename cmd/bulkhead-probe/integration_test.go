@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 	"bulkhead.dev/bulkhead/seccomp"
 	"bulkhead.dev/bulkhead/test/bundle"
 )

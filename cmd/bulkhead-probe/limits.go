@@ -18,9 +18,9 @@ import (
 	"syscall"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 const (

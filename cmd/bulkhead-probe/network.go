@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // checkNetwork: the sandbox has its own empty network namespace. Two kinds

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 func TestJSONLine(t *testing.T) {

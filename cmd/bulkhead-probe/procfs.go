@@ -6,9 +6,9 @@ import (
 	"os"
 	"strings"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // maskedPaths are the /proc files that leak host state (kernel memory,

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"syscall"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // Result is one control's line (protocol.Line, the contract with the host).

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"unsafe"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // The seccomp control reports as ONE line (control "seccomp") whose

@@ -5,11 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/state"
 )
 
 // parsed is what a command line turned into: the verb, its positional

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 
-	"bulkhead.dev/bulkhead/runtime/workspace"
-
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/workspace"
 )
 
 // diffCommand is `bulkhead diff ID`: what a live container changed in its

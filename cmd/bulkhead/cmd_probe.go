@@ -8,11 +8,10 @@ import (
 	"strings"
 	"syscall"
 
-	"bulkhead.dev/bulkhead/runtime/probe"
-
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/probe"
 )
 
 // probeCommand is `bulkhead probe`: run the boundary probe in a throwaway

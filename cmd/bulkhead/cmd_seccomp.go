@@ -9,14 +9,13 @@ import (
 	"strings"
 	"syscall"
 
-	"bulkhead.dev/bulkhead/runtime/backend"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	libseccomp "github.com/seccomp/libseccomp-golang"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/seccomp"
 )
 

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/verify"
-
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 )
 

@@ -6,11 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 // probeOutput is what the host saw of one probe run: the lines, the

@@ -8,11 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
-	"bulkhead.dev/bulkhead/runtime/verify"
-
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
+	"bulkhead.dev/bulkhead/runtime/verify"
 )
 
 // Line is one line the probe printed.

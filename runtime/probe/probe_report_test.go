@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/probe/protocol"
-
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
 func f64(v float64) *float64 { return &v }

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/state"
 )
 
 // hostileWorkspace is a workspace as the sandbox left it: src is the

@@ -15,10 +15,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"bulkhead.dev/bulkhead/runtime/state"
-
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/state"
 )
 
 // Retained changes outlive the container (docker run --rm deletes it as

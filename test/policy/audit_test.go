@@ -11,10 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"bulkhead.dev/bulkhead/runtime/audit"
-
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
