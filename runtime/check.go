@@ -34,6 +34,9 @@ type CheckReport struct {
 	Profile string     `json:"profile"`
 	Backend string     `json:"backend"`
 	Mode    specs.Mode `json:"mode"`
+	// Argv is the backend's create command line, without the caller's
+	// verb flags.
+	Argv []string `json:"backend_argv"`
 	// Runs is whether create would hand the container to the backend.
 	Runs bool `json:"runs"`
 	// Refusals are the messages that stop create (rules, the backend's
@@ -112,6 +115,7 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 	sel := plan.Selection
 	r := &CheckReport{Notice: CheckNotice, Config: configName(g), Spec: specPath, Bundle: bundle,
 		Profile: sel.Profile.Name, Backend: sel.Backend.Name, Mode: sel.Profile.Mode, Decisions: plan.Decisions}
+	r.Argv, _ = plan.BackendArgv("create", noValues{})
 	if plan.RuleErr != nil {
 		for _, d := range plan.Decisions {
 			if d.Action == specs.Refused {
@@ -171,7 +175,7 @@ func specDiff(before, after *rspec.Spec) (string, error) {
 func (r *CheckReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "bulkhead check: %s\n\n", r.Notice)
-	fmt.Fprintf(&b, "spec:    %s\nconfig:  %s\nprofile: %s (mode %s)\nbackend: %s\n\n", r.Spec, r.Config, r.Profile, r.Mode, r.Backend)
+	fmt.Fprintf(&b, "spec:    %s\nconfig:  %s\nprofile: %s (mode %s)\nbackend: %s\nargv:    %s\n\n", r.Spec, r.Config, r.Profile, r.Mode, r.Backend, strings.Join(r.Argv, " "))
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RULE\tFIELD\tACTION\tBEFORE\tAFTER\tLAYER\tWHY")
 	for _, d := range r.Decisions {

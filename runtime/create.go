@@ -61,9 +61,6 @@ type creation struct {
 
 	// ctx is what the rules knew; the pins are judged with it again.
 	ctx *specs.Context
-	// handOverBundle is the bundle the backend gets: bulkhead's own in
-	// enforce mode (runtime/pins.go), the caller's in audit mode.
-	handOverBundle string
 
 	// lifetime is max_lifetime after the annotation; 0 for none.
 	lifetime time.Duration
@@ -95,14 +92,14 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: original, Registry: reg})
+	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: original, Registry: reg, PidFile: pidFile})
 	if err != nil {
 		return nil, err
 	}
 	sel := plan.Selection
-	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: pidFile, original: original,
-		plan: plan, handed: plan.Handed, handedJSON: plan.HandedJSON, ws: plan.Workspaces, ctx: plan.Ctx,
-		handOverBundle: bundle, lifetime: plan.Lifetime}
+	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: plan.PidFile, ownPid: plan.OwnPidFile,
+		original: original, plan: plan, handed: plan.Handed, handedJSON: plan.HandedJSON, ws: plan.Workspaces, ctx: plan.Ctx,
+		lifetime: plan.Lifetime}
 	c.audit = audit.Entry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original), Decisions: plan.Decisions}
 	decisions := plan.Decisions
@@ -132,9 +129,6 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err := reg.Add(c.rec); err != nil {
 		return nil, c.fail(err)
 	}
-	if c.pidFile == "" {
-		c.pidFile, c.ownPid = filepath.Join(reg.Dir(id), "init.pid"), true
-	}
 	if err := os.WriteFile(filepath.Join(reg.Dir(id), "config.orig.json"), original, 0o600); err != nil {
 		return nil, c.fail(c.undo(err))
 	}
@@ -154,7 +148,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 			return nil, c.fail(c.undo(err))
 		}
 		c.rewritten = true
-		if c.handOverBundle, err = c.writePrivateBundle(); err != nil {
+		if err := c.writePrivateBundle(); err != nil {
 			return nil, c.fail(c.undo(err))
 		}
 	}
@@ -166,13 +160,10 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 // everything and returns the error.
 func (c *creation) handOver(verb string, v Values) error {
 	b := c.sel.Backend
-	flags, dropped := ForwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
+	argv, dropped := c.plan.BackendArgv(verb, v)
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
 	}
-	args := append([]string{"--bundle", c.handOverBundle, "--pid-file", c.pidFile}, flags...)
-	args = append(args, c.rec.ID)
-	argv := c.g.backendArgv(b, verb, args...)
 	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)
 	logOffset := backend.LogSize(c.g.Log)
 	status, err := backend.Run(argv, v.Int("preserve-fds"))

@@ -123,20 +123,20 @@ func pinPath(src, target string, judge func(real string) string) (string, error)
 }
 
 // writePrivateBundle writes the pinned spec as the config.json of
-// bulkhead's own bundle and returns the bundle's path.
-func (c *creation) writePrivateBundle() (string, error) {
-	dir := filepath.Join(c.reg.Dir(c.rec.ID), privateBundleDir)
+// bulkhead's own bundle, where the plan hands it over.
+func (c *creation) writePrivateBundle() error {
+	dir := c.plan.HandOverBundle
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", fmt.Errorf("private bundle: %w", err)
+		return fmt.Errorf("private bundle: %w", err)
 	}
 	data, err := specs.Marshal(c.handed)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o600); err != nil {
-		return "", fmt.Errorf("private bundle: %w", err)
+		return fmt.Errorf("private bundle: %w", err)
 	}
-	return dir, nil
+	return nil
 }
 
 // refusal is a rule's refusal found after the rules ran.

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ type PlanInput struct {
 	Spec     *rspec.Spec
 	Original []byte
 	Registry *state.Registry
+	// PidFile is the caller's --pid-file; "" lets bulkhead choose one in
+	// the container's state directory.
+	PidFile string
 }
 
 // PlaceholderID is the id a check without --id plans for: the cgroups
@@ -55,6 +59,15 @@ type Plan struct {
 	// Workspaces are the copy-on-write overlays to mount before the
 	// hand-over; Handed already names their merged directories.
 	Workspaces []workspace.Workspace
+	// HandOverBundle is the bundle the backend gets: bulkhead's own in
+	// the state directory in enforce mode (runtime/pins.go), the caller's
+	// in audit mode. PidFile is where the backend writes the init's pid;
+	// OwnPidFile says bulkhead chose it (and removes it on failure).
+	HandOverBundle string
+	PidFile        string
+	OwnPidFile     bool
+
+	globals *Globals
 
 	// RuleErr is the rules' (and the lifetime's) refusal; PlanErr a
 	// refusal found while planning the hand-over (bulkhead's own cgroup
@@ -78,9 +91,17 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{ID: in.ID, Selection: sel}
+	p := &Plan{ID: in.ID, Selection: sel, globals: g}
 	if p.ID == "" {
 		p.ID = PlaceholderID
+	}
+	stateDir := in.Registry.Dir(p.ID)
+	p.HandOverBundle, p.PidFile = in.Bundle, in.PidFile
+	if sel.Profile.Mode == specs.Enforce {
+		p.HandOverBundle = filepath.Join(stateDir, privateBundleDir)
+	}
+	if p.PidFile == "" {
+		p.PidFile, p.OwnPidFile = filepath.Join(stateDir, "init.pid"), true
 	}
 	p.Ctx = specContext(g, &sel.Profile, in.Bundle, in.Registry, in.Original, in.ID, spec.Annotations)
 	rewritten, decisions, err := specs.Apply(p.Ctx, spec)
@@ -108,7 +129,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		return p, nil
 	}
 	var more []specs.Decision
-	p.Workspaces, more, p.PlanErr = workspace.Plan(&sel.Profile, p.Handed, in.Bundle, in.Registry.Dir(p.ID))
+	p.Workspaces, more, p.PlanErr = workspace.Plan(&sel.Profile, p.Handed, in.Bundle, stateDir)
 	p.decide(more...)
 	if p.PlanErr != nil {
 		return p, nil
@@ -117,6 +138,16 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// BackendArgv is the backend's command line for the hand-over (verb
+// create or restore) with the caller's verb flags v, and the flags the
+// backend does not know, which are not passed on.
+func (p *Plan) BackendArgv(verb string, v Values) (argv, dropped []string) {
+	b := p.Selection.Backend
+	flags, dropped := ForwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
+	args := append([]string{"--bundle", p.HandOverBundle, "--pid-file", p.PidFile}, flags...)
+	return p.globals.backendArgv(b, verb, append(args, p.ID)...), dropped
 }
 
 func (p *Plan) decide(ds ...specs.Decision) { p.Decisions = append(p.Decisions, ds...) }

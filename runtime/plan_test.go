@@ -200,6 +200,9 @@ func TestCheckAndCreatePlanAlike(t *testing.T) {
 				t.Fatalf("create accepted, check says it would refuse: %v", report.Refusals)
 			}
 			assertSameDecisions(t, report.Decisions, created.rec.Decisions)
+			if argv, _ := created.plan.BackendArgv("create", noValues{}); !reflect.DeepEqual(argv, report.Argv) {
+				t.Fatalf("backend argv: create %q, check %q", argv, report.Argv)
+			}
 			if !bytes.Equal(plan.HandedJSON, created.handedJSON) {
 				t.Fatalf("handed spec differs:\ncheck:  %s\ncreate: %s", plan.HandedJSON, created.handedJSON)
 			}
