@@ -2,92 +2,14 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
 	"strings"
-	"time"
 
-	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/backend"
 )
-
-// Status is the verdict of one doctor check. Only fail makes doctor exit
-// non-zero; warn names something an operator should know that does not
-// weaken the boundary of the containers bulkhead does run.
-type Status string
-
-const (
-	StatusOK   Status = "ok"
-	StatusWarn Status = "warn"
-	StatusFail Status = "fail"
-)
-
-// DoctorCheck is one line of `bulkhead doctor`: what was looked at, what
-// was found there, the verdict and, unless ok, what to do.
-type DoctorCheck struct {
-	Name   string `json:"check"`
-	Status Status `json:"status"`
-	// Looked is what the check read or ran: a file, a command line.
-	Looked string `json:"looked_at"`
-	Found  string `json:"found"`
-	Fix    string `json:"fix,omitempty"`
-}
-
-// DoctorReport is every check of one doctor run, in the order they ran.
-type DoctorReport struct {
-	Checks []DoctorCheck `json:"checks"`
-}
-
-// DoctorOptions configure one doctor run. Tests point the host checks at
-// fixtures; the zero value reads this host.
-type DoctorOptions struct {
-	// Backend limits the backend and live checks to one configured
-	// backend; empty means every configured backend.
-	Backend string
-	// Live runs one throwaway container through each backend.
-	Live bool
-	// Bulkhead is the executable the live check creates containers with
-	// (default: the running one).
-	Bulkhead string
-	// Cgroups points the cgroup checks at a fixture tree
-	// (cgroups.WithV1Root, cgroups.WithV2Mountpoint).
-	Cgroups []cgroups.Option
-	// Changelog finds the distribution changelog of a backend binary
-	// (default: distroChangelog, dpkg then rpm).
-	Changelog func(binary string) (*Changelog, error)
-	// DockerConfig and ContainerdConfig are the engine configurations
-	// whose registrations are checked (default: the engines' own paths).
-	DockerConfig     string
-	ContainerdConfig string
-}
-
-// Failed returns the checks that failed.
-func (r *DoctorReport) Failed() []DoctorCheck {
-	var out []DoctorCheck
-	for _, c := range r.Checks {
-		if c.Status == StatusFail {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// Count returns how many checks have status s.
-func (r *DoctorReport) Count(s Status) int {
-	n := 0
-	for _, c := range r.Checks {
-		if c.Status == s {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *DoctorReport) add(c DoctorCheck) { r.Checks = append(r.Checks, c) }
 
 // Doctor judges whether this host can hold the boundary: the configuration
 // file, each configured backend (found, runs, version, known escape CVEs),
@@ -115,7 +37,7 @@ func Doctor(ctx context.Context, g *Globals, opt DoctorOptions) *DoctorReport {
 	}
 	var usable []*backend.Backend
 	for _, name := range names {
-		b, checks := doctorBackend(cfg, name, opt.Changelog)
+		b, checks := backendChecks(cfg, name, opt.Changelog)
 		for _, c := range checks {
 			r.add(c)
 		}
@@ -123,10 +45,10 @@ func Doctor(ctx context.Context, g *Globals, opt DoctorOptions) *DoctorReport {
 			usable = append(usable, b)
 		}
 	}
-	for _, c := range doctorHost(cfg, opt.Cgroups) {
+	for _, c := range doctorHost(cfg.Profiles[cfg.DefaultProfile], opt.Cgroups) {
 		r.add(c)
 	}
-	for _, c := range doctorDirs(g, cfg) {
+	for _, c := range doctorDirs(g.Root, cfg.AuditLog, cfg.ChangesDir) {
 		r.add(c)
 	}
 	for _, c := range doctorEngines(opt) {
@@ -177,54 +99,18 @@ func doctorConfig(g *Globals) (*Config, DoctorCheck) {
 	return cfg, c
 }
 
-// WriteText prints one line per check: status, check, what was looked at
-// and found, and what to do. A summary line ends it.
-func (r *DoctorReport) WriteText(w io.Writer) error {
-	width := 0
-	for _, c := range r.Checks {
-		width = max(width, len(c.Name))
-	}
-	var b strings.Builder
-	for _, c := range r.Checks {
-		fmt.Fprintf(&b, "%-4s  %-*s  %s: %s", c.Status, width, c.Name, c.Looked, c.Found)
-		if c.Fix != "" {
-			fmt.Fprintf(&b, " -- fix: %s", c.Fix)
-		}
-		b.WriteByte('\n')
-	}
-	fmt.Fprintf(&b, "doctor: %d ok, %d warn, %d fail\n", r.Count(StatusOK), r.Count(StatusWarn), r.Count(StatusFail))
-	_, err := io.WriteString(w, b.String())
-	return err
+// backendChecks checks the configured backend name (doctorBackend).
+func backendChecks(cfg *Config, name string, changelog func(string) (*Changelog, error)) (*backend.Backend, []DoctorCheck) {
+	resolve := func() (*backend.Backend, error) { return cfg.ResolveBackend(name) }
+	return doctorBackend(name, cfg.Backends[name].Path, profilesUsing(cfg, name), resolve, changelog)
 }
 
-// WriteJSON prints the report as one JSON document.
-func (r *DoctorReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(struct {
-		Checks []DoctorCheck `json:"checks"`
-		OK     int           `json:"ok"`
-		Warn   int           `json:"warn"`
-		Fail   int           `json:"fail"`
-	}{r.Checks, r.Count(StatusOK), r.Count(StatusWarn), r.Count(StatusFail)})
-}
-
-// Err is nil when no check failed, otherwise an error naming the failed
-// checks: the exit of `bulkhead doctor`.
-func (r *DoctorReport) Err() error {
-	f := r.Failed()
-	if len(f) == 0 {
-		return nil
-	}
-	var names []string
-	for _, c := range f {
-		if !slices.Contains(names, c.Name) {
-			names = append(names, c.Name)
+func profilesUsing(cfg *Config, name string) []string {
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(cfg.Profiles)) {
+		if cfg.Profiles[n].Backend == name {
+			out = append(out, n)
 		}
 	}
-	return fmt.Errorf("doctor: %d failed: %s", len(f), strings.Join(names, "; "))
+	return out
 }
-
-// doctorTimeout bounds each command doctor runs (a backend's --version,
-// features): a hanging binary is a fail, not a hang.
-const doctorTimeout = 10 * time.Second

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os/exec"
 	"slices"
 	"strings"
@@ -17,10 +16,11 @@ import (
 // doctorBackend checks one configured backend: found, runs, its version,
 // what it supports and, for runc, the escapes the table knows. The backend
 // is returned only when it runs, for the live check.
-func doctorBackend(cfg *Config, name string, changelog func(string) (*Changelog, error)) (*backend.Backend, []DoctorCheck) {
-	bc := cfg.Backends[name]
+//
+// path is the configured path, used the profiles that name the backend,
+// and resolve finds its binary.
+func doctorBackend(name, path string, used []string, resolve func() (*backend.Backend, error), changelog func(string) (*Changelog, error)) (*backend.Backend, []DoctorCheck) {
 	title := "backend " + name
-	used := profilesUsing(cfg, name)
 	// A backend no profile uses only matters to a job that selects it by
 	// --backend; its absence weakens nothing.
 	missing := StatusFail
@@ -28,11 +28,11 @@ func doctorBackend(cfg *Config, name string, changelog func(string) (*Changelog,
 	if len(used) == 0 {
 		missing, usedBy = StatusWarn, "no profile uses it"
 	}
-	b, err := cfg.ResolveBackend(name)
+	b, err := resolve()
 	if err != nil {
-		return nil, []DoctorCheck{{Name: title, Status: missing, Looked: "path = " + bc.Path,
+		return nil, []DoctorCheck{{Name: title, Status: missing, Looked: "path = " + path,
 			Found: fmt.Sprintf("not found (%v); %s", errors.Unwrap(err), usedBy),
-			Fix:   fmt.Sprintf("install %s, or set [backends.%s] path to its absolute path", b0(bc.Path), name)}}
+			Fix:   fmt.Sprintf("install %s, or set [backends.%s] path to its absolute path", b0(path), name)}}
 	}
 	looked := b.Path + " --version"
 	out, err := runDoctorCmd(b.Path, "--version")
@@ -57,16 +57,6 @@ func b0(path string) string {
 		return path[i+1:]
 	}
 	return path
-}
-
-func profilesUsing(cfg *Config, backend string) []string {
-	var out []string
-	for _, n := range slices.Sorted(maps.Keys(cfg.Profiles)) {
-		if cfg.Profiles[n].Backend == backend {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // runDoctorCmd runs a short command and returns its stdout; a non-zero

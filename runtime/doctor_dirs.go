@@ -11,12 +11,12 @@ import (
 // the audit log and exported workspace changes in are writable only by
 // root: whoever can write there can forge a record, erase an audit line or
 // plant a change for review.
-func doctorDirs(g *Globals, cfg *Config) []DoctorCheck {
+func doctorDirs(root, auditLog, changesDir string) []DoctorCheck {
 	var out []DoctorCheck
 	targets := []struct{ name, path string }{
-		{"state directory", g.Root},
-		{"audit log", cfg.AuditLog},
-		{"changes directory", cfg.ChangesDir},
+		{"state directory", root},
+		{"audit log", auditLog},
+		{"changes directory", changesDir},
 	}
 	for _, t := range targets {
 		if t.path == "" {

@@ -11,13 +11,14 @@ import (
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/seccomp"
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // doctorHost checks the kernel features and cgroup controllers the
 // default profile's controls rely on.
-func doctorHost(cfg *Config, cgOpts []cgroups.Option) []DoctorCheck {
+func doctorHost(p specs.Profile, cgOpts []cgroups.Option) []DoctorCheck {
 	var out []DoctorCheck
-	out = append(out, doctorSeccomp(cfg))
+	out = append(out, doctorSeccomp(p))
 	out = append(out, doctorCgroups(cgOpts)...)
 	out = append(out, doctorOverlay(), doctorIDMap(), doctorPidfd(), doctorUserns(), doctorSysResource())
 	return out
@@ -27,7 +28,7 @@ func doctorHost(cfg *Config, cgOpts []cgroups.Option) []DoctorCheck {
 // uses, and that the profile names this machine's native architecture
 // (a filter without it would kill or pass every call by the bad-arch
 // action instead of judging it).
-func doctorSeccomp(cfg *Config) DoctorCheck {
+func doctorSeccomp(p specs.Profile) DoctorCheck {
 	const actions = "/proc/sys/kernel/seccomp/actions_avail"
 	c := DoctorCheck{Name: "seccomp", Looked: actions + ", the default profile's architectures"}
 	data, err := os.ReadFile(actions)
@@ -48,7 +49,6 @@ func doctorSeccomp(cfg *Config) DoctorCheck {
 		c.Fix = "upgrade the kernel (4.14 or later)"
 		return c
 	}
-	p := cfg.Profiles[cfg.DefaultProfile]
 	prof, err := seccomp.ForProfile(p.Seccomp, p.CompatSyscalls)
 	if err != nil {
 		c.Status, c.Found = StatusFail, err.Error()

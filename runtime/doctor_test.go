@@ -52,7 +52,7 @@ func TestDoctorBackendPathMissing(t *testing.T) {
 	cfg := doctorTestConfig(t)
 	missing := filepath.Join(t.TempDir(), "no-such-runc")
 	cfg.Backends["runc"] = BackendConfig{Path: missing}
-	b, checks := doctorBackend(cfg, "runc", noChangelog)
+	b, checks := backendChecks(cfg, "runc", noChangelog)
 	if b != nil {
 		t.Error("a missing backend was returned for the live check")
 	}
@@ -70,7 +70,7 @@ func TestDoctorBackendExitsNonZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Backends["runc"] = BackendConfig{Path: script}
-	b, checks := doctorBackend(cfg, "runc", noChangelog)
+	b, checks := backendChecks(cfg, "runc", noChangelog)
 	if b != nil {
 		t.Error("a backend that does not run was returned for the live check")
 	}
@@ -94,7 +94,7 @@ func TestDoctorBackendVulnerable(t *testing.T) {
 		text, err := readGzip(changelog)
 		return &Changelog{Source: changelog, Package: "runc", Version: "1.2.7-1", Text: text}, err
 	}
-	b, checks := doctorBackend(cfg, "runc", fromFixture)
+	b, checks := backendChecks(cfg, "runc", fromFixture)
 	if b == nil {
 		t.Fatal("a running backend was not returned")
 	}
