@@ -16,6 +16,7 @@
 //	                   with cmd/bulkhead-probe
 //	runtime/watchdog   max_lifetime, enforced from outside the sandbox
 //	runtime/workspace  copy-on-write workspaces and their changes
+//	runtime/doctor     the host checks of bulkhead doctor, runc's known escapes
 //
 // Below them all are specs (the rules), seccomp and cgroups, which import
 // nothing of runtime. TestLayoutImportsGoDown holds the rule.

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/doctor"
 	"bulkhead.dev/bulkhead/runtime/probe"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/runtime/verify"
@@ -27,10 +28,10 @@ const liveTimeout = time.Minute
 // profile), reports the verification create recorded and how long create
 // took, and deletes it. The container is never started: verification
 // happens at create, before the workload could run.
-func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string) DoctorCheck {
-	c := DoctorCheck{Name: "live " + name, Looked: "bulkhead create of a throwaway container, default profile"}
+func doctorLive(ctx context.Context, g *Globals, opt doctor.Options, name string) doctor.Check {
+	c := doctor.Check{Name: "live " + name, Looked: "bulkhead create of a throwaway container, default profile"}
 	if os.Geteuid() != 0 {
-		c.Status, c.Found = StatusWarn, "not run: creating a container needs root; no evidence either way"
+		c.Status, c.Found = doctor.StatusWarn, "not run: creating a container needs root; no evidence either way"
 		c.Fix = "run bulkhead doctor as root"
 		return c
 	}
@@ -38,25 +39,25 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 	defer cancel()
 	sel, err := probeSelect(g, ProbeOptions{Backend: name})
 	if err != nil {
-		c.Status, c.Found = StatusFail, err.Error()
+		c.Status, c.Found = doctor.StatusFail, err.Error()
 		return c
 	}
 	self := opt.Bulkhead
 	if self == "" {
 		if self, err = os.Executable(); err != nil {
-			c.Status, c.Found = StatusFail, err.Error()
+			c.Status, c.Found = doctor.StatusFail, err.Error()
 			return c
 		}
 	}
 	probeBin, err := probe.FindBinary(self)
 	if err != nil {
-		c.Status, c.Found = StatusWarn, "not run: "+err.Error()
+		c.Status, c.Found = doctor.StatusWarn, "not run: "+err.Error()
 		c.Fix = "install bulkhead-probe next to bulkhead (make install does): its static binary is the throwaway rootfs"
 		return c
 	}
 	work, err := os.MkdirTemp("", "bulkhead-doctor-")
 	if err != nil {
-		c.Status, c.Found = StatusFail, err.Error()
+		c.Status, c.Found = doctor.StatusFail, err.Error()
 		return c
 	}
 	id := strings.Replace(probeID(), "probe", "doctor", 1)
@@ -69,12 +70,12 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 	defer func() {
 		if err := p.cleanup(); err != nil {
 			logrus.Warnf("bulkhead: doctor cleanup: %v", err)
-			c.Status, c.Found = StatusFail, c.Found+"; cleanup failed: "+err.Error()
+			c.Status, c.Found = doctor.StatusFail, c.Found+"; cleanup failed: "+err.Error()
 			c.Fix = "remove what is named by hand"
 		}
 	}()
 	if p.bundle, err = probe.MakeBundle(work, probeBin, nil); err != nil {
-		c.Status, c.Found = StatusFail, "bundle: "+err.Error()
+		c.Status, c.Found = doctor.StatusFail, "bundle: "+err.Error()
 		return c
 	}
 	// The never-started container keeps create's stdio: files, not
@@ -82,7 +83,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 	logPath := filepath.Join(work, "create.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		c.Status, c.Found = StatusFail, err.Error()
+		c.Status, c.Found = doctor.StatusFail, err.Error()
 		return c
 	}
 	defer logFile.Close()
@@ -95,7 +96,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 	err = create.Run()
 	took := time.Since(start).Round(time.Millisecond)
 	if err != nil {
-		c.Status, c.Found = StatusFail, fmt.Sprintf("create refused or failed after %s (%v): %s", took, err, probeLogTail(logPath))
+		c.Status, c.Found = doctor.StatusFail, fmt.Sprintf("create refused or failed after %s (%v): %s", took, err, probeLogTail(logPath))
 		c.Fix = "no container can run on this backend; the lines above name the cause"
 		return c
 	}
@@ -106,20 +107,20 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, name string)
 			return liveVerdict(c, verify.Report(rec.Checks), took)
 		}
 	}
-	c.Status, c.Found = StatusFail, fmt.Sprintf("created in %s but its record is unreadable: %v", took, err)
+	c.Status, c.Found = doctor.StatusFail, fmt.Sprintf("created in %s but its record is unreadable: %v", took, err)
 	return c
 }
 
 // liveVerdict judges the verification create recorded. No checks at all
 // is no evidence, so it fails like a mismatch.
-func liveVerdict(c DoctorCheck, r verify.Report, took time.Duration) DoctorCheck {
+func liveVerdict(c doctor.Check, r verify.Report, took time.Duration) doctor.Check {
 	failed := r.Failed()
 	switch {
 	case len(r) == 0:
-		c.Status, c.Found = StatusFail, fmt.Sprintf("created in %s with no verification recorded", took)
+		c.Status, c.Found = doctor.StatusFail, fmt.Sprintf("created in %s with no verification recorded", took)
 		c.Fix = "report this: create must verify before it succeeds"
 	case len(failed) > 0:
-		c.Status, c.Found = StatusFail, fmt.Sprintf("created in %s; %d of %d checks differ: %v", took, len(failed), len(r), r.Err())
+		c.Status, c.Found = doctor.StatusFail, fmt.Sprintf("created in %s; %d of %d checks differ: %v", took, len(failed), len(r), r.Err())
 		c.Fix = "the kernel did not apply the boundary as asked; see the checks above for the cause"
 	default:
 		var names []string
@@ -128,7 +129,7 @@ func liveVerdict(c DoctorCheck, r verify.Report, took time.Duration) DoctorCheck
 				names = append(names, ch.Control)
 			}
 		}
-		c.Status, c.Found = StatusOK, fmt.Sprintf("created and verified in %s: %d checks as expected (%s)", took, len(r), strings.Join(names, ", "))
+		c.Status, c.Found = doctor.StatusOK, fmt.Sprintf("created and verified in %s: %d checks as expected (%s)", took, len(r), strings.Join(names, ", "))
 	}
 	return c
 }

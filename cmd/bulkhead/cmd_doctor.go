@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/doctor"
 )
 
 // doctorCommand is `bulkhead doctor`: whether this host can hold the
@@ -41,7 +42,7 @@ func doctorCommand(g *runtime.Globals) *cli.Command {
 			// An interrupted live check still removes its container.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			rep := runtime.Doctor(ctx, g, runtime.DoctorOptions{Backend: c.String("backend"), Live: true})
+			rep := runtime.Doctor(ctx, g, doctor.Options{Backend: c.String("backend"), Live: true})
 			var err error
 			if format == "json" {
 				err = rep.WriteJSON(c.App.Writer)

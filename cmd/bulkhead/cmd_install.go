@@ -12,6 +12,7 @@ import (
 
 	"bulkhead.dev/bulkhead/install"
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/doctor"
 )
 
 // installCommand registers bulkhead with a container engine:
@@ -210,7 +211,7 @@ var forceFlag = &cli.BoolFlag{Name: "force", Usage: "register even when bulkhead
 // would refuse and goes on, since it writes nothing.
 func doctorGate(g *runtime.Globals, force, dryRun bool, out io.Writer) error {
 	fmt.Fprintln(out, "bulkhead doctor:")
-	rep := runtime.Doctor(context.Background(), g, runtime.DoctorOptions{Live: true})
+	rep := runtime.Doctor(context.Background(), g, doctor.Options{Live: true})
 	if err := rep.WriteText(out); err != nil {
 		return err
 	}

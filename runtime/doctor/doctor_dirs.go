@@ -1,4 +1,4 @@
-package runtime
+package doctor
 
 import (
 	"fmt"
@@ -11,8 +11,8 @@ import (
 // the audit log and exported workspace changes in are writable only by
 // root: whoever can write there can forge a record, erase an audit line or
 // plant a change for review.
-func doctorDirs(root, auditLog, changesDir string) []DoctorCheck {
-	var out []DoctorCheck
+func Dirs(root, auditLog, changesDir string) []Check {
+	var out []Check
 	targets := []struct{ name, path string }{
 		{"state directory", root},
 		{"audit log", auditLog},
@@ -20,10 +20,10 @@ func doctorDirs(root, auditLog, changesDir string) []DoctorCheck {
 	}
 	for _, t := range targets {
 		if t.path == "" {
-			out = append(out, DoctorCheck{Name: t.name, Status: StatusOK, Looked: "configuration", Found: "not configured"})
+			out = append(out, Check{Name: t.name, Status: StatusOK, Looked: "configuration", Found: "not configured"})
 			continue
 		}
-		out = append(out, rootOnlyPath(t.name, t.path))
+		out = append(out, RootOnlyPath(t.name, t.path))
 	}
 	return out
 }
@@ -33,8 +33,8 @@ func doctorDirs(root, auditLog, changesDir string) []DoctorCheck {
 // existing component from there up must be root's and not writable by
 // group or others. Above the first existing one a sticky directory is
 // fine (/tmp): others may add entries there but not rename root's.
-func rootOnlyPath(name, path string) DoctorCheck {
-	c := DoctorCheck{Name: name, Looked: path}
+func RootOnlyPath(name, path string) Check {
+	c := Check{Name: name, Looked: path}
 	p := filepath.Clean(path)
 	note := ""
 	first := true
@@ -48,7 +48,7 @@ func rootOnlyPath(name, path string) DoctorCheck {
 				return c
 			}
 			if first && note == "" {
-				c.Found = fmt.Sprintf("mode %04o, %s; ", st.Mode().Perm(), ownerOf(st))
+				c.Found = fmt.Sprintf("mode %04o, %s; ", st.Mode().Perm(), OwnerOf(st))
 			}
 			first = false
 		} else if !os.IsNotExist(err) {
@@ -92,7 +92,7 @@ func isRoot(st os.FileInfo) bool {
 }
 
 // ownerOf names the owner of st as uid:gid.
-func ownerOf(st os.FileInfo) string {
+func OwnerOf(st os.FileInfo) string {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		return fmt.Sprintf("owner %d:%d", sys.Uid, sys.Gid)
 	}

@@ -1,4 +1,4 @@
-package runtime
+package doctor
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ import (
 
 // doctorHost checks the kernel features and cgroup controllers the
 // default profile's controls rely on.
-func doctorHost(p specs.Profile, cgOpts []cgroups.Option) []DoctorCheck {
-	var out []DoctorCheck
+func Host(p specs.Profile, cgOpts []cgroups.Option) []Check {
+	var out []Check
 	out = append(out, doctorSeccomp(p))
 	out = append(out, doctorCgroups(cgOpts)...)
 	out = append(out, doctorOverlay(), doctorIDMap(), doctorPidfd(), doctorUserns(), doctorSysResource())
@@ -28,9 +28,9 @@ func doctorHost(p specs.Profile, cgOpts []cgroups.Option) []DoctorCheck {
 // uses, and that the profile names this machine's native architecture
 // (a filter without it would kill or pass every call by the bad-arch
 // action instead of judging it).
-func doctorSeccomp(p specs.Profile) DoctorCheck {
+func doctorSeccomp(p specs.Profile) Check {
 	const actions = "/proc/sys/kernel/seccomp/actions_avail"
-	c := DoctorCheck{Name: "seccomp", Looked: actions + ", the default profile's architectures"}
+	c := Check{Name: "seccomp", Looked: actions + ", the default profile's architectures"}
 	data, err := os.ReadFile(actions)
 	if err != nil {
 		c.Status, c.Found = StatusFail, "no seccomp filter mode: "+err.Error()
@@ -77,18 +77,18 @@ func doctorSeccomp(p specs.Profile) DoctorCheck {
 // doctorCgroups: the cgroup version, each controller bulkhead applies and
 // verifies limits with, and swap accounting (without it memory+swap
 // cannot be capped, so a job can outgrow its memory limit into swap).
-func doctorCgroups(opts []cgroups.Option) []DoctorCheck {
+func doctorCgroups(opts []cgroups.Option) []Check {
 	h, err := cgroups.Inspect(opts...)
 	if err != nil {
-		return []DoctorCheck{{Name: "cgroups", Status: StatusFail, Looked: "/sys/fs/cgroup", Found: err.Error(),
+		return []Check{{Name: "cgroups", Status: StatusFail, Looked: "/sys/fs/cgroup", Found: err.Error(),
 			Fix: "mount cgroup2 at /sys/fs/cgroup (or the v1 hierarchies); no limit can be applied without it"}}
 	}
-	out := []DoctorCheck{{Name: "cgroups", Status: StatusOK, Looked: h.Root, Found: fmt.Sprintf("cgroup v%d", h.Version)}}
+	out := []Check{{Name: "cgroups", Status: StatusOK, Looked: h.Root, Found: fmt.Sprintf("cgroup v%d", h.Version)}}
 	if len(opts) == 0 {
 		out[0].Found += ", mode " + cgroups.ModeName()
 	}
 	for _, ctl := range h.Controllers {
-		c := DoctorCheck{Name: "cgroup " + ctl.Name, Looked: h.Root, Found: ctl.Detail}
+		c := Check{Name: "cgroup " + ctl.Name, Looked: h.Root, Found: ctl.Detail}
 		if ctl.Usable {
 			c.Status = StatusOK
 		} else {
@@ -103,7 +103,7 @@ func doctorCgroups(opts []cgroups.Option) []DoctorCheck {
 		}
 		out = append(out, c)
 	}
-	swap := DoctorCheck{Name: "cgroup memory swap", Looked: h.SwapDetail}
+	swap := Check{Name: "cgroup memory swap", Looked: h.SwapDetail}
 	if h.SwapAccounting {
 		swap.Status, swap.Found = StatusOK, "swap accounting on: memory+swap is capped at the memory limit"
 	} else {
@@ -114,8 +114,8 @@ func doctorCgroups(opts []cgroups.Option) []DoctorCheck {
 }
 
 // doctorOverlay: workspaces are an overlay over the read-only source.
-func doctorOverlay() DoctorCheck {
-	c := DoctorCheck{Name: "overlayfs", Looked: "/proc/filesystems"}
+func doctorOverlay() Check {
+	c := Check{Name: "overlayfs", Looked: "/proc/filesystems"}
 	data, err := os.ReadFile("/proc/filesystems")
 	switch {
 	case err != nil:
@@ -133,8 +133,8 @@ func doctorOverlay() DoctorCheck {
 // doctorIDMap: a workspace whose source belongs to another user needs an
 // idmapped mount; mount_setattr is the call that makes it. It is asked
 // with a bad descriptor: EBADF means the call exists, ENOSYS it does not.
-func doctorIDMap() DoctorCheck {
-	c := DoctorCheck{Name: "idmapped mounts", Looked: "mount_setattr(2) with MOUNT_ATTR_IDMAP"}
+func doctorIDMap() Check {
+	c := Check{Name: "idmapped mounts", Looked: "mount_setattr(2) with MOUNT_ATTR_IDMAP"}
 	err := unix.MountSetattr(-1, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP})
 	switch err {
 	case unix.ENOSYS:
@@ -150,8 +150,8 @@ func doctorIDMap() DoctorCheck {
 
 // doctorPidfd: the watchdog holds the container's init by pidfd, so a
 // recycled pid is never killed.
-func doctorPidfd() DoctorCheck {
-	c := DoctorCheck{Name: "pidfd", Looked: "pidfd_open(2) on doctor's own pid"}
+func doctorPidfd() Check {
+	c := Check{Name: "pidfd", Looked: "pidfd_open(2) on doctor's own pid"}
 	fd, err := unix.PidfdOpen(os.Getpid(), 0)
 	if err != nil {
 		c.Status, c.Found = StatusFail, err.Error()
@@ -164,9 +164,9 @@ func doctorPidfd() DoctorCheck {
 }
 
 // doctorUserns: user namespaces, for rootless runs and idmapped mounts.
-func doctorUserns() DoctorCheck {
+func doctorUserns() Check {
 	const path = "/proc/sys/user/max_user_namespaces"
-	c := DoctorCheck{Name: "user namespaces", Looked: path}
+	c := Check{Name: "user namespaces", Looked: path}
 	data, err := os.ReadFile(path)
 	n, perr := strconv.Atoi(strings.TrimSpace(string(data)))
 	switch {
@@ -184,8 +184,8 @@ func doctorUserns() DoctorCheck {
 
 // doctorSysResource: without CAP_SYS_RESOURCE in root's bounding set no
 // process may lower an oom_score_adj; CRI's pause container asks for -998.
-func doctorSysResource() DoctorCheck {
-	c := DoctorCheck{Name: "CAP_SYS_RESOURCE", Looked: "/proc/self/status CapBnd"}
+func doctorSysResource() Check {
+	c := Check{Name: "CAP_SYS_RESOURCE", Looked: "/proc/self/status CapBnd"}
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		c.Status, c.Found = StatusWarn, err.Error()

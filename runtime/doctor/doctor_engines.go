@@ -1,4 +1,4 @@
-package runtime
+package doctor
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ import (
 // bulkhead, and whether that is this one. A registration of another
 // bulkhead (an old copy, a removed path) runs containers under a policy
 // this doctor did not judge.
-func doctorEngines(opt DoctorOptions) []DoctorCheck {
+func Engines(opt Options) []Check {
 	self := opt.Bulkhead
 	if self == "" {
 		self, _ = os.Executable()
@@ -36,11 +36,11 @@ func doctorEngines(opt DoctorOptions) []DoctorCheck {
 	if containerd == "" {
 		containerd = install.DefaultContainerdConfig
 	}
-	return []DoctorCheck{doctorDocker(docker, self), doctorContainerd(containerd, self)}
+	return []Check{doctorDocker(docker, self), doctorContainerd(containerd, self)}
 }
 
-func doctorDocker(path, self string) DoctorCheck {
-	c := DoctorCheck{Name: "docker registration", Looked: path}
+func doctorDocker(path, self string) Check {
+	c := Check{Name: "docker registration", Looked: path}
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return notRegistered(c, "dockerd", "bulkhead install docker")
@@ -66,8 +66,8 @@ func doctorDocker(path, self string) DoctorCheck {
 	return judgeRegistrations(c, found, self, "bulkhead install docker --config "+path)
 }
 
-func doctorContainerd(path, self string) DoctorCheck {
-	c := DoctorCheck{Name: "containerd registration", Looked: path}
+func doctorContainerd(path, self string) Check {
+	c := Check{Name: "containerd registration", Looked: path}
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return notRegistered(c, "containerd", "bulkhead install containerd")
@@ -111,7 +111,7 @@ func doctorContainerd(path, self string) DoctorCheck {
 
 // judgeRegistrations keeps the entries that lead to a bulkhead (by the
 // binary's name) and says whether they lead to self.
-func judgeRegistrations(c DoctorCheck, entries map[string]string, self, installCmd string) DoctorCheck {
+func judgeRegistrations(c Check, entries map[string]string, self, installCmd string) Check {
 	var ours, others []string
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		path := entries[name]
@@ -147,7 +147,7 @@ func judgeRegistrations(c DoctorCheck, entries map[string]string, self, installC
 
 // notRegistered is the verdict for an engine configuration file that does
 // not exist: fine where the engine is not installed at all.
-func notRegistered(c DoctorCheck, engine, installCmd string) DoctorCheck {
+func notRegistered(c Check, engine, installCmd string) Check {
 	if _, err := exec.LookPath(engine); err != nil {
 		c.Status, c.Found = StatusOK, fmt.Sprintf("absent, and no %s on PATH: nothing to register with", engine)
 		return c

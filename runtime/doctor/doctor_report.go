@@ -1,4 +1,4 @@
-package runtime
+package doctor
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ const (
 
 // DoctorCheck is one line of `bulkhead doctor`: what was looked at, what
 // was found there, the verdict and, unless ok, what to do.
-type DoctorCheck struct {
+type Check struct {
 	Name   string `json:"check"`
 	Status Status `json:"status"`
 	// Looked is what the check read or ran: a file, a command line.
@@ -34,13 +34,13 @@ type DoctorCheck struct {
 }
 
 // DoctorReport is every check of one doctor run, in the order they ran.
-type DoctorReport struct {
-	Checks []DoctorCheck `json:"checks"`
+type Report struct {
+	Checks []Check `json:"checks"`
 }
 
 // DoctorOptions configure one doctor run. Tests point the host checks at
 // fixtures; the zero value reads this host.
-type DoctorOptions struct {
+type Options struct {
 	// Backend limits the backend and live checks to one configured
 	// backend; empty means every configured backend.
 	Backend string
@@ -62,8 +62,8 @@ type DoctorOptions struct {
 }
 
 // Failed returns the checks that failed.
-func (r *DoctorReport) Failed() []DoctorCheck {
-	var out []DoctorCheck
+func (r *Report) Failed() []Check {
+	var out []Check
 	for _, c := range r.Checks {
 		if c.Status == StatusFail {
 			out = append(out, c)
@@ -73,7 +73,7 @@ func (r *DoctorReport) Failed() []DoctorCheck {
 }
 
 // Count returns how many checks have status s.
-func (r *DoctorReport) Count(s Status) int {
+func (r *Report) Count(s Status) int {
 	n := 0
 	for _, c := range r.Checks {
 		if c.Status == s {
@@ -83,11 +83,11 @@ func (r *DoctorReport) Count(s Status) int {
 	return n
 }
 
-func (r *DoctorReport) add(c DoctorCheck) { r.Checks = append(r.Checks, c) }
+func (r *Report) Add(c Check) { r.Checks = append(r.Checks, c) }
 
 // WriteText prints one line per check: status, check, what was looked at
 // and found, and what to do. A summary line ends it.
-func (r *DoctorReport) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error {
 	width := 0
 	for _, c := range r.Checks {
 		width = max(width, len(c.Name))
@@ -106,20 +106,20 @@ func (r *DoctorReport) WriteText(w io.Writer) error {
 }
 
 // WriteJSON prints the report as one JSON document.
-func (r *DoctorReport) WriteJSON(w io.Writer) error {
+func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
-		Checks []DoctorCheck `json:"checks"`
-		OK     int           `json:"ok"`
-		Warn   int           `json:"warn"`
-		Fail   int           `json:"fail"`
+		Checks []Check `json:"checks"`
+		OK     int     `json:"ok"`
+		Warn   int     `json:"warn"`
+		Fail   int     `json:"fail"`
 	}{r.Checks, r.Count(StatusOK), r.Count(StatusWarn), r.Count(StatusFail)})
 }
 
 // Err is nil when no check failed, otherwise an error naming the failed
 // checks: the exit of `bulkhead doctor`.
-func (r *DoctorReport) Err() error {
+func (r *Report) Err() error {
 	f := r.Failed()
 	if len(f) == 0 {
 		return nil
@@ -135,4 +135,4 @@ func (r *DoctorReport) Err() error {
 
 // doctorTimeout bounds each command doctor runs (a backend's --version,
 // features): a hanging binary is a fail, not a hang.
-const doctorTimeout = 10 * time.Second
+const Timeout = 10 * time.Second

@@ -1,4 +1,4 @@
-package runtime
+package doctor
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 //
 // path is the configured path, used the profiles that name the backend,
 // and resolve finds its binary.
-func doctorBackend(name, path string, used []string, resolve func() (*backend.Backend, error), changelog func(string) (*Changelog, error)) (*backend.Backend, []DoctorCheck) {
+func Backend(name, path string, used []string, resolve func() (*backend.Backend, error), changelog func(string) (*Changelog, error)) (*backend.Backend, []Check) {
 	title := "backend " + name
 	// A backend no profile uses only matters to a job that selects it by
 	// --backend; its absence weakens nothing.
@@ -30,18 +30,18 @@ func doctorBackend(name, path string, used []string, resolve func() (*backend.Ba
 	}
 	b, err := resolve()
 	if err != nil {
-		return nil, []DoctorCheck{{Name: title, Status: missing, Looked: "path = " + path,
+		return nil, []Check{{Name: title, Status: missing, Looked: "path = " + path,
 			Found: fmt.Sprintf("not found (%v); %s", errors.Unwrap(err), usedBy),
 			Fix:   fmt.Sprintf("install %s, or set [backends.%s] path to its absolute path", b0(path), name)}}
 	}
 	looked := b.Path + " --version"
 	out, err := runDoctorCmd(b.Path, "--version")
 	if err != nil {
-		return nil, []DoctorCheck{{Name: title, Status: StatusFail, Looked: looked, Found: err.Error(),
+		return nil, []Check{{Name: title, Status: StatusFail, Looked: looked, Found: err.Error(),
 			Fix: fmt.Sprintf("a %s that cannot tell its version cannot run containers either: reinstall it or point [backends.%s] path at a working binary", b.Kind(), name)}}
 	}
 	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
-	checks := []DoctorCheck{{Name: title, Status: StatusOK, Looked: looked, Found: first + "; " + usedBy}}
+	checks := []Check{{Name: title, Status: StatusOK, Looked: looked, Found: first + "; " + usedBy}}
 	switch b.Kind() {
 	case "runc":
 		checks = append(checks, runcFeatures(b))
@@ -62,14 +62,14 @@ func b0(path string) string {
 // runDoctorCmd runs a short command and returns its stdout; a non-zero
 // exit is an error that carries the status and the last stderr line.
 func runDoctorCmd(path string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), doctorTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("%s %s: no answer within %s", path, strings.Join(args, " "), doctorTimeout)
+		return "", fmt.Errorf("%s %s: no answer within %s", path, strings.Join(args, " "), Timeout)
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
@@ -92,8 +92,8 @@ func lastLine(s string) string {
 
 // runcFeatures reads `runc features` (runc 1.1 and later): the seccomp
 // support and the mount options bulkhead hands over.
-func runcFeatures(b *backend.Backend) DoctorCheck {
-	c := DoctorCheck{Name: "backend " + b.Name + " features", Looked: b.Path + " features"}
+func runcFeatures(b *backend.Backend) Check {
+	c := Check{Name: "backend " + b.Name + " features", Looked: b.Path + " features"}
 	out, err := runDoctorCmd(b.Path, "features")
 	if err != nil {
 		c.Status, c.Found = StatusWarn, err.Error()
@@ -133,7 +133,7 @@ func runcFeatures(b *backend.Backend) DoctorCheck {
 
 // runcEscapes judges the runc's version against runc_cves.toml, one line
 // per CVE, each saying which source decided.
-func runcEscapes(b *backend.Backend, versionLine string, changelog func(string) (*Changelog, error)) []DoctorCheck {
+func runcEscapes(b *backend.Backend, versionLine string, changelog func(string) (*Changelog, error)) []Check {
 	table, err := RuncCVEs()
 	if err != nil {
 		panic(err) // embedded; TestRuncCVETable keeps it loadable
@@ -142,12 +142,12 @@ func runcEscapes(b *backend.Backend, versionLine string, changelog func(string) 
 	cl, clErr := changelog(b.Path)
 	verdicts, err := judgeRunc(version, cl, table)
 	if err != nil {
-		return []DoctorCheck{{Name: "backend " + b.Name + " escapes", Status: StatusFail, Looked: b.Path + " --version",
+		return []Check{{Name: "backend " + b.Name + " escapes", Status: StatusFail, Looked: b.Path + " --version",
 			Found: err.Error(), Fix: "cannot judge this runc against known escapes: install a released runc"}}
 	}
-	var out []DoctorCheck
+	var out []Check
 	for _, v := range verdicts {
-		c := DoctorCheck{Name: "backend " + b.Name + " " + v.CVE.ID, Looked: b.Path + " " + version, Found: v.CVE.Summary + ": "}
+		c := Check{Name: "backend " + b.Name + " " + v.CVE.ID, Looked: b.Path + " " + version, Found: v.CVE.Summary + ": "}
 		if v.Fixed {
 			c.Status, c.Found = StatusOK, c.Found+"fixed, decided by "+v.Decided
 		} else {
@@ -167,9 +167,9 @@ func runcEscapes(b *backend.Backend, versionLine string, changelog func(string) 
 // runscFlags runs runsc with the flags bulkhead passes it on every call
 // (its configured args, --network=none, --oci-seccomp): a build too old
 // to know one of them would refuse every container.
-func runscFlags(b *backend.Backend) DoctorCheck {
+func runscFlags(b *backend.Backend) Check {
 	args := append(slices.Clone(b.Args), "--network=none", "--oci-seccomp", "--version")
-	c := DoctorCheck{Name: "backend " + b.Name + " flags", Looked: b.Path + " " + strings.Join(args, " ")}
+	c := Check{Name: "backend " + b.Name + " flags", Looked: b.Path + " " + strings.Join(args, " ")}
 	if _, err := runDoctorCmd(b.Path, args...); err != nil {
 		c.Status, c.Found = StatusFail, err.Error()
 		c.Fix = "upgrade gVisor to a release that knows these flags, or change [backends." + b.Name + "] args"

@@ -1,4 +1,4 @@
-package runtime
+package doctor
 
 import (
 	"bytes"
@@ -194,11 +194,11 @@ func judgeRunc(version string, cl *Changelog, table []RuncCVE) ([]CVEVerdict, er
 // binary: Debian and Ubuntu keep it as /usr/share/doc/PKG/changelog.Debian.gz,
 // RPM distributions answer `rpm -q --changelog`. A binary no package owns
 // (a runc from a release tarball) has none: (nil, nil).
-func distroChangelog(binary string) (*Changelog, error) {
+func DistroChangelog(binary string) (*Changelog, error) {
 	if p, err := filepath.EvalSymlinks(binary); err == nil {
 		binary = p
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), doctorTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, "dpkg-query", "-S", binary).Output(); err == nil {
 		pkg, _, _ := strings.Cut(strings.TrimSpace(string(out)), ":")

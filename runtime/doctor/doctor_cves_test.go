@@ -1,4 +1,4 @@
-package runtime
+package doctor
 
 import (
 	"compress/gzip"
@@ -170,11 +170,11 @@ func TestChangelogNamesWholeID(t *testing.T) {
 	}
 }
 
-// gzipFixture compresses testdata/doctor/name into the test's temp dir,
+// gzipFixture compresses testdata/name into the test's temp dir,
 // as a package's changelog.Debian.gz.
 func gzipFixture(t *testing.T, name string) string {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join("testdata", "doctor", name))
+	text, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
