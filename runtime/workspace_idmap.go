@@ -41,7 +41,8 @@ type idShift struct {
 
 func (s idShift) identity() bool { return s.UIDFrom == s.UIDTo && s.GIDFrom == s.GIDTo }
 
-// maxID is one past the highest valid id: (uid_t)-1 means "no id".
+// maxID is one past the highest valid id (4294967294): (uid_t)-1 means
+// "no id".
 const maxID = 1<<32 - 1
 
 // swapMapping is a user namespace id map ("inside:outside:count,…") that
