@@ -92,3 +92,71 @@ func forgetKept(t *testing.T, id string) {
 		}
 	}
 }
+
+// PodCheckout runs the checkout job as a pod's container through CRI, its
+// checkout a hostPath mount at /workspace, owned by uid 1000 and by root:
+// the same evidence as CheckoutRun, read from the container's log.
+func PodCheckout(t *testing.T, c CRI) {
+	t.Helper()
+	checkout.NeedGit(t)
+	if err := c.D.ImportRootfs(GitImage, nil, checkout.AddGit); err != nil {
+		t.Fatal(err)
+	}
+	pod := PodConfig(t, "bh-checkout", false)
+	podID := c.Must(t, "runp", "--runtime", c.Handler, pod)
+	t.Cleanup(func() {
+		c.Run("stopp", podID)
+		c.Run("rmp", "--force", podID)
+	})
+	root := RuntimeRootOf(CRINamespace)
+	for i, own := range []struct {
+		name       string
+		uid, other int
+	}{{"uid1000", 1000, 0}, {"root", 0, 1000}} {
+		t.Run(own.name, func(t *testing.T) {
+			src := checkout.Make(t, own.uid, own.other)
+			before := checkout.Snapshot(t, src)
+			spec := WriteJSON(t, "ctr.json", map[string]any{
+				"metadata": map[string]any{"name": "checkout", "attempt": i},
+				"image":    map[string]any{"image": GitImage},
+				"command":  []string{"sh", "-c", checkout.Job},
+				"log_path": "checkout.log",
+				"mounts":   []map[string]any{{"container_path": "/workspace", "host_path": src}},
+				"linux":    map[string]any{},
+			})
+			cid := c.Must(t, "create", podID, spec, pod)
+			t.Cleanup(func() { forgetKept(t, cid) })
+			c.Must(t, "start", cid)
+			var state string
+			if !engine.Eventually(time.Minute, func() bool {
+				state = c.Run("inspect", "-o", "go-template", "--template", "{{.status.state}} {{.status.exitCode}}", cid).stdout
+				return strings.HasPrefix(strings.TrimSpace(state), "CONTAINER_EXITED")
+			}) {
+				t.Fatalf("the job did not exit: state %q\ncontainerd log:\n%s", state, c.D.LogTail(20))
+			}
+			out := c.Must(t, "logs", cid)
+			t.Logf("inside (%s):\n%s", strings.TrimSpace(state), out)
+			if strings.TrimSpace(state) != "CONTAINER_EXITED 0" {
+				t.Fatalf("the job failed: %s", state)
+			}
+			checkout.Check(t, out)
+			if !engine.Eventually(30*time.Second, func() bool { return c.Run("rm", cid).err == nil }) {
+				t.Fatalf("%s", c.Run("rm", cid))
+			}
+			var patch string
+			if !engine.Eventually(10*time.Second, func() bool {
+				o, err := exec.Command(binaries.Bulkhead(t), "--root", root, "changes", "export", cid).Output()
+				patch = string(o)
+				return err == nil && patch != ""
+			}) {
+				o, _ := exec.Command(binaries.Bulkhead(t), "--root", root, "changes", "export", cid).CombinedOutput()
+				t.Fatalf("no kept changes for %s:\n%s", cid, o)
+			}
+			checkout.CheckPatch(t, src, patch, out)
+			if after := checkout.Snapshot(t, src); after != before {
+				t.Fatalf("the host checkout changed (contents, modes or owners)")
+			}
+			engine.AssertNoneLeft(t, []string{cid}, root)
+		})
+	}
+}
