@@ -50,7 +50,7 @@ func run(bin string, n int, only string) error {
 // benchRuntimes compares bulkhead run with the plain backends' run.
 func benchRuntimes(bulkhead, dir string, n int) error {
 	fmt.Printf("bulkhead run vs plain run of a busybox bundle running `true`, %d iterations each, interleaved\n", n)
-	fmt.Printf("%-8s %-10s %9s %9s %9s\n", "backend", "runtime", "min", "median", "max")
+	fmt.Printf("%-8s %-16s %9s %9s %9s\n", "backend", "runtime", "min", "median", "max")
 	for _, backend := range []string{"runc", "runsc"} {
 		plain, err := exec.LookPath(backend)
 		if err != nil {
@@ -139,6 +139,6 @@ func stats(backend, label string, ds []time.Duration) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	med := ds[len(ds)/2]
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
-	fmt.Printf("%-8s %-10s %9s %9s %9s\n", backend, label, ms(ds[0]), ms(med), ms(ds[len(ds)-1]))
+	fmt.Printf("%-8s %-16s %9s %9s %9s\n", backend, label, ms(ds[0]), ms(med), ms(ds[len(ds)-1]))
 	return med
 }
