@@ -1,6 +1,8 @@
 package test
 
 import (
+	"archive/tar"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +100,48 @@ func TestWorkspaceNoIDMapRefused(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
 				t.Fatalf("state directory left after the refusal (%v)", err)
+			}
+		})
+	}
+}
+
+// TestWorkspaceCheckoutBinary: a binary file the job writes into a
+// user's checkout is named by the patch export, which cannot carry it,
+// and is in the tar export byte for byte.
+func TestWorkspaceCheckoutBinary(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			checkout.NeedGit(t)
+			root := stateRoot(t)
+			cfg, _ := workspaceConfig(t, "")
+			src := checkout.Make(t, 1000, 0)
+			id := uniqueID("cobin-" + backend)
+			g := []string{"--config", cfg, "--root", root, "--backend", backend}
+			want := "\x89PNG\r\n\x1a\n\x00\x01\x02binary"
+			must(t, append(g, "run", "--bundle", workspaceBundle(t, src, `printf '\211PNG\r\n\032\n\000\001\002binary' > /workspace/logo.png`), id)...)
+			r := bulkhead(t, "", append(g, "changes", "export", id)...)
+			if r.code != 0 || strings.Contains(r.stdout, "logo.png") || !strings.Contains(r.stderr, "logo.png: binary file") {
+				t.Fatalf("patch export: exit %d, stdout %q, stderr %q; want logo.png left out and named", r.code, r.stdout, r.stderr)
+			}
+			r = bulkhead(t, "", append(g, "changes", "export", "--format", "tar", id)...)
+			if r.code != 0 {
+				t.Fatalf("tar export: exit %d %s", r.code, r.stderr)
+			}
+			tr := tar.NewReader(strings.NewReader(r.stdout))
+			for {
+				hdr, err := tr.Next()
+				if err != nil {
+					t.Fatalf("tar export lacks logo.png (%v)", err)
+				}
+				if strings.TrimPrefix(hdr.Name, "./") != "logo.png" {
+					continue
+				}
+				data, err := io.ReadAll(tr)
+				if err != nil || string(data) != want || hdr.Mode&0o777 != 0o644 {
+					t.Fatalf("logo.png in the tar: %q mode %o (%v), want %q mode 644", data, hdr.Mode, err, want)
+				}
+				return
 			}
 		})
 	}
