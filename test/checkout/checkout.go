@@ -73,6 +73,8 @@ func Snapshot(t *testing.T, root string) string {
 	})
 }
 
+// sortedLines compares listings whose order differs (find inside,
+// WalkDir outside).
 func sortedLines(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	sort.Strings(lines)
@@ -116,6 +118,9 @@ echo VIEW
 find . -path ./.git -prune -o -type f -print | xargs sha256sum
 `
 
+// Check reads the job's output: the workspace is the sandbox user's with
+// the source's modes, the other owner's file is not writable in place,
+// and git status inside shows exactly the job's edits.
 func Check(t *testing.T, out string) {
 	t.Helper()
 	if !strings.Contains(out, "other-not-writable") {
@@ -183,8 +188,8 @@ func hostView(t *testing.T, root string) string {
 	return sortedLines(strings.Join(lines, "\n"))
 }
 
-// CheckPatch applies the patch kept of it to a
-// copy of src: it must keep the source's modes, apply with git apply,
+// CheckPatch applies the patch kept of the job (whose output is out) to
+// a copy of src: it must keep the source's modes, apply with git apply,
 // and reproduce the container's view.
 func CheckPatch(t *testing.T, src, patch, out string) {
 	t.Helper()
