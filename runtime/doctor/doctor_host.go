@@ -139,7 +139,7 @@ func doctorIDMap() Check {
 	switch err {
 	case unix.ENOSYS:
 		c.Status, c.Found = StatusWarn, "the kernel has no mount_setattr (before 5.12)"
-		c.Fix = "upgrade the kernel to 5.12 or later for idmapped workspaces; others work without"
+		c.Fix = "upgrade the kernel to 5.19 or later (id-mapped mounts, overlayfs over id-mapped layers): a workspace whose source the sandbox user does not own is refused without; others work"
 	case unix.EBADF, unix.EINVAL:
 		c.Status, c.Found = StatusOK, fmt.Sprintf("mount_setattr exists (probe answered %v)", err)
 	default:

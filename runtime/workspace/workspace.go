@@ -27,6 +27,9 @@ type Workspace struct {
 	Destination string `json:"destination"`
 	Source      string `json:"source"` // the host directory, symlinks resolved
 	Dir         string `json:"dir"`    // <state>/ws/<n>
+	// Shift gives the source's owner's files to the sandbox user on the
+	// lower layer (workspace_idmap.go).
+	Shift *idShift `json:"shift,omitempty"`
 }
 
 func (w Workspace) Upper() string  { return filepath.Join(w.Dir, "upper") }
@@ -77,6 +80,9 @@ func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Work
 			return nil, ds, fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
 		}
 		w := Workspace{Destination: m.Destination, Source: real, Dir: filepath.Join(stateDir, "ws", strconv.Itoa(len(ws)))}
+		if u := handed.Process; u != nil {
+			w.Shift = &idShift{UIDTo: u.User.UID, GIDTo: u.User.GID}
+		}
 		ws = append(ws, w)
 		before := m.Source + " " + strings.Join(m.Options, ",")
 		m.Source = w.Merged()
@@ -108,8 +114,8 @@ func Mount(ws []Workspace, size int64, stateDir string) error {
 		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
-	for _, w := range ws {
-		if err := mountOverlay(w); err != nil {
+	for i := range ws {
+		if err := mountOverlay(&ws[i]); err != nil {
 			return err
 		}
 	}
@@ -120,20 +126,30 @@ func Mount(ws []Workspace, size int64, stateDir string) error {
 	return specs.WriteAtomic(filepath.Join(stateDir, workspacesFile), data, 0o600)
 }
 
-func mountOverlay(w Workspace) error {
+func mountOverlay(w *Workspace) error {
 	for _, d := range []string{w.Dir, w.Upper(), w.Work(), w.Merged()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}
-	// The merged root shows the upper root's owner and mode: give it the
-	// source's, so the sandbox may write exactly where it could with a
-	// read-write bind.
 	var st unix.Stat_t
 	if err := unix.Stat(w.Source, &st); err != nil {
 		return fmt.Errorf("workspace source %s: %w", w.Source, err)
 	}
-	if err := os.Lchown(w.Upper(), int(st.Uid), int(st.Gid)); err != nil {
+	uid, gid := st.Uid, st.Gid
+	if w.Shift != nil {
+		w.Shift.UIDFrom, w.Shift.GIDFrom = st.Uid, st.Gid
+		uid, gid = w.Shift.UIDTo, w.Shift.GIDTo
+		if !w.Shift.identity() {
+			if err := mountIDMappedLower(w.Source, w.lowerOf(), *w.Shift); err != nil {
+				return fmt.Errorf("workspace %s (source owned by %d:%d, sandbox user %d:%d): %w",
+					w.Destination, st.Uid, st.Gid, uid, gid, err)
+			}
+		}
+	}
+	// The merged root shows the upper root's owner and mode: the source's
+	// mode, and the owner the sandbox sees on the lower layer.
+	if err := os.Lchown(w.Upper(), int(uid), int(gid)); err != nil {
 		return err
 	}
 	if err := os.Chmod(w.Upper(), os.FileMode(st.Mode&0o777)|modeBits(st.Mode)); err != nil {
@@ -141,13 +157,16 @@ func mountOverlay(w Workspace) error {
 	}
 	// redirect_dir and metacopy off: the upper layer then holds whole
 	// files and plain whiteouts only, which is what diff and export read.
-	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.Source, w.Upper(), w.Work())
+	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.lowerOf(), w.Upper(), w.Work())
 	var err error
 	for _, extra := range []string{",redirect_dir=off,metacopy=off,index=off", ""} {
 		err = unix.Mount("bulkhead-ws", w.Merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, base+extra)
 		if err == nil {
 			return nil
 		}
+	}
+	if w.lowerOf() != w.Source {
+		return fmt.Errorf("workspace %s: mount overlay on %s over an id-mapped lower layer: %w (%v)", w.Destination, w.Merged(), err, errNoIDMap)
 	}
 	return fmt.Errorf("workspace %s: mount overlay on %s: %w", w.Destination, w.Merged(), err)
 }
