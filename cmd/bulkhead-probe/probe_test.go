@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -262,5 +263,17 @@ func TestPrintEuid(t *testing.T) {
 	want := fmt.Sprintf("%s euid=%d uid=%d\n", euidMarker, os.Geteuid(), os.Getuid())
 	if out.String() != want {
 		t.Errorf("got %q want %q", out.String(), want)
+	}
+}
+
+// TestControlsAreTheProtocols: the probe attempts exactly the controls the
+// host expects a line for, in the same order.
+func TestControlsAreTheProtocols(t *testing.T) {
+	var names []string
+	for _, c := range controls {
+		names = append(names, c.name)
+	}
+	if !slices.Equal(names, protocol.Controls) {
+		t.Fatalf("probe controls %v, protocol %v", names, protocol.Controls)
 	}
 }
