@@ -52,7 +52,6 @@ type creation struct {
 
 	original   []byte // the caller's config.json, byte for byte
 	handed     *rspec.Spec
-	handedJSON []byte
 	rewritten  bool // config.json was replaced
 	created    bool // the backend has a container of this id
 	audit      audit.Entry
@@ -98,7 +97,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	}
 	sel := plan.Selection
 	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: plan.PidFile, ownPid: plan.OwnPidFile,
-		original: original, plan: plan, handed: plan.Handed, handedJSON: plan.HandedJSON, ws: plan.Workspaces, ctx: plan.Ctx,
+		original: original, plan: plan, handed: plan.Handed, ws: plan.Workspaces, ctx: plan.Ctx,
 		lifetime: plan.Lifetime}
 	c.audit = audit.Entry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original), Decisions: plan.Decisions}
@@ -112,7 +111,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	for _, err := range plan.Warnings() {
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
-	c.audit.SpecAfter = sha(c.handedJSON)
+	c.audit.SpecAfter = sha(plan.RewrittenJSON)
 	if sel.Profile.Mode == specs.Audit {
 		c.audit.SpecAfter = c.audit.SpecBefore
 	}
@@ -144,7 +143,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		// The caller's bundle gets the rewritten spec too, as engines read
 		// it back (and a later create from it starts from the policy's
 		// values); the backend reads only bulkhead's own.
-		if err := specs.WriteAtomic(filepath.Join(bundle, "config.json"), c.handedJSON, 0o644); err != nil {
+		if err := specs.WriteAtomic(filepath.Join(bundle, "config.json"), plan.RewrittenJSON, 0o644); err != nil {
 			return nil, c.fail(c.undo(err))
 		}
 		c.rewritten = true

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -27,34 +30,40 @@ const (
 	privateBundleDir = "bundle"
 )
 
-// pinHostPaths pins the handed spec's root and bind sources and the
-// workspaces' lower directories, rewriting them to their pins. It runs
-// once the state directory exists, before the workspaces are mounted.
-func (c *creation) pinHostPaths() error {
-	dir := filepath.Join(c.reg.Dir(c.rec.ID), pinsDir)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("pins: %w", err)
+// hostPin is one host path the hand-over pins: the path as the spec
+// named it (resolved against the bundle) and the pin the private bundle
+// names instead.
+type hostPin struct {
+	Rule, Field    string
+	Source, Target string
+	// Root: judged as the root filesystem, else as a bind source.
+	Root bool
+}
+
+// planPins rewrites the handed spec's root and bind sources, and the
+// workspaces' lower directories, to their pins below stateDir, and
+// returns the pins with a decision per rewritten path. Binds of a
+// workspace's merged directory are bulkhead's own and not pinned.
+func planPins(s *rspec.Spec, ws []workspace.Workspace, bundle, stateDir string) ([]hostPin, []specs.Decision) {
+	dir := filepath.Join(stateDir, pinsDir)
+	var pins []hostPin
+	var ds []specs.Decision
+	add := func(rule, field, src string, root bool) string {
+		abs := src
+		if !filepath.IsAbs(abs) {
+			abs = filepath.Join(bundle, abs)
+		}
+		target := filepath.Join(dir, strconv.Itoa(len(pins)))
+		pins = append(pins, hostPin{Rule: rule, Field: field, Source: abs, Target: target, Root: root})
+		ds = append(ds, specs.Decision{Rule: rule, Field: field, Action: specs.Kept, Before: src, After: target, Layer: specs.LayerNone,
+			Why: "pinned: the backend gets bulkhead's bind of the very file judged, which the caller cannot swap before the backend opens it"})
+		return target
 	}
-	n := 0
-	pin := func(src string, judge func(real string) string) (string, error) {
-		target := filepath.Join(dir, strconv.Itoa(n))
-		n++
-		return pinPath(src, target, judge)
-	}
-	s := c.handed
 	if s.Root != nil {
-		root := s.Root.Path
-		if !filepath.IsAbs(root) {
-			root = filepath.Join(c.bundle, root)
-		}
-		p, err := pin(root, func(real string) string { return specs.JudgeRoot(c.ctx, real) })
-		if err != nil {
-			return &refusal{rule: "root", field: "root.path", err: err}
-		}
-		s.Root.Path = p
+		s.Root.Path = add("root", "root.path", s.Root.Path, true)
 	}
 	merged := map[string]bool{}
-	for _, w := range c.ws {
+	for _, w := range ws {
 		merged[w.Merged()] = true
 	}
 	for i := range s.Mounts {
@@ -62,23 +71,37 @@ func (c *creation) pinHostPaths() error {
 		if !specs.IsBind(*m) || merged[m.Source] {
 			continue
 		}
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(c.bundle, src)
-		}
-		p, err := pin(src, func(real string) string { return specs.JudgeBindSource(c.ctx, s.Annotations, real) })
-		if err != nil {
-			return &refusal{rule: "host_mounts", field: "mounts[" + m.Destination + "]", err: err}
-		}
-		m.Source = p
+		m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false)
 	}
-	for i := range c.ws {
-		w := &c.ws[i]
-		p, err := pin(w.Source, func(real string) string { return specs.JudgeBindSource(c.ctx, s.Annotations, real) })
-		if err != nil {
-			return &refusal{rule: "host_mounts", field: "mounts[" + w.Destination + "]", err: err}
+	for i := range ws {
+		w := &ws[i]
+		w.Source = add("workspace", "mounts["+w.Destination+"] lower", w.Source, false)
+	}
+	return pins, ds
+}
+
+// pinHostPaths makes the plan's pins: each source is opened, judged again
+// by what it really is, and bind-mounted onto its pin. It runs once the
+// state directory exists, before the workspaces are mounted.
+func (c *creation) pinHostPaths() error {
+	if len(c.plan.Pins) == 0 {
+		return nil
+	}
+	if err := os.Mkdir(filepath.Join(c.reg.Dir(c.rec.ID), pinsDir), 0o700); err != nil {
+		return fmt.Errorf("pins: %w", err)
+	}
+	for _, p := range c.plan.Pins {
+		judge := func(real string) string { return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real) }
+		if p.Root {
+			judge = func(real string) string { return specs.JudgeRoot(c.ctx, real) }
 		}
-		w.Source = p
+		if _, err := pinPath(p.Source, p.Target, judge); err != nil {
+			rule := p.Rule
+			if rule == "workspace" {
+				rule = "host_mounts"
+			}
+			return &refusal{rule: rule, field: strings.TrimSuffix(p.Field, " lower"), err: err}
+		}
 	}
 	return nil
 }
@@ -129,11 +152,7 @@ func (c *creation) writePrivateBundle() error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("private bundle: %w", err)
 	}
-	data, err := specs.Marshal(c.handed)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), c.plan.HandedJSON, 0o600); err != nil {
 		return fmt.Errorf("private bundle: %w", err)
 	}
 	return nil

@@ -51,9 +51,15 @@ type Plan struct {
 	Ctx       *specs.Context
 	Decisions []specs.Decision
 	// Handed is the spec the backend gets: the rewritten one in enforce
-	// mode, the caller's in audit mode. HandedJSON is it as written.
-	Handed     *rspec.Spec
-	HandedJSON []byte
+	// mode, with host paths pinned, the caller's in audit mode.
+	// HandedJSON is it as written into the bundle the backend reads.
+	// RewrittenJSON is the rewritten spec before the pins, which the
+	// caller's config.json gets in enforce mode.
+	Handed        *rspec.Spec
+	HandedJSON    []byte
+	RewrittenJSON []byte
+	// Pins are the host paths the hand-over pins (runtime/pins.go).
+	Pins []hostPin
 	// Lifetime is max_lifetime after the annotation; 0 for none.
 	Lifetime time.Duration
 	// Workspaces are the copy-on-write overlays to mount before the
@@ -134,8 +140,16 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	if p.PlanErr != nil {
 		return p, nil
 	}
-	if p.HandedJSON, err = specs.Marshal(p.Handed); err != nil {
+	if p.RewrittenJSON, err = specs.Marshal(p.Handed); err != nil {
 		return nil, err
+	}
+	p.HandedJSON = p.RewrittenJSON
+	if p.Enforce() {
+		p.Pins, more = planPins(p.Handed, p.Workspaces, in.Bundle, stateDir)
+		p.decide(more...)
+		if p.HandedJSON, err = specs.Marshal(p.Handed); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }

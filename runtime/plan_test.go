@@ -203,18 +203,28 @@ func TestCheckAndCreatePlanAlike(t *testing.T) {
 			if argv, _ := created.plan.BackendArgv("create", noValues{}); !reflect.DeepEqual(argv, report.Argv) {
 				t.Fatalf("backend argv: create %q, check %q", argv, report.Argv)
 			}
-			if !bytes.Equal(plan.HandedJSON, created.handedJSON) {
-				t.Fatalf("handed spec differs:\ncheck:  %s\ncreate: %s", plan.HandedJSON, created.handedJSON)
+			if !bytes.Equal(plan.HandedJSON, created.plan.HandedJSON) {
+				t.Fatalf("handed spec differs:\ncheck:  %s\ncreate: %s", plan.HandedJSON, created.plan.HandedJSON)
 			}
 			if plan.Enforce() {
-				// What create wrote into the caller's bundle is what
-				// check showed, byte for byte.
+				// What the backend will read is what check showed, byte
+				// for byte, pins included.
+				handed, err := os.ReadFile(filepath.Join(created.plan.HandOverBundle, "config.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(handed, plan.HandedJSON) {
+					t.Fatalf("the private bundle's config.json differs from the spec check planned:\n%s\n%s", handed, plan.HandedJSON)
+				}
+				if len(plan.Pins) == 0 || !hasDecision(report.Decisions, "root", "root.path") {
+					t.Error("no pin planned, or no decision for the root's pin")
+				}
 				written, err := os.ReadFile(filepath.Join(c.dir, "config.json"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(written, plan.HandedJSON) {
-					t.Fatal("config.json create wrote differs from the spec check planned")
+				if !bytes.Equal(written, plan.RewrittenJSON) {
+					t.Fatal("the config.json create wrote into the caller's bundle differs from the rewritten spec check planned")
 				}
 			}
 			l := created.handed.Linux
