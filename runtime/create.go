@@ -50,13 +50,13 @@ type creation struct {
 	pidFile string
 	ownPid  bool // bulkhead chose the pid file and removes it on failure
 
-	original   []byte // the caller's config.json, byte for byte
-	handed     *rspec.Spec
-	rewritten  bool // config.json was replaced
-	created    bool // the backend has a container of this id
-	audit      audit.Entry
-	ws         []workspace.Workspace // overlay workspaces (runtime/workspace)
-	plan       *Plan
+	original  []byte // the caller's config.json, byte for byte
+	handed    *rspec.Spec
+	rewritten bool // config.json was replaced
+	created   bool // the backend has a container of this id
+	audit     audit.Entry
+	ws        []workspace.Workspace // overlay workspaces (runtime/workspace)
+	plan      *Plan
 
 	// ctx is what the rules knew; the pins are judged with it again.
 	ctx *specs.Context
