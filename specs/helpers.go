@@ -2,6 +2,7 @@ package specs
 
 import (
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,23 +44,11 @@ func cleanAbs(p string) string {
 	return path.Clean("/" + p)
 }
 
-func hasOpt(opts []string, o string) bool {
-	for _, x := range opts {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
+func hasOpt(opts []string, o string) bool { return slices.Contains(opts, o) }
 
+// withoutOpts is a copy of opts without drop.
 func withoutOpts(opts []string, drop ...string) []string {
-	out := []string{}
-	for _, o := range opts {
-		if !hasOpt(drop, o) {
-			out = append(out, o)
-		}
-	}
-	return out
+	return slices.DeleteFunc(append([]string{}, opts...), func(o string) bool { return slices.Contains(drop, o) })
 }
 
 func i64(v int64) *int64    { return &v }
