@@ -1,8 +1,10 @@
 // Package runtime is bulkhead's OCI runtime: the runc verbs and bulkhead's
 // own, and the plan they act on. MakePlan (plan.go) decides, without side
 // effects, what create will do with a bundle: profile and backend, the
-// rules' decisions, the spec handed over, the workspaces and the lifetime.
-// create carries the plan out and verifies it; check reports it.
+// rules' decisions, the spec handed over, the workspaces, the pins and the
+// lifetime; its steps are the plan_*.go files. create carries the plan
+// out (pins.go, the workspaces, the backend) and verifies it; check
+// reports it.
 //
 // The layout has one rule: imports go down. runtime imports its
 // sub-packages, each of which owns one concern and never imports runtime:
