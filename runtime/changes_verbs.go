@@ -53,7 +53,7 @@ func PruneChangesCmd(g *Globals, olderThan time.Duration) ([]string, error) {
 }
 
 // keepChanges keeps a deleted container's workspace changes
-// (retainChanges), reading the configuration only if there are any.
+// (workspace.Retain), reading the configuration only if there are any.
 func keepChanges(g *Globals, reg *state.Registry, rec *state.Record) (*workspace.Kept, error) {
 	return workspace.Retain(func() (*workspace.Settings, error) {
 		cfg, err := g.LoadConfig()

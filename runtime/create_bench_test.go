@@ -67,7 +67,7 @@ func benchID(b *testing.B, i int) string {
 	return fmt.Sprintf("bench-%d-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9, i)
 }
 
-// BenchmarkVerify measures Verify alone on a running runc container
+// BenchmarkVerify measures verify.Container alone on a running runc container
 // created through bulkhead's create (so the spec is the policy's). It also
 // reports, as metrics, the median of bulkhead's whole create (policy,
 // hand-over, verification) and of runc's create of the same spec, and the

@@ -100,7 +100,7 @@ func doctorConfig(g *Globals) (*Config, doctor.Check) {
 	return cfg, c
 }
 
-// backendChecks checks the configured backend name (doctorBackend).
+// backendChecks checks the configured backend name (doctor.Backend).
 func backendChecks(cfg *Config, name string, changelog func(string) (*doctor.Changelog, error)) (*backend.Backend, []doctor.Check) {
 	resolve := func() (*backend.Backend, error) { return cfg.ResolveBackend(name) }
 	return doctor.Backend(name, cfg.Backends[name].Path, profilesUsing(cfg, name), resolve, changelog)

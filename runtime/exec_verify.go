@@ -18,7 +18,7 @@ import (
 )
 
 // execDetachedVerified runs a detached exec as a child, then verifies the
-// process it started against the profile (VerifyProcess): capabilities,
+// process it started against the profile (verify.Process): capabilities,
 // no_new_privs, the profile's seccomp filter and the policed identity.
 // On a failed or impossible check the process is killed, the pid file
 // removed, and the error names the control. Engines (Docker, containerd's
@@ -116,7 +116,7 @@ func waitPidFile(path string, d time.Duration) (int, error) {
 }
 
 // verifyExeced verifies an exec'd process against the profile
-// (VerifyProcess) and, when it does not hold, kills it and returns the
+// (verify.Process) and, when it does not hold, kills it and returns the
 // error naming the control.
 func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error {
 	e, err := verify.Expect(&c.profile, nil, c.backend.Kind())

@@ -11,7 +11,7 @@ import (
 // spec about to be handed over, in one place so that they cannot differ:
 // the backend's own validation, and the profile's invariants
 // (specs.CheckInvariantsContext), which hold whatever the rules did.
-// Both are validation of the spec; the kernel's side is Verify's.
+// Both are validation of the spec; the kernel's side is verify.Container's.
 func gateHanded(ctx *specs.Context, id, bundle string, handed *rspec.Spec, g *Globals, gvisor bool) (backendErr, invariantErr error) {
 	backendErr = validateForBackend(id, bundle, handed, g)
 	ictx := ctx

@@ -14,7 +14,7 @@ import (
 	"bulkhead.dev/bulkhead/specs"
 )
 
-// AuditEntry is one line of the audit log: what was asked, what the
+// Entry is one line of the audit log: what was asked, what the
 // policy decided, what the kernel showed and how it ended.
 type Entry struct {
 	Time        time.Time        `json:"time"`
@@ -37,7 +37,7 @@ type Entry struct {
 	Error       string           `json:"error,omitempty"`
 }
 
-// WriteAudit appends one JSON line to the audit log. The line is written
+// Write appends one JSON line to the audit log. The line is written
 // with a single write under an exclusive flock, so lines from parallel
 // creates never interleave. Failing to audit is logged, not fatal: the
 // container's boundary does not depend on it.

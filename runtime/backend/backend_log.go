@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// logSize is where the backend's lines in the --log file will start.
+// LogSize is where the backend's lines in the --log file will start.
 func LogSize(path string) int64 {
 	if path == "" {
 		return 0
@@ -20,7 +20,7 @@ func LogSize(path string) int64 {
 	return st.Size()
 }
 
-// lastBackendError returns the last error message the backend wrote to the
+// LastError returns the last error message the backend wrote to the
 // --log file from offset on: the engine shows only the last error line of
 // that file, which is bulkhead's, so bulkhead's line must carry the
 // backend's reason (runc's "error setting rlimit type 6: operation not

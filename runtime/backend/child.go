@@ -13,18 +13,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// backendTimeout bounds a backend call that bulkhead waits for; a backend
+// Timeout bounds a backend call that bulkhead waits for; a backend
 // that hangs must not hang the engine forever.
 const Timeout = 2 * time.Minute
 
-// runBackend runs a backend as a child with bulkhead's own stdio, the
+// Run runs a backend as a child with bulkhead's own stdio, the
 // preserved fds at the same numbers, and every catchable signal forwarded,
 // and returns its exit status. err is non-nil only when it could not run.
 func Run(argv []string, preserveFds int) (int, error) {
 	return Supervise(argv, preserveFds, Timeout, nil)
 }
 
-// superviseBackend is runBackend with a timeout of its own (0 for none:
+// Supervise is Run with a timeout of its own (0 for none:
 // an attached exec runs as long as its process) and a watch that runs
 // once the backend started; an error from watch is returned after the
 // backend ended (watch kills what must not run).
@@ -72,7 +72,7 @@ func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func
 	return ExitStatus(err)
 }
 
-// outputOf runs a backend and returns its stdout, for verbs whose output
+// Output runs a backend and returns its stdout, for verbs whose output
 // bulkhead reads (list, features, state of a record).
 func Output(argv []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
@@ -82,7 +82,7 @@ func Output(argv []string) ([]byte, error) {
 	return cmd.Output()
 }
 
-// quietly runs a backend for cleanup, discarding its output.
+// Quietly runs a backend for cleanup, discarding its output.
 func Quietly(argv []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()

@@ -23,14 +23,14 @@ const gvisorThreads = 192
 // loaded host, where the Sentry starts more threads.
 const gvisorPidsPerProcess = 3
 
-// gvisorHostPids is the host pids.max of a sandbox whose workload may have
+// GVisorHostPids is the host pids.max of a sandbox whose workload may have
 // limit processes (enforced inside by RLIMIT_NPROC): at the host limit,
 // gVisor's own thread creation fails and the whole sandbox dies.
 func GVisorHostPids(limit int64) int64 {
 	return limit*gvisorPidsPerProcess + gvisorThreads
 }
 
-// translateForGVisor adapts the rewritten spec to how runsc enforces it:
+// TranslateForGVisor adapts the rewritten spec to how runsc enforces it:
 // the process limit (translatePidsForGVisor) and the seccomp profile
 // (TranslateSeccompForGVisor). It runs after the rules and their
 // validation, on the spec handed to runsc only, and returns a decision per

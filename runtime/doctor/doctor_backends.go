@@ -13,7 +13,7 @@ import (
 	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
-// doctorBackend checks one configured backend: found, runs, its version,
+// Backend checks one configured backend: found, runs, its version,
 // what it supports and, for runc, the escapes the table knows. The backend
 // is returned only when it runs, for the live check.
 //

@@ -190,7 +190,7 @@ func judgeRunc(version string, cl *Changelog, table []RuncCVE) ([]CVEVerdict, er
 	return out, nil
 }
 
-// distroChangelog finds the changelog of the package that installed
+// DistroChangelog finds the changelog of the package that installed
 // binary: Debian and Ubuntu keep it as /usr/share/doc/PKG/changelog.Debian.gz,
 // RPM distributions answer `rpm -q --changelog`. A binary no package owns
 // (a runc from a release tarball) has none: (nil, nil).

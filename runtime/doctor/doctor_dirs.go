@@ -7,7 +7,7 @@ import (
 	"syscall"
 )
 
-// doctorDirs checks that the directories bulkhead keeps container state,
+// Dirs checks that the directories bulkhead keeps container state,
 // the audit log and exported workspace changes in are writable only by
 // root: whoever can write there can forge a record, erase an audit line or
 // plant a change for review.
@@ -28,7 +28,7 @@ func Dirs(root, auditLog, changesDir string) []Check {
 	return out
 }
 
-// rootOnlyPath judges path, or when it does not exist yet the nearest
+// RootOnlyPath judges path, or when it does not exist yet the nearest
 // directory above it that does (where bulkhead will create it): every
 // existing component from there up must be root's and not writable by
 // group or others. Above the first existing one a sticky directory is
@@ -91,7 +91,7 @@ func isRoot(st os.FileInfo) bool {
 	return ok && sys.Uid == 0
 }
 
-// ownerOf names the owner of st as uid:gid.
+// OwnerOf names the owner of st as uid:gid.
 func OwnerOf(st os.FileInfo) string {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		return fmt.Sprintf("owner %d:%d", sys.Uid, sys.Gid)

@@ -15,7 +15,7 @@ import (
 	"bulkhead.dev/bulkhead/install"
 )
 
-// doctorEngines checks the engines' registrations: which runtime entries
+// Engines checks the engines' registrations: which runtime entries
 // in daemon.json and handlers in containerd's config.toml lead to a
 // bulkhead, and whether that is this one. A registration of another
 // bulkhead (an old copy, a removed path) runs containers under a policy

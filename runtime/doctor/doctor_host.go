@@ -14,7 +14,7 @@ import (
 	"bulkhead.dev/bulkhead/specs"
 )
 
-// doctorHost checks the kernel features and cgroup controllers the
+// Host checks the kernel features and cgroup controllers the
 // default profile's controls rely on.
 func Host(p specs.Profile, cgOpts []cgroups.Option) []Check {
 	var out []Check

@@ -22,7 +22,7 @@ const (
 	StatusFail Status = "fail"
 )
 
-// DoctorCheck is one line of `bulkhead doctor`: what was looked at, what
+// Check is one line of `bulkhead doctor`: what was looked at, what
 // was found there, the verdict and, unless ok, what to do.
 type Check struct {
 	Name   string `json:"check"`
@@ -33,12 +33,12 @@ type Check struct {
 	Fix    string `json:"fix,omitempty"`
 }
 
-// DoctorReport is every check of one doctor run, in the order they ran.
+// Report is every check of one doctor run, in the order they ran.
 type Report struct {
 	Checks []Check `json:"checks"`
 }
 
-// DoctorOptions configure one doctor run. Tests point the host checks at
+// Options configure one doctor run. Tests point the host checks at
 // fixtures; the zero value reads this host.
 type Options struct {
 	// Backend limits the backend and live checks to one configured
@@ -53,7 +53,7 @@ type Options struct {
 	// (cgroups.WithV1Root, cgroups.WithV2Mountpoint).
 	Cgroups []cgroups.Option
 	// Changelog finds the distribution changelog of a backend binary
-	// (default: distroChangelog, dpkg then rpm).
+	// (default: DistroChangelog, dpkg then rpm).
 	Changelog func(binary string) (*Changelog, error)
 	// DockerConfig and ContainerdConfig are the engine configurations
 	// whose registrations are checked (default: the engines' own paths).
@@ -133,6 +133,6 @@ func (r *Report) Err() error {
 	return fmt.Errorf("doctor: %d failed: %s", len(f), strings.Join(names, "; "))
 }
 
-// doctorTimeout bounds each command doctor runs (a backend's --version,
+// Timeout bounds each command doctor runs (a backend's --version,
 // features): a hanging binary is a fail, not a hang.
 const Timeout = 10 * time.Second

@@ -22,7 +22,7 @@ const BinaryName = "bulkhead-probe"
 // value is no secret.
 const probeCanaryEnv = "BULKHEAD_PROBE_API_TOKEN=canary-not-a-secret"
 
-// FindProbeBinary returns the probe next to the bulkhead executable self,
+// FindBinary returns the probe next to the bulkhead executable self,
 // else the one on PATH, and refuses one that is not static: the rootfs the
 // probe runs in has no libc.
 func FindBinary(self string) (string, error) {
@@ -61,14 +61,14 @@ func CheckStatic(path string) error {
 	return nil
 }
 
-// probeBundle is the throwaway bundle `bulkhead probe` runs: a rootfs made
+// Bundle is the throwaway bundle `bulkhead probe` runs: a rootfs made
 // of the probe alone, and a host folder to bind-mount at /workspace.
 type Bundle struct {
 	Dir       string // bundle directory: config.json and rootfs/
 	workspace string // host folder bind-mounted at /workspace
 }
 
-// makeProbeBundle writes, below work, a bundle whose config is what a
+// MakeBundle writes, below work, a bundle whose config is what a
 // careless caller would send (root user, writable root, the host's network,
 // a writable bind of a host folder, a credential in the environment), so
 // that every control the probe sees is the policy's doing, not the

@@ -12,7 +12,7 @@ import (
 	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
-// probeOutput is what the host saw of one probe run: the lines, the
+// Output is what the host saw of one probe run: the lines, the
 // cgroup counters sampled as each arrived, and how the output ended.
 type Output struct {
 	lines   map[string]Line
@@ -32,7 +32,7 @@ type Output struct {
 // probe's output can move the attempt into the previous line's sample.
 var sinceStart = map[string]bool{"pids": true, "memory": true}
 
-// readProbe reads the probe's lines until EOF, the done line (runc), or,
+// Read reads the probe's lines until EOF, the done line (runc), or,
 // under gVisor, afterDone past the done line (the memory attempt follows
 // it), or ctx. events reads the container's cgroup counters.
 func Read(ctx context.Context, lines <-chan string, events func() (cgroups.Events, error), gvisor bool, afterDone time.Duration) Output {

@@ -16,7 +16,7 @@ import (
 // Line is one line the probe printed.
 type Line = protocol.Line
 
-// ProbeControl is one row of the probe's verdict: what was attempted from
+// Control is one row of the probe's verdict: what was attempted from
 // inside, what the kernel answered, which layer answered, what the host's
 // cgroup counters showed meanwhile, and whether the control held.
 //
@@ -37,7 +37,7 @@ type Control struct {
 	Syscalls []protocol.Syscall `json:"syscalls,omitempty"`
 }
 
-// ProbeReport is the outcome of one `bulkhead probe`.
+// Report is the outcome of one `bulkhead probe`.
 type Report struct {
 	ID      string `json:"id"`
 	Profile string `json:"profile"`
@@ -47,7 +47,7 @@ type Report struct {
 	Finished bool      `json:"finished"`
 	Controls []Control `json:"controls"`
 	// Verification is what create verified from the host before the probe
-	// started (runtime.Verify).
+	// started (verify.Container).
 	Verification []verify.Check `json:"verification,omitempty"`
 	Pass         bool           `json:"pass"`
 	Error        string         `json:"error,omitempty"`
@@ -80,7 +80,7 @@ func (r *Report) named(result string) []string {
 	return out
 }
 
-// probeSample is the host's reading of the cgroup counters when one line
+// Sample is the host's reading of the cgroup counters when one line
 // arrived: Before is the reading at the previous line, so After-Before is
 // what that control's attempt did (controls run one after another, and each
 // ends its children before printing).
@@ -90,7 +90,7 @@ type Sample struct {
 	Wall          time.Duration // between the two readings
 }
 
-// probeHost is what the host knows besides the probe's lines.
+// Host is what the host knows besides the probe's lines.
 type Host struct {
 	Limits              *cgroups.Limits
 	GVisor              bool
@@ -102,7 +102,7 @@ const (
 	layerMemoryGVisor = "memory cgroup (host OOM killer ends the whole sandbox)"
 )
 
-// judgeProbe turns the probe's lines and the host's counter samples into
+// Judge turns the probe's lines and the host's counter samples into
 // the report's rows. gvisor relaxes what only gVisor answers differently
 // (the probe itself was told with -gvisor); the verdict for cpu, pids and
 // memory always needs host evidence. hostFolderUnchanged tells whether the

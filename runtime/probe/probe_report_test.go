@@ -34,7 +34,7 @@ func bitten() map[string]Sample {
 	}
 }
 
-// judge runs judgeProbe on a run whose output ended (EOF).
+// judge runs Judge on a run whose output ended (EOF).
 func judge(lines map[string]Line, samples map[string]Sample, limits *cgroups.Limits, gvisor, hostFolderUnchanged bool) []Control {
 	return Judge(Output{lines: lines, samples: samples, Finished: true, ended: true},
 		Host{Limits: limits, GVisor: gvisor, HostFolderUnchanged: hostFolderUnchanged})
@@ -270,7 +270,7 @@ func fakeEvents() func() (cgroups.Events, error) {
 	}
 }
 
-// readProbe tells a sandbox that ended (EOF) from one the host stopped
+// Read tells a sandbox that ended (EOF) from one the host stopped
 // waiting for, and the memory row follows.
 func TestReadProbeGVisorEnd(t *testing.T) {
 	feed := func(closeAfter bool) <-chan string {

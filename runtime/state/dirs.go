@@ -28,7 +28,7 @@ func CheckID(id string) error {
 	return nil
 }
 
-// backendRoot is the --root handed to a backend: its own directory below
+// BackendRoot is the --root handed to a backend: its own directory below
 // the caller's root, so two backends never share state.
 func BackendRoot(root, backend string) string {
 	return filepath.Join(root, backend)

@@ -19,7 +19,7 @@ type Pod struct {
 	Name      string `json:"name,omitempty"`
 }
 
-// podOf is the pod a spec's CRI annotations describe, nil for none: CRI
+// PodOf is the pod a spec's CRI annotations describe, nil for none: CRI
 // always names the pod's uid, and without one there is no pod to match.
 func PodOf(a map[string]string) *Pod {
 	if a[specs.AnnotationCRIContainerType] == "" || a["io.kubernetes.cri.sandbox-uid"] == "" {
@@ -81,7 +81,7 @@ func SameEnforcedProfile(rec *Record, p *specs.Profile) bool {
 	return rec.Profile == p.Name && rec.Mode == specs.Enforce
 }
 
-// stillRunning tells whether the record's init is still the process
+// StillRunning tells whether the record's init is still the process
 // bulkhead verified: a pid alone may have been reused by now, its start
 // time (in clock ticks since boot) may not.
 func StillRunning(rec *Record) bool {
@@ -92,7 +92,7 @@ func StillRunning(rec *Record) bool {
 	return err == nil && st.StartTime == rec.InitStart && st.State != system.Zombie && st.State != system.Dead
 }
 
-// initStart is the start time of pid as /proc/<pid>/stat gives it, 0 when
+// InitStart is the start time of pid as /proc/<pid>/stat gives it, 0 when
 // it cannot be read.
 func InitStart(pid int) uint64 {
 	st, err := system.Stat(pid)

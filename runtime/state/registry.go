@@ -26,7 +26,7 @@ type Record struct {
 	Created     time.Time  `json:"created"`
 	InitPid     int        `json:"init_pid,omitempty"`
 	// InitStart is the init's start time, so that a reused pid is not
-	// taken for the container's (see stillRunning).
+	// taken for the container's (see StillRunning).
 	InitStart   uint64 `json:"init_start,omitempty"`
 	CgroupsPath string `json:"cgroups_path,omitempty"`
 	// Pod is set on a CRI pod sandbox: the containers of this pod, and

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// removeTree removes dir and everything below it after unmounting every
+// RemoveTree removes dir and everything below it after unmounting every
 // mount there; it never walks through a mount, so nothing reachable
 // through one (a workspace overlay's merged view) is touched.
 func RemoveTree(dir string) error {
@@ -25,7 +25,7 @@ func RemoveTree(dir string) error {
 	return nil
 }
 
-// unmountUnder unmounts every mount at or below dir, deepest first, and
+// UnmountUnder unmounts every mount at or below dir, deepest first, and
 // then checks that none is left.
 //
 // dir is looked up in /proc/self/mountinfo with its symlinks resolved:

@@ -10,7 +10,7 @@ import (
 	"bulkhead.dev/bulkhead/specs"
 )
 
-// Expectation is what Verify holds the kernel to. It is derived from the
+// Expectation is what Container holds the kernel to. It is derived from the
 // profile, not from the rules' output: a rule that stops setting a control
 // does not stop its verification. The spec handed to the backend only
 // makes it stricter where it asks for less than the profile allows (a

@@ -25,7 +25,7 @@ import (
 // no_new_privs, uid/gid, seccomp filter and read-only root exist only inside
 // gVisor's kernel, which enforces them, so the host's /proc shows the
 // Sentry's own values. Those controls are checked by the boundary probe
-// (cmd/bulkhead-probe) from inside the sandbox. Verify checks for runsc only
+// (cmd/bulkhead-probe) from inside the sandbox. Container checks for runsc only
 // what the host can see: the sandbox's cgroup limits, that the sandbox is in
 // a network namespace other than the host's, and that runsc was started with
 // --network=none and --oci-seccomp (without the latter it ignores
@@ -43,7 +43,7 @@ type Check struct {
 	OK       bool
 }
 
-// Report is the outcome of Verify, one Check per control.
+// Report is the outcome of Container, one Check per control.
 type Report []Check
 
 // Failed returns the checks whose observed value differs from the expected.
@@ -75,7 +75,7 @@ func (r *Report) add(control, expected, observed string) {
 	*r = append(*r, Check{Control: control, Expected: expected, Observed: observed, OK: expected == observed})
 }
 
-// Verify reads from the host what the kernel applied to the container
+// Container reads from the host what the kernel applied to the container
 // whose process is pid and compares it with e, which comes from the
 // profile (Expect). For runc and crun pid is the container's init or an
 // exec'd process; for runsc it is the sandbox process (see
@@ -117,7 +117,7 @@ func Container(pid int, e *Expectation) (Report, error) {
 	return r, nil
 }
 
-// VerifyProcess is Verify of an exec'd process: what the process itself
+// Process is Container of an exec'd process: what the process itself
 // holds (capabilities, no_new_privs, identity, seccomp). The container's
 // namespaces, root and cgroup were verified at create. runsc's processes
 // live inside gVisor, where the host cannot see them.
@@ -135,7 +135,7 @@ func Process(pid int, e *Expectation) (Report, error) {
 	return r, verifySeccompFilter(&r, pid, e)
 }
 
-// ProcStatus holds the /proc/PID/status fields Verify reads.
+// ProcStatus holds the /proc/PID/status fields Container reads.
 type ProcStatus map[string]string
 
 // ReadProcStatus parses /proc/PID/status ("Name:\tvalue" lines).

@@ -255,7 +255,7 @@ func specOf(mutate ...func(*rspec.Spec)) *rspec.Spec {
 	}
 	defer os.RemoveAll(dir)
 	// bundle.Make writes the same spec createContainer gets (rootfs
-	// included, which Verify ignores).
+	// included, which Container ignores).
 	if err := bundle.Make(dir, []string{"sleep", "30"}, mutate...); err != nil {
 		panic(err)
 	}
@@ -303,7 +303,7 @@ func TestVerifyRuncHardened(t *testing.T) {
 
 func TestVerifyRuncMismatch(t *testing.T) {
 	// The container keeps CAP_CHOWN, gets pids 100, a writable root and
-	// the host's network namespace; Verify is told the hardened spec.
+	// the host's network namespace; Container is told the hardened spec.
 	pid := createContainer(t, "runc", nil, func(s *rspec.Spec) {
 		harden(100)(s)
 		chown := []string{"CAP_CHOWN"}

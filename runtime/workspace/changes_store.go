@@ -109,7 +109,7 @@ func Diff(cfg *Settings, root, id, format string, w io.Writer) ([]string, error)
 	return exportChanges(w, format, liveSets(ws), lim)
 }
 
-// retainChanges keeps a deleted container's workspace changes and says
+// Retain keeps a deleted container's workspace changes and says
 // where; nil and no error when there are none or retention is off.
 // settings is read only when there are changes to keep.
 func Retain(settings func() (*Settings, error), root string, reg *state.Registry, rec *state.Record) (*Kept, error) {
@@ -505,7 +505,7 @@ func readRetained(dir string) (*Kept, error) {
 	return &r, nil
 }
 
-// ExportChanges writes the kept changes of the caller's --root and id,
+// Export writes the kept changes of the caller's --root and id,
 // or a live container's changes when nothing is kept yet.
 func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, error) {
 	if err := state.CheckID(id); err != nil {
@@ -547,7 +547,7 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 	return r.Rejected, err
 }
 
-// ListChanges writes the kept changes as a table or json.
+// List writes the kept changes as a table or json.
 func List(cfg *Settings, format string, w io.Writer) error {
 	all, _, err := scanStore(cfg)
 	if err != nil {
@@ -619,7 +619,7 @@ func scanStore(cfg *Settings) (kept []*Kept, orphans []string, err error) {
 	return kept, orphans, nil
 }
 
-// PruneChanges removes kept changes past their expiry, or deleted more
+// Prune removes kept changes past their expiry, or deleted more
 // than olderThan ago when olderThan >= 0, and anything in changes_dir
 // without metadata; it returns the ids (and paths) removed.
 func Prune(cfg *Settings, olderThan time.Duration) ([]string, error) {

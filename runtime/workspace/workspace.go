@@ -38,9 +38,9 @@ func (w Workspace) Merged() string { return filepath.Join(w.Dir, "merged") }
 
 const workspacesFile = "workspaces.json"
 
-// planWorkspaces rewrites the handed spec's workspace binds to their
+// Plan rewrites the handed spec's workspace binds to their
 // overlays' merged directories below stateDir (mounted later by
-// mountWorkspaces, once the state directory exists) and returns the
+// Mount, once the state directory exists) and returns the
 // overlays with a decision per rewritten mount. Only enforce mode and
 // workspace_mode overlay get overlays; the workspace rule already decided
 // the other modes. It only reads the host (the sources).
@@ -98,8 +98,8 @@ func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Work
 	return ws, ds, nil
 }
 
-// mountWorkspaces mounts, in stateDir, the tmpfs of size bytes and the overlays
-// planned by planWorkspaces, and records them for diff, export and delete. On error
+// Mount mounts, in stateDir, the tmpfs of size bytes and the overlays
+// planned by Plan, and records them for diff, export and delete. On error
 // the caller's undo unmounts whatever exists (state.Registry.Remove
 // unmounts everything under the state directory).
 func Mount(ws []Workspace, size int64, stateDir string) error {
@@ -179,7 +179,7 @@ func modeBits(m uint32) os.FileMode {
 	return fm
 }
 
-// loadWorkspaces reads the workspaces of a container's state directory;
+// Load reads the workspaces of a container's state directory;
 // none is not an error.
 func Load(stateDir string) ([]Workspace, error) {
 	data, err := os.ReadFile(filepath.Join(stateDir, workspacesFile))
