@@ -416,13 +416,7 @@ func (g *Group) limits2() (Limits, error) {
 	if st.Memory != nil && exists(filepath.Join(g.v2dir, "memory.max")) {
 		l.MemoryMax = v2Value(st.Memory.UsageLimit)
 		if exists(filepath.Join(g.v2dir, "memory.swap.max")) {
-			swap := v2Value(st.Memory.SwapLimit)
-			switch {
-			case l.MemoryMax == Unlimited || swap == Unlimited:
-				l.MemorySwapMax = Unlimited
-			default:
-				l.MemorySwapMax = l.MemoryMax + swap
-			}
+			l.MemorySwapMax = memorySwap2(l.MemoryMax, v2Value(st.Memory.SwapLimit))
 		}
 	}
 	// cpu.max ("$QUOTA $PERIOD", quota may be "max"): the library writes it
