@@ -29,6 +29,9 @@ func liar(mode string, args []string) int {
 			bundleDir = strings.TrimPrefix(a, "--bundle=")
 		}
 	}
+	if create && bundleDir != "" && mode == "burst" {
+		return burstAfterCreate(runc, args, filepath.Join(bundleDir, "config.json"))
+	}
 	if create && bundleDir != "" {
 		if err := lie(mode, filepath.Join(bundleDir, "config.json")); err != nil {
 			fmt.Fprintln(os.Stderr, "liar:", err)
@@ -38,6 +41,35 @@ func liar(mode string, args []string) int {
 	err = syscall.Exec(runc, append([]string{runc}, args...), os.Environ())
 	fmt.Fprintln(os.Stderr, "liar: exec runc:", err)
 	return 1
+}
+
+// burstAfterCreate runs runc's create, then gives the container's cgroup
+// a CPU burst: runc 1.1 cannot set one from the spec, a newer runc or a
+// process in the host's cgroup namespace can.
+func burstAfterCreate(runc string, args []string, config string) int {
+	cmd := exec.Command(runc, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "liar: runc:", err)
+		return 1
+	}
+	data, err := os.ReadFile(config)
+	var s struct {
+		Linux struct {
+			CgroupsPath string `json:"cgroupsPath"`
+		} `json:"linux"`
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &s)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join("/sys/fs/cgroup", s.Linux.CgroupsPath, "cpu.max.burst"), []byte("50000"), 0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "liar:", err)
+		return 1
+	}
+	return 0
 }
 
 // lie weakens one limit, keeping every other field as it was (a generic
@@ -92,7 +124,7 @@ func liarEnvFor(t *testing.T, mode string) env {
 }
 
 // TestLiarFailsClosed: a backend that drops pids.max, gives the container
-// swap or drops cpu.max on v2 makes create fail naming the control, with
+// swap, drops cpu.max or adds a cpu.max.burst on v2 makes create fail naming the control, with
 // the values read from the v2 files, and leaves no cgroup, state or record
 // behind and config.json the caller's.
 func TestLiarFailsClosed(t *testing.T) {
@@ -101,6 +133,7 @@ func TestLiarFailsClosed(t *testing.T) {
 		{"pids", "control pids", "pids.max max"},
 		{"swap", "control memory+swap", "memory+swap limit 536870912"},
 		{"cpu", "control cpu", "cpu quota max"},
+		{"burst", "control cpu", "cpu burst 50000"},
 	}
 	for _, c := range cases {
 		t.Run(c.mode, func(t *testing.T) {
