@@ -64,12 +64,32 @@ func bulkhead(t *testing.T, stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdin = strings.NewReader(stdin)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Files, not pipes: a created container's init inherits create's
+	// stdio, and Wait would wait for it to close a pipe.
+	dir, err := os.MkdirTemp("", "bulkhead-cmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	in, out, errf := filepath.Join(dir, "stdin"), filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
+	if err := os.WriteFile(in, []byte(stdin), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var files [3]*os.File
+	for i, p := range []string{in, out, errf} {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[1], files[2]
 	start := time.Now()
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	err = cmd.Run()
+	stdout, _ := os.ReadFile(out)
+	stderr, _ := os.ReadFile(errf)
+	r := result{stdout: string(stdout), stderr: string(stderr)}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
