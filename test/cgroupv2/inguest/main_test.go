@@ -141,7 +141,14 @@ func cgroupsPath(id string) string { return "/bulkhead-guest/" + id }
 // sleeper is a bundle whose process sleeps, with the cgroups path set.
 func sleeper(t *testing.T, id string, mutate ...func(*rspec.Spec)) string {
 	t.Helper()
-	return bundle.New(t, []string{"sleep", "600"}, append([]func(*rspec.Spec){func(s *rspec.Spec) {
+	return bundleRunning(t, id, []string{"sleep", "600"}, mutate...)
+}
+
+// bundleRunning is a bundle whose process runs args, with the cgroups path
+// set.
+func bundleRunning(t *testing.T, id string, args []string, mutate ...func(*rspec.Spec)) string {
+	t.Helper()
+	return bundle.New(t, args, append([]func(*rspec.Spec){func(s *rspec.Spec) {
 		s.Linux.CgroupsPath = cgroupsPath(id)
 	}}, mutate...)...)
 }
