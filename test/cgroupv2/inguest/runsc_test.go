@@ -28,12 +28,3 @@ func TestRunsc(t *testing.T) {
 	}
 }
 
-// TestRunscProbe: `bulkhead probe --backend runsc` holds every control on a
-// v2-only host, the cpu quota shown by the v2 cpu.stat.
-func TestRunscProbe(t *testing.T) {
-	needV2(t)
-	if _, err := exec.LookPath("runsc"); err != nil {
-		t.Skipf("needs runsc on PATH (hack/install-deps.sh installs it): %v", err)
-	}
-	probe(t, "runsc")
-}
