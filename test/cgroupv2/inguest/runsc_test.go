@@ -27,4 +27,3 @@ func TestRunsc(t *testing.T) {
 		t.Errorf("run on runsc: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
 }
-
