@@ -21,6 +21,7 @@ import (
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -46,7 +47,7 @@ func needV2(t *testing.T) {
 	t.Helper()
 	binaries.NeedRoot(t, "runc")
 	if m := cgroupsv3.Mode(); m != cgroupsv3.Unified {
-		t.Skipf("needs a host on cgroup v2 alone (mode %d here); test/cgroupv2 runs this package in a guest kernel that is", m)
+		t.Skipf("needs a host on cgroup v2 alone, this one is %s: test/cgroupv2 runs this package in a guest kernel that is", cgroups.ModeName())
 	}
 	if _, err := os.Stat(bundle.Busybox); err != nil {
 		t.Skipf("needs busybox-static for the test bundle: %v", err)
