@@ -126,7 +126,8 @@ func TestCheckLimits(t *testing.T) {
 	}
 	if got := controls(r.Failed()); got != "pids,memory+swap,cpu" {
 		t.Errorf("failed controls %s", got)
-	} // A burst the rules removed, shown by the kernel: more than the quota
+	}
+	// A burst the rules removed, shown by the kernel: more than the quota
 	// per period. A kernel without the file (Absent) passes.
 	burst := ok
 	burst.CPUBurst = 20000
