@@ -358,3 +358,17 @@ func TestRuncContainer(t *testing.T) {
 		t.Errorf("runc delete --force left cgroup %s behind: %v", cgPath, g.Dirs())
 	}
 }
+
+// TestProbeSwap2: the group made to look for memory.swap.max is removed
+// again, and a group without the file means no swap accounting. (On a
+// real v2 root the kernel fills the group; test/cgroupv2 checks that.)
+func TestProbeSwap2(t *testing.T) {
+	root := t.TempDir()
+	ok, detail := probeSwap2(root)
+	if ok || !strings.Contains(detail, "missing") {
+		t.Errorf("probeSwap2 on an empty directory: %v %q", ok, detail)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Errorf("the group made to look is left: %v", ents)
+	}
+}

@@ -42,7 +42,9 @@ done
 cd /tmp
 for t in /guest/tests/*.test; do
 	[ -e "$t" ] || continue
+	# The host orders the binaries by a NN- prefix.
 	name="$(basename "$t" .test)"
+	name="${name#[0-9][0-9]-}"
 	say "begin $name"
 	start=$(date +%s)
 	BULKHEAD_BIN=/guest/bin BULKHEAD_GUEST=1 "$t" -test.v -test.count=1 -test.timeout=40m ${run:+-test.run="$run"} 2>&1

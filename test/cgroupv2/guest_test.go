@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,10 +67,11 @@ func goBuild(t *testing.T, env []string, args ...string) {
 	}
 }
 
-// testBinary builds the test binary of pkg (./test/...) into dir.
-func testBinary(t *testing.T, dir, pkg string, tags ...string) string {
+// testBinary builds the test binary of pkg (./test/...) into dir; the
+// guest runs the binaries in the order of their numbers.
+func testBinary(t *testing.T, dir string, n int, pkg string, tags ...string) string {
 	t.Helper()
-	out := filepath.Join(dir, filepath.Base(pkg)+".test")
+	out := filepath.Join(dir, fmt.Sprintf("%02d-%s.test", n, filepath.Base(pkg)))
 	args := []string{"test", "-c", "-o", out}
 	if len(tags) > 0 {
 		args = append(args, "-tags", strings.Join(tags, ","))
@@ -291,9 +293,11 @@ func (g *guest) binary(name string) *binaryRun {
 func TestGuest(t *testing.T) {
 	needGuest(t)
 	dir := t.TempDir()
+	// inguest first: its doctor test must see a root with no child group
+	// yet, as on a freshly booted host.
 	tests := []string{
-		testBinary(t, dir, "./test/cgroupv2/inguest"),
-		testBinary(t, dir, "./test/failclosed"),
+		testBinary(t, dir, 1, "./test/cgroupv2/inguest"),
+		testBinary(t, dir, 2, "./test/failclosed"),
 	}
 	g := boot(t, binaries.Dir(t), "", tests...)
 	t.Logf("guest kernel %s, cgroup mounts %q", g.kernel, g.mounts)
@@ -341,7 +345,7 @@ func TestMisreadSwapFails(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "bulkhead-probe"), probe, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	test := testBinary(t, dir, "./test/cgroupv2/inguest", "bulkhead_misread_swap")
+	test := testBinary(t, dir, 1, "./test/cgroupv2/inguest", "bulkhead_misread_swap")
 	g := boot(t, bin, "^(TestLimitsFromV2Files|TestLiarFailsClosed)$/^(default|swap)$", test)
 	b := g.binary("inguest")
 	if b == nil {
