@@ -47,7 +47,7 @@ for t in /guest/tests/*.test; do
 	name="${name#[0-9][0-9]-}"
 	say "begin $name"
 	start=$(date +%s)
-	BULKHEAD_BIN=/guest/bin BULKHEAD_GUEST=1 "$t" -test.v -test.count=1 -test.timeout=40m ${run:+-test.run="$run"} 2>&1
+	BULKHEAD_BIN=/guest/bin "$t" -test.v -test.count=1 -test.timeout=40m ${run:+-test.run="$run"} 2>&1
 	rc=$?
 	say "end $name status $rc seconds $(( $(date +%s) - start ))"
 done
