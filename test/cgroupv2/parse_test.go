@@ -35,8 +35,8 @@ func TestParseConsole(t *testing.T) {
 	if g.kernel != "6.1.0-57-cloud-amd64" || len(g.mounts) != 1 || g.mounts[0] != "cgroup2 /sys/fs/cgroup" {
 		t.Errorf("kernel %q mounts %q", g.kernel, g.mounts)
 	}
-	if g.done {
-		t.Error("done without a done line")
+	if err := g.ended(); err == nil || !strings.Contains(err.Error(), "did not get to its end") {
+		t.Errorf("ended() = %v for a guest without a done line", err)
 	}
 	in, fc := g.binary("inguest"), g.binary("failclosed")
 	if in == nil || fc == nil {
@@ -56,5 +56,15 @@ func TestParseConsole(t *testing.T) {
 	}
 	if tr := fc.tests["TestC"]; tr == nil || tr.result != "" {
 		t.Errorf("TestC never ended, read as %+v", tr)
+	}
+}
+
+// TestParseSilentGuest: a guest that printed only firmware and a kernel
+// panic is reported as having printed nothing of bulkhead's.
+func TestParseSilentGuest(t *testing.T) {
+	g := &guest{console: "SeaBIOS\nBooting from ROM...\n[    1.0] Kernel panic - not syncing: No working init found.\n"}
+	parse(g)
+	if err := g.ended(); err == nil || !strings.Contains(err.Error(), "printed nothing") {
+		t.Errorf("ended() = %v", err)
 	}
 }
