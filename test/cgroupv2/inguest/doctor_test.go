@@ -3,6 +3,7 @@ package inguest
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,6 +52,9 @@ func TestDoctorCgroups(t *testing.T) {
 		if c.Name == "cgroups" && !strings.Contains(c.Found, "cgroup v2") {
 			t.Errorf("cgroups: found %q, want cgroup v2", c.Found)
 		}
+	}
+	if left, _ := filepath.Glob("/sys/fs/cgroup/bulkhead-doctor-*"); len(left) > 0 {
+		t.Errorf("doctor left the groups it made to look: %v", left)
 	}
 	for name, seen := range want {
 		if !seen {
