@@ -35,7 +35,8 @@ if ls "$dir"/boot/vmlinuz-* >/dev/null 2>&1 && [ -d "$dir/lib/modules" ]; then
 fi
 rm -rf "$dir.tmp"
 mkdir -p "$dir.tmp/deb"
-(cd "$dir.tmp/deb" && apt-get download "$pkg" >&2)
+# Stale package lists name a version the mirror no longer has: refresh once.
+(cd "$dir.tmp/deb" && { apt-get download "$pkg" >&2 || { apt-get update -qq && apt-get download "$pkg" >&2; }; })
 dpkg-deb -x "$dir.tmp"/deb/*.deb "$dir.tmp"
 rm -rf "$dir.tmp/deb" "$dir"
 mv "$dir.tmp" "$dir"
