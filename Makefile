@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 # FUZZTIME, when set (such as 1m or 500x), bounds every fuzz target alike.
 FUZZTIME ?=
 
-.PHONY: all build install deps engines demo test lint fuzz bench conformance clean
+.PHONY: all build install deps engines v2guest demo test lint fuzz bench conformance clean
 
 all: build
 
@@ -33,6 +33,11 @@ engines:
 	bash hack/install-containerd2.sh
 	bash hack/install-crictl.sh
 
+# QEMU and Debian's cloud kernel (extracted, never installed) for the tests
+# that need a kernel with cgroup v2 alone (test/cgroupv2), cached in /var/tmp.
+v2guest:
+	bash hack/install-v2guest.sh
+
 demo: deps build
 	bash hack/demo.sh
 
@@ -43,7 +48,7 @@ lint:
 
 # The whole suite: unit tests, integration tests against real runc and
 # runsc (as root), and a short fuzz run of every parser.
-test: deps engines build lint
+test: deps engines v2guest build lint
 	BULKHEAD_BIN=$(CURDIR)/bin $(GO) test -count=1 -timeout 40m ./...
 	$(MAKE) fuzz
 

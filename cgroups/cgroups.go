@@ -61,6 +61,10 @@ type Limits struct {
 	// CPUPeriod is the period in microseconds (v1 cpu.cfs_period_us,
 	// second field of v2 cpu.max).
 	CPUPeriod int64
+	// CPUBurst is the CPU time in microseconds a group may carry over into
+	// a period beyond its quota (v1 cpu.cfs_burst_us, v2 cpu.max.burst;
+	// Absent before Linux 5.14).
+	CPUBurst int64
 }
 
 // Events are the counters that show a limit being hit: the host-side
@@ -343,7 +347,7 @@ func (g *Group) Limits() (Limits, error) {
 }
 
 func (g *Group) limits1() (Limits, error) {
-	l := Limits{Version: 1, PidsMax: Absent, MemoryMax: Absent, MemorySwapMax: Absent, CPUQuota: Absent, CPUPeriod: Absent}
+	l := Limits{Version: 1, PidsMax: Absent, MemoryMax: Absent, MemorySwapMax: Absent, CPUQuota: Absent, CPUPeriod: Absent, CPUBurst: Absent}
 	// Stat only the memory controller through the library: its pids reader
 	// turns "max" into 0, which would make an unlimited group look like one
 	// that may not fork at all.
@@ -375,6 +379,9 @@ func (g *Group) limits1() (Limits, error) {
 		if l.CPUPeriod, err = readLimit(filepath.Join(d, "cpu.cfs_period_us")); err != nil {
 			return l, err
 		}
+		if l.CPUBurst, err = readLimit(filepath.Join(d, "cpu.cfs_burst_us")); err != nil {
+			return l, err
+		}
 	}
 	return l, nil
 }
@@ -400,7 +407,7 @@ func v1Bytes(v uint64) int64 {
 }
 
 func (g *Group) limits2() (Limits, error) {
-	l := Limits{Version: 2, PidsMax: Absent, MemoryMax: Absent, MemorySwapMax: Absent, CPUQuota: Absent, CPUPeriod: Absent}
+	l := Limits{Version: 2, PidsMax: Absent, MemoryMax: Absent, MemorySwapMax: Absent, CPUQuota: Absent, CPUPeriod: Absent, CPUBurst: Absent}
 	if !exists(g.v2dir) {
 		return l, fmt.Errorf("cgroups: %s: %w", g.v2dir, os.ErrNotExist)
 	}
@@ -416,13 +423,7 @@ func (g *Group) limits2() (Limits, error) {
 	if st.Memory != nil && exists(filepath.Join(g.v2dir, "memory.max")) {
 		l.MemoryMax = v2Value(st.Memory.UsageLimit)
 		if exists(filepath.Join(g.v2dir, "memory.swap.max")) {
-			swap := v2Value(st.Memory.SwapLimit)
-			switch {
-			case l.MemoryMax == Unlimited || swap == Unlimited:
-				l.MemorySwapMax = Unlimited
-			default:
-				l.MemorySwapMax = l.MemoryMax + swap
-			}
+			l.MemorySwapMax = memorySwap2(l.MemoryMax, v2Value(st.Memory.SwapLimit))
 		}
 	}
 	// cpu.max ("$QUOTA $PERIOD", quota may be "max"): the library writes it
@@ -440,6 +441,9 @@ func (g *Group) limits2() (Limits, error) {
 		}
 	} else if !os.IsNotExist(err) {
 		return l, fmt.Errorf("cgroups: %w", err)
+	}
+	if l.CPUBurst, err = readLimit(filepath.Join(g.v2dir, "cpu.max.burst")); err != nil {
+		return l, err
 	}
 	return l, nil
 }

@@ -40,7 +40,9 @@ var Needed = []string{"pids", "memory", "cpu", "devices"}
 
 // Inspect reads which of the Needed controllers the host (or the fixture
 // the options name) offers, and whether swap accounting is on. It reads
-// only; it creates no group.
+// only, except on a v2 host whose root has no child group yet: the root
+// group has no memory.swap.max, so an empty group is made and removed to
+// see whether the kernel gives one (a fixture is never written to).
 func Inspect(opts ...Option) (*Host, error) {
 	var o options
 	for _, opt := range opts {
@@ -48,7 +50,7 @@ func Inspect(opts ...Option) (*Host, error) {
 	}
 	switch {
 	case o.v2Mountpoint != "":
-		return inspect2(o.v2Mountpoint)
+		return inspect2(o.v2Mountpoint, false)
 	case o.v1Root != "":
 		return inspect1(o.v1Root)
 	}
@@ -57,7 +59,7 @@ func Inspect(opts ...Option) (*Host, error) {
 		return nil, err
 	}
 	if v2 {
-		return inspect2(defaultV2Mountpoint)
+		return inspect2(defaultV2Mountpoint, true)
 	}
 	return inspect1(defaultV1Root)
 }
@@ -105,7 +107,7 @@ func isV1Hierarchy(dir string) bool {
 	return err == nil && st.IsDir()
 }
 
-func inspect2(mountpoint string) (*Host, error) {
+func inspect2(mountpoint string, mayProbe bool) (*Host, error) {
 	read := func(name string) ([]string, error) {
 		data, err := os.ReadFile(filepath.Join(mountpoint, name))
 		if err != nil {
@@ -145,10 +147,29 @@ func inspect2(mountpoint string) (*Host, error) {
 		p := filepath.Join(mountpoint, e.Name(), "memory.swap.max")
 		if e.IsDir() && readable(p) {
 			h.SwapAccounting, h.SwapDetail = true, p
-			break
+			return h, nil
 		}
 	}
+	if mayProbe && slices.Contains(enabled, "memory") {
+		h.SwapAccounting, h.SwapDetail = probeSwap2(mountpoint)
+	}
 	return h, nil
+}
+
+// probeSwap2 makes an empty child group of mountpoint, looks for its
+// memory.swap.max and removes it again: a freshly booted v2 host may have
+// no group below the root yet, and the root has no swap files.
+func probeSwap2(mountpoint string) (bool, string) {
+	dir, err := os.MkdirTemp(mountpoint, "bulkhead-doctor-")
+	if err != nil {
+		return false, fmt.Sprintf("no group below %s has memory.swap.max, and none could be made to look: %v", mountpoint, err)
+	}
+	defer os.Remove(dir)
+	p := filepath.Join(dir, "memory.swap.max")
+	if readable(p) {
+		return true, p + " (of an empty group made to look)"
+	}
+	return false, p + " is missing in an empty group made to look"
 }
 
 func readable(path string) bool {

@@ -68,7 +68,7 @@ func updateVerified(g *Globals, c *recorded, r *rspec.LinuxResources, resources,
 
 func sameLimits(a, b cgroups.Limits) bool {
 	return a.PidsMax == b.PidsMax && a.MemoryMax == b.MemoryMax && a.MemorySwapMax == b.MemorySwapMax &&
-		a.CPUQuota == b.CPUQuota && a.CPUPeriod == b.CPUPeriod
+		a.CPUQuota == b.CPUQuota && a.CPUPeriod == b.CPUPeriod && a.CPUBurst == b.CPUBurst
 }
 
 // restoreLimits hands the backend the limits read before an update.

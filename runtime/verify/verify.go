@@ -501,5 +501,11 @@ func checkLimits(r *Report, l cgroups.Limits, e *Expectation) {
 			float64(l.CPUQuota) <= e.CPUs*float64(l.CPUPeriod)
 		*r = append(*r, Check{Control: "cpu", Expected: fmt.Sprintf("cpu quota/period ≤ %g", e.CPUs),
 			Observed: fmt.Sprintf("cpu quota %s period %d", cgroups.String(l.CPUQuota), l.CPUPeriod), OK: ok})
+		// A burst lets a period use more than the quota; the cpu rule
+		// removes it, so any the kernel shows came from elsewhere.
+		// Kernels before 5.14 have no burst file (Absent).
+		ok = l.CPUBurst == 0 || l.CPUBurst == cgroups.Absent
+		*r = append(*r, Check{Control: "cpu", Expected: "cpu burst 0",
+			Observed: "cpu burst " + cgroups.String(l.CPUBurst), OK: ok})
 	}
 }

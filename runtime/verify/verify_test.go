@@ -127,6 +127,21 @@ func TestCheckLimits(t *testing.T) {
 	if got := controls(r.Failed()); got != "pids,memory+swap,cpu" {
 		t.Errorf("failed controls %s", got)
 	}
+	// A burst the rules removed, shown by the kernel: more than the quota
+	// per period. A kernel without the file (Absent) passes.
+	burst := ok
+	burst.CPUBurst = 20000
+	r = nil
+	checkLimits(&r, burst, e)
+	want = "verify: control cpu: expected cpu burst 0, kernel applied cpu burst 20000"
+	if err := r.Err(); err == nil || err.Error() != want {
+		t.Errorf("Err() = %v, want %q", err, want)
+	}
+	burst.CPUBurst = cgroups.Absent
+	r = nil
+	if checkLimits(&r, burst, e); r.Err() != nil {
+		t.Errorf("no burst file: %v", r.Err())
+	}
 }
 
 func TestNetDevInterfaces(t *testing.T) {
