@@ -48,6 +48,14 @@ func List(g *Globals, v Values, out io.Writer) error {
 		}
 		all = append(all, states...)
 	}
+	// Backends were given bulkhead's own bundle; engines know the caller's.
+	if reg, err := OpenRegistry(g.Root); err == nil {
+		for i := range all {
+			if rec, err := reg.Get(all[i].ID); err == nil {
+				all[i].Bundle = rec.Bundle
+			}
+		}
+	}
 	switch {
 	case v.Bool("quiet"):
 		for _, s := range all {
