@@ -78,6 +78,14 @@ func checkout(t *testing.T, src string, uid int, edit *[3]string) string {
 	if out, err := exec.Command("cp", "-a", filepath.Join("testdata", src), dst).CombinedOutput(); err != nil {
 		t.Fatalf("copy %s: %v: %s", src, err, out)
 	}
+	// Unformatted Go sources are stored under another name, or the
+	// project's own gofmt check would refuse them.
+	unformatted, _ := filepath.Glob(filepath.Join(dst, "*", "*.go.unformatted"))
+	for _, p := range unformatted {
+		if err := os.Rename(p, strings.TrimSuffix(p, ".unformatted")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if edit != nil {
 		p := filepath.Join(dst, edit[0])
 		data, err := os.ReadFile(p)
