@@ -25,6 +25,9 @@ type workspace struct {
 	Destination string `json:"destination"`
 	Source      string `json:"source"` // the host directory, symlinks resolved
 	Dir         string `json:"dir"`    // <state>/ws/<n>
+	// Shift gives the source's owner's files to the sandbox user on the
+	// lower layer (runtime/workspace_idmap.go).
+	Shift *idShift `json:"shift,omitempty"`
 }
 
 func (w workspace) upper() string  { return filepath.Join(w.Dir, "upper") }
@@ -70,6 +73,9 @@ func (c *creation) planWorkspaces() error {
 		}
 		w := workspace{Destination: m.Destination, Source: real,
 			Dir: filepath.Join(c.reg.Dir(c.audit.ID), "ws", strconv.Itoa(len(c.ws)))}
+		if u := c.handed.Process; u != nil {
+			w.Shift = &idShift{UIDTo: u.User.UID, GIDTo: u.User.GID}
+		}
 		c.ws = append(c.ws, w)
 		m.Source = w.merged()
 		m.Type = "bind"
@@ -113,8 +119,8 @@ func (c *creation) mountWorkspaces() error {
 		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
-	for _, w := range c.ws {
-		if err := mountOverlay(w); err != nil {
+	for i := range c.ws {
+		if err := mountOverlay(&c.ws[i]); err != nil {
 			return err
 		}
 	}
@@ -125,20 +131,30 @@ func (c *creation) mountWorkspaces() error {
 	return specs.WriteAtomic(filepath.Join(c.reg.Dir(c.rec.ID), workspacesFile), data, 0o600)
 }
 
-func mountOverlay(w workspace) error {
+func mountOverlay(w *workspace) error {
 	for _, d := range []string{w.Dir, w.upper(), w.work(), w.merged()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
 		}
 	}
-	// The merged root shows the upper root's owner and mode: give it the
-	// source's, so the sandbox may write exactly where it could with a
-	// read-write bind.
 	var st unix.Stat_t
 	if err := unix.Stat(w.Source, &st); err != nil {
 		return fmt.Errorf("workspace source %s: %w", w.Source, err)
 	}
-	if err := os.Lchown(w.upper(), int(st.Uid), int(st.Gid)); err != nil {
+	uid, gid := st.Uid, st.Gid
+	if w.Shift != nil {
+		w.Shift.UIDFrom, w.Shift.GIDFrom = st.Uid, st.Gid
+		uid, gid = w.Shift.UIDTo, w.Shift.GIDTo
+		if !w.Shift.identity() {
+			if err := mountIDMappedLower(w.Source, w.lowerOf(), *w.Shift); err != nil {
+				return fmt.Errorf("workspace %s (source owned by %d:%d, sandbox user %d:%d): %w",
+					w.Destination, st.Uid, st.Gid, uid, gid, err)
+			}
+		}
+	}
+	// The merged root shows the upper root's owner and mode: the source's
+	// mode, and the owner the sandbox sees on the lower layer.
+	if err := os.Lchown(w.upper(), int(uid), int(gid)); err != nil {
 		return err
 	}
 	if err := os.Chmod(w.upper(), os.FileMode(st.Mode&0o777)|modeBits(st.Mode)); err != nil {
@@ -146,13 +162,16 @@ func mountOverlay(w workspace) error {
 	}
 	// redirect_dir and metacopy off: the upper layer then holds whole
 	// files and plain whiteouts only, which is what diff and export read.
-	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.Source, w.upper(), w.work())
+	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.lowerOf(), w.upper(), w.work())
 	var err error
 	for _, extra := range []string{",redirect_dir=off,metacopy=off,index=off", ""} {
 		err = unix.Mount("bulkhead-ws", w.merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, base+extra)
 		if err == nil {
 			return nil
 		}
+	}
+	if w.lowerOf() != w.Source {
+		return fmt.Errorf("workspace %s: mount overlay on %s over an id-mapped lower layer: %w (%v)", w.Destination, w.merged(), err, errNoIDMap)
 	}
 	return fmt.Errorf("workspace %s: mount overlay on %s: %w", w.Destination, w.merged(), err)
 }

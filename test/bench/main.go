@@ -18,14 +18,15 @@ import (
 func main() {
 	bin := flag.String("bin", "bin", "directory with the bulkhead binary")
 	n := flag.Int("n", 30, "iterations per runtime")
+	only := flag.String("only", "", "run only this part: runtime or workspace")
 	flag.Parse()
-	if err := run(*bin, *n); err != nil {
+	if err := run(*bin, *n, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n int) error {
+func run(bin string, n int, only string) error {
 	dir, err := os.MkdirTemp("", "bulkhead-bench-")
 	if err != nil {
 		return err
@@ -35,8 +36,21 @@ func run(bin string, n int) error {
 	if err != nil {
 		return err
 	}
+	if only != "workspace" {
+		if err := benchRuntimes(bulkhead, dir, n); err != nil {
+			return err
+		}
+	}
+	if only != "runtime" {
+		return benchWorkspace(bulkhead, dir, n)
+	}
+	return nil
+}
+
+// benchRuntimes compares bulkhead run with the plain backends' run.
+func benchRuntimes(bulkhead, dir string, n int) error {
 	fmt.Printf("bulkhead run vs plain run of a busybox bundle running `true`, %d iterations each, interleaved\n", n)
-	fmt.Printf("%-8s %-10s %9s %9s %9s\n", "backend", "runtime", "min", "median", "max")
+	fmt.Printf("%-8s %-16s %9s %9s %9s\n", "backend", "runtime", "min", "median", "max")
 	for _, backend := range []string{"runc", "runsc"} {
 		plain, err := exec.LookPath(backend)
 		if err != nil {
@@ -125,6 +139,6 @@ func stats(backend, label string, ds []time.Duration) time.Duration {
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	med := ds[len(ds)/2]
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
-	fmt.Printf("%-8s %-10s %9s %9s %9s\n", backend, label, ms(ds[0]), ms(med), ms(ds[len(ds)-1]))
+	fmt.Printf("%-8s %-16s %9s %9s %9s\n", backend, label, ms(ds[0]), ms(med), ms(ds[len(ds)-1]))
 	return med
 }

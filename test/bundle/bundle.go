@@ -128,3 +128,27 @@ func copyFile(src, dst string, perm os.FileMode) error {
 	}
 	return out.Close()
 }
+
+// AddProgram copies a dynamically linked host program into the rootfs at
+// its own path, with every library ldd lists (the loader included).
+func AddProgram(rootfs, path string) error {
+	if err := AddFile(rootfs, path); err != nil {
+		return err
+	}
+	out, err := exec.Command("ldd", path).Output()
+	if err != nil {
+		return fmt.Errorf("ldd %s: %w", path, err)
+	}
+	// "libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x...)" and
+	// "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "/") {
+				if err := AddFile(rootfs, f); err != nil {
+					return fmt.Errorf("%s needs %s: %w", path, f, err)
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -138,3 +138,8 @@ func TestShimWorkspaceLoop(t *testing.T) {
 func TestRuncShimWorkspaceLoop(t *testing.T) {
 	ctrtest.WorkspaceLoop(t, containerd2(t), "--runtime", "io.containerd.runc.v2", "--runc-binary", binaries.Bulkhead(t))
 }
+
+// TestShimWorkspaceCheckout: real checkouts through bulkhead's shim.
+func TestShimWorkspaceCheckout(t *testing.T) {
+	ctrtest.CheckoutRun(t, containerd2(t), "--runtime", ctrtest.ShimRuntime)
+}

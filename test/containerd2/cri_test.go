@@ -113,3 +113,6 @@ func TestCRIHostNetworkPod(t *testing.T) { ctrtest.HostNetworkPod(t, cri(t)) }
 func TestCRIPodRefusal(t *testing.T) { ctrtest.PodRefusal(t, cri(t)) }
 
 func TestCRIPodWorkspace(t *testing.T) { ctrtest.PodWorkspace(t, cri(t)) }
+
+// TestCRIPodCheckout: real checkouts as hostPath mounts at /workspace.
+func TestCRIPodCheckout(t *testing.T) { ctrtest.PodCheckout(t, cri(t)) }

@@ -133,3 +133,6 @@ func TestHostNetworkPod(t *testing.T) { ctrtest.HostNetworkPod(t, cri(t)) }
 func TestPodRefusal(t *testing.T) { ctrtest.PodRefusal(t, cri(t)) }
 
 func TestPodWorkspace(t *testing.T) { ctrtest.PodWorkspace(t, cri(t)) }
+
+// TestPodCheckout: real checkouts as hostPath mounts at /workspace.
+func TestPodCheckout(t *testing.T) { ctrtest.PodCheckout(t, cri(t)) }

@@ -1,0 +1,115 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/containerd/containerd/v2/core/mount"
+	"golang.org/x/sys/unix"
+)
+
+// A checkout belongs to whoever made it (uid 1000, root in CI), not to the
+// sandbox user, so through a plain overlay the job could write nowhere.
+// The overlay's lower layer is therefore an id-mapped mount of the source
+// in which the source's owner and the sandbox user swap places: what the
+// owner of the source's root directory owns shows as the sandbox user's
+// (and the other way round), every other id shows as itself. The sandbox
+// then edits, creates, renames and deletes wherever the owner could,
+// without a chown or a copy of the source, which stays the read-only lower
+// layer. Files of other owners (a root-owned file in a user's checkout)
+// keep their owner: the sandbox reads them as "other" and, since their
+// directory is its own, may replace, rename or delete them, not write them
+// in place.
+//
+// overlayfs refuses an id-mapped mount of the overlay itself (EINVAL from
+// mount_setattr on Linux 6.18), but takes id-mapped lower layers (Linux
+// 5.19+). The upper layer stays a plain tmpfs: what the sandbox creates
+// there is owned by the sandbox user, and gVisor's gofer, which runs as
+// host root and creates files through the merged directory, never needs a
+// mapping of its own.
+
+// idShift is one swap of ids on the workspace's lower layer: From (the
+// source root's owner) shows as To (the sandbox's), To as From.
+type idShift struct {
+	UIDFrom uint32 `json:"uid_from"`
+	UIDTo   uint32 `json:"uid_to"`
+	GIDFrom uint32 `json:"gid_from"`
+	GIDTo   uint32 `json:"gid_to"`
+}
+
+func (s idShift) identity() bool { return s.UIDFrom == s.UIDTo && s.GIDFrom == s.GIDTo }
+
+// maxID is one past the highest valid id (4294967294): (uid_t)-1 means
+// "no id".
+const maxID = 1<<32 - 1
+
+// swapMapping is a user namespace id map ("inside:outside:count,…") that
+// swaps a and b and maps every other id to itself.
+func swapMapping(a, b uint32) string {
+	if a == b {
+		return fmt.Sprintf("0:0:%d", uint64(maxID))
+	}
+	lo, hi := min(a, b), max(a, b)
+	var m string
+	add := func(in, out, n uint64) {
+		if n == 0 {
+			return
+		}
+		if m != "" {
+			m += ","
+		}
+		m += fmt.Sprintf("%d:%d:%d", in, out, n)
+	}
+	add(0, 0, uint64(lo))
+	add(uint64(lo), uint64(hi), 1)
+	add(uint64(lo)+1, uint64(lo)+1, uint64(hi)-uint64(lo)-1)
+	add(uint64(hi), uint64(lo), 1)
+	add(uint64(hi)+1, uint64(hi)+1, maxID-uint64(hi)-1)
+	return m
+}
+
+// shifted is the owner the sandbox sees for an id of the source.
+func shifted(id, from, to uint32) uint32 {
+	switch id {
+	case from:
+		return to
+	case to:
+		return from
+	}
+	return id
+}
+
+// errNoIDMap says why a kernel cannot give the workspace to the sandbox.
+var errNoIDMap = errors.New("an overlay workspace whose source the sandbox user does not own needs id-mapped mounts " +
+	"(Linux 5.12+, and a source filesystem that supports them: ext4, xfs, btrfs, tmpfs from 6.3) " +
+	"and overlayfs on id-mapped lower layers (Linux 5.19+)")
+
+// mountIDMappedLower mounts the source (a pin: runtime/pins.go) at target
+// with the shift applied, for the overlay's lowerdir.
+func mountIDMappedLower(source, target string, s idShift) error {
+	if err := os.Mkdir(target, 0o700); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
+	userns, err := mount.GetUsernsFD(swapMapping(s.UIDFrom, s.UIDTo), swapMapping(s.GIDFrom, s.GIDTo))
+	if err != nil {
+		return fmt.Errorf("%w: user namespace for the id map: %v", errNoIDMap, err)
+	}
+	defer userns.Close()
+	err = mount.IDMapMountWithAttrs(source, target, int(userns.Fd()),
+		unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, 0)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNoIDMap, err)
+	}
+	return nil
+}
+
+// lowerOf is the overlay's lower directory of w: the id-mapped mount, or
+// the source itself when no shift is needed.
+func (w workspace) lowerOf() string {
+	if w.Shift == nil || w.Shift.identity() {
+		return w.Source
+	}
+	return filepath.Join(w.Dir, "lower")
+}
