@@ -31,8 +31,8 @@ func treeLines(t *testing.T, dir string) []string {
 // patch applied to a clean copy gives the host-formatted tree), and the
 // host checkout is unchanged.
 //
-// The checkout belongs to the sandbox user (65534): a checkout of another
-// uid is writable inside only through an id-mapped workspace.
+// The checkout belongs to uid 1000, as a developer's clone does; the
+// id-mapped workspace shows its files as the sandbox user's.
 func TestFormatterRewritesTheCheckout(t *testing.T) {
 	needTools(t, "/usr/local/go/bin/gofmt", "/usr/bin/black", "/usr/bin/git")
 	want := checkout(t, "fmt", 0, nil)
@@ -42,7 +42,7 @@ func TestFormatterRewritesTheCheckout(t *testing.T) {
 	for _, backend := range []string{"runc", "runsc"} {
 		t.Run(backend, func(t *testing.T) {
 			b := newBox(t, backend)
-			ws := checkout(t, "fmt", 65534, nil)
+			ws := checkout(t, "fmt", 1000, nil)
 			before := treeLines(t, ws)
 			bundleDir := b.jobBundle(t, "formatter", ws, ".", formatters, nil)
 			id := jobID("fmt")
