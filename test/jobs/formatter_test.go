@@ -10,11 +10,10 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/fstree"
+	"bulkhead.dev/bulkhead/test/jobimage"
 )
 
-// formatters rewrite the checkout in place: gofmt, then black (Debian's
-// packaged Python formatter).
-var formatters = []string{"sh", "-c", "gofmt -l -w . && black -q ."}
+var formatters = jobimage.Formatters
 
 // treeLines describes a checkout for comparison: paths, types and
 // contents; ownership is not compared (the sandbox's and the host's users
@@ -36,7 +35,7 @@ func treeLines(t *testing.T, dir string) []string {
 func TestFormatterRewritesTheCheckout(t *testing.T) {
 	needTools(t, "/usr/local/go/bin/gofmt", "/usr/bin/black", "/usr/bin/git")
 	want := checkout(t, "fmt", 0, nil)
-	if o := command(t, want, hostEnv(t), formatters...); o.code != 0 {
+	if o := command(t, want, hostEnv(t), jobimage.HostArgv(formatters)...); o.code != 0 {
 		t.Fatalf("formatters on the host: %v", o)
 	}
 	for _, backend := range []string{"runc", "runsc"} {

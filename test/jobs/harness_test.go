@@ -19,10 +19,10 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/jobimage"
 )
 
-// jobPath is the PATH a job gets: the host's Go toolchain, then Debian's.
-const jobPath = "PATH=/usr/local/go/bin:/usr/bin:/bin"
+const jobPath = jobimage.Path
 
 // jobTimeout bounds one job; the profiles' own max_lifetime is longer
 // than any job here takes even on runsc's ptrace platform.
@@ -51,7 +51,7 @@ func sharedRootfs(t *testing.T) string {
 			return
 		}
 		rootfsDir = filepath.Join(workDir, "rootfs")
-		rootfsErr = hostRootfs(rootfsDir)
+		rootfsErr = jobimage.Rootfs(rootfsDir)
 	})
 	if rootfsErr != nil {
 		t.Fatalf("job image: %v", rootfsErr)
@@ -69,38 +69,13 @@ func needTools(t *testing.T, tools ...string) {
 	}
 }
 
-// checkout copies a testdata project to a fresh host folder below /tmp
-// (one of bind_roots), optionally breaks one of its tests, and gives it to
-// uid:gid.
+// checkout copies a project to a fresh host folder below /tmp (one of
+// bind_roots), optionally breaks one of its tests, and gives it to uid.
 func checkout(t *testing.T, src string, uid int, edit *[3]string) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "checkout")
-	if out, err := exec.Command("cp", "-a", filepath.Join("testdata", src), dst).CombinedOutput(); err != nil {
-		t.Fatalf("copy %s: %v: %s", src, err, out)
-	}
-	// Unformatted Go sources are stored under another name, or the
-	// project's own gofmt check would refuse them.
-	unformatted, _ := filepath.Glob(filepath.Join(dst, "*", "*.go.unformatted"))
-	for _, p := range unformatted {
-		if err := os.Rename(p, strings.TrimSuffix(p, ".unformatted")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if edit != nil {
-		p := filepath.Join(dst, edit[0])
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(data), edit[1]) {
-			t.Fatalf("%s does not contain %q", edit[0], edit[1])
-		}
-		if err := os.WriteFile(p, []byte(strings.Replace(string(data), edit[1], edit[2], 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err := exec.Command("chown", "-R", fmt.Sprintf("%d:%d", uid, uid), dst).CombinedOutput(); err != nil {
-		t.Fatalf("chown: %v: %s", err, out)
+	if err := jobimage.Checkout(src, dst, uid, edit); err != nil {
+		t.Fatal(err)
 	}
 	return dst
 }
