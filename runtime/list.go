@@ -49,11 +49,14 @@ func List(g *Globals, v Values, out io.Writer) error {
 		all = append(all, states...)
 	}
 	// Backends were given bulkhead's own bundle; engines know the caller's.
-	if reg, err := OpenRegistry(g.Root); err == nil {
-		for i := range all {
-			if rec, err := reg.Get(all[i].ID); err == nil {
-				all[i].Bundle = rec.Bundle
-			}
+	// The registry is only read: list creates nothing.
+	reg := &Registry{dir: stateRoot(g.Root)}
+	for i := range all {
+		if CheckID(all[i].ID) != nil {
+			continue
+		}
+		if rec, err := reg.Get(all[i].ID); err == nil {
+			all[i].Bundle = rec.Bundle
 		}
 	}
 	switch {

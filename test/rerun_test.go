@@ -43,6 +43,14 @@ func TestRunSameBundleTwice(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &st); err != nil || st.Bundle != b {
 				t.Errorf("state names bundle %q (err %v), want the caller's %q:\n%s", st.Bundle, err, b, out)
 			}
+			var listed []struct {
+				ID     string `json:"id"`
+				Bundle string `json:"bundle"`
+			}
+			out = must(t, append(g, "list", "--format", "json")...)
+			if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 1 || listed[0].Bundle != b {
+				t.Errorf("list: %s (err %v), want %s with the caller's bundle %q", out, err, id, b)
+			}
 			if now, _ := os.ReadFile(filepath.Join(b, "config.json")); !bytes.Equal(now, orig) {
 				t.Errorf("config.json changed by create:\n%s", now)
 			}
