@@ -106,3 +106,24 @@ done`
 		}
 	}
 }
+
+// TestJobPlacesAreSized: the home and the scratch of the tests profile
+// end at their sizes with ENOSPC, on runc and in gVisor, and the job
+// keeps running: a job that fills them meets its own error.
+func TestJobPlacesAreSized(t *testing.T) {
+	script := `for d in /home/sandbox /scratch; do
+  if dd if=/dev/zero of=$d/fill bs=1M count=300 2>/tmp/err; then echo "$d unbounded"; else grep -o "No space left on device" /tmp/err | head -1; fi
+  rm -f $d/fill
+done`
+	for _, backend := range []string{"runc", "runsc"} {
+		t.Run(backend, func(t *testing.T) {
+			b := newBox(t, backend)
+			ws := checkout(t, "go", 65534, nil)
+			o := b.run(t, b.jobBundle(t, "tests", ws, ".", []string{"sh", "-c", script}, nil), jobID("sized"))
+			want := "No space left on device\nNo space left on device\n"
+			if o.code != 0 || o.output != want {
+				t.Fatalf("filling home and scratch (256m each) with 300m: %v\nwant:\n%s", o, want)
+			}
+		})
+	}
+}
