@@ -45,6 +45,9 @@ type CheckReport struct {
 	// Diff is a unified diff of config.json as given (re-indented) and as
 	// bulkhead would write it; empty in audit mode.
 	Diff string `json:"diff"`
+	// Allowances is what a job may do under the profile and the error
+	// it meets past that.
+	Allowances []Allowance `json:"allowances"`
 }
 
 // CheckTarget resolves the argument of `bulkhead check`: a bundle
@@ -96,7 +99,8 @@ func DryRun(g *Globals, specPath, bundle string) (*CheckReport, error) {
 		return nil, err
 	}
 	r := &CheckReport{Notice: CheckNotice, Config: configName(g), Spec: specPath, Bundle: bundle,
-		Profile: sel.Profile.Name, Backend: sel.Backend.Name, Mode: sel.Profile.Mode}
+		Profile: sel.Profile.Name, Backend: sel.Backend.Name, Mode: sel.Profile.Mode,
+		Allowances: Allowances(&sel.Profile, sel.Backend.IsGVisor())}
 
 	// A registry that is only read: joining a pod sandbox's namespace is
 	// judged as create would, and nothing is created.
@@ -192,6 +196,12 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 	for _, s := range r.Invariants {
 		fmt.Fprintf(&b, "  invariant not held: %s\n", s)
 	}
+	fmt.Fprintf(&b, "\nwhat a job may do under profile %s, and what fails past it:\n", r.Profile)
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, a := range r.Allowances {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.What, a.May, a.Fails)
+	}
+	tw.Flush()
 	switch {
 	case r.Mode == specs.Audit:
 		b.WriteString("\naudit mode: the spec would reach the backend unchanged; no diff.\n")

@@ -47,7 +47,6 @@ type creation struct {
 	original   []byte // the caller's config.json, byte for byte
 	handed     *rspec.Spec
 	handedJSON []byte
-	rewritten  bool // config.json was replaced
 	created    bool // the backend has a container of this id
 	audit      AuditEntry
 	ws         []workspace // overlay workspaces (runtime/workspace.go)
@@ -171,13 +170,11 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		return nil, c.fail(c.undo(err))
 	}
 	if sel.Profile.Mode == specs.Enforce {
-		// The caller's bundle gets the rewritten spec too, as engines read
-		// it back (and a later create from it starts from the policy's
-		// values); the backend reads only bulkhead's own.
-		if err := specs.WriteAtomic(filepath.Join(bundle, "config.json"), c.handedJSON, 0o644); err != nil {
-			return nil, c.fail(c.undo(err))
-		}
-		c.rewritten = true
+		// The caller's config.json is never written: a bundle is run again
+		// (runc users do, and engines retry), and a rewritten one would
+		// carry this run's workspace paths and the policy's values into
+		// the next run as if the caller had asked for them. The backend
+		// reads only bulkhead's own bundle.
 		if c.handOverBundle, err = c.writePrivateBundle(); err != nil {
 			return nil, c.fail(c.undo(err))
 		}
@@ -247,11 +244,6 @@ func (c *creation) undo(cause error) error {
 		_ = quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
 		if err := removeCgroup(c.rec.CgroupsPath); err != nil {
 			errs = append(errs, err)
-		}
-	}
-	if c.rewritten {
-		if err := specs.WriteAtomic(filepath.Join(c.bundle, "config.json"), c.original, 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restore config.json: %w", err))
 		}
 	}
 	if c.ownPid {
