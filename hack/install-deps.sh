@@ -5,6 +5,12 @@ set -euo pipefail
 
 # docker.io brings dockerd, containerd and tini for the engine tests (test/engine).
 want=(runc runsc busybox-static libseccomp-dev gcc libc6-dev pkg-config jq iproute2 util-linux containernetworking-plugins docker.io "$@")
+# The toolchains of the job tests (test/jobs): pytest and black for Python,
+# cargo (with rustc) for Rust. Go is the one building bulkhead. npm comes
+# with Debian's nodejs package, or is already there with another nodejs
+# (NodeSource's bundles it and conflicts with Debian's npm).
+want+=(python3-pytest black cargo)
+command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -49,6 +49,9 @@ type CheckReport struct {
 	// Diff is a unified diff of config.json as given (re-indented) and as
 	// bulkhead would write it; empty in audit mode.
 	Diff string `json:"diff"`
+	// Allowances is what a job may do under the profile and the error
+	// it meets past that.
+	Allowances []Allowance `json:"allowances"`
 }
 
 // CheckTarget resolves the argument of `bulkhead check`: a bundle
@@ -114,7 +117,8 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 	}
 	sel := plan.Selection
 	r := &CheckReport{Notice: CheckNotice, Config: configName(g), Spec: specPath, Bundle: bundle,
-		Profile: sel.Profile.Name, Backend: sel.Backend.Name, Mode: sel.Profile.Mode, Decisions: plan.Decisions}
+		Profile: sel.Profile.Name, Backend: sel.Backend.Name, Mode: sel.Profile.Mode, Decisions: plan.Decisions,
+		Allowances: Allowances(&sel.Profile, sel.Backend.IsGVisor())}
 	r.Argv, _ = plan.BackendArgv("create", noValues{})
 	if plan.RuleErr != nil {
 		for _, d := range plan.Decisions {
@@ -189,6 +193,12 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 	for _, s := range r.Invariants {
 		fmt.Fprintf(&b, "  invariant not held: %s\n", s)
 	}
+	fmt.Fprintf(&b, "\nwhat a job may do under profile %s, and what fails past it:\n", r.Profile)
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, a := range r.Allowances {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", a.What, a.May, a.Fails)
+	}
+	tw.Flush()
 	switch {
 	case r.Mode == specs.Audit:
 		b.WriteString("\naudit mode: the spec would reach the backend unchanged; no diff.\n")

@@ -50,13 +50,12 @@ type creation struct {
 	pidFile string
 	ownPid  bool // bulkhead chose the pid file and removes it on failure
 
-	original  []byte // the caller's config.json, byte for byte
-	handed    *rspec.Spec
-	rewritten bool // config.json was replaced
-	created   bool // the backend has a container of this id
-	audit     audit.Entry
-	ws        []workspace.Workspace // overlay workspaces (runtime/workspace)
-	plan      *Plan
+	original []byte // the caller's config.json, byte for byte
+	handed   *rspec.Spec
+	created  bool // the backend has a container of this id
+	audit    audit.Entry
+	ws       []workspace.Workspace // overlay workspaces (runtime/workspace)
+	plan     *Plan
 
 	// ctx is what the rules knew; the pins are judged with it again.
 	ctx *specs.Context
@@ -140,13 +139,11 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		return nil, c.fail(c.undo(err))
 	}
 	if sel.Profile.Mode == specs.Enforce {
-		// The caller's bundle gets the rewritten spec too, as engines read
-		// it back (and a later create from it starts from the policy's
-		// values); the backend reads only bulkhead's own.
-		if err := specs.WriteAtomic(filepath.Join(bundle, "config.json"), plan.RewrittenJSON, 0o644); err != nil {
-			return nil, c.fail(c.undo(err))
-		}
-		c.rewritten = true
+		// The caller's config.json is never written: a bundle is run again
+		// (runc users do, and engines retry), and a rewritten one would
+		// carry this run's workspace paths and the policy's values into
+		// the next run as if the caller had asked for them. The backend
+		// reads only bulkhead's own bundle.
 		if err := c.writePrivateBundle(); err != nil {
 			return nil, c.fail(c.undo(err))
 		}
@@ -213,11 +210,6 @@ func (c *creation) undo(cause error) error {
 		_ = backend.Quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
 		if err := cgroups.Remove(c.rec.CgroupsPath); err != nil {
 			errs = append(errs, err)
-		}
-	}
-	if c.rewritten {
-		if err := specs.WriteAtomic(filepath.Join(c.bundle, "config.json"), c.original, 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restore config.json: %w", err))
 		}
 	}
 	if c.ownPid {

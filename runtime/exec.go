@@ -35,7 +35,8 @@ func Exec(g *Globals, v Values, args []string) error {
 		return err
 	}
 	cfg, b, rec, profile := c.cfg, c.backend, c.rec, c.profile
-	proc, err := execProcess(v, args[1:], rec.Bundle)
+	// An exec without --process starts from the process as handed over.
+	proc, err := execProcess(v, args[1:], c.handedBundle())
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,17 @@ func List(g *Globals, v Values, out io.Writer) error {
 		}
 		all = append(all, states...)
 	}
+	// Backends were given bulkhead's own bundle; engines know the caller's.
+	// The registry is only read: list creates nothing.
+	reg := state.View(g.Root)
+	for i := range all {
+		if state.CheckID(all[i].ID) != nil {
+			continue
+		}
+		if rec, err := reg.Get(all[i].ID); err == nil {
+			all[i].Bundle = rec.Bundle
+		}
+	}
 	switch {
 	case v.Bool("quiet"):
 		for _, s := range all {

@@ -15,8 +15,8 @@ import (
 )
 
 // The bundle is the caller's: between the rules' check and the backend's
-// create, the caller can rename another config.json over the rewritten
-// one, or point a symlink the rules followed somewhere else, and the
+// create, the caller can rename another config.json over the one the
+// rules judged, or point a symlink the rules followed somewhere else, and the
 // backend, which reads and resolves everything again, would run what was
 // never judged. So in enforce mode bulkhead hands the backend a bundle of
 // its own in the root-only state directory, whose config.json names only
@@ -24,7 +24,7 @@ import (
 // source are opened once, judged again by what the opened file really is,
 // and bind-mounted from that descriptor onto a private pin. Pins are
 // unmounted with everything else under the state directory on delete and
-// on any failed create.
+// on any failed create. The caller's config.json itself is never written.
 const (
 	pinsDir          = "pins"
 	privateBundleDir = "bundle"

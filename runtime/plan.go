@@ -53,8 +53,8 @@ type Plan struct {
 	// Handed is the spec the backend gets: the rewritten one in enforce
 	// mode, with host paths pinned, the caller's in audit mode.
 	// HandedJSON is it as written into the bundle the backend reads.
-	// RewrittenJSON is the rewritten spec before the pins, which the
-	// caller's config.json gets in enforce mode.
+	// RewrittenJSON is the rewritten spec before the pins, whose digest
+	// the audit log records.
 	Handed        *rspec.Spec
 	HandedJSON    []byte
 	RewrittenJSON []byte

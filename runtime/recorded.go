@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -15,6 +16,7 @@ type recorded struct {
 	backend *backend.Backend
 	rec     *state.Record
 	profile specs.Profile
+	reg     *state.Registry
 }
 
 // lookupRecorded finds a container's record, profile and backend. The
@@ -39,5 +41,15 @@ func lookupRecorded(g *Globals, verb, id string) (*recorded, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s %s: profile %q of the container is no longer configured", verb, id, rec.Profile)
 	}
-	return &recorded{cfg: cfg, backend: b, rec: rec, profile: profile}, nil
+	return &recorded{cfg: cfg, backend: b, rec: rec, profile: profile, reg: reg}, nil
+}
+
+// handedBundle is the bundle the backend was given: bulkhead's own in
+// enforce mode (the caller's config.json is never rewritten, so only this
+// one holds the spec as handed over), the caller's in audit mode.
+func (r *recorded) handedBundle() string {
+	if r.rec.Mode == specs.Enforce {
+		return filepath.Join(r.reg.Dir(r.rec.ID), privateBundleDir)
+	}
+	return r.rec.Bundle
 }

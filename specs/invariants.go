@@ -276,8 +276,11 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 		if slices.Contains(m.Options, "rbind") {
 			bad("mounts[%s]: recursive bind", m.Destination)
 		}
-		if m.Type == "tmpfs" && (!slices.Contains(m.Options, "noexec") || !slices.Contains(m.Options, "nosuid") ||
-			slices.Contains(m.Options, "exec") || slices.Contains(m.Options, "suid")) {
+		// The build scratch of a job profile is the one tmpfs whose files
+		// may be executed; it is nosuid like every other.
+		scratch := cleanAbs(m.Destination) == ScratchDir && scratchGranted(p)
+		if m.Type == "tmpfs" && (!slices.Contains(m.Options, "nosuid") || slices.Contains(m.Options, "suid") ||
+			(!scratch && (!slices.Contains(m.Options, "noexec") || slices.Contains(m.Options, "exec")))) {
 			bad("mounts[%s]: tmpfs without noexec,nosuid", m.Destination)
 		}
 		if len(m.UIDMappings)+len(m.GIDMappings) > 0 {
@@ -355,4 +358,9 @@ func idInRanges(id, own uint32, ranges []string) bool {
 		}
 	}
 	return false
+}
+
+func scratchGranted(p *Profile) bool {
+	n, err := p.ScratchBytes()
+	return err == nil && n > 0
 }

@@ -44,11 +44,18 @@ type Profile struct {
 	TmpSize        string `toml:"tmp_size" json:"tmp_size"`
 	// TmpfsTotal bounds the sizes of all tmpfs mounts together (/tmp,
 	// /dev, /dev/shm, /run, ...): their pages are memory.
-	TmpfsTotal string  `toml:"tmpfs_total" json:"tmpfs_total"`
-	Network    string  `toml:"network" json:"network"`
-	PidsLimit  int64   `toml:"pids_limit" json:"pids_limit"`
-	Memory     string  `toml:"memory" json:"memory"`
-	CPUs       float64 `toml:"cpus" json:"cpus"`
+	TmpfsTotal string `toml:"tmpfs_total" json:"tmpfs_total"`
+	// HomeSize is the size of the sandbox user's home tmpfs at HomeDir
+	// (with its caches); "0" gives no home (rule home).
+	HomeSize string `toml:"home_size" json:"home_size"`
+	// ScratchSize is the size of the build scratch tmpfs at ScratchDir,
+	// the one place where what the job builds may be executed; "0" gives
+	// none (rule scratch).
+	ScratchSize string  `toml:"scratch_size" json:"scratch_size"`
+	Network     string  `toml:"network" json:"network"`
+	PidsLimit   int64   `toml:"pids_limit" json:"pids_limit"`
+	Memory      string  `toml:"memory" json:"memory"`
+	CPUs        float64 `toml:"cpus" json:"cpus"`
 	// Seccomp is empty for the built-in default profile, or the path of a
 	// profile in the moby JSON format.
 	Seccomp       string `toml:"seccomp" json:"seccomp,omitempty"`
@@ -95,6 +102,8 @@ func DefaultProfile() Profile {
 		ReadonlyRootfs: true,
 		TmpSize:        "16m",
 		TmpfsTotal:     "256m",
+		HomeSize:       "0",
+		ScratchSize:    "0",
 		Network:        NetworkNone,
 		PidsLimit:      64,
 		Memory:         "256m",
@@ -122,6 +131,16 @@ func (p *Profile) MemoryBytes() (int64, error) {
 // TmpBytes is the size of the /tmp tmpfs in bytes.
 func (p *Profile) TmpBytes() (int64, error) {
 	return parseSize("tmp_size", p.TmpSize)
+}
+
+// HomeBytes is the size of the home tmpfs, 0 for no home.
+func (p *Profile) HomeBytes() (int64, error) {
+	return parseSize("home_size", p.HomeSize)
+}
+
+// ScratchBytes is the size of the build scratch tmpfs, 0 for none.
+func (p *Profile) ScratchBytes() (int64, error) {
+	return parseSize("scratch_size", p.ScratchSize)
 }
 
 // TmpfsTotalBytes is the ceiling of all tmpfs sizes together, 0 for none.
@@ -175,7 +194,7 @@ func (p *Profile) Validate() error {
 	if _, err := p.TmpBytes(); err != nil {
 		return fmt.Errorf("profile %s: %w", p.Name, err)
 	}
-	if _, err := p.TmpfsTotalBytes(); err != nil {
+	if err := p.validateTmpfsSizes(); err != nil {
 		return fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	if _, err := p.Lifetime(); err != nil {
@@ -197,6 +216,30 @@ func (p *Profile) Validate() error {
 	case "", "overlay", "readonly", "direct":
 	default:
 		return fmt.Errorf("profile %s: workspace_mode %q: want overlay, readonly or direct", p.Name, p.WorkspaceMode)
+	}
+	return nil
+}
+
+// validateTmpfsSizes checks that the tmpfs mounts the profile itself adds
+// fit in tmpfs_total: /tmp, the home, the build scratch and the /dev tmpfs
+// runc lays the device nodes out in. All of them are memory, charged to
+// the container's own memory cgroup.
+func (p *Profile) validateTmpfsSizes() error {
+	total, err := p.TmpfsTotalBytes()
+	if err != nil {
+		return err
+	}
+	sum := int64(DevTmpfsBytes)
+	for _, size := range []func() (int64, error){p.TmpBytes, p.HomeBytes, p.ScratchBytes} {
+		n, err := size()
+		if err != nil {
+			return err
+		}
+		sum += n
+	}
+	if total > 0 && sum > total {
+		return fmt.Errorf("tmp_size %s + home_size %s + scratch_size %s + /dev 64m exceed tmpfs_total %s",
+			p.TmpSize, p.HomeSize, p.ScratchSize, p.TmpfsTotal)
 	}
 	return nil
 }

@@ -64,6 +64,8 @@ var Rules = []Rule{
 	{"user", ruleUser},
 	{"readonly_rootfs", ruleReadonlyRootfs},
 	{"tmp", ruleTmp},
+	{"home", ruleHome},
+	{"scratch", ruleScratch},
 	{"mounts", ruleMounts},
 	{"host_mounts", ruleHostMounts},
 	{"workspace", ruleWorkspace},

@@ -112,8 +112,7 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 			if dst == "/dev" {
 				dev = true
 			}
-			if dst == "/tmp" { // the tmp rule's, already sized
-				n, _ := c.Profile.TmpBytes()
+			if n, ok := profileTmpfs(c.Profile, dst); ok { // the tmp, home or scratch rule's, already sized
 				total += n
 				continue
 			}
@@ -128,7 +127,7 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 	}
 	if !dev {
 		s.Mounts = append([]rspec.Mount{defaultDevTmpfs}, s.Mounts...)
-		total += 64 << 20
+		total += DevTmpfsBytes
 		ds = append(ds, Decision{Rule: "mounts", Field: "mounts[/dev]", Action: Added, Before: "the image's /dev",
 			After: "tmpfs " + fmtList(defaultDevTmpfs.Options), Layer: LayerTmpfs,
 			Why: "the image's own /dev could hold any device node; runc lays out the allowed ones in a fresh tmpfs"})
@@ -139,6 +138,28 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 			Why: fmt.Sprintf("the tmpfs mounts add up to more than the profile's tmpfs_total (%s); make them smaller", c.Profile.TmpfsTotal)})
 	}
 	return ds
+}
+
+// DevTmpfsBytes is the size of the /dev tmpfs bulkhead adds.
+const DevTmpfsBytes = 64 << 20
+
+// profileTmpfs returns the size of a tmpfs the profile's own rules placed
+// at dst (/tmp, the home, the build scratch), which they sized and flagged.
+func profileTmpfs(p *Profile, dst string) (int64, bool) {
+	switch dst {
+	case "/tmp":
+		n, _ := p.TmpBytes()
+		return n, true
+	case HomeDir:
+		if n, _ := p.HomeBytes(); n > 0 {
+			return n, true
+		}
+	case ScratchDir:
+		if n, _ := p.ScratchBytes(); n > 0 {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 func refuseMount(field, before, why string) Decision {

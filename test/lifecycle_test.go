@@ -203,9 +203,8 @@ func TestPreserveFds(t *testing.T) {
 	}
 }
 
-// TestSameBundleTwice: bulkhead leaves its rewritten config.json in the
-// bundle; a second container from the same bundle must still get a cgroup
-// of its own, not the first one's.
+// TestSameBundleTwice: two containers from the same bundle at once each
+// get a cgroup of their own.
 func TestSameBundleTwice(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)

@@ -83,6 +83,8 @@ func dispatch(g *runtime.Globals, verb string, c *cli.Context) error {
 		return runtime.Start(g, c, id)
 	case "update":
 		return runtime.Update(g, c, id)
+	case "state":
+		return runtime.State(g, c, args, os.Stdout)
 	case "list":
 		return runtime.List(g, c, os.Stdout)
 	case "features":

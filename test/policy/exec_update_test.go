@@ -94,13 +94,15 @@ func checkExecStatus(t *testing.T, what, out string) {
 // or as flags; a stricter value is applied. Read back from the kernel.
 func TestUpdateIsClamped(t *testing.T) {
 	needRunc(t)
-	root, id, dir := running(t, nil)
-	s, err := bundle.Read(dir)
+	root, id, _ := running(t, nil)
+	// The spec as handed over is in bulkhead's own bundle; the caller's
+	// config.json stays as given.
+	s, err := bundle.Read(filepath.Join(root, "bulkhead", id, "bundle"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Linux == nil || s.Linux.CgroupsPath == "" {
-		t.Fatal("the rewritten config.json names no cgroupsPath")
+		t.Fatal("the handed-over config.json names no cgroupsPath")
 	}
 	g, err := cgroups.Load(s.Linux.CgroupsPath)
 	if err != nil {

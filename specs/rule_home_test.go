@@ -1,0 +1,91 @@
+package specs
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// mountsAt returns the mounts whose destination is dst.
+func mountsAt(s *rspec.Spec, dst string) []rspec.Mount {
+	var out []rspec.Mount
+	for _, m := range s.Mounts {
+		if cleanAbs(m.Destination) == dst {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func envOf(s *rspec.Spec, name string) []string {
+	var out []string
+	for _, kv := range s.Process.Env {
+		if len(kv) > len(name) && kv[:len(name)+1] == name+"=" {
+			out = append(out, kv[len(name)+1:])
+		}
+	}
+	return out
+}
+
+func TestRuleHome(t *testing.T) {
+	withHome := func(c *Context) { c.Profile.HomeSize = "64m" }
+	wantHome := func(action Action) func(t *testing.T, s *rspec.Spec, ds []Decision) {
+		return func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			t.Helper()
+			wantDecision(t, ds, "mounts["+HomeDir+"]", action)
+			ms := mountsAt(s, HomeDir)
+			if len(ms) != 1 {
+				t.Fatalf("%d mounts at %s", len(ms), HomeDir)
+			}
+			uid, gid := s.Process.User.UID, s.Process.User.GID
+			want := []string{"rw", "noexec", "nosuid", "nodev", "size=64m", "mode=0700",
+				fmt.Sprintf("uid=%d", uid), fmt.Sprintf("gid=%d", gid)}
+			if m := ms[0]; m.Type != "tmpfs" || !slices.Equal(m.Options, want) {
+				t.Fatalf("%s = %s %v, want tmpfs %v", HomeDir, m.Type, m.Options, want)
+			}
+		}
+	}
+	runRule(t, ruleHome, []ruleCase{
+		{name: "default profile: no home", want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			if len(ds) != 0 || len(mountsAt(s, HomeDir)) != 0 {
+				t.Fatalf("home without home_size: %v", ds)
+			}
+		}},
+		{name: "home added with its variables", ctx: withHome, spec: func(s *rspec.Spec) {
+			s.Process.Env = []string{"PATH=/bin"}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			wantHome(Added)(t, s, ds)
+			for _, v := range homeEnv {
+				wantDecision(t, ds, "process.env["+v[0]+"]", Added)
+				if got := envOf(s, v[0]); !slices.Equal(got, []string{v[1]}) {
+					t.Errorf("%s = %v, want [%s]", v[0], got, v[1])
+				}
+			}
+		}},
+		{name: "caller's HOME and GOCACHE kept", ctx: withHome, spec: func(s *rspec.Spec) {
+			s.Process.Env = []string{"HOME=/root", "GOCACHE=/work/cache"}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			wantHome(Added)(t, s, ds)
+			if got := envOf(s, "HOME"); !slices.Equal(got, []string{"/root"}) {
+				t.Errorf("HOME = %v, want the caller's /root", got)
+			}
+			if got := envOf(s, "GOCACHE"); !slices.Equal(got, []string{"/work/cache"}) {
+				t.Errorf("GOCACHE = %v, want the caller's", got)
+			}
+			for _, d := range ds {
+				if d.Field == "process.env[HOME]" || d.Field == "process.env[GOCACHE]" {
+					t.Errorf("a caller's variable was decided on: %+v", d)
+				}
+			}
+		}},
+		{name: "caller bind at the home replaced", ctx: withHome, spec: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: HomeDir + "/", Type: "bind", Source: "/root", Options: []string{"rbind", "rw"}})
+		}, want: wantHome(Tightened)},
+		{name: "malformed home_size refused", ctx: func(c *Context) { c.Profile.HomeSize = "lots" },
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				wantDecision(t, ds, "mounts["+HomeDir+"]", Refused)
+			}},
+	})
+}

@@ -1,0 +1,4 @@
+def greet( name ):
+    return 'hello '+name
+VALUES = [1,2,
+  3]

@@ -1,0 +1,129 @@
+package jobs
+
+import (
+	"bulkhead.dev/bulkhead/test/jobimage"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hostEnv is the environment of a job run directly on the host: the same
+// PATH, and a home of its own for the caches.
+func hostEnv(t *testing.T) []string {
+	return []string{jobPath, "HOME=" + t.TempDir()}
+}
+
+// TestJobsPassInsideTheBoundary: under the tests profile, on runc and on
+// runsc, each job passes as it does on the host; with one test broken it
+// fails with the host's exit status and the tool's own failure report,
+// never with a boundary's error.
+func TestJobsPassInsideTheBoundary(t *testing.T) {
+	for _, backend := range []string{"runc", "runsc"} {
+		for _, j := range jobimage.Jobs {
+			t.Run(backend+"/"+j.Name, func(t *testing.T) {
+				needTools(t, j.Tools...)
+				b := newBox(t, backend)
+
+				ws := checkout(t, j.Src, 65534, nil)
+				id := jobID(j.Name)
+				o := b.run(t, b.jobBundle(t, "tests", ws, j.Cwd, j.Args, nil), id)
+				if o.code != 0 || !strings.Contains(o.output, j.Pass) {
+					t.Fatalf("passing %s under the tests profile: %v", j.Name, o)
+				}
+				if p, bk := b.profileOf(t, id); p != "tests" || bk != backend {
+					t.Fatalf("ran under profile %s on %s, want tests on %s", p, bk, backend)
+				}
+				t.Logf("pass: %v in bulkhead", o.wall.Round(1e6))
+
+				host := checkout(t, j.Src, 0, &j.BreakTest)
+				want := command(t, filepath.Join(host, j.Cwd), hostEnv(t), jobimage.HostArgv(j.Args)...)
+				if want.code == 0 || !strings.Contains(want.output, j.Fail) {
+					t.Fatalf("the broken test does not fail on the host: %v", want)
+				}
+				ws = checkout(t, j.Src, 65534, &j.BreakTest)
+				got := b.run(t, b.jobBundle(t, "tests", ws, j.Cwd, j.Args, nil), jobID(j.Name+"-fail"))
+				if got.code != want.code || !strings.Contains(got.output, j.Fail) {
+					t.Fatalf("a failing test: exit %d with %q on the host, inside: %v", want.code, j.Fail, got)
+				}
+				for _, boundary := range []string{"read-only file system", "no space left", "permission denied", "Permission denied", "Killed"} {
+					if strings.Contains(got.output, boundary) {
+						t.Errorf("the failing run met the boundary (%q):\n%s", boundary, got.output)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestDefaultProfileStillRefuses: the default profile grants no home, no
+// scratch and its 256m: `go test` fails at its first write below the
+// image's HOME (EROFS), as it did before job profiles existed.
+func TestDefaultProfileStillRefuses(t *testing.T) {
+	j := jobimage.Jobs[0]
+	needTools(t, j.Tools...)
+	for _, backend := range []string{"runc", "runsc"} {
+		t.Run(backend, func(t *testing.T) {
+			b := newBox(t, backend)
+			ws := checkout(t, j.Src, 65534, nil)
+			id := jobID("default")
+			o := b.run(t, b.jobBundle(t, "", ws, j.Cwd, j.Args, []string{"HOME=/root"}), id)
+			if o.code == 0 || !strings.Contains(o.output, "read-only file system") {
+				t.Fatalf("go test under the default profile: want a read-only file system error, got %v", o)
+			}
+			if p, _ := b.profileOf(t, id); p != "default" {
+				t.Fatalf("ran under %s, want default", p)
+			}
+		})
+	}
+}
+
+// TestScratchIsTheOnlyExecutableTmpfs: a program copied to /tmp or to the
+// home cannot be executed (EACCES from noexec), one copied to the scratch
+// can; the default profile has no scratch at all.
+func TestScratchIsTheOnlyExecutableTmpfs(t *testing.T) {
+	script := `for d in /tmp /home/sandbox /scratch; do
+  if cp /usr/bin/true $d/prog 2>/dev/null; then
+    if $d/prog 2>/dev/null; then echo "$d exec"; else echo "$d noexec $?"; fi
+  else echo "$d nowrite"; fi
+done`
+	for _, backend := range []string{"runc", "runsc"} {
+		for _, tc := range []struct{ profile, want string }{
+			{"tests", "/tmp noexec 126\n/home/sandbox noexec 126\n/scratch exec\n"},
+			{"", "/tmp noexec 126\n/home/sandbox nowrite\n/scratch nowrite\n"},
+		} {
+			name := tc.profile
+			if name == "" {
+				name = "default"
+			}
+			t.Run(backend+"/"+name, func(t *testing.T) {
+				b := newBox(t, backend)
+				ws := checkout(t, "go", 65534, nil)
+				o := b.run(t, b.jobBundle(t, tc.profile, ws, ".", []string{"sh", "-c", script}, nil), jobID("scratch"))
+				if o.code != 0 || o.output != tc.want {
+					t.Fatalf("got %v\nwant:\n%s", o, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// TestJobPlacesAreSized: the home and the scratch of the tests profile
+// end at their sizes with ENOSPC, on runc and in gVisor, and the job
+// keeps running: a job that fills them meets its own error.
+func TestJobPlacesAreSized(t *testing.T) {
+	script := `for d in /home/sandbox /scratch; do
+  if dd if=/dev/zero of=$d/fill bs=1M count=300 2>/tmp/err; then echo "$d unbounded"; else grep -o "No space left on device" /tmp/err | head -1; fi
+  rm -f $d/fill
+done`
+	for _, backend := range []string{"runc", "runsc"} {
+		t.Run(backend, func(t *testing.T) {
+			b := newBox(t, backend)
+			ws := checkout(t, "go", 65534, nil)
+			o := b.run(t, b.jobBundle(t, "tests", ws, ".", []string{"sh", "-c", script}, nil), jobID("sized"))
+			want := "No space left on device\nNo space left on device\n"
+			if o.code != 0 || o.output != want {
+				t.Fatalf("filling home and scratch (256m each) with 300m: %v\nwant:\n%s", o, want)
+			}
+		})
+	}
+}
