@@ -112,11 +112,20 @@ func (l *layer) names(rel string, b *budget) ([]string, error) {
 	}
 	defer d.Close()
 	var names []string
+	var size int64
 	for {
 		batch, err := d.Readdirnames(1024)
 		names = append(names, batch...)
 		if b != nil && b.files+len(names) > b.lim.Files {
 			return nil, fmt.Errorf("%s: more than %d entries (changes_max_files); bulkhead reads no further", escapeText(rel), b.lim.Files)
+		}
+		for _, n := range batch {
+			size += int64(escapedLen(n))
+		}
+		if b != nil {
+			if err := b.nameRoom(size); err != nil {
+				return nil, fmt.Errorf("%s: %w", escapeText(rel), err)
+			}
 		}
 		if err == io.EOF || len(batch) == 0 {
 			break

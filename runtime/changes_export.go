@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"archive/tar"
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -102,25 +103,77 @@ func scanSets(sets []layerSet, b *budget) ([]workspaceChanges, []string, error) 
 }
 
 // writeReport writes the json report with every sandbox-chosen name
-// escaped (see escapeText).
+// escaped (see escapeText). It is the indented encoding of a
+// ChangeReport, written a change at a time: the report of a layer holding
+// budget-many long names is never held whole.
 func writeReport(w io.Writer, wcs []workspaceChanges, rejected []string) error {
-	rep := ChangeReport{Workspaces: []workspaceChanges{}, Rejected: rejected}
-	for _, wc := range wcs {
-		out := workspaceChanges{layerSet: wc.layerSet, Changes: make([]Change, len(wc.Changes))}
-		for i, c := range wc.Changes {
+	bw := bufio.NewWriterSize(w, copyBuf)
+	write := func(prefix string, v any) error {
+		data, err := json.MarshalIndent(v, prefix, "  ")
+		if err != nil {
+			return err
+		}
+		_, err = bw.Write(data)
+		return err
+	}
+	bw.WriteString("{\n  \"workspaces\": [")
+	for i, wc := range wcs {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    {\n      \"destination\": ")
+		if err := write("      ", wc.Destination); err != nil {
+			return err
+		}
+		bw.WriteString(",\n      \"source\": ")
+		if err := write("      ", wc.Source); err != nil {
+			return err
+		}
+		bw.WriteString(",\n      \"changes\": ")
+		if wc.Changes == nil {
+			bw.WriteString("null\n    }")
+			continue
+		}
+		bw.WriteString("[")
+		for j, c := range wc.Changes {
+			if j > 0 {
+				bw.WriteString(",")
+			}
 			e := c
 			e.Path, e.Target, e.LinkTo = escapeText(c.Path), escapeText(c.Target), escapeText(c.LinkTo)
 			e.Escaped = e.Path != c.Path || e.Target != c.Target || e.LinkTo != c.LinkTo
 			if c.Rejected != "" {
 				e.Rejected = escapeText(c.Rejected)
 			}
-			out.Changes[i] = e
+			bw.WriteString("\n        ")
+			if err := write("        ", e); err != nil {
+				return err
+			}
 		}
-		rep.Workspaces = append(rep.Workspaces, out)
+		if len(wc.Changes) > 0 {
+			bw.WriteString("\n      ")
+		}
+		bw.WriteString("]\n    }")
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	if len(wcs) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]")
+	if len(rejected) > 0 {
+		bw.WriteString(",\n  \"rejected\": [")
+		for i, r := range rejected {
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n    ")
+			if err := write("    ", r); err != nil {
+				return err
+			}
+		}
+		bw.WriteString("\n  ]")
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]string, error) {
@@ -140,22 +193,18 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]s
 		if err != nil {
 			return nil, err
 		}
+		seen := make(map[string]bool, len(rejected))
+		for _, r := range rejected {
+			seen[r] = true
+		}
 		for _, sk := range skipped {
-			if !contains(rejected, sk) {
+			if !seen[sk] {
+				seen[sk] = true
 				rejected = append(rejected, sk)
 			}
 		}
 	}
 	return rejected, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeLayerTar writes the upper layer in the OCI layer format: a deleted
