@@ -244,6 +244,10 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 			}
 			hdr := &tar.Header{Name: s.Prefix + p, Mode: int64(st.Mode & 0o777), Uid: int(st.Uid), Gid: int(st.Gid),
 				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}
+			if isRepoMeta(n) {
+				reject(p, repoMetaReason)
+				continue
+			}
 			if isWhiteout(st) {
 				if strings.HasPrefix(n, whiteoutPrefix) {
 					reject(p, whiteoutNameReason)
