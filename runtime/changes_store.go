@@ -323,7 +323,10 @@ func (b *budgetWriter) Write(p []byte) (int, error) {
 }
 
 // diskUsage is the disk a tree of bulkhead's own takes (allocated blocks,
-// each inode once however many names it has).
+// each inode once however many names it has, and at least one block: an
+// empty file, a short symlink or a whiteout allocates none, but takes one
+// of the filesystem's inodes, which run out long before its bytes when a
+// job keeps 100,000 of them a container).
 func diskUsage(dir string) (int64, error) {
 	var n int64
 	seen := map[inode]bool{}
@@ -337,7 +340,7 @@ func diskUsage(dir string) (int64, error) {
 		}
 		if k := (inode{st.Dev, st.Ino}); !seen[k] {
 			seen[k] = true
-			n += st.Blocks * 512
+			n += max(st.Blocks*512, blockSize)
 		}
 		return nil
 	})
@@ -379,6 +382,15 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget) error {
 				return err
 			}
 			out := filepath.Join(dst, filepath.FromSlash(p))
+			// Every inode the copy makes costs a block of the budget,
+			// as diskUsage counts it; a hard link's later name makes none.
+			_, linked := links[inode{st.Dev, st.Ino}]
+			kind := st.Mode & unix.S_IFMT
+			if isWhiteout(st) || kind == unix.S_IFLNK || (kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && !linked) {
+				if err := disk.take(blockSize); err != nil {
+					return err
+				}
+			}
 			switch {
 			case isWhiteout(st):
 				if err := unix.Mknod(out, unix.S_IFCHR|0o600, 0); err != nil {
