@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -63,9 +64,10 @@ func exportChanges(w io.Writer, format string, sets []layerSet, lim changeLimits
 	b := newBudget(lim)
 	if format == "tar" {
 		tw := tar.NewWriter(w)
+		held := archiveNames{}
 		var rejected []string
 		for _, s := range sets {
-			r, err := writeLayerTar(tw, s, b)
+			r, err := writeLayerTar(tw, s, b, held)
 			if err != nil {
 				return nil, fmt.Errorf("workspace %s: %w", s.Destination, err)
 			}
@@ -213,7 +215,7 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]s
 // .wh.* is left out, with everything below it. A hard link's later names
 // are tar hard links to its first, so its content is written once. It
 // returns what it left out.
-func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
+func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]string, error) {
 	up, err := openLayer(s.Upper)
 	if err != nil {
 		return nil, err
@@ -229,7 +231,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 			return err
 		}
 		if rel != "" && up.opaque(rel) {
-			if err := tw.WriteHeader(&tar.Header{Name: s.Prefix + rel + "/" + whiteoutPrefix + whiteoutPrefix + ".opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}); err != nil {
+			hdr := &tar.Header{Name: s.Prefix + rel + "/" + whiteoutPrefix + whiteoutPrefix + ".opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}
+			if err := held.writeHeader(tw, hdr, func(why string) { reject(rel, why) }); err != nil {
 				return err
 			}
 		}
@@ -255,7 +258,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 				}
 				hdr.Name = s.Prefix + join(rel, whiteoutPrefix+n)
 				hdr.Typeflag, hdr.Mode = tar.TypeReg, 0o600
-				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
 				continue
@@ -268,7 +271,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 			case unix.S_IFDIR:
 				hdr.Name += "/"
 				hdr.Typeflag = tar.TypeDir
-				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
 				if hdr.Typeflag == 0 {
@@ -283,7 +286,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 					return err
 				}
 				hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, t
-				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
 			case unix.S_IFREG:
@@ -294,7 +297,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 				key := inode{st.Dev, st.Ino}
 				if first, ok := links[key]; ok && st.Nlink > 1 {
 					hdr.Typeflag, hdr.Linkname, hdr.Mode = tar.TypeLink, s.Prefix+first, 0
-					if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+					if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 						return err
 					}
 					continue
@@ -310,7 +313,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 				}
 				hdr.Typeflag, hdr.Size = tar.TypeReg, fst.Size
 				var werr error
-				if werr = writeHeader(tw, hdr, func(why string) { reject(p, why) }); werr == nil && hdr.Typeflag != 0 {
+				if werr = held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); werr == nil && hdr.Typeflag != 0 {
 					// The tar needs exactly Size bytes: a file that shrank
 					// meanwhile is padded with zeros.
 					cw := &countWriter{w: tw}
@@ -334,6 +337,36 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 		return nil
 	}
 	return rejected, walk("", 1)
+}
+
+// archiveNames are the names one tar holds, each marked whether it is a
+// directory. Several workspaces share an archive, and a symlink one of
+// them holds must never stand above an entry another adds: an extractor
+// that follows it (Python's tarfile, a plain Go loop) would write that
+// entry where the link points, on the host. So an entry below a name the
+// archive already holds as anything but a directory, or a name it already
+// holds, is left out.
+type archiveNames map[string]bool
+
+func (a archiveNames) writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(string)) error {
+	name := strings.TrimSuffix(hdr.Name, "/")
+	if isDir, ok := a[name]; ok && !(isDir && hdr.Typeflag == tar.TypeDir) {
+		reject("the archive already holds " + escapeText(name))
+		hdr.Typeflag = 0
+		return nil
+	}
+	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if isDir, ok := a[dir]; ok && !isDir {
+			reject("below " + escapeText(dir) + ", which the archive holds as a link or a file")
+			hdr.Typeflag = 0
+			return nil
+		}
+	}
+	if err := writeHeader(tw, hdr, reject); err != nil || hdr.Typeflag == 0 {
+		return err
+	}
+	a[name] = hdr.Typeflag == tar.TypeDir
+	return nil
 }
 
 // writeHeader writes hdr, or leaves the entry out (and says why, clearing

@@ -513,6 +513,11 @@ func readRetained(dir string) (*retained, error) {
 	r.Dir = dir
 	for i, s := range r.Workspaces {
 		s.Upper = filepath.Join(dir, strconv.Itoa(i), "upper")
+		// meta.json does not hold the prefix: it is liveSets' again, so
+		// the kept tar names each workspace's entries apart.
+		if len(r.Workspaces) > 1 {
+			s.Prefix = strings.Trim(s.Destination, "/") + "/"
+		}
 		r.layers = append(r.layers, s)
 	}
 	return &r, nil
@@ -545,9 +550,10 @@ func ExportChanges(g *Globals, id, format string, w io.Writer) ([]string, error)
 	if format == "tar" {
 		tw := tar.NewWriter(w)
 		b := newBudget(lim)
+		held := archiveNames{}
 		var rejected []string
 		for _, s := range r.layers {
-			rej, err := writeLayerTar(tw, s, b)
+			rej, err := writeLayerTar(tw, s, b, held)
 			if err != nil {
 				return nil, err
 			}
