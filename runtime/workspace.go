@@ -149,7 +149,7 @@ func mountOverlay(w *workspace, p *specs.Profile) error {
 		w.Shift.UIDFrom, w.Shift.GIDFrom = st.Uid, st.Gid
 		uid, gid = w.Shift.UIDTo, w.Shift.GIDTo
 		if !w.Shift.identity() {
-			if err := ownersAllowed(*w.Shift, p); err != nil {
+			if err := ownersAllowed(*w.Shift, st.Mode, p); err != nil {
 				return fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
 			}
 			if err := mountIDMappedLower(w.Source, w.lowerOf(), *w.Shift); err != nil {

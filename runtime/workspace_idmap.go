@@ -50,7 +50,17 @@ func (s idShift) identity() bool { return s.UIDFrom == s.UIDTo && s.GIDFrom == s
 // anywhere below bind_roots, so a root-owned tree (/opt, /srv, a volume)
 // would otherwise be read as root, 0600 files and 0700 directories
 // included.
-func ownersAllowed(s idShift, p *specs.Profile) error {
+//
+// A source directory its owner keeps from others (a 0700 ~/.mozilla, a
+// 0711 /opt/containerd) is refused as well, whoever owns it: a read-only
+// bind of it shows the sandbox nothing, and the id map would open it
+// whole. What an open source holds privately (a 0600 .env) stays the
+// owner's to keep out.
+func ownersAllowed(s idShift, mode uint32, p *specs.Profile) error {
+	if mode&0o005 != 0o005 {
+		return fmt.Errorf("mode %04o: its owner keeps it from others (it is not readable and searchable by them), and the id map would open it to the sandbox; "+
+			"bind it read-only elsewhere, or make it readable and searchable by others (chmod o+rx)", mode&0o7777)
+	}
 	for _, o := range []struct {
 		kind     string
 		from, to uint32

@@ -79,3 +79,39 @@ func TestWorkspaceOwnerRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspacePrivateSourceRefused: a directory of an ordinary user that
+// the user keeps from others (a 0700 ~/.mozilla) shows the sandbox
+// nothing through a read-only bind; as a workspace the id map would open
+// it whole, so it is refused, and nothing is left behind.
+func TestWorkspacePrivateSourceRefused(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			src := rootOwnedTree(t, 1000, 1000)
+			if err := os.Chmod(src, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			cfg, _ := workspaceConfig(t, "")
+			id := uniqueID("wsprivate-" + backend)
+			g := []string{"--config", cfg, "--root", root, "--backend", backend}
+			r := bulkhead(t, "", append(g, "run", "--bundle", workspaceBundle(t, src, "cat /workspace/private/key"), id)...)
+			if r.code == 0 || strings.Contains(r.stdout, "root-only") {
+				t.Fatalf("a 0700 source of uid 1000 was handed over: exit %d, stdout %q", r.code, r.stdout)
+			}
+			t.Logf("refused: %s", r.stderr)
+			for _, want := range []string{"mode 0700", "keeps it from others", src} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("the refusal does not say %q", want)
+				}
+			}
+			if m := mountsUnder(t, root); len(m) > 0 {
+				t.Fatalf("mounts left after the refusal:\n%s", strings.Join(m, "\n"))
+			}
+			if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+				t.Fatalf("state directory left after the refusal (%v)", err)
+			}
+		})
+	}
+}
