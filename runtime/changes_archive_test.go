@@ -109,3 +109,39 @@ func TestArchiveNames(t *testing.T) {
 		}
 	}
 }
+
+// TestTarOwnersAndModes: the tar names no owner (a header of the
+// sandbox's uid, extracted as root, gave the checkout files of nobody's)
+// and no write for group or others (a 0777 directory the job made was
+// one anyone could plant files in).
+func TestTarOwnersAndModes(t *testing.T) {
+	h := newHostileWorkspace(t)
+	p := h.file("ww/s.sh", []byte("x\n"))
+	for _, q := range []string{p, filepath.Dir(p)} {
+		if err := os.Chmod(q, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(q, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(strings.NewReader(out))
+	n := 0
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			break
+		}
+		n++
+		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" || hdr.Mode&0o7022 != 0 {
+			t.Errorf("%s: owner %d:%d (%q:%q), mode %o", hdr.Name, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname, hdr.Mode)
+		}
+	}
+	if n != 2 {
+		t.Errorf("the tar holds %d entries, want ww/ and ww/s.sh", n)
+	}
+}

@@ -245,7 +245,13 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 			if err != nil {
 				return err
 			}
-			hdr := &tar.Header{Name: s.Prefix + p, Mode: int64(st.Mode & 0o777), Uid: int(st.Uid), Gid: int(st.Gid),
+			// Owners are no part of a change, and nobody but the
+			// reviewer may write what the job wrote: extracted as root,
+			// a header with the sandbox's uid (65534) or a 0777 mode
+			// would leave files and directories in the checkout that any
+			// process running as nobody, or any user, could change
+			// before the reviewer runs them.
+			hdr := &tar.Header{Name: s.Prefix + p, Mode: int64(st.Mode & tarModeMask),
 				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}
 			if isRepoMeta(n) {
 				reject(p, repoMetaReason)
@@ -338,6 +344,10 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 	}
 	return rejected, walk("", 1)
 }
+
+// tarModeMask is what the tar keeps of a mode: no write for group or
+// others, no setuid, setgid or sticky bit.
+const tarModeMask = 0o755
 
 // archiveNames are the names one tar holds, each marked whether it is a
 // directory. Several workspaces share an archive, and a symlink one of

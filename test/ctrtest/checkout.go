@@ -159,9 +159,11 @@ func PodCheckout(t *testing.T, c CRI) {
 					"mounts":   []map[string]any{{"container_path": "/workspace", "host_path": src}},
 					"linux":    map[string]any{},
 				})
-				r := c.Run("create", podID, spec, pod)
+				// CRI runs the runtime's create at start.
+				cid := c.Must(t, "create", podID, spec, pod)
+				t.Cleanup(func() { c.Run("rm", "--force", cid) })
+				r := c.Run("start", cid)
 				if r.err == nil {
-					c.Run("rm", "--force", strings.TrimSpace(r.stdout))
 					t.Fatalf("a root-owned checkout was handed over through CRI: %s", r)
 				}
 				if !strings.Contains(r.stderr, "workspace_owners") {
