@@ -23,6 +23,9 @@ type layerSet struct {
 	// patch applies in a checkout of the source), the destination's name
 	// when a container has several.
 	Prefix string `json:"-"`
+	// Shift is the workspace's id map: whom the sandbox saw as owner of
+	// each lower file, so the patch never shows content it could not read.
+	Shift *idShift `json:"-"`
 }
 
 // ChangeReport is the json form of export and diff.
@@ -189,7 +192,7 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]s
 			up.Close()
 			return nil, err
 		}
-		skipped, err := writePatch(w, wc.Changes, patchSource{up: up, low: low}, wc.Prefix)
+		skipped, err := writePatch(w, wc.Changes, patchSource{up: up, low: low, reader: wc.Shift}, wc.Prefix)
 		up.Close()
 		low.Close()
 		if err != nil {

@@ -72,7 +72,7 @@ func retention(cfg *Config) (time.Duration, error) {
 func liveSets(ws []workspace) []layerSet {
 	var sets []layerSet
 	for _, w := range ws {
-		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.upper(), Lower: w.Source}
+		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.upper(), Lower: w.Source, Shift: w.Shift}
 		if len(ws) > 1 {
 			s.Prefix = strings.Trim(w.Destination, "/") + "/"
 		}
