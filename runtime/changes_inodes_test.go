@@ -46,4 +46,12 @@ func TestKeepCountsInodes(t *testing.T) {
 	if r.Bytes < 6000*blockSize {
 		t.Errorf("6,000 kept inodes count %d bytes, want at least %d", r.Bytes, 6000*blockSize)
 	}
+	// What the entry says it takes is all it takes, meta.json included.
+	used, err := diskUsage(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used > r.Bytes {
+		t.Errorf("the entry takes %d bytes of disk but counts %d", used, r.Bytes)
+	}
 }

@@ -235,14 +235,23 @@ func saveChanges(cfg *Config, root string, rec *Record, ws []workspace, keep tim
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
 	}
-	if r.Bytes, err = diskUsage(tmp); err != nil {
+	copied, err := diskUsage(tmp)
+	if err != nil {
 		return nil, err
 	}
+	// meta.json counts too: it holds the left-out lines, as long as the
+	// changes.json beside it. Its size is known once Bytes is in it, and
+	// Bytes' digits barely change it: one block more covers them.
+	r.Bytes = copied
+	meta, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	r.Bytes = copied + (int64(len(meta))/blockSize+2)*blockSize
 	if r.Bytes > disk.limit {
 		return nil, fmt.Errorf("the copy takes %d bytes, more than the %d left to it (changes_max_bytes, changes_quota)", r.Bytes, disk.limit)
 	}
-	meta, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	if meta, err = json.MarshalIndent(r, "", "  "); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
