@@ -25,6 +25,9 @@ type workspace struct {
 	Destination string `json:"destination"`
 	Source      string `json:"source"` // the host directory, symlinks resolved
 	Dir         string `json:"dir"`    // <state>/ws/<n>
+	// Named is the source as the caller's spec resolved, for messages:
+	// Source becomes its pin (runtime/pins.go).
+	Named string `json:"named,omitempty"`
 	// Shift gives the source's owner's files to the sandbox user on the
 	// lower layer (runtime/workspace_idmap.go).
 	Shift *idShift `json:"shift,omitempty"`
@@ -71,7 +74,7 @@ func (c *creation) planWorkspaces() error {
 		if strings.ContainsAny(real, ",:\\\n") {
 			return fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
 		}
-		w := workspace{Destination: m.Destination, Source: real,
+		w := workspace{Destination: m.Destination, Source: real, Named: real,
 			Dir: filepath.Join(c.reg.Dir(c.audit.ID), "ws", strconv.Itoa(len(c.ws)))}
 		if u := c.handed.Process; u != nil {
 			w.Shift = &idShift{UIDTo: u.User.UID, GIDTo: u.User.GID}
@@ -120,7 +123,7 @@ func (c *creation) mountWorkspaces() error {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
 	for i := range c.ws {
-		if err := mountOverlay(&c.ws[i]); err != nil {
+		if err := mountOverlay(&c.ws[i], &c.sel.Profile); err != nil {
 			return err
 		}
 	}
@@ -131,7 +134,7 @@ func (c *creation) mountWorkspaces() error {
 	return specs.WriteAtomic(filepath.Join(c.reg.Dir(c.rec.ID), workspacesFile), data, 0o600)
 }
 
-func mountOverlay(w *workspace) error {
+func mountOverlay(w *workspace, p *specs.Profile) error {
 	for _, d := range []string{w.Dir, w.upper(), w.work(), w.merged()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
@@ -146,6 +149,9 @@ func mountOverlay(w *workspace) error {
 		w.Shift.UIDFrom, w.Shift.GIDFrom = st.Uid, st.Gid
 		uid, gid = w.Shift.UIDTo, w.Shift.GIDTo
 		if !w.Shift.identity() {
+			if err := ownersAllowed(*w.Shift, st.Mode, p); err != nil {
+				return fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
+			}
 			if err := mountIDMappedLower(w.Source, w.lowerOf(), *w.Shift); err != nil {
 				return fmt.Errorf("workspace %s (source owned by %d:%d, sandbox user %d:%d): %w",
 					w.Destination, st.Uid, st.Gid, uid, gid, err)
