@@ -276,12 +276,5 @@ func Restore(g *Globals, v Values, id string) error {
 // mountWorkspaces mounts the planned overlays once the state directory
 // exists.
 func (c *creation) mountWorkspaces() error {
-	if len(c.ws) == 0 {
-		return nil
-	}
-	size, err := c.sel.Profile.WorkspaceBytes()
-	if err != nil {
-		return err
-	}
-	return workspace.Mount(c.ws, size, c.reg.Dir(c.rec.ID))
+	return workspace.Mount(c.ws, &c.sel.Profile, c.reg.Dir(c.rec.ID))
 }

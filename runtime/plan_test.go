@@ -104,8 +104,16 @@ func writeSpec(t *testing.T, dir string, s *rspec.Spec) {
 // engine socket, a lifetime annotation, and the same under gVisor.
 func hostileBundles(t *testing.T, tmp string) []planCase {
 	t.Helper()
+	// A checkout as a CI user leaves it: owned by an id workspace_owners
+	// names, readable by others.
 	ws := filepath.Join(tmp, "workspace-src")
 	makeSource(t, ws)
+	if err := os.Chown(ws, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	greedy := func(s *rspec.Spec) {
 		s.Process.User = rspec.User{UID: 0, GID: 0, AdditionalGids: []uint32{0, 42}}
 		all := []string{"CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE", "CAP_DAC_OVERRIDE"}
@@ -118,6 +126,12 @@ func hostileBundles(t *testing.T, tmp string) []planCase {
 		s.Linux.Seccomp = nil
 		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/workspace", Type: "bind", Source: ws, Options: []string{"rbind", "rw"}})
 		s.Annotations = map[string]string{AnnotationMaxLifetime: "24h"}
+	}
+	// root's own checkout: workspace_owners does not name root.
+	rootWS := filepath.Join(tmp, "workspace-root")
+	makeSource(t, rootWS)
+	rootCheckout := func(s *rspec.Spec) {
+		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/workspace", Type: "bind", Source: rootWS, Options: []string{"rbind", "rw"}})
 	}
 	socket := func(s *rspec.Spec) {
 		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/var/run/docker.sock", Type: "bind", Source: "/var/run/docker.sock", Options: []string{"rbind"}})
@@ -138,6 +152,7 @@ func hostileBundles(t *testing.T, tmp string) []planCase {
 		{name: "hostile/greedy-gvisor", profile: "gvisor", dir: mk("greedy-gvisor", greedy)},
 		{name: "hostile/greedy-audit", profile: "watch", dir: mk("greedy-audit", greedy)},
 		{name: "hostile/engine-socket", dir: mk("engine-socket", socket)},
+		{name: "hostile/root-checkout", dir: mk("root-checkout", rootCheckout)},
 		{name: "hostile/proc-cwd", dir: mk("proc-cwd", bad)},
 	}
 }

@@ -40,7 +40,7 @@ var Controls = []Control{
 		"mount flags, tmpfs size (ENOSPC)", nil, nil},
 	{"host mounts", []string{"host_mounts"}, "bind sources only below bind_roots or the engine's files for this container, never a socket or a tree holding one; engine state, homes, credential dirs refused; binds ro,nosuid,nodev, not recursive",
 		"mount flags (EROFS)", nil, nil},
-	{"workspaces", []string{"workspace"}, "a bind at /workspace is a copy-on-write overlay of 128m, the source owner's files the sandbox user's (id-mapped lower layer)",
+	{"workspaces", []string{"workspace"}, "a bind at /workspace is a copy-on-write overlay of 128m, the source owner's files the sandbox user's (id-mapped lower layer) when workspace_owners names the owner",
 		"overlay upper on a capped tmpfs (ENOSPC); host folder unchanged", nil, []string{"workspace"}},
 	{"/proc and /sys", []string{"masked_paths"}, "Docker's masked and read-only paths; sysfs and cgroup read-only",
 		"masked mounts", nil, []string{"masked-proc", "proc-sys"}},

@@ -88,6 +88,13 @@ type Profile struct {
 	Workspaces    []string `toml:"workspaces" json:"workspaces,omitempty"`
 	WorkspaceMode string   `toml:"workspace_mode" json:"workspace_mode,omitempty"`
 	WorkspaceSize string   `toml:"workspace_size" json:"workspace_size,omitempty"`
+	// WorkspaceOwners are the uids and gids ("N" or "N-M") whose workspace
+	// source may be id-mapped: the sandbox then reads and writes the tree
+	// with its owner's rights, 0600 files and 0700 directories included.
+	// The caller names the source, anywhere below bind_roots, so this is
+	// the identity the sandbox may take on there; root and the system
+	// accounts are left out by default.
+	WorkspaceOwners []string `toml:"workspace_owners" json:"workspace_owners,omitempty"`
 }
 
 // DefaultProfile is the boundary every container gets unless the
@@ -120,6 +127,7 @@ func DefaultProfile() Profile {
 		Workspaces:         []string{"/workspace"},
 		WorkspaceMode:      "overlay",
 		WorkspaceSize:      "128m",
+		WorkspaceOwners:    []string{"1000-60000"},
 	}
 }
 
@@ -204,6 +212,9 @@ func (p *Profile) Validate() error {
 		if _, err := parseIDRanges(ids); err != nil {
 			return fmt.Errorf("profile %s: %w", p.Name, err)
 		}
+	}
+	if _, err := parseOwnerRanges(p.WorkspaceOwners); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
 	}
 	for _, list := range [][]string{p.BindRoots, p.HooksAllowed} {
 		for _, d := range list {

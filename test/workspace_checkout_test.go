@@ -30,7 +30,7 @@ func TestWorkspaceCheckout(t *testing.T) {
 				needRoot(t, backend)
 				checkout.NeedGit(t)
 				root := stateRoot(t)
-				cfg, _ := workspaceConfig(t, "")
+				cfg, _ := workspaceConfig(t, checkout.OwnersConfig(own.uid))
 				src := checkout.Make(t, own.uid, own.other)
 				before := checkout.Snapshot(t, src)
 				id := uniqueID("co-" + backend)

@@ -112,11 +112,20 @@ func (l *layer) names(rel string, b *budget) ([]string, error) {
 	}
 	defer d.Close()
 	var names []string
+	var size int64
 	for {
 		batch, err := d.Readdirnames(1024)
 		names = append(names, batch...)
 		if b != nil && b.files+len(names) > b.lim.Files {
 			return nil, fmt.Errorf("%s: more than %d entries (changes_max_files); bulkhead reads no further", escapeText(rel), b.lim.Files)
+		}
+		for _, n := range batch {
+			size += int64(escapedLen(n))
+		}
+		if b != nil {
+			if err := b.nameRoom(size); err != nil {
+				return nil, fmt.Errorf("%s: %w", escapeText(rel), err)
+			}
 		}
 		if err == io.EOF || len(batch) == 0 {
 			break
@@ -175,6 +184,19 @@ func isWhiteout(st *unix.Stat_t) bool {
 const whiteoutPrefix = ".wh."
 
 const whiteoutNameReason = "name begins with .wh., which an OCI layer reads as a whiteout; never exported"
+
+// repoMetaReason says why a repository's own directory never leaves the
+// layer. A checkout's .git holds configuration and hooks that git runs on
+// the host (core.fsmonitor, core.sshCommand, hooks/*): a job that wrote
+// them would run its code as whoever next uses git in a tree the tar was
+// extracted into, and git apply refuses a whole patch that names a .git
+// path, so one such line would cost the reviewer every other change.
+const repoMetaReason = "a repository's own directory (.git): its configuration and hooks run on the host; never exported"
+
+// isRepoMeta tells whether a name is a repository's .git (a directory, or
+// the file of a worktree or submodule), in any case: git refuses every
+// spelling of it on a case-insensitive filesystem.
+func isRepoMeta(name string) bool { return strings.EqualFold(name, ".git") }
 
 // scanChanges compares an upper layer with its lower layer. It never
 // follows a link in either, opens only regular files (checked on the
@@ -242,6 +264,20 @@ func (s *scanner) dir(rel string, hidden bool, depth int) error {
 		lst, lerr := s.low.lstat(p)
 		if lerr != nil {
 			lst = nil
+		}
+		if isRepoMeta(n) {
+			// Nothing below it is read: the whole entry stays out.
+			c := Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Rejected: repoMetaReason, upperRel: p}
+			switch {
+			case isWhiteout(st) && lst == nil:
+				continue
+			case isWhiteout(st):
+				c.Kind, c.Type, c.upperRel, c.lowerRel = "deleted", typeOf(lst.Mode), "", p
+			case lst != nil:
+				c.Kind, c.lowerRel = "modified", p
+			}
+			s.out = append(s.out, c)
+			continue
 		}
 		if isWhiteout(st) {
 			if lst != nil {
@@ -392,8 +428,11 @@ func (s *scanner) deleted(p string, st *unix.Stat_t, depth int) error {
 		return err
 	}
 	c := Change{Path: p, Kind: "deleted", Type: typeOf(st.Mode), OldMode: modeString(st.Mode), Size: st.Size, lowerRel: p}
+	if isRepoMeta(path.Base(p)) {
+		c.Rejected = repoMetaReason
+	}
 	s.out = append(s.out, c)
-	if c.Type != "dir" {
+	if c.Type != "dir" || c.Rejected != "" {
 		return nil
 	}
 	names, _ := s.low.names(p, s.b)

@@ -2,10 +2,11 @@ package workspace
 
 import (
 	"archive/tar"
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
+	"path"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ type layerSet struct {
 	// patch applies in a checkout of the source), the destination's name
 	// when a container has several.
 	Prefix string `json:"-"`
+	// Shift is the workspace's id map: whom the sandbox saw as owner of
+	// each lower file, so the patch never shows content it could not read.
+	Shift *idShift `json:"-"`
 }
 
 // ChangeReport is the json form of export and diff.
@@ -63,9 +67,10 @@ func exportChanges(w io.Writer, format string, sets []layerSet, lim changeLimits
 	b := newBudget(lim)
 	if format == "tar" {
 		tw := tar.NewWriter(w)
+		held := archiveNames{}
 		var rejected []string
 		for _, s := range sets {
-			r, err := writeLayerTar(tw, s, b)
+			r, err := writeLayerTar(tw, s, b, held)
 			if err != nil {
 				return nil, fmt.Errorf("workspace %s: %w", s.Destination, err)
 			}
@@ -103,25 +108,77 @@ func scanSets(sets []layerSet, b *budget) ([]workspaceChanges, []string, error) 
 }
 
 // writeReport writes the json report with every sandbox-chosen name
-// escaped (see escapeText).
+// escaped (see escapeText). It is the indented encoding of a
+// ChangeReport, written a change at a time: the report of a layer holding
+// budget-many long names is never held whole.
 func writeReport(w io.Writer, wcs []workspaceChanges, rejected []string) error {
-	rep := ChangeReport{Workspaces: []workspaceChanges{}, Rejected: rejected}
-	for _, wc := range wcs {
-		out := workspaceChanges{layerSet: wc.layerSet, Changes: make([]Change, len(wc.Changes))}
-		for i, c := range wc.Changes {
+	bw := bufio.NewWriterSize(w, copyBuf)
+	write := func(prefix string, v any) error {
+		data, err := json.MarshalIndent(v, prefix, "  ")
+		if err != nil {
+			return err
+		}
+		_, err = bw.Write(data)
+		return err
+	}
+	bw.WriteString("{\n  \"workspaces\": [")
+	for i, wc := range wcs {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		bw.WriteString("\n    {\n      \"destination\": ")
+		if err := write("      ", wc.Destination); err != nil {
+			return err
+		}
+		bw.WriteString(",\n      \"source\": ")
+		if err := write("      ", wc.Source); err != nil {
+			return err
+		}
+		bw.WriteString(",\n      \"changes\": ")
+		if wc.Changes == nil {
+			bw.WriteString("null\n    }")
+			continue
+		}
+		bw.WriteString("[")
+		for j, c := range wc.Changes {
+			if j > 0 {
+				bw.WriteString(",")
+			}
 			e := c
 			e.Path, e.Target, e.LinkTo = escapeText(c.Path), escapeText(c.Target), escapeText(c.LinkTo)
 			e.Escaped = e.Path != c.Path || e.Target != c.Target || e.LinkTo != c.LinkTo
 			if c.Rejected != "" {
 				e.Rejected = escapeText(c.Rejected)
 			}
-			out.Changes[i] = e
+			bw.WriteString("\n        ")
+			if err := write("        ", e); err != nil {
+				return err
+			}
 		}
-		rep.Workspaces = append(rep.Workspaces, out)
+		if len(wc.Changes) > 0 {
+			bw.WriteString("\n      ")
+		}
+		bw.WriteString("]\n    }")
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rep)
+	if len(wcs) > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]")
+	if len(rejected) > 0 {
+		bw.WriteString(",\n  \"rejected\": [")
+		for i, r := range rejected {
+			if i > 0 {
+				bw.WriteString(",")
+			}
+			bw.WriteString("\n    ")
+			if err := write("    ", r); err != nil {
+				return err
+			}
+		}
+		bw.WriteString("\n  ]")
+	}
+	bw.WriteString("\n}\n")
+	return bw.Flush()
 }
 
 func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]string, error) {
@@ -135,14 +192,19 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]s
 			up.Close()
 			return nil, err
 		}
-		skipped, err := writePatch(w, wc.Changes, patchSource{up: up, low: low}, wc.Prefix)
+		skipped, err := writePatch(w, wc.Changes, patchSource{up: up, low: low, reader: wc.Shift}, wc.Prefix)
 		up.Close()
 		low.Close()
 		if err != nil {
 			return nil, err
 		}
+		seen := make(map[string]bool, len(rejected))
+		for _, r := range rejected {
+			seen[r] = true
+		}
 		for _, sk := range skipped {
-			if !slices.Contains(rejected, sk) {
+			if !seen[sk] {
+				seen[sk] = true
 				rejected = append(rejected, sk)
 			}
 		}
@@ -156,7 +218,7 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]s
 // .wh.* is left out, with everything below it. A hard link's later names
 // are tar hard links to its first, so its content is written once. It
 // returns what it left out.
-func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
+func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]string, error) {
 	up, err := openLayer(s.Upper)
 	if err != nil {
 		return nil, err
@@ -172,7 +234,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 			return err
 		}
 		if rel != "" && up.opaque(rel) {
-			if err := tw.WriteHeader(&tar.Header{Name: s.Prefix + rel + "/" + whiteoutPrefix + whiteoutPrefix + ".opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}); err != nil {
+			hdr := &tar.Header{Name: s.Prefix + rel + "/" + whiteoutPrefix + whiteoutPrefix + ".opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}
+			if err := held.writeHeader(tw, hdr, func(why string) { reject(rel, why) }); err != nil {
 				return err
 			}
 		}
@@ -185,8 +248,18 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			hdr := &tar.Header{Name: s.Prefix + p, Mode: int64(st.Mode & 0o777), Uid: int(st.Uid), Gid: int(st.Gid),
+			// Owners are no part of a change, and nobody but the
+			// reviewer may write what the job wrote: extracted as root,
+			// a header with the sandbox's uid (65534) or a 0777 mode
+			// would leave files and directories in the checkout that any
+			// process running as nobody, or any user, could change
+			// before the reviewer runs them.
+			hdr := &tar.Header{Name: s.Prefix + p, Mode: int64(st.Mode & tarModeMask),
 				ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}
+			if isRepoMeta(n) {
+				reject(p, repoMetaReason)
+				continue
+			}
 			if isWhiteout(st) {
 				if strings.HasPrefix(n, whiteoutPrefix) {
 					reject(p, whiteoutNameReason)
@@ -194,7 +267,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 				}
 				hdr.Name = s.Prefix + join(rel, whiteoutPrefix+n)
 				hdr.Typeflag, hdr.Mode = tar.TypeReg, 0o600
-				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
 				continue
@@ -207,7 +280,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 			case unix.S_IFDIR:
 				hdr.Name += "/"
 				hdr.Typeflag = tar.TypeDir
-				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
 				if hdr.Typeflag == 0 {
@@ -222,7 +295,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 					return err
 				}
 				hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, t
-				if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
 			case unix.S_IFREG:
@@ -233,7 +306,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 				key := inode{st.Dev, st.Ino}
 				if first, ok := links[key]; ok && st.Nlink > 1 {
 					hdr.Typeflag, hdr.Linkname, hdr.Mode = tar.TypeLink, s.Prefix+first, 0
-					if err := writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
+					if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 						return err
 					}
 					continue
@@ -249,7 +322,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 				}
 				hdr.Typeflag, hdr.Size = tar.TypeReg, fst.Size
 				var werr error
-				if werr = writeHeader(tw, hdr, func(why string) { reject(p, why) }); werr == nil && hdr.Typeflag != 0 {
+				if werr = held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); werr == nil && hdr.Typeflag != 0 {
 					// The tar needs exactly Size bytes: a file that shrank
 					// meanwhile is padded with zeros.
 					cw := &countWriter{w: tw}
@@ -273,6 +346,40 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget) ([]string, error) {
 		return nil
 	}
 	return rejected, walk("", 1)
+}
+
+// tarModeMask is what the tar keeps of a mode: no write for group or
+// others, no setuid, setgid or sticky bit.
+const tarModeMask = 0o755
+
+// archiveNames are the names one tar holds, each marked whether it is a
+// directory. Several workspaces share an archive, and a symlink one of
+// them holds must never stand above an entry another adds: an extractor
+// that follows it (Python's tarfile, a plain Go loop) would write that
+// entry where the link points, on the host. So an entry below a name the
+// archive already holds as anything but a directory, or a name it already
+// holds, is left out.
+type archiveNames map[string]bool
+
+func (a archiveNames) writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(string)) error {
+	name := strings.TrimSuffix(hdr.Name, "/")
+	if isDir, ok := a[name]; ok && !(isDir && hdr.Typeflag == tar.TypeDir) {
+		reject("the archive already holds " + escapeText(name))
+		hdr.Typeflag = 0
+		return nil
+	}
+	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if isDir, ok := a[dir]; ok && !isDir {
+			reject("below " + escapeText(dir) + ", which the archive holds as a link or a file")
+			hdr.Typeflag = 0
+			return nil
+		}
+	}
+	if err := writeHeader(tw, hdr, reject); err != nil || hdr.Typeflag == 0 {
+		return err
+	}
+	a[name] = hdr.Typeflag == tar.TypeDir
+	return nil
 }
 
 // writeHeader writes hdr, or leaves the entry out (and says why, clearing

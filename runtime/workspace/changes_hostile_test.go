@@ -39,7 +39,9 @@ func newHostileWorkspace(t *testing.T) *hostileWorkspace {
 	if err := os.WriteFile(filepath.Join(src, "keep.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return &hostileWorkspace{t: t, ws: Workspace{Destination: "/workspace", Source: src, Dir: dir}, upperDir: filepath.Join(dir, "upper")}
+	// The sandbox user as the default profile has it, no id map.
+	shift := &idShift{UIDFrom: 65534, UIDTo: 65534, GIDFrom: 65534, GIDTo: 65534}
+	return &hostileWorkspace{t: t, ws: Workspace{Destination: "/workspace", Source: src, Dir: dir, Shift: shift}, upperDir: filepath.Join(dir, "upper")}
 }
 
 func (h *hostileWorkspace) file(rel string, data []byte) string {

@@ -21,9 +21,18 @@ type changeLimits struct {
 	Depth int
 	// Quota is the total disk all kept changes may use in changes_dir.
 	Quota int64
+	// Names is the bytes of all paths one pass walks (maxNameBytes).
+	Names int64
 }
 
-var defaultChangeLimits = changeLimits{Bytes: 1 << 30, Files: 100_000, Depth: 128, Quota: 4 << 30}
+var defaultChangeLimits = changeLimits{Bytes: 1 << 30, Files: 100_000, Depth: 128, Quota: 4 << 30, Names: maxNameBytes}
+
+// maxNameBytes bounds the bytes of all paths one pass walks, each counted
+// as long as it is once escaped (escapeText), which is the form the lines
+// naming what was left out and the json hold. The sandbox chooses names:
+// 4 KiB paths of bytes escaped as \xNN, 100,000 of them, made a diff hold
+// gigabytes. 8 MiB is 80 bytes a path at changes_max_files.
+const maxNameBytes = 8 << 20
 
 // maxPatchFile bounds one side of a file the text patch shows: a larger
 // file is left to the tar export, so the diff's memory stays small.
@@ -67,6 +76,7 @@ type budget struct {
 	lim   changeLimits
 	bytes int64 // content read
 	files int
+	names int64 // bytes of the paths walked
 }
 
 func newBudget(lim changeLimits) *budget { return &budget{lim: lim} }
@@ -76,6 +86,10 @@ func (b *budget) entry(rel string, depth int) error {
 	b.files++
 	if b.files > b.lim.Files {
 		return fmt.Errorf("more than %d entries (changes_max_files); bulkhead reads no further", b.lim.Files)
+	}
+	b.names += int64(escapedLen(rel))
+	if err := b.nameRoom(0); err != nil {
+		return err
 	}
 	if depth > b.lim.Depth {
 		return fmt.Errorf("%s: deeper than %d directories (changes_max_depth); bulkhead reads no further", escapeText(rel), b.lim.Depth)
@@ -91,4 +105,14 @@ func (b *budget) read(n int64) string {
 	}
 	b.bytes += n
 	return ""
+}
+
+// nameRoom tells whether n more bytes of names fit beside the paths
+// already walked.
+func (b *budget) nameRoom(n int64) error {
+	if b.lim.Names > 0 && b.names+n > b.lim.Names {
+		return fmt.Errorf("the paths pass %d bytes together (changes_max_files entries of about %d bytes); bulkhead reads no further",
+			b.lim.Names, b.lim.Names/int64(max(b.lim.Files, 1)))
+	}
+	return nil
 }

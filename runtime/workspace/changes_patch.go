@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
+	"golang.org/x/sys/unix"
 )
 
 // gitMode is the mode git records for a change: 100644, 100755 or 120000.
@@ -37,6 +38,36 @@ func oddName(p string) bool {
 // lower layer, the new side from the upper layer, never following links.
 type patchSource struct {
 	up, low *layer
+	// reader is the sandbox user, as the workspace's id map made it;
+	// nil when unknown, and then no old side is shown.
+	reader *idShift
+}
+
+// sandboxCouldRead tells whether the sandbox user could read the lower
+// file rel, by its owner as the id map showed it and its mode bits. The
+// patch's old side is read by bulkhead as root: a job that deletes or
+// replaces a file it cannot read (a root-owned 0600 token in a user's
+// checkout, which its own directory lets it remove) would otherwise have
+// the file's content printed in the patch, which CI logs and reviews show.
+func (ps patchSource) sandboxCouldRead(rel string) bool {
+	if ps.reader == nil {
+		return false
+	}
+	st, err := ps.low.lstat(rel)
+	if err != nil {
+		return false
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return true // a link's target is no secret of its mode
+	}
+	r := ps.reader
+	switch {
+	case shifted(st.Uid, r.UIDFrom, r.UIDTo) == r.UIDTo:
+		return st.Mode&0o400 != 0
+	case shifted(st.Gid, r.GIDFrom, r.GIDTo) == r.GIDTo:
+		return st.Mode&0o040 != 0
+	}
+	return st.Mode&0o004 != 0
 }
 
 func (ps patchSource) content(c Change, old bool) ([]byte, error) {
@@ -80,6 +111,10 @@ func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (s
 			continue
 		}
 		var oldData, newData []byte
+		if c.Kind != "added" && !ps.sandboxCouldRead(c.lowerRel) {
+			skipped = append(skipped, rejectLine(p, "its old content was not readable by the sandbox user, so the patch does not show it; use --format tar"))
+			continue
+		}
 		if c.Kind != "added" {
 			if oldData, err = ps.content(c, true); err != nil {
 				skipped = append(skipped, rejectLine(p, "old side: "+err.Error()+"; use --format tar"))

@@ -74,7 +74,7 @@ func retention(cfg *Settings) (time.Duration, error) {
 func liveSets(ws []Workspace) []layerSet {
 	var sets []layerSet
 	for _, w := range ws {
-		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.Upper(), Lower: w.Source}
+		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.Upper(), Lower: w.Source, Shift: w.Shift}
 		if len(ws) > 1 {
 			s.Prefix = strings.Trim(w.Destination, "/") + "/"
 		}
@@ -234,14 +234,23 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
 	}
-	if r.Bytes, err = diskUsage(tmp); err != nil {
+	copied, err := diskUsage(tmp)
+	if err != nil {
 		return nil, err
 	}
+	// meta.json counts too: it holds the left-out lines, as long as the
+	// changes.json beside it. Its size is known once Bytes is in it, and
+	// Bytes' digits barely change it: one block more covers them.
+	r.Bytes = copied
+	meta, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	r.Bytes = copied + (int64(len(meta))/blockSize+2)*blockSize
 	if r.Bytes > disk.limit {
 		return nil, fmt.Errorf("the copy takes %d bytes, more than the %d left to it (changes_max_bytes, changes_quota)", r.Bytes, disk.limit)
 	}
-	meta, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	if meta, err = json.MarshalIndent(r, "", "  "); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
@@ -322,7 +331,10 @@ func (b *budgetWriter) Write(p []byte) (int, error) {
 }
 
 // diskUsage is the disk a tree of bulkhead's own takes (allocated blocks,
-// each inode once however many names it has).
+// each inode once however many names it has, and at least one block: an
+// empty file, a short symlink or a whiteout allocates none, but takes one
+// of the filesystem's inodes, which run out long before its bytes when a
+// job keeps 100,000 of them a container).
 func diskUsage(dir string) (int64, error) {
 	var n int64
 	seen := map[inode]bool{}
@@ -336,7 +348,7 @@ func diskUsage(dir string) (int64, error) {
 		}
 		if k := (inode{st.Dev, st.Ino}); !seen[k] {
 			seen[k] = true
-			n += st.Blocks * 512
+			n += max(st.Blocks*512, blockSize)
 		}
 		return nil
 	})
@@ -378,6 +390,15 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget) error {
 				return err
 			}
 			out := filepath.Join(dst, filepath.FromSlash(p))
+			// Every inode the copy makes costs a block of the budget,
+			// as diskUsage counts it; a hard link's later name makes none.
+			_, linked := links[inode{st.Dev, st.Ino}]
+			kind := st.Mode & unix.S_IFMT
+			if isWhiteout(st) || kind == unix.S_IFLNK || (kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && !linked) {
+				if err := disk.take(blockSize); err != nil {
+					return err
+				}
+			}
 			switch {
 			case isWhiteout(st):
 				if err := unix.Mknod(out, unix.S_IFCHR|0o600, 0); err != nil {
@@ -500,6 +521,11 @@ func readRetained(dir string) (*Kept, error) {
 	r.Dir = dir
 	for i, s := range r.Workspaces {
 		s.Upper = filepath.Join(dir, strconv.Itoa(i), "upper")
+		// meta.json does not hold the prefix: it is liveSets' again, so
+		// the kept tar names each workspace's entries apart.
+		if len(r.Workspaces) > 1 {
+			s.Prefix = strings.Trim(s.Destination, "/") + "/"
+		}
 		r.layers = append(r.layers, s)
 	}
 	return &r, nil
@@ -528,9 +554,10 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 	if format == "tar" {
 		tw := tar.NewWriter(w)
 		b := newBudget(lim)
+		held := archiveNames{}
 		var rejected []string
 		for _, s := range r.layers {
-			rej, err := writeLayerTar(tw, s, b)
+			rej, err := writeLayerTar(tw, s, b, held)
 			if err != nil {
 				return nil, err
 			}

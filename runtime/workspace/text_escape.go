@@ -55,6 +55,26 @@ func escapeText(s string) string {
 	return b.String()
 }
 
+// escapedLen is len(escapeText(s)), without building it.
+func escapedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, k := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && k <= 1, hiddenRune(r) && r < 0x100:
+			n += 4
+		case r == '\\':
+			n += 2
+		case hiddenRune(r):
+			n += 6
+		default:
+			n += k
+		}
+		i += k
+	}
+	return n
+}
+
 // EscapeText is escapeText for messages made outside this package.
 func EscapeText(s string) string { return escapeText(s) }
 

@@ -27,6 +27,9 @@ type Workspace struct {
 	Destination string `json:"destination"`
 	Source      string `json:"source"` // the host directory, symlinks resolved
 	Dir         string `json:"dir"`    // <state>/ws/<n>
+	// Named is the source as the caller's spec resolved, for messages:
+	// Source becomes its pin (runtime/pins.go).
+	Named string `json:"named,omitempty"`
 	// Shift gives the source's owner's files to the sandbox user on the
 	// lower layer (workspace_idmap.go).
 	Shift *idShift `json:"shift,omitempty"`
@@ -79,9 +82,22 @@ func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Work
 		if strings.ContainsAny(real, ",:\\\n") {
 			return nil, ds, fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
 		}
-		w := Workspace{Destination: m.Destination, Source: real, Dir: filepath.Join(stateDir, "ws", strconv.Itoa(len(ws)))}
+		w := Workspace{Destination: m.Destination, Source: real, Named: real, Dir: filepath.Join(stateDir, "ws", strconv.Itoa(len(ws)))}
 		if u := handed.Process; u != nil {
 			w.Shift = &idShift{UIDTo: u.User.UID, GIDTo: u.User.GID}
+			// The owners are judged here, so that check refuses what
+			// create will, and again on the pinned source at Mount.
+			var st unix.Stat_t
+			if err := unix.Stat(real, &st); err != nil {
+				return nil, ds, fmt.Errorf("workspace source %s: %w", real, err)
+			}
+			shift := *w.Shift
+			shift.UIDFrom, shift.GIDFrom = st.Uid, st.Gid
+			if !shift.identity() {
+				if err := ownersAllowed(shift, st.Mode, p); err != nil {
+					return nil, ds, fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
+				}
+			}
 		}
 		ws = append(ws, w)
 		before := m.Source + " " + strings.Join(m.Options, ",")
@@ -98,13 +114,17 @@ func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Work
 	return ws, ds, nil
 }
 
-// Mount mounts, in stateDir, the tmpfs of size bytes and the overlays
+// Mount mounts, in stateDir, the tmpfs of p's workspace_size and the overlays
 // planned by Plan, and records them for diff, export and delete. On error
 // the caller's undo unmounts whatever exists (state.Registry.Remove
 // unmounts everything under the state directory).
-func Mount(ws []Workspace, size int64, stateDir string) error {
+func Mount(ws []Workspace, p *specs.Profile, stateDir string) error {
 	if len(ws) == 0 {
 		return nil
+	}
+	size, err := p.WorkspaceBytes()
+	if err != nil {
+		return err
 	}
 	base := filepath.Join(stateDir, "ws")
 	if err := os.Mkdir(base, 0o700); err != nil {
@@ -115,7 +135,7 @@ func Mount(ws []Workspace, size int64, stateDir string) error {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
 	for i := range ws {
-		if err := mountOverlay(&ws[i]); err != nil {
+		if err := mountOverlay(&ws[i], p); err != nil {
 			return err
 		}
 	}
@@ -126,7 +146,7 @@ func Mount(ws []Workspace, size int64, stateDir string) error {
 	return specs.WriteAtomic(filepath.Join(stateDir, workspacesFile), data, 0o600)
 }
 
-func mountOverlay(w *Workspace) error {
+func mountOverlay(w *Workspace, p *specs.Profile) error {
 	for _, d := range []string{w.Dir, w.Upper(), w.Work(), w.Merged()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
@@ -141,6 +161,9 @@ func mountOverlay(w *Workspace) error {
 		w.Shift.UIDFrom, w.Shift.GIDFrom = st.Uid, st.Gid
 		uid, gid = w.Shift.UIDTo, w.Shift.GIDTo
 		if !w.Shift.identity() {
+			if err := ownersAllowed(*w.Shift, st.Mode, p); err != nil {
+				return fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
+			}
 			if err := mountIDMappedLower(w.Source, w.lowerOf(), *w.Shift); err != nil {
 				return fmt.Errorf("workspace %s (source owned by %d:%d, sandbox user %d:%d): %w",
 					w.Destination, st.Uid, st.Gid, uid, gid, err)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/containerd/containerd/v2/core/mount"
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // A checkout belongs to whoever made it (uid 1000, root in CI), not to the
@@ -40,6 +42,37 @@ type idShift struct {
 }
 
 func (s idShift) identity() bool { return s.UIDFrom == s.UIDTo && s.GIDFrom == s.GIDTo }
+
+// ownersAllowed refuses a shift that would hand the sandbox an owner the
+// profile's workspace_owners does not name. The id map gives the sandbox
+// its owner's rights over the whole tree, not the "other" bits a plain
+// read-only bind of the same source gives: the caller picks the source
+// anywhere below bind_roots, so a root-owned tree (/opt, /srv, a volume)
+// would otherwise be read as root, 0600 files and 0700 directories
+// included.
+//
+// A source directory its owner keeps from others (a 0700 ~/.mozilla, a
+// 0711 /opt/containerd) is refused as well, whoever owns it: a read-only
+// bind of it shows the sandbox nothing, and the id map would open it
+// whole. What an open source holds privately (a 0600 .env) stays the
+// owner's to keep out.
+func ownersAllowed(s idShift, mode uint32, p *specs.Profile) error {
+	if mode&0o005 != 0o005 {
+		return fmt.Errorf("mode %04o: its owner keeps it from others (it is not readable and searchable by them), and the id map would open it to the sandbox; "+
+			"bind it read-only elsewhere, or make it readable and searchable by others (chmod o+rx)", mode&0o7777)
+	}
+	for _, o := range []struct {
+		kind     string
+		from, to uint32
+	}{{"uid", s.UIDFrom, s.UIDTo}, {"gid", s.GIDFrom, s.GIDTo}} {
+		if o.from != o.to && !p.WorkspaceOwnerAllowed(o.from) {
+			return fmt.Errorf("owned by %s %d, which workspace_owners %v does not name: the sandbox would read and write the tree as %s %d; "+
+				"bind it read-only elsewhere, give the checkout to an owner in workspace_owners, or add the owner to workspace_owners",
+				o.kind, o.from, p.WorkspaceOwners, o.kind, o.from)
+		}
+	}
+	return nil
+}
 
 // maxID is one past the highest valid id (4294967294): (uid_t)-1 means
 // "no id".

@@ -1,6 +1,11 @@
 package workspace
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"bulkhead.dev/bulkhead/specs"
+)
 
 func TestSwapMapping(t *testing.T) {
 	for _, c := range []struct {
@@ -20,6 +25,45 @@ func TestSwapMapping(t *testing.T) {
 	for _, c := range []struct{ id, want uint32 }{{1000, 65534}, {65534, 1000}, {0, 0}, {1001, 1001}} {
 		if got := shifted(c.id, 1000, 65534); got != c.want {
 			t.Errorf("shifted(%d) = %d, want %d", c.id, got, c.want)
+		}
+	}
+}
+
+// TestOwnersAllowed: the shift hands the sandbox only owners that
+// workspace_owners names, uid and gid alike (an id that stays as it is
+// needs no naming), and only a source its owner opened to others.
+func TestOwnersAllowed(t *testing.T) {
+	def := specs.DefaultProfile()
+	withRoot := specs.DefaultProfile()
+	withRoot.WorkspaceOwners = []string{"0", "1000-60000"}
+	for _, c := range []struct {
+		p    *specs.Profile
+		s    idShift
+		want string
+	}{
+		{&def, idShift{UIDFrom: 1000, UIDTo: 65534, GIDFrom: 1000, GIDTo: 65534}, ""},
+		{&def, idShift{UIDFrom: 0, UIDTo: 65534, GIDFrom: 0, GIDTo: 65534}, "uid 0"},
+		{&def, idShift{UIDFrom: 1000, UIDTo: 65534, GIDFrom: 0, GIDTo: 65534}, "gid 0"},
+		{&def, idShift{UIDFrom: 33, UIDTo: 65534, GIDFrom: 33, GIDTo: 65534}, "uid 33"},
+		{&def, idShift{UIDFrom: 65534, UIDTo: 65534, GIDFrom: 1000, GIDTo: 65534}, ""},
+		{&withRoot, idShift{UIDFrom: 0, UIDTo: 65534, GIDFrom: 0, GIDTo: 65534}, ""},
+	} {
+		err := ownersAllowed(c.s, 0o755, c.p)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v with %v: %v", c.s, c.p.WorkspaceOwners, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v with %v: %v, want a refusal naming %s", c.s, c.p.WorkspaceOwners, err, c.want)
+		}
+	}
+}
+
+func TestOwnersAllowedPrivateSource(t *testing.T) {
+	p := specs.DefaultProfile()
+	s := idShift{UIDFrom: 1000, UIDTo: 65534, GIDFrom: 1000, GIDTo: 65534}
+	for mode, want := range map[uint32]bool{0o755: true, 0o775: true, 0o1777: true, 0o700: false, 0o711: false, 0o750: false, 0o754: false} {
+		if err := ownersAllowed(s, mode, &p); (err == nil) != want {
+			t.Errorf("a source of mode %04o: %v, want allowed %v", mode, err, want)
 		}
 	}
 }

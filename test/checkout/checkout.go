@@ -81,6 +81,15 @@ func sortedLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// OwnersConfig is the configuration a checkout owned by uid needs to be
+// a workspace: root's is one only where workspace_owners names root.
+func OwnersConfig(uid int) string {
+	if uid < 1000 {
+		return fmt.Sprintf("[profiles.default]\nworkspace_owners = [\"%d\", \"1000-60000\"]\n", uid)
+	}
+	return ""
+}
+
 // NeedGit skips a test when the host has no git to build its rootfs
 // from and to apply patches with.
 func NeedGit(t testing.TB) {

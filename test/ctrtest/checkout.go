@@ -18,8 +18,8 @@ import (
 const GitImage = "docker.io/library/bulkhead-git:latest"
 
 // CheckoutRun runs the checkout job (test/checkout) with `ctr run --rm`
-// through the runtime flags given, on a checkout owned by uid 1000 and on
-// one owned by root: the job's edits and git status inside, the kept
+// through the runtime flags given, on a checkout owned by uid 1000 (one
+// owned by root is refused: refusedRootCheckout): the job's edits and git status inside, the kept
 // patch applied with git apply reproducing its view, the source
 // unchanged. The changes go where the runtime's configuration says; the
 // test removes the entry it made.
@@ -34,6 +34,10 @@ func CheckoutRun(t *testing.T, d *Daemon, runtimeArgs ...string) {
 		uid, other int
 	}{{"uid1000", 1000, 0}, {"root", 0, 1000}} {
 		t.Run(own.name, func(t *testing.T) {
+			if own.uid == 0 {
+				refusedRootCheckout(t, d, runtimeArgs)
+				return
+			}
 			var out, id, src, before string
 			// A container that exits at once sometimes has its output lost
 			// through containerd 2 (see WorkspaceLoop): the evidence is
@@ -74,6 +78,33 @@ func CheckoutRun(t *testing.T, d *Daemon, runtimeArgs ...string) {
 	}
 }
 
+// refusedRootCheckout: a checkout owned by root is refused as a workspace
+// under the host's configuration, whose workspace_owners leaves root out
+// (TestWorkspaceOwnerRefused): ctr names the reason, nothing runs and
+// nothing is left, and the checkout is as it was.
+func refusedRootCheckout(t *testing.T, d *Daemon, runtimeArgs []string) {
+	src := checkout.Make(t, 0, 1000)
+	before := checkout.Snapshot(t, src)
+	id := NewID("checkout")
+	args := append([]string{"run", "--rm"}, runtimeArgs...)
+	args = append(args, "--mount", "type=bind,src="+src+",dst=/workspace,options=rbind:rw", GitImage, id, "sh", "-c", checkout.Job)
+	r := d.Run(2*time.Minute, args...)
+	t.Cleanup(func() { d.Run(30*time.Second, "container", "rm", id) })
+	if r.Code == 0 {
+		t.Fatalf("a root-owned checkout was handed over:\n%s", r)
+	}
+	if !strings.Contains(r.Stderr, "workspace_owners") {
+		t.Errorf("the refusal does not name workspace_owners:\n%s", r)
+	}
+	t.Logf("refused: %s", strings.TrimSpace(r.Stderr))
+	if after := checkout.Snapshot(t, src); after != before {
+		t.Fatalf("the host checkout changed (contents, modes or owners)")
+	}
+	if !engine.Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
+		t.Errorf("refused container left:\n%s", strings.Join(Leftovers(t, id), "\n"))
+	}
+}
+
 // forgetKept removes the kept changes of id under the ctr runtime root,
 // and nothing else of changes_dir.
 func forgetKept(t *testing.T, id string) {
@@ -94,7 +125,8 @@ func forgetKept(t *testing.T, id string) {
 }
 
 // PodCheckout runs the checkout job as a pod's container through CRI, its
-// checkout a hostPath mount at /workspace, owned by uid 1000 and by root:
+// checkout a hostPath mount at /workspace, owned by uid 1000 (one owned by
+// root is refused under the host's workspace_owners):
 // the same evidence as CheckoutRun, read from the container's log.
 func PodCheckout(t *testing.T, c CRI) {
 	t.Helper()
@@ -116,6 +148,33 @@ func PodCheckout(t *testing.T, c CRI) {
 		t.Run(own.name, func(t *testing.T) {
 			src := checkout.Make(t, own.uid, own.other)
 			before := checkout.Snapshot(t, src)
+			if own.uid == 0 {
+				// The engines read the host's configuration, whose
+				// workspace_owners leaves root out (TestWorkspaceOwnerRefused).
+				spec := WriteJSON(t, "ctr.json", map[string]any{
+					"metadata": map[string]any{"name": "checkout", "attempt": i},
+					"image":    map[string]any{"image": GitImage},
+					"command":  []string{"sh", "-c", checkout.Job},
+					"log_path": "checkout.log",
+					"mounts":   []map[string]any{{"container_path": "/workspace", "host_path": src}},
+					"linux":    map[string]any{},
+				})
+				// CRI runs the runtime's create at start.
+				cid := c.Must(t, "create", podID, spec, pod)
+				t.Cleanup(func() { c.Run("rm", "--force", cid) })
+				r := c.Run("start", cid)
+				if r.err == nil {
+					t.Fatalf("a root-owned checkout was handed over through CRI: %s", r)
+				}
+				if !strings.Contains(r.stderr, "workspace_owners") {
+					t.Errorf("the refusal does not name workspace_owners:\n%s", r)
+				}
+				t.Logf("refused: %s", strings.TrimSpace(r.stderr))
+				if after := checkout.Snapshot(t, src); after != before {
+					t.Fatalf("the host checkout changed (contents, modes or owners)")
+				}
+				return
+			}
 			spec := WriteJSON(t, "ctr.json", map[string]any{
 				"metadata": map[string]any{"name": "checkout", "attempt": i},
 				"image":    map[string]any{"image": GitImage},

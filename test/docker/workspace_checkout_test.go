@@ -18,7 +18,8 @@ import (
 const gitImage = "bulkhead-git"
 
 // TestWorkspaceCheckout: `docker run --rm -v SRC:/workspace` on a git
-// checkout owned by uid 1000 and on one owned by root, on runc and gVisor:
+// checkout owned by uid 1000 and on one owned by root (with workspace_owners
+// naming root), on runc and gVisor:
 // the job edits it as a formatter would and git status shows the edits
 // inside; after Docker removed the container, the kept patch applies with
 // git apply and reproduces the container's view; SRC is unchanged.
@@ -44,7 +45,7 @@ func TestWorkspaceCheckout(t *testing.T) {
 				binaries.NeedRoot(t, backend)
 				dir := t.TempDir()
 				config := filepath.Join(dir, "config.toml")
-				body := fmt.Sprintf("changes_dir = %q\naudit_log = %q\n", filepath.Join(dir, "changes"), filepath.Join(dir, "audit.jsonl"))
+				body := fmt.Sprintf("changes_dir = %q\naudit_log = %q\n%s", filepath.Join(dir, "changes"), filepath.Join(dir, "audit.jsonl"), checkout.OwnersConfig(own.uid))
 				if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 					t.Fatal(err)
 				}

@@ -1,0 +1,149 @@
+package workspace
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/runtime/state"
+)
+
+// TestTarNeverBelowALink: an archive of several workspaces never holds an
+// entry below a name it holds as a symlink: an extractor that follows the
+// link (Python's tarfile) would write the entry where it points. Here two
+// layer sets share the empty prefix, as kept changes had it, one holding
+// x -> /tmp/target and the other x/pwned: the second x, and everything
+// below it, is left out and named.
+func TestTarNeverBelowALink(t *testing.T) {
+	a, b := newHostileWorkspace(t), newHostileWorkspace(t)
+	if err := os.Symlink("/tmp/target", filepath.Join(a.upperDir, "x")); err != nil {
+		t.Fatal(err)
+	}
+	b.file("x/pwned", []byte("owned\n"))
+	b.file("y", []byte("fine\n"))
+	a.file("y", []byte("first\n"))
+	sets := append(liveSets([]Workspace{a.ws}), liveSets([]Workspace{b.ws})...)
+	var out bytes.Buffer
+	rejected, err := exportChanges(&out, "tar", sets, defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Join(tarNames(t, out.String()), ",")
+	if strings.Contains(names, "x/") || strings.Count(names, " y") != 1 {
+		t.Errorf("the tar holds %s", names)
+	}
+	joined := strings.Join(rejected, "\n")
+	for _, want := range []string{"x: the archive already holds x", "y: the archive already holds y"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("left-out lines %q do not say %q", rejected, want)
+		}
+	}
+}
+
+// TestKeptTarKeepsPrefixes: the kept changes of a container with two
+// workspaces export as a tar whose entries stand below each workspace's
+// name, as the live diff's do, never mixed in one tree.
+func TestKeptTarKeepsPrefixes(t *testing.T) {
+	a, b := newHostileWorkspace(t), newHostileWorkspace(t)
+	a.ws.Destination, b.ws.Destination = "/workspace", "/cache"
+	if err := os.Symlink("/tmp/target", filepath.Join(a.upperDir, "x")); err != nil {
+		t.Fatal(err)
+	}
+	b.file("x/pwned", []byte("owned\n"))
+	cfg := testConfig(t)
+	r, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{a.ws, b.ws}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := readRetained(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	held := archiveNames{}
+	for _, s := range kept.layers {
+		if _, err := writeLayerTar(tw, s, newBudget(defaultChangeLimits), held); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Join(tarNames(t, out.String()), ",")
+	for _, want := range []string{"workspace/x", "cache/x/pwned"} {
+		if !strings.Contains(names, want) {
+			t.Errorf("the kept tar holds %s, want %s", names, want)
+		}
+	}
+}
+
+// TestArchiveNames: below a link or a file the archive holds, nothing is
+// written, and no name twice; a directory may be named again.
+func TestArchiveNames(t *testing.T) {
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	held := archiveNames{}
+	for _, c := range []struct {
+		hdr  tar.Header
+		kept bool
+	}{
+		{tar.Header{Name: "a/", Typeflag: tar.TypeDir}, true},
+		{tar.Header{Name: "a/l", Typeflag: tar.TypeSymlink, Linkname: "/etc"}, true},
+		{tar.Header{Name: "a/l/passwd", Typeflag: tar.TypeReg}, false},
+		{tar.Header{Name: "a/l/d/", Typeflag: tar.TypeDir}, false},
+		{tar.Header{Name: "a/", Typeflag: tar.TypeDir}, true},
+		{tar.Header{Name: "a/l", Typeflag: tar.TypeReg}, false},
+		{tar.Header{Name: "f", Typeflag: tar.TypeReg}, true},
+		{tar.Header{Name: "f/g", Typeflag: tar.TypeReg}, false},
+	} {
+		hdr := c.hdr
+		var why string
+		if err := held.writeHeader(tw, &hdr, func(w string) { why = w }); err != nil {
+			t.Fatal(err)
+		}
+		if kept := hdr.Typeflag != 0; kept != c.kept {
+			t.Errorf("%s: written %v (%s), want %v", c.hdr.Name, kept, why, c.kept)
+		}
+	}
+}
+
+// TestTarOwnersAndModes: the tar names no owner (a header of the
+// sandbox's uid, extracted as root, gave the checkout files of nobody's)
+// and no write for group or others (a 0777 directory the job made was
+// one anyone could plant files in).
+func TestTarOwnersAndModes(t *testing.T) {
+	h := newHostileWorkspace(t)
+	p := h.file("ww/s.sh", []byte("x\n"))
+	for _, q := range []string{p, filepath.Dir(p)} {
+		if err := os.Chmod(q, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(q, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(strings.NewReader(out))
+	n := 0
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			break
+		}
+		n++
+		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" || hdr.Mode&0o7022 != 0 {
+			t.Errorf("%s: owner %d:%d (%q:%q), mode %o", hdr.Name, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname, hdr.Mode)
+		}
+	}
+	if n != 2 {
+		t.Errorf("the tar holds %d entries, want ww/ and ww/s.sh", n)
+	}
+}

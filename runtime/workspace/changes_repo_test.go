@@ -1,0 +1,146 @@
+package workspace
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestExportRepositoryMetadata: a job that writes a checkout's .git (a
+// core.fsmonitor command in .git/config, a hook, a submodule's .git file)
+// gets none of it into any format: extracting the tar into the checkout
+// would have run its code with the reviewer's next git command, and one
+// .git path made git apply refuse the whole patch. Each such entry is
+// named as left out, and the patch of the other changes applies.
+func TestExportRepositoryMetadata(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skipf("needs git to make the checkout and apply the patch: %v", err)
+	}
+	h := newHostileWorkspace(t)
+	src := h.ws.Source
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=d", "-c", "user.email=d@e", "commit", "-q", "-m", "i"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	config, err := os.ReadFile(filepath.Join(src, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.file(".git/config", append(config, "[core]\n\tfsmonitor = \"touch /tmp/owned; false\"\n"...))
+	h.file(".git/hooks/post-checkout", []byte("#!/bin/sh\ntouch /tmp/owned\n"))
+	h.file("sub/.git", []byte("gitdir: /tmp/elsewhere\n"))
+	h.file("sub/.GIT/config", []byte("[core]\n"))
+	h.file("keep.txt", []byte("one\ntwo\n"))
+
+	out, rejected, err := h.export("patch", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, ".git") || strings.Contains(out, ".GIT") {
+		t.Errorf("the patch names repository metadata:\n%s", out)
+	}
+	want := []string{".git: " + repoMetaReason, "sub/.GIT: " + repoMetaReason, "sub/.git: " + repoMetaReason}
+	for _, w := range want {
+		found := false
+		for _, r := range rejected {
+			found = found || r == w
+		}
+		if !found {
+			t.Errorf("the patch does not name %q as left out: %q", w, rejected)
+		}
+	}
+	review := filepath.Join(t.TempDir(), "review")
+	if o, err := exec.Command("cp", "-a", src, review).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, o)
+	}
+	apply := exec.Command("git", "apply")
+	apply.Dir, apply.Stdin = review, strings.NewReader(out)
+	if o, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v %s\n%s", err, o, out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(review, "keep.txt")); string(got) != "one\ntwo\n" {
+		t.Errorf("keep.txt after git apply: %q", got)
+	}
+
+	tarOut, tarRejected, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range tarNames(t, tarOut) {
+		if strings.Contains(strings.ToLower(n), ".git") {
+			t.Errorf("the tar holds %s", n)
+		}
+	}
+	if len(tarRejected) != 3 {
+		t.Errorf("the tar names %d left-out paths, want 3: %q", len(tarRejected), tarRejected)
+	}
+
+	js, _, err := h.export("json", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep ChangeReport
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Workspaces[0].Changes {
+		if strings.Contains(strings.ToLower(c.Path), ".git") && c.Rejected == "" {
+			t.Errorf("json lists %s as exported", c.Path)
+		}
+	}
+}
+
+// TestExportRepositoryMetadataDeleted: a job that deletes the checkout's
+// .git, or hides it below an opaque directory, gets no deletion of
+// repository files into the patch or the tar either.
+func TestExportRepositoryMetadataDeleted(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a whiteout (a 0:0 device)")
+	}
+	h := newHostileWorkspace(t)
+	for _, f := range []string{".git/config", "d/.git/HEAD"} {
+		p := filepath.Join(h.ws.Source, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mknod(filepath.Join(h.upperDir, ".git"), unix.S_IFCHR, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(h.upperDir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(filepath.Join(h.upperDir, "d"), "trusted.overlay.opaque", []byte("y"), 0); err != nil {
+		t.Skipf("no trusted xattrs here: %v", err)
+	}
+	for _, format := range []string{"patch", "tar", "json"} {
+		out, rejected, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if format == "patch" && strings.Contains(out, ".git") {
+			t.Errorf("the patch deletes repository files:\n%s", out)
+		}
+		if format == "tar" {
+			for _, n := range tarNames(t, out) {
+				if strings.Contains(n, ".git") {
+					t.Errorf("the tar holds %s", n)
+				}
+			}
+		}
+		if format != "tar" && len(rejected) != 2 {
+			t.Errorf("%s names %d left-out paths, want .git and d/.git: %q", format, len(rejected), rejected)
+		}
+	}
+}
