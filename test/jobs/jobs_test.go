@@ -77,19 +77,21 @@ func TestDefaultProfileStillRefuses(t *testing.T) {
 	}
 }
 
-// TestScratchIsTheOnlyExecutableTmpfs: a program copied to /tmp or to the
-// home cannot be executed (EACCES from noexec), one copied to the scratch
-// can; the default profile has no scratch at all.
-func TestScratchIsTheOnlyExecutableTmpfs(t *testing.T) {
-	script := `for d in /tmp /home/sandbox /scratch; do
+// TestOnlyAJobProfileExecutesWhatItWrites: a program copied to /tmp or to
+// the home cannot be executed (EACCES from noexec), one copied to the
+// scratch can; the workspace's copy-on-write layer executes what the job
+// writes only under a job profile (cargo's target/), never under the
+// default profile, which has no scratch at all.
+func TestOnlyAJobProfileExecutesWhatItWrites(t *testing.T) {
+	script := `for d in /tmp /home/sandbox /scratch /workspace; do
   if cp /usr/bin/true $d/prog 2>/dev/null; then
     if $d/prog 2>/dev/null; then echo "$d exec"; else echo "$d noexec $?"; fi
   else echo "$d nowrite"; fi
 done`
 	for _, backend := range []string{"runc", "runsc"} {
 		for _, tc := range []struct{ profile, want string }{
-			{"tests", "/tmp noexec 126\n/home/sandbox noexec 126\n/scratch exec\n"},
-			{"", "/tmp noexec 126\n/home/sandbox nowrite\n/scratch nowrite\n"},
+			{"tests", "/tmp noexec 126\n/home/sandbox noexec 126\n/scratch exec\n/workspace exec\n"},
+			{"", "/tmp noexec 126\n/home/sandbox nowrite\n/scratch nowrite\n/workspace noexec 126\n"},
 		} {
 			name := tc.profile
 			if name == "" {
