@@ -50,11 +50,7 @@ func (c *creation) planWorkspaces() error {
 		if !p.IsWorkspace(*m) {
 			continue
 		}
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(c.bundle, src)
-		}
-		real, err := filepath.EvalSymlinks(src)
+		real, err := filepath.EvalSymlinks(c.bundlePath(m.Source))
 		if err != nil {
 			return fmt.Errorf("workspace %s: source %s: %w", m.Destination, m.Source, err)
 		}
