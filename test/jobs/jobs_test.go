@@ -81,17 +81,26 @@ func TestDefaultProfileStillRefuses(t *testing.T) {
 // the home cannot be executed (EACCES from noexec), one copied to the
 // scratch can; the workspace's copy-on-write layer executes what the job
 // writes only under a job profile (cargo's target/), never under the
-// default profile, which has no scratch at all.
+// default profile, which has no scratch at all. Nor does a memfd, which
+// no mount's noexec covers: memfd_create answers ENOSYS there.
 func TestOnlyAJobProfileExecutesWhatItWrites(t *testing.T) {
 	script := `for d in /tmp /home/sandbox /scratch /workspace; do
   if cp /usr/bin/true $d/prog 2>/dev/null; then
     if $d/prog 2>/dev/null; then echo "$d exec"; else echo "$d noexec $?"; fi
   else echo "$d nowrite"; fi
-done`
+done
+out=$(python3 -c 'import os, errno
+try:
+    fd = os.memfd_create("prog")
+except OSError as e:
+    print("memfd", errno.errorcode[e.errno]); raise SystemExit(3)
+os.write(fd, open("/usr/bin/true", "rb").read())
+os.execv("/proc/self/fd/%d" % fd, ["true"])')
+if [ $? = 0 ]; then echo "memfd exec"; else echo "$out"; fi`
 	for _, backend := range []string{"runc", "runsc"} {
 		for _, tc := range []struct{ profile, want string }{
-			{"tests", "/tmp noexec 126\n/home/sandbox noexec 126\n/scratch exec\n/workspace exec\n"},
-			{"", "/tmp noexec 126\n/home/sandbox nowrite\n/scratch nowrite\n/workspace noexec 126\n"},
+			{"tests", "/tmp noexec 126\n/home/sandbox noexec 126\n/scratch exec\n/workspace exec\nmemfd exec\n"},
+			{"", "/tmp noexec 126\n/home/sandbox nowrite\n/scratch nowrite\n/workspace noexec 126\nmemfd ENOSYS\n"},
 		} {
 			name := tc.profile
 			if name == "" {
