@@ -35,14 +35,17 @@ func (e *BackendError) Error() string {
 // creation is one container on its way from the caller's bundle to a
 // verified backend container. Until commit, undo removes every trace.
 type creation struct {
-	g       *Globals
-	cfg     *Config
-	reg     *Registry
-	rec     *Record
-	sel     *Selection
-	bundle  string
-	pidFile string
-	ownPid  bool // bulkhead chose the pid file and removes it on failure
+	g      *Globals
+	cfg    *Config
+	reg    *Registry
+	rec    *Record
+	sel    *Selection
+	bundle string
+	// bundleDir is the bundle opened once: what is read and judged
+	// relative to the bundle is reached through it (runtime/bundle_dir.go).
+	bundleDir *bundleDir
+	pidFile   string
+	ownPid    bool // bulkhead chose the pid file and removes it on failure
 
 	original   []byte // the caller's config.json, byte for byte
 	handed     *rspec.Spec
@@ -60,6 +63,10 @@ type creation struct {
 	// lifetime is max_lifetime after the annotation; 0 for none.
 	lifetime time.Duration
 }
+
+// bundlePath is a path that reaches name, relative to the opened bundle
+// when it is relative, as runc resolves it.
+func (c *creation) bundlePath(name string) string { return c.bundleDir.at(name) }
 
 // prepare runs everything before the hand-over: load, select, rules,
 // validation, record. On error nothing of the container exists.
@@ -79,7 +86,12 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if bundle, err = filepath.Abs(bundle); err != nil {
 		return nil, err
 	}
-	spec, original, err := specs.Load(bundle)
+	dir, err := openBundleDir(bundle)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.close() // everything that reads the bundle runs before prepare returns
+	spec, original, err := specs.LoadAt(bundle, dir.at("."))
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +103,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: pidFile, original: original}
+	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, bundleDir: dir, pidFile: pidFile, original: original}
 	c.audit = AuditEntry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
 		Backend: sel.Backend.Name, Mode: sel.Profile.Mode, SpecBefore: sha(original)}
 

@@ -43,11 +43,13 @@ func (c *creation) pinHostPaths() error {
 	}
 	s := c.handed
 	if s.Root != nil {
-		root := s.Root.Path
-		if !filepath.IsAbs(root) {
-			root = filepath.Join(c.bundle, root)
-		}
-		p, err := pin(root, func(real string) string { return specs.JudgeRoot(c.ctx, real) })
+		p, err := pin(c.bundlePath(s.Root.Path), func(real string) string {
+			bundleReal, err := c.bundleDir.real()
+			if err != nil {
+				return err.Error()
+			}
+			return specs.JudgeRoot(c.ctx, real, bundleReal)
+		})
 		if err != nil {
 			return &refusal{rule: "root", field: "root.path", err: err}
 		}
@@ -62,11 +64,7 @@ func (c *creation) pinHostPaths() error {
 		if !specs.IsBind(*m) || merged[m.Source] {
 			continue
 		}
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(c.bundle, src)
-		}
-		p, err := pin(src, func(real string) string { return specs.JudgeBindSource(c.ctx, s.Annotations, real) })
+		p, err := pin(c.bundlePath(m.Source), func(real string) string { return specs.JudgeBindSource(c.ctx, s.Annotations, real) })
 		if err != nil {
 			return &refusal{rule: "host_mounts", field: "mounts[" + m.Destination + "]", err: err}
 		}

@@ -53,11 +53,7 @@ func (c *creation) planWorkspaces() error {
 		if !p.IsWorkspace(*m) {
 			continue
 		}
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(c.bundle, src)
-		}
-		real, err := filepath.EvalSymlinks(src)
+		real, err := filepath.EvalSymlinks(c.bundlePath(m.Source))
 		if err != nil {
 			return fmt.Errorf("workspace %s: source %s: %w", m.Destination, m.Source, err)
 		}
@@ -82,7 +78,17 @@ func (c *creation) planWorkspaces() error {
 		c.ws = append(c.ws, w)
 		m.Source = w.merged()
 		m.Type = "bind"
-		m.Options = append(withoutOpt(m.Options, "ro", "rro", "rw", "rbind", "bind"), "rbind", "rw", "nosuid", "nodev")
+		m.Options = append(withoutOpt(m.Options, "ro", "rro", "rw", "rbind", "bind", "exec", "rexec", "noexec"),
+			"rbind", "rw", "nosuid", "nodev")
+		if !p.ExecutesWrites() {
+			// The layer is written by the sandbox: without the job
+			// profile's grant, what it writes there must not run, as in
+			// /tmp.
+			m.Options = append(m.Options, "noexec")
+		}
+		if err := specs.CheckWritableNoexec(p, *m); err != nil {
+			return fmt.Errorf("workspace %s: %w", m.Destination, err)
+		}
 	}
 	return nil
 }
@@ -122,8 +128,12 @@ func (c *creation) mountWorkspaces() error {
 		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if !c.sel.Profile.ExecutesWrites() {
+		flags |= unix.MS_NOEXEC
+	}
 	for i := range c.ws {
-		if err := mountOverlay(&c.ws[i], &c.sel.Profile); err != nil {
+		if err := mountOverlay(&c.ws[i], &c.sel.Profile, flags); err != nil {
 			return err
 		}
 	}
@@ -134,7 +144,10 @@ func (c *creation) mountWorkspaces() error {
 	return specs.WriteAtomic(filepath.Join(c.reg.Dir(c.rec.ID), workspacesFile), data, 0o600)
 }
 
-func mountOverlay(w *workspace, p *specs.Profile) error {
+// mountOverlay mounts a workspace's overlay with flags: nosuid and nodev
+// always, noexec unless the profile lets the job run what it writes. The
+// profile decides whose checkout may be id-mapped.
+func mountOverlay(w *workspace, p *specs.Profile, flags uintptr) error {
 	for _, d := range []string{w.Dir, w.upper(), w.work(), w.merged()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
@@ -171,7 +184,7 @@ func mountOverlay(w *workspace, p *specs.Profile) error {
 	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.lowerOf(), w.upper(), w.work())
 	var err error
 	for _, extra := range []string{",redirect_dir=off,metacopy=off,index=off", ""} {
-		err = unix.Mount("bulkhead-ws", w.merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, base+extra)
+		err = unix.Mount("bulkhead-ws", w.merged(), "overlay", flags, base+extra)
 		if err == nil {
 			return nil
 		}
