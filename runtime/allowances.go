@@ -33,13 +33,16 @@ func Allowances(p *specs.Profile, gvisor bool) []Allowance {
 			"ENOSPC past " + p.HomeSize + "; EACCES executing from it (noexec)"}
 	}
 	scratch := Allowance{"build scratch", "none: nothing written in the container can be executed",
-		"EACCES executing from /tmp or a tmpfs (noexec)"}
+		"EACCES executing from /tmp, a tmpfs or /workspace (noexec); ENOSYS from memfd_create"}
 	if !none(p.ScratchSize) {
-		scratch = Allowance{"build scratch", fmt.Sprintf("write %s in %s and execute it (TMPDIR, GOTMPDIR where the caller set none)", p.ScratchSize, specs.ScratchDir),
+		scratch = Allowance{"build scratch", fmt.Sprintf("write %s in %s and execute it, as what the job writes in /workspace or a memfd (TMPDIR, GOTMPDIR where the caller set none)", p.ScratchSize, specs.ScratchDir),
 			"ENOSPC past " + p.ScratchSize + "; setuid bits ignored (nosuid)"}
 	}
 	workspace := Allowance{"/workspace", fmt.Sprintf("write %s on a copy-on-write layer over the checkout; `bulkhead diff` shows it, the host checkout is never written", size(p.WorkspaceSize)),
 		"ENOSPC past " + size(p.WorkspaceSize)}
+	if !p.ExecutesWrites() {
+		workspace.Fails += "; EACCES executing what the job wrote there (noexec)"
+	}
 	switch p.WorkspaceMode {
 	case "readonly":
 		workspace = Allowance{"/workspace", "read the checkout", "EROFS on any write"}

@@ -41,14 +41,17 @@ func (e *BackendError) Error() string {
 // creation is one container on its way from the caller's bundle to a
 // verified backend container. Until commit, undo removes every trace.
 type creation struct {
-	g       *Globals
-	cfg     *Config
-	reg     *state.Registry
-	rec     *state.Record
-	sel     *Selection
-	bundle  string
-	pidFile string
-	ownPid  bool // bulkhead chose the pid file and removes it on failure
+	g      *Globals
+	cfg    *Config
+	reg    *state.Registry
+	rec    *state.Record
+	sel    *Selection
+	bundle string
+	// bundleDir is the bundle opened once: what is read and judged
+	// relative to the bundle is reached through it (runtime/bundle_dir.go).
+	bundleDir *bundleDir
+	pidFile   string
+	ownPid    bool // bulkhead chose the pid file and removes it on failure
 
 	original []byte // the caller's config.json, byte for byte
 	handed   *rspec.Spec
@@ -82,7 +85,12 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if bundle, err = filepath.Abs(bundle); err != nil {
 		return nil, err
 	}
-	spec, original, err := specs.Load(bundle)
+	dir, err := openBundleDir(bundle)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.close() // everything that reads the bundle runs before prepare returns
+	spec, original, err := specs.LoadAt(bundle, dir.at("."))
 	if err != nil {
 		return nil, err
 	}
@@ -90,12 +98,13 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: original, Registry: reg, PidFile: pidFile})
+	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: original, Registry: reg,
+		PidFile: pidFile, At: dir.at})
 	if err != nil {
 		return nil, err
 	}
 	sel := plan.Selection
-	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, pidFile: plan.PidFile, ownPid: plan.OwnPidFile,
+	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, bundleDir: dir, pidFile: plan.PidFile, ownPid: plan.OwnPidFile,
 		original: original, plan: plan, handed: plan.Handed, ws: plan.Workspaces, ctx: plan.Ctx,
 		lifetime: plan.Lifetime}
 	c.audit = audit.Entry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,

@@ -40,8 +40,10 @@ func Exec(g *Globals, v Values, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The bundle gives the rootfs, so cwd is resolved in it as at create.
-	ctx := &specs.Context{Profile: &profile, Bundle: rec.Bundle}
+	// The rootfs is the one handed over (bulkhead's own bundle), so cwd is
+	// resolved in it as at create; the caller's config.json, never
+	// rewritten, may name another root by now.
+	ctx := &specs.Context{Profile: &profile, Bundle: c.handedBundle()}
 	policed, decisions, err := specs.ApplyProcess(ctx, proc)
 	entry := audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name, Backend: b.Name,
 		Mode: profile.Mode, Decisions: decisions, Outcome: "exec"}

@@ -44,17 +44,13 @@ type hostPin struct {
 // workspaces' lower directories, to their pins below stateDir, and
 // returns the pins with a decision per rewritten path. Binds of a
 // workspace's merged directory are bulkhead's own and not pinned.
-func planPins(s *rspec.Spec, ws []workspace.Workspace, bundle, stateDir string) ([]hostPin, []specs.Decision) {
+func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, stateDir string) ([]hostPin, []specs.Decision) {
 	dir := filepath.Join(stateDir, pinsDir)
 	var pins []hostPin
 	var ds []specs.Decision
 	add := func(rule, field, src string, root bool) string {
-		abs := src
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(bundle, abs)
-		}
 		target := filepath.Join(dir, strconv.Itoa(len(pins)))
-		pins = append(pins, hostPin{Rule: rule, Field: field, Source: abs, Target: target, Root: root})
+		pins = append(pins, hostPin{Rule: rule, Field: field, Source: at(src), Target: target, Root: root})
 		ds = append(ds, specs.Decision{Rule: rule, Field: field, Action: specs.Kept, Before: src, After: target, Layer: specs.LayerNone,
 			Why: "pinned: the backend gets bulkhead's bind of the very file judged, which the caller cannot swap before the backend opens it"})
 		return target
@@ -93,7 +89,13 @@ func (c *creation) pinHostPaths() error {
 	for _, p := range c.plan.Pins {
 		judge := func(real string) string { return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real) }
 		if p.Root {
-			judge = func(real string) string { return specs.JudgeRoot(c.ctx, real) }
+			judge = func(real string) string {
+				bundleReal, err := c.bundleDir.real()
+				if err != nil {
+					return err.Error()
+				}
+				return specs.JudgeRoot(c.ctx, real, bundleReal)
+			}
 		}
 		if _, err := pinPath(p.Source, p.Target, judge); err != nil {
 			rule := p.Rule

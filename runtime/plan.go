@@ -34,6 +34,10 @@ type PlanInput struct {
 	// PidFile is the caller's --pid-file; "" lets bulkhead choose one in
 	// the container's state directory.
 	PidFile string
+	// At reaches a path the spec names relative to the bundle: through
+	// the bundle opened once at create (runtime/bundle_dir.go); nil joins
+	// it to Bundle.
+	At func(name string) string
 }
 
 // PlaceholderID is the id a check without --id plans for: the cgroups
@@ -98,6 +102,15 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{ID: in.ID, Selection: sel, globals: g}
+	at := in.At
+	if at == nil {
+		at = func(name string) string {
+			if filepath.IsAbs(name) {
+				return name
+			}
+			return filepath.Join(in.Bundle, name)
+		}
+	}
 	if p.ID == "" {
 		p.ID = PlaceholderID
 	}
@@ -135,7 +148,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		return p, nil
 	}
 	var more []specs.Decision
-	p.Workspaces, more, p.PlanErr = workspace.Plan(&sel.Profile, p.Handed, in.Bundle, stateDir)
+	p.Workspaces, more, p.PlanErr = workspace.Plan(&sel.Profile, p.Handed, at, stateDir)
 	p.decide(more...)
 	if p.PlanErr != nil {
 		return p, nil
@@ -145,7 +158,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	}
 	p.HandedJSON = p.RewrittenJSON
 	if p.Enforce() {
-		p.Pins, more = planPins(p.Handed, p.Workspaces, in.Bundle, stateDir)
+		p.Pins, more = planPins(p.Handed, p.Workspaces, at, stateDir)
 		p.decide(more...)
 		if p.HandedJSON, err = specs.Marshal(p.Handed); err != nil {
 			return nil, err

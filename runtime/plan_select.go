@@ -10,9 +10,13 @@ import (
 	"bulkhead.dev/bulkhead/specs"
 )
 
-// Annotations a job may use to ask for a profile or backend. They are
-// honoured only for profiles the administrator marked selectable, and
-// only towards stronger isolation.
+// Annotations a job may use to ask for a profile or backend. A profile is
+// honoured only when the runtime entry named none (the configuration's
+// default applies) and the administrator marked it selectable: a
+// selectable job profile grants more than the default (an executable
+// scratch, more memory, a longer lifetime), so it is a grant to the jobs of
+// the default entry, never a way out of a profile an entry chose with
+// --profile. A backend is honoured only towards stronger isolation.
 const (
 	AnnotationProfile = "bulkhead.dev/profile"
 	AnnotationBackend = "bulkhead.dev/backend"
@@ -58,6 +62,9 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 		}
 		if isolation[p.Backend] < isolation[backendName] {
 			return nil, fmt.Errorf("annotation %s=%q: its backend %s is weaker than %s", AnnotationProfile, want, p.Backend, backendName)
+		}
+		if g.Profile != "" {
+			return nil, fmt.Errorf("annotation %s=%q: this runtime entry runs profile %s (--profile %s); a job cannot replace it, use a runtime entry without --profile", AnnotationProfile, want, profileName, g.Profile)
 		}
 		profile, backendName = p, p.Backend
 	}

@@ -51,6 +51,8 @@ func TestSelect(t *testing.T) {
 		{"annotation to a selectable profile", Globals{}, map[string]string{AnnotationProfile: "gvisor"}, "gvisor", "runsc", ""},
 		{"annotation to a profile not selectable", Globals{Profile: "open"}, map[string]string{AnnotationProfile: "default"}, "", "", "not selectable"},
 		{"annotation to a weaker backend's profile", Globals{Profile: "gvisor"}, map[string]string{AnnotationProfile: "open"}, "", "", "weaker"},
+		{"annotation out of the entry's --profile", Globals{Profile: "open"}, map[string]string{AnnotationProfile: "gvisor"}, "", "", "cannot replace it"},
+		{"annotation naming the entry's --profile", Globals{Profile: "gvisor"}, map[string]string{AnnotationProfile: "gvisor"}, "gvisor", "runsc", ""},
 		{"annotation to an unknown profile", Globals{}, map[string]string{AnnotationProfile: "nope"}, "", "", "unknown profile"},
 		{"backend annotation, selectable profile", Globals{Profile: "open"}, map[string]string{AnnotationBackend: "runsc"}, "open", "runsc", ""},
 		{"backend annotation, fixed profile", Globals{}, map[string]string{AnnotationBackend: "runsc"}, "", "", "not selectable"},

@@ -1,6 +1,8 @@
 package seccomp
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -31,9 +33,9 @@ func TestDefaultValidates(t *testing.T) {
 	if err := Validate(Default()); err != nil {
 		t.Fatalf("Validate(Default()) = %v", err)
 	}
-	p, err := ForProfile("", false)
+	p, err := ForProfile("", false, false)
 	if err != nil {
-		t.Fatalf(`ForProfile("", false) = %v`, err)
+		t.Fatalf(`ForProfile("", false, false) = %v`, err)
 	}
 	if p.DefaultAction != rspec.ActErrno || p.DefaultErrnoRet == nil || *p.DefaultErrnoRet != errnoEPERM {
 		t.Errorf("default action = %s/%v, want SCMP_ACT_ERRNO/EPERM", p.DefaultAction, p.DefaultErrnoRet)
@@ -41,9 +43,9 @@ func TestDefaultValidates(t *testing.T) {
 	if want := []rspec.Arch{rspec.ArchX86_64, rspec.ArchAARCH64}; !slices.Equal(p.Architectures, want) {
 		t.Errorf("architectures %v, want only the 64-bit ABIs %v", p.Architectures, want)
 	}
-	compat, err := ForProfile("", true)
+	compat, err := ForProfile("", true, false)
 	if err != nil {
-		t.Fatalf(`ForProfile("", true) = %v`, err)
+		t.Fatalf(`ForProfile("", true, false) = %v`, err)
 	}
 	for _, a := range []rspec.Arch{rspec.ArchX86_64, rspec.ArchX86, rspec.ArchX32, rspec.ArchAARCH64, rspec.ArchARM} {
 		if !containsSpecArch(compat.Architectures, a) {
@@ -188,12 +190,62 @@ func TestSummary(t *testing.T) {
 // BenchmarkForProfile is the create path's seccomp cost once the cache
 // holds the profile (BenchmarkForProfileUncached: without it).
 func BenchmarkForProfile(b *testing.B) {
-	if _, err := ForProfile("", false); err != nil {
+	if _, err := ForProfile("", false, false); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := ForProfile("", false); err != nil {
+		if _, err := ForProfile("", false, false); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMemfdOnlyWhenWritesMayRun: without the profile's grant to run what
+// the job writes, memfd_create answers ENOSYS and no rule allows it, in
+// the built-in profile and in an operator's that allowed it; with the
+// grant the built-in profile allows it.
+func TestMemfdOnlyWhenWritesMayRun(t *testing.T) {
+	rulesFor := func(p *rspec.LinuxSeccomp) (allowed, enosys bool) {
+		for _, r := range p.Syscalls {
+			if !slices.Contains(r.Names, "memfd_create") {
+				continue
+			}
+			switch {
+			case r.Action == rspec.ActAllow:
+				allowed = true
+			case r.Action == rspec.ActErrno && r.ErrnoRet != nil && *r.ErrnoRet == errnoENOSYS:
+				enosys = true
+			}
+		}
+		return allowed, enosys
+	}
+	for _, tc := range []struct {
+		name                string
+		path                string
+		execWrites          bool
+		allowed, wantENOSYS bool
+	}{
+		{"built-in, no grant", "", false, false, true},
+		{"built-in, job profile", "", true, true, false},
+		{"operator's allowing it, no grant", "operator", false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path
+			if path == "operator" {
+				path = filepath.Join(t.TempDir(), "p.json")
+				prof := `{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{"names": ["read", "write", "exit_group", "memfd_create"], "action": "SCMP_ACT_ALLOW"}]}`
+				if err := os.WriteFile(path, []byte(prof), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := ForProfile(path, false, tc.execWrites)
+			if err != nil {
+				t.Fatal(err)
+			}
+			allowed, enosys := rulesFor(p)
+			if allowed != tc.allowed || enosys != tc.wantENOSYS {
+				t.Fatalf("memfd_create allowed %v, ENOSYS %v; want %v, %v", allowed, enosys, tc.allowed, tc.wantENOSYS)
+			}
+		})
 	}
 }

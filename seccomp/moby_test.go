@@ -90,7 +90,7 @@ func TestLoadMobyRefuses(t *testing.T) {
 }
 
 func TestForProfileFile(t *testing.T) {
-	p, err := ForProfile("testdata/moby-caps.json", false)
+	p, err := ForProfile("testdata/moby-caps.json", false, false)
 	if err != nil {
 		t.Fatalf("ForProfile = %v", err)
 	}
@@ -108,7 +108,7 @@ func TestForProfileFile(t *testing.T) {
 		"testdata/moby-unknown-key.json": `"include"`,
 		"testdata/missing.json":          "no such file",
 	} {
-		_, err := ForProfile(path, false)
+		_, err := ForProfile(path, false, false)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "seccomp profile") {
 			t.Errorf("ForProfile(%s) = %v, want an error containing %q", path, err, want)
 		}

@@ -13,7 +13,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
 
 // fakeSeccomp keeps the tests of this package independent of the seccomp
 // package's profile, which changes on its own schedule.
-func fakeSeccomp(path string, compat bool) (*rspec.LinuxSeccomp, error) {
+func fakeSeccomp(path string, compat, _ bool) (*rspec.LinuxSeccomp, error) {
 	if path != "" {
 		_, err := os.Stat(path)
 		if err != nil {

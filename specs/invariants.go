@@ -276,12 +276,11 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 		if slices.Contains(m.Options, "rbind") {
 			bad("mounts[%s]: recursive bind", m.Destination)
 		}
-		// The build scratch of a job profile is the one tmpfs whose files
-		// may be executed; it is nosuid like every other.
-		scratch := cleanAbs(m.Destination) == ScratchDir && scratchGranted(p)
-		if m.Type == "tmpfs" && (!slices.Contains(m.Options, "nosuid") || slices.Contains(m.Options, "suid") ||
-			(!scratch && (!slices.Contains(m.Options, "noexec") || slices.Contains(m.Options, "exec")))) {
-			bad("mounts[%s]: tmpfs without noexec,nosuid", m.Destination)
+		if m.Type == "tmpfs" && (!slices.Contains(m.Options, "nosuid") || slices.Contains(m.Options, "suid")) {
+			bad("mounts[%s]: tmpfs without nosuid", m.Destination)
+		}
+		if err := CheckWritableNoexec(p, m); err != nil {
+			errs = append(errs, err)
 		}
 		if len(m.UIDMappings)+len(m.GIDMappings) > 0 {
 			bad("mounts[%s]: idmapped", m.Destination)
@@ -360,7 +359,20 @@ func idInRanges(id, own uint32, ranges []string) bool {
 	return false
 }
 
-func scratchGranted(p *Profile) bool {
-	n, err := p.ScratchBytes()
-	return err == nil && n > 0
+// CheckWritableNoexec holds for a mount the sandbox may write (a tmpfs, or
+// a bind that is not read-only: a workspace) when it is noexec, or when the
+// profile lets the job run what it writes and the mount is one of the
+// places that grant covers: the build scratch and the workspaces. Anywhere
+// else an exec mount the sandbox writes would run any program it brings,
+// whatever /tmp's noexec says.
+func CheckWritableNoexec(p *Profile, m rspec.Mount) error {
+	writable := m.Type == "tmpfs" && !isBind(m) || isBind(m) && !lastOpt(m.Options, "ro", "rw")
+	if !writable || lastOpt(m.Options, "noexec", "exec") && !hasOpt(m.Options, "rexec") {
+		return nil
+	}
+	if p.ExecutesWrites() && (m.Type == "tmpfs" && !isBind(m) && cleanAbs(m.Destination) == ScratchDir ||
+		isBind(m) && p.IsWorkspace(m)) {
+		return nil
+	}
+	return fmt.Errorf("mounts[%s]: writable and not noexec: only a job profile's build scratch and workspaces may execute what the job writes", m.Destination)
 }

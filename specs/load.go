@@ -41,7 +41,13 @@ func decode(data []byte, strict bool) (*rspec.Spec, error) {
 // Load reads and decodes the config.json of a bundle. Unknown fields are
 // left to the unknown_fields rule (see DecodeLenient).
 func Load(bundle string) (*rspec.Spec, []byte, error) {
-	path := filepath.Join(bundle, "config.json")
+	return LoadAt(bundle, bundle)
+}
+
+// LoadAt is Load reading config.json from dir, a path that reaches the
+// bundle (such as its opened descriptor's), and naming bundle in errors.
+func LoadAt(bundle, dir string) (*rspec.Spec, []byte, error) {
+	path := filepath.Join(dir, "config.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle %s: %w", bundle, err)

@@ -151,6 +151,16 @@ func (p *Profile) ScratchBytes() (int64, error) {
 	return parseSize("scratch_size", p.ScratchSize)
 }
 
+// ExecutesWrites says whether the job may run what it writes: a job
+// profile, which has a build scratch, lets a build run its outputs from
+// the scratch and from its workspaces (cargo's target/, a checkout's
+// node_modules/.bin). Without a scratch every place the sandbox can write
+// is noexec, the workspace's copy-on-write layer included.
+func (p *Profile) ExecutesWrites() bool {
+	n, err := p.ScratchBytes()
+	return err == nil && n > 0
+}
+
 // TmpfsTotalBytes is the ceiling of all tmpfs sizes together, 0 for none.
 func (p *Profile) TmpfsTotalBytes() (int64, error) {
 	return parseSize("tmpfs_total", p.TmpfsTotal)

@@ -31,10 +31,30 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 		Layer: LayerNone, Why: "the container's own root filesystem"}}
 }
 
-// JudgeRoot says why a root filesystem, named by its real path on the
-// host, must not be the container's, or "": the root rule's judgement, for
-// the runtime to apply again to what it really opened.
-func JudgeRoot(c *Context, real string) string { return rootRefusal(c, real) }
+// JudgeRoot says why a root filesystem, named by the real path of what the
+// runtime opened, must not be the container's, or "": the root rule's
+// judgement, applied again to what was really opened. bundleReal is the
+// real path of the opened bundle directory whose config.json was judged,
+// read from its descriptor at the same moment. Nothing is resolved again
+// here: re-resolving the caller's bundle path would let the caller move
+// the yardstick (the bundle a symlink to / by then) along with the root.
+func JudgeRoot(c *Context, real, bundleReal string) string {
+	if real == "/" {
+		return "the host's / would be the container's root"
+	}
+	for _, t := range hostTrees {
+		if under(real, t) {
+			return "host " + t + " would be the container's root"
+		}
+	}
+	if bundleReal != "" && bundleReal != "/" && real != bundleReal && under(real, bundleReal) {
+		return ""
+	}
+	if dockerOwnLayer(c, real) {
+		return ""
+	}
+	return real + " lies outside the bundle (" + bundleReal + ") and is not the layer the engine made for this container"
+}
 
 func rootRefusal(c *Context, root string) string {
 	if root == "" {

@@ -26,7 +26,7 @@ func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 	if l.Seccomp != nil {
 		before = fmt.Sprintf("caller's (default %s, %d rules)", l.Seccomp.DefaultAction, len(l.Seccomp.Syscalls))
 	}
-	prof, err := seccompForProfile(c.Profile.Seccomp, c.Profile.CompatSyscalls)
+	prof, err := seccompForProfile(c.Profile.Seccomp, c.Profile.CompatSyscalls, c.Profile.ExecutesWrites())
 	if err != nil || prof == nil {
 		why := fmt.Sprintf("seccomp profile %s cannot be used: %v; fix or replace the file named by the profile's seccomp key", name, err)
 		return []Decision{{Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone, Why: why}}

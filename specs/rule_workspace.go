@@ -77,6 +77,9 @@ func ruleWorkspace(c *Context, s *rspec.Spec) []Decision {
 				continue
 			}
 			opts := append(withoutOpts(m.Options, "ro", "rro", "rw"), "rw")
+			if !p.ExecutesWrites() {
+				opts = append(withoutOpts(opts, "exec", "rexec", "noexec"), "noexec")
+			}
 			ds = append(ds, Decision{Rule: "workspace", Field: field, Action: Kept,
 				Before: m.Source + " " + fmtList(m.Options), After: m.Source + " " + fmtList(opts), Layer: LayerMountFlags,
 				Why: "workspace_mode direct on trusted profile " + p.Name + ": the sandbox writes to the host source"})

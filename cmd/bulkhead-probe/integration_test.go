@@ -136,7 +136,7 @@ func policySeccomp(t *testing.T) (prof *rspec.LinuxSeccomp) {
 			prof = testSeccomp()
 		}
 	}()
-	p, err := seccomp.ForProfile("", false)
+	p, err := seccomp.ForProfile("", false, false)
 	if err != nil || p == nil {
 		t.Logf("seccomp.ForProfile(\"\"): %v: using the test's inline allowlist", err)
 		return testSeccomp()

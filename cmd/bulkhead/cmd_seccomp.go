@@ -96,7 +96,7 @@ func showSeccomp(g *runtime.Globals, explicitConfig bool) (*seccompReport, error
 	if err != nil {
 		return nil, err
 	}
-	p, err := seccomp.ForProfile(sel.Profile.Seccomp, sel.Profile.CompatSyscalls)
+	p, err := seccomp.ForProfile(sel.Profile.Seccomp, sel.Profile.CompatSyscalls, sel.Profile.ExecutesWrites())
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", sel.Profile.Name, err)
 	}

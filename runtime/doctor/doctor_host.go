@@ -49,7 +49,7 @@ func doctorSeccomp(p specs.Profile) Check {
 		c.Fix = "upgrade the kernel (4.14 or later)"
 		return c
 	}
-	prof, err := seccomp.ForProfile(p.Seccomp, p.CompatSyscalls)
+	prof, err := seccomp.ForProfile(p.Seccomp, p.CompatSyscalls, p.ExecutesWrites())
 	if err != nil {
 		c.Status, c.Found = StatusFail, err.Error()
 		c.Fix = "fix the profile's seccomp file; create refuses every container until then"

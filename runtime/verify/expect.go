@@ -62,7 +62,7 @@ func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, er
 	if e.MemoryMax, err = p.MemoryBytes(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	if _, e.Seccomp, err = seccomp.ForProfileCompiled(p.Seccomp, p.CompatSyscalls); err != nil {
+	if _, e.Seccomp, err = seccomp.ForProfileCompiled(p.Seccomp, p.CompatSyscalls, p.ExecutesWrites()); err != nil {
 		return nil, fmt.Errorf("verify: the profile's seccomp filter: %w", err)
 	}
 	if kind == "runsc" && e.PidsMax > 0 {

@@ -240,7 +240,7 @@ func harden(pids int64) func(*rspec.Spec) {
 		s.Process.User = rspec.User{UID: 65534, GID: 65534}
 		s.Root.Readonly = true
 		// The default profile's filter, as create hands it over.
-		sc, err := seccomp.ForProfile("", false)
+		sc, err := seccomp.ForProfile("", false, false)
 		if err != nil {
 			panic(err)
 		}

@@ -47,7 +47,10 @@ const workspacesFile = "workspaces.json"
 // overlays with a decision per rewritten mount. Only enforce mode and
 // workspace_mode overlay get overlays; the workspace rule already decided
 // the other modes. It only reads the host (the sources).
-func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Workspace, []specs.Decision, error) {
+//
+// at reaches a path the spec names relative to the bundle (through the
+// bundle opened once, at create).
+func Plan(p *specs.Profile, handed *rspec.Spec, at func(string) string, stateDir string) ([]Workspace, []specs.Decision, error) {
 	if p.Mode != specs.Enforce || p.WorkspaceModeOf() != specs.WorkspaceOverlay {
 		return nil, nil, nil
 	}
@@ -59,11 +62,7 @@ func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Work
 			continue
 		}
 		field := "mounts[" + m.Destination + "]"
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			src = filepath.Join(bundle, src)
-		}
-		real, err := filepath.EvalSymlinks(src)
+		real, err := filepath.EvalSymlinks(at(m.Source))
 		if err != nil {
 			return nil, ds, fmt.Errorf("workspace %s: source %s: %w", m.Destination, m.Source, err)
 		}
@@ -104,9 +103,18 @@ func Plan(p *specs.Profile, handed *rspec.Spec, bundle, stateDir string) ([]Work
 		m.Source = w.Merged()
 		m.Type = "bind"
 		m.Options = slices.DeleteFunc(slices.Clone(m.Options), func(o string) bool {
-			return slices.Contains([]string{"ro", "rro", "rw", "rbind", "bind"}, o)
+			return slices.Contains([]string{"ro", "rro", "rw", "rbind", "bind", "exec", "rexec", "noexec"}, o)
 		})
 		m.Options = append(m.Options, "rbind", "rw", "nosuid", "nodev")
+		if !p.ExecutesWrites() {
+			// The layer is written by the sandbox: without the job
+			// profile's grant, what it writes there must not run, as in
+			// /tmp.
+			m.Options = append(m.Options, "noexec")
+		}
+		if err := specs.CheckWritableNoexec(p, *m); err != nil {
+			return nil, ds, fmt.Errorf("workspace %s: %w", m.Destination, err)
+		}
 		ds = append(ds, specs.Decision{Rule: "workspace", Field: field, Action: specs.Tightened, Before: before,
 			After: m.Source + " " + strings.Join(m.Options, ","), Layer: specs.LayerWorkspace,
 			Why: "the overlay's merged directory (lower " + real + ", read-only) is bound instead of the source"})
@@ -134,8 +142,12 @@ func Mount(ws []Workspace, p *specs.Profile, stateDir string) error {
 		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if !p.ExecutesWrites() {
+		flags |= unix.MS_NOEXEC
+	}
 	for i := range ws {
-		if err := mountOverlay(&ws[i], p); err != nil {
+		if err := mountOverlay(&ws[i], p, flags); err != nil {
 			return err
 		}
 	}
@@ -146,7 +158,10 @@ func Mount(ws []Workspace, p *specs.Profile, stateDir string) error {
 	return specs.WriteAtomic(filepath.Join(stateDir, workspacesFile), data, 0o600)
 }
 
-func mountOverlay(w *Workspace, p *specs.Profile) error {
+// mountOverlay mounts a workspace's overlay with flags: nosuid and nodev
+// always, noexec unless the profile lets the job run what it writes. The
+// profile decides whose checkout may be id-mapped.
+func mountOverlay(w *Workspace, p *specs.Profile, flags uintptr) error {
 	for _, d := range []string{w.Dir, w.Upper(), w.Work(), w.Merged()} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			return fmt.Errorf("workspace: %w", err)
@@ -183,7 +198,7 @@ func mountOverlay(w *Workspace, p *specs.Profile) error {
 	base := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", w.lowerOf(), w.Upper(), w.Work())
 	var err error
 	for _, extra := range []string{",redirect_dir=off,metacopy=off,index=off", ""} {
-		err = unix.Mount("bulkhead-ws", w.Merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, base+extra)
+		err = unix.Mount("bulkhead-ws", w.Merged(), "overlay", flags, base+extra)
 		if err == nil {
 			return nil
 		}
