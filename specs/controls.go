@@ -32,7 +32,7 @@ var Controls = []Control{
 		"read-only mount (EROFS)", []string{"read-only root"}, []string{"etc"}},
 	{"scratch", []string{"tmp"}, "/tmp tmpfs rw,noexec,nosuid,nodev,size=16m, owned by the sandbox user",
 		"tmpfs size (ENOSPC), noexec (EACCES)", nil, []string{"tmp-write", "tmp-noexec", "tmp-size"}},
-	{"mounts", []string{"mounts"}, "types bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup, each at its place; options from an allowlist; every tmpfs noexec,nosuid,nodev with a size, together ≤ tmpfs_total 256m; /dev a fresh tmpfs",
+	{"mounts", []string{"mounts", "mount_order"}, "types bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup, each at its place; options from an allowlist; every tmpfs noexec,nosuid,nodev with a size, together ≤ tmpfs_total 256m; /dev a fresh tmpfs",
 		"mount flags, tmpfs size (ENOSPC)", nil, nil},
 	{"host mounts", []string{"host_mounts"}, "bind sources only below bind_roots or the engine's files for this container, never a socket or a tree holding one; engine state, homes, credential dirs refused; binds ro,nosuid,nodev, not recursive",
 		"mount flags (EROFS)", nil, nil},
