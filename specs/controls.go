@@ -48,7 +48,7 @@ var Controls = []Control{
 		"namespaces", nil, nil},
 	{"cgroup", []string{"cgroups_path"}, "a fresh cgroup: never one holding processes, never a systemd unit's",
 		"cgroups", nil, nil},
-	{"seccomp", []string{"seccomp"}, "default-deny profile whatever the caller's; 64-bit ABIs only",
+	{"seccomp", []string{"seccomp"}, "default-deny profile, narrowed by the caller's own filter, never widened; 64-bit ABIs only",
 		"seccomp (EPERM, ENOSYS)", []string{"seccomp"}, []string{"seccomp"}},
 	{"processes", []string{"pids"}, "pids.max ≤ 64",
 		"pids cgroup (EAGAIN)", []string{"pids"}, []string{"pids"}},
