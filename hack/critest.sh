@@ -77,9 +77,23 @@ mkdir -p "$images"
 base=$images/base
 mkdir -p "$base"/{bin,sbin,etc,dev,proc,sys,tmp,root,usr/bin,var/run,www}
 cp /bin/busybox "$base/bin/busybox"
+# Hard links, as in busybox's own image: critest masks /bin/ls, which
+# through a symbolic link would mask busybox itself.
 for applet in $(/bin/busybox --list); do
-	[ "$applet" = busybox ] || ln -sf busybox "$base/bin/$applet"
+	[ "$applet" = busybox ] || ln -f "$base/bin/busybox" "$base/bin/$applet"
 done
+# Tools critest calls that Debian's busybox-static lacks: pgrep (processes
+# whose command line holds the pattern) and ipcs (the System V shared
+# memory the IPC namespace shows).
+cat >"$base/bin/pgrep" <<'EOS'
+#!/bin/sh
+ps -o pid,args | awk -v p="$1" 'NR > 1 && index($0, p) && !/awk -v p=/ { print $1; n++ } END { exit n == 0 }'
+EOS
+cat >"$base/bin/ipcs" <<'EOS'
+#!/bin/sh
+cat /proc/sysvipc/shm
+EOS
+chmod 0755 "$base/bin/pgrep" "$base/bin/ipcs"
 printf 'root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www-data:/var/www:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$base/etc/passwd"
 printf 'root:x:0:\nwww-data:x:33:\nusers:x:100:\nnogroup:x:65534:\n' >"$base/etc/group"
 echo '<html><body>It works!</body></html>' >"$base/www/index.html"
@@ -98,8 +112,16 @@ staging=k8s-staging-cri-tools
 e2e=e2e-test-images
 # nginx and httpd stand-ins: busybox's httpd, and for nginx the pid file
 # critest's namespace tests wait for.
+# The script stays the process named nginx, and its arguments name a
+# master process, as critest's pid namespace tests look for.
 cp -a "$base" "$images/nginx"
-printf '#!/bin/sh\necho $$ >/var/run/nginx.pid\nexec httpd -f -p 80 -h /www\n' >"$images/nginx/bin/nginx"
+cat >"$images/nginx/bin/nginx" <<'EOS'
+#!/bin/sh
+[ "$1" = "master process" ] || exec /bin/nginx "master process"
+echo $$ >/var/run/nginx.pid
+httpd -f -p 80 -h /www &
+wait
+EOS
 chmod 0755 "$images/nginx/bin/nginx"
 cat >"$images/list" <<EOF
 pause:3.9 $images/pause cmd=/pause

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 type readCloser = io.ReadCloser
@@ -16,6 +17,8 @@ type readCloser = io.ReadCloser
 func tarDir(dir string) (io.ReadCloser, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
+	// Hard links stay links: busybox's applets are one file.
+	seen := map[uint64]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -41,6 +44,13 @@ func tarDir(dir string) (io.ReadCloser, error) {
 		h.Name, h.Uid, h.Gid, h.Uname, h.Gname = rel, 0, 0, "", ""
 		if d.IsDir() {
 			h.Name += "/"
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && info.Mode().IsRegular() && st.Nlink > 1 {
+			if first, ok := seen[st.Ino]; ok {
+				h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
+				return tw.WriteHeader(h)
+			}
+			seen[st.Ino] = rel
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
