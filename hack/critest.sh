@@ -121,6 +121,9 @@ cat >"$images/nginx/bin/nginx" <<'EOS'
 echo $$ >/var/run/nginx.pid
 httpd -f -p 80 -h /www &
 wait
+# A server that cannot listen (port 80 needs a capability) is still a
+# running container, as critest's process tests expect of nginx.
+while :; do sleep 3600; done
 EOS
 chmod 0755 "$images/nginx/bin/nginx"
 cat >"$images/list" <<EOF
