@@ -16,7 +16,10 @@
 #   - enforce: every test runc passes and bulkhead fails must be listed in
 #     docs/critest-differences.md with the rule that refuses it and why;
 #     an unlisted difference fails the run, and so does a listed one that
-#     no longer differs.
+#     no longer differs;
+#   - root: of the tests the enforce list explains by the identity rule
+#     (user), each runc passes must pass with uid 0; the others must stay
+#     listed.
 #
 # Usage: hack/critest.sh   (as root; `make conformance` builds first)
 # Environment:
@@ -25,7 +28,7 @@
 #                     (default: /var/tmp/bulkhead-critest)
 #   CRITEST_VERSION   cri-tools version (default: v1.37.0)
 #   CRITEST_ENGINES   which containerd versions to run (default: "2 1.6")
-#   CRITEST_PASSES    which passes (default: "runc audit enforce")
+#   CRITEST_PASSES    which passes (default: "runc audit enforce root")
 #   CRITEST_FOCUS     ginkgo focus regexp (default: all)
 #   CRITEST_COMPARE   only compare the results already in CRITEST_DIR
 set -euo pipefail
@@ -34,7 +37,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=${CRITEST_DIR:-/var/tmp/bulkhead-critest}
 version=${CRITEST_VERSION:-v1.37.0}
 engines=${CRITEST_ENGINES:-2 1.6}
-passes=${CRITEST_PASSES:-runc audit enforce}
+passes=${CRITEST_PASSES:-runc audit enforce root}
+# The root pass: enforce mode with the sandbox user 0 instead of 65534
+# (still no capability), over the tests whose host directories only root
+# may read; it shows that what the identity rule refuses there is all the
+# default profile refuses.
+root_focus='Container Mount Propagation|should support adding volume and device|should support seccomp localhost profile'
+
 focus=${CRITEST_FOCUS:-}
 bin=$here/bin
 list=$here/docs/critest-differences.md
@@ -176,9 +185,10 @@ EOF
 done
 fi
 
-# bulkhead's two configurations: the default profile (enforce), and the
-# same in audit mode. Only root may write them.
-for mode in enforce audit; do
+# bulkhead's configurations: the default profile (enforce), the same in
+# audit mode, and in enforce mode with uid and gid 0 (root). Only root may
+# write them.
+for mode in enforce audit root; do
 	cat >"$work/bulkhead-$mode.toml" <<EOF
 # Written by hack/critest.sh.
 default_profile = "critest"
@@ -188,7 +198,8 @@ audit_log = "$work/audit-$mode.jsonl"
 path = "$runc"
 
 [profiles.critest]
-mode = "$mode"
+mode = "$([ "$mode" = root ] && echo enforce || echo "$mode")"
+$([ "$mode" = root ] && printf 'uid = 0\ngid = 0\n')
 EOF
 	chmod 0644 "$work/bulkhead-$mode.toml"
 done
@@ -271,6 +282,8 @@ run_pass() {
 	1.6) bindir=/usr/bin ;;
 	esac
 	[ "$pass" = runc ] && handler=runc mode=enforce
+	local only=$focus
+	[ "$pass" = root ] && only=${focus:-$root_focus}
 	rm -rf "$out"
 	mkdir -p "$out"
 	local dir sock
@@ -289,7 +302,7 @@ run_pass() {
 	echo "critest: containerd $engine, $pass: running (log: $out/critest.log)" >&2
 	"$critest" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
 		--runtime-handler "$handler" --ginkgo.json-report "$out/report.json" \
-		${focus:+--ginkgo.focus "$focus"} --ginkgo.no-color --ginkgo.timeout 3h >"$out/critest.log" 2>&1 || code=$?
+		${only:+--ginkgo.focus "$only"} --ginkgo.no-color --ginkgo.timeout 3h >"$out/critest.log" 2>&1 || code=$?
 	echo "critest: containerd $engine, $pass: exit $code after $((SECONDS - start)) s" >&2
 	kill "$cpid" 2>/dev/null || true
 	wait "$cpid" 2>/dev/null || true
@@ -317,12 +330,14 @@ failed() { awk -F '\t' '$1 != "passed" && $1 != "skipped" { print $2 }' "$work/$
 passed() { awk -F '\t' '$1 == "passed" { print $2 }' "$work/$1-$2/results" | LC_ALL=C sort -u; }
 count() { awk -F '\t' -v s="$3" '$1 == s' "$work/$1-$2/results" | wc -l; }
 
-# listed ENGINE: the tests docs/critest-differences.md lists for it
-# (table rows: | test | containerd versions | rule | why |).
+# listed ENGINE [RULE]: the tests docs/critest-differences.md lists for it
+# (table rows: | test | containerd versions | rule | why |), only those
+# of RULE when given.
 listed() {
-	awk -F '|' -v e="$1" 'NR > 2 && /^\|/ {
-		t = $2; v = $3; gsub(/^ +| +$/, "", t); gsub(/`/, "", t)
+	awk -F '|' -v e="$1" -v rule="${2:-}" 'NR > 2 && /^\|/ {
+		t = $2; v = $3; r = $4; gsub(/^ +| +$/, "", t); gsub(/`/, "", t); gsub(/ /, "", r)
 		if (t == "test" || t ~ /^-+$/) next
+		if (rule != "" && r != rule) next
 		n = split(v, vs, ",")
 		for (i = 1; i <= n; i++) { x = vs[i]; gsub(/ /, "", x); if (x == e) print t }
 	}' "$list" | LC_ALL=C sort -u
@@ -333,7 +348,7 @@ for engine in $engines; do
 	[ -f "$work/$engine-runc/results" ] || continue
 	echo
 	echo "containerd $engine:"
-	for pass in runc audit enforce; do
+	for pass in runc audit enforce root; do
 		[ -f "$work/$engine-$pass/results" ] || continue
 		printf '  %-18s %3d passed, %3d failed, %3d skipped\n' "$pass" \
 			"$(count "$engine" "$pass" passed)" "$(failed "$engine" "$pass" | wc -l)" "$(count "$engine" "$pass" skipped)"
@@ -360,6 +375,21 @@ for engine in $engines; do
 		fi
 		if [ -n "$stale" ]; then
 			echo "$stale" | sed 's/^/    listed, but no longer differs: /'
+			bad=1
+		fi
+	fi
+	if [ -f "$work/$engine-root/results" ]; then
+		ran=$(awk -F '\t' '$1 != "skipped" { print $2 }' "$work/$engine-root/results" | LC_ALL=C sort -u)
+		# Tests the root pass ran, runc passed and the list explains by
+		# the identity rule: with uid 0 they must pass.
+		byuser=$(listed "$engine" user)
+		want=$(LC_ALL=C comm -12 <(LC_ALL=C comm -12 <(echo "$ran") <(passed "$engine" runc)) <(echo "$byuser" | sed '/^$/d'))
+		still=$(LC_ALL=C comm -12 <(echo "$want" | sed '/^$/d') <(failed "$engine" root))
+		other=$(LC_ALL=C comm -23 <(LC_ALL=C comm -12 <(passed "$engine" runc) <(failed "$engine" root)) <(listed "$engine"))
+		echo "  root: $(echo "$want" | sed '/^$/d' | wc -l) tests the list explains by the identity rule ran with uid 0; $(echo "$still" | sed '/^$/d' | wc -l) of them still fail"
+		if [ -n "$still$other" ]; then
+			echo "$still" | sed '/^$/d; s/^/    fails with uid 0 too: /'
+			echo "$other" | sed '/^$/d; s/^/    fails with uid 0, not in the list: /'
 			bad=1
 		fi
 	fi
