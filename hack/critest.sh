@@ -92,11 +92,11 @@ for applet in $(/bin/busybox --list); do
 	[ "$applet" = busybox ] || ln -f "$base/bin/busybox" "$base/bin/$applet"
 done
 # Tools critest calls that Debian's busybox-static lacks: pgrep (processes
-# whose command line holds the pattern) and ipcs (the System V shared
+# whose name matches the pattern) and ipcs (the System V shared
 # memory the IPC namespace shows).
 cat >"$base/bin/pgrep" <<'EOS'
 #!/bin/sh
-ps -o pid,args | awk -v p="$1" 'NR > 1 && index($0, p) && !/awk -v p=/ { print $1; n++ } END { exit n == 0 }'
+ps -o pid,comm | awk -v p="$1" 'NR > 1 && $2 ~ p { print $1; n++ } END { exit n == 0 }'
 EOS
 cat >"$base/bin/ipcs" <<'EOS'
 #!/bin/sh
@@ -111,7 +111,9 @@ chmod 0777 "$base/var/run"
 cp -a "$base" "$images/predefined"
 echo 'default-user:x:1000:1000::/home/default-user:/bin/sh' >>"$images/predefined/etc/passwd"
 printf 'default-user:x:1000:\ngroup-defined-in-image:x:50000:default-user\n' >>"$images/predefined/etc/group"
-for n in 1 2 3; do
+# Every repository gets an image of its own: critest counts the tags of
+# the one it pulled.
+for n in 1 2 3 latest tag-test tag-all; do
 	cp -a "$base" "$images/test-$n"
 	echo "$n" >"$images/test-$n/test-$n"
 done
@@ -143,9 +145,9 @@ $e2e/busybox:1.29-2 $base cmd=/bin/sh
 $e2e/nginx:1.14-2 $images/nginx cmd=/bin/nginx
 $e2e/httpd:2.4.39-4 $base cmd=/bin/httpd,-f,-p,80,-h,/www
 $staging/hostnet-nginx-amd64:latest $base cmd=/bin/httpd,-f,-p,12003,-h,/www
-$staging/test-image-latest:latest $base cmd=/bin/sh
-$staging/test-image-tag:test same-as $staging/test-image-latest:latest
-$staging/test-image-tag:all same-as $staging/test-image-latest:latest
+$staging/test-image-latest:latest $images/test-latest cmd=/bin/sh
+$staging/test-image-tag:test $images/test-tag-test cmd=/bin/sh
+$staging/test-image-tag:all $images/test-tag-all cmd=/bin/sh
 $staging/test-image-1:latest $images/test-1 cmd=/bin/sh
 $staging/test-image-2:latest $images/test-2 cmd=/bin/sh
 $staging/test-image-3:latest $images/test-3 cmd=/bin/sh
