@@ -62,7 +62,8 @@ func Combine(policy, caller *rspec.LinuxSeccomp) (_ *rspec.LinuxSeccomp, differ 
 		case deniesAlways(p):
 			continue
 		case deniesAlways(c):
-			rules = []rspec.LinuxSyscall{{Action: c[0].Action, ErrnoRet: c[0].ErrnoRet}}
+			d, _ := firstDenial(c)
+			rules = []rspec.LinuxSyscall{{Action: d.Action, ErrnoRet: d.ErrnoRet}}
 		case allowsAlways(p) && allowsOnlyIf(c) && denies(callerDefault.Action):
 			rules = c
 		default:
@@ -160,12 +161,17 @@ func allowsAlways(rules []rspec.LinuxSyscall) bool {
 
 // deniesAlways: one unconditional rule denies, whatever else is listed.
 func deniesAlways(rules []rspec.LinuxSyscall) bool {
+	_, ok := firstDenial(rules)
+	return ok
+}
+
+func firstDenial(rules []rspec.LinuxSyscall) (rspec.LinuxSyscall, bool) {
 	for _, r := range rules {
 		if len(r.Args) == 0 && denies(r.Action) {
-			return true
+			return r, true
 		}
 	}
-	return false
+	return rspec.LinuxSyscall{}, false
 }
 
 // allowsOnlyIf: every rule allows, each under conditions.

@@ -77,6 +77,9 @@ func TestCombineCases(t *testing.T) {
 		{Names: []string{"kill"}, Action: rspec.ActAllow, Args: []rspec.LinuxSeccompArg{{Index: 1, Value: 0, Op: rspec.OpEqualTo}}},
 		// Conditions on both sides that differ: denied.
 		{Names: []string{"socket"}, Action: rspec.ActAllow, Args: []rspec.LinuxSeccompArg{{Index: 0, Value: 38, Op: rspec.OpEqualTo}}},
+		// A denial after a conditional allow: the denial's own errno.
+		{Names: []string{"getuid"}, Action: rspec.ActAllow, Args: []rspec.LinuxSeccompArg{{Index: 0, Value: 0, Op: rspec.OpEqualTo}}},
+		{Names: []string{"getuid"}, Action: rspec.ActErrno, ErrnoRet: &enosys},
 		// A traced call is no allowed call.
 		{Names: []string{"close"}, Action: rspec.ActTrace},
 	}}
@@ -92,6 +95,9 @@ func TestCombineCases(t *testing.T) {
 	}
 	if r := rulesFor(out, "getpid"); len(r) != 1 || r[0].Action != rspec.ActErrno || *r[0].ErrnoRet != errnoENOSYS {
 		t.Errorf("getpid rules %+v, want the caller's ENOSYS", r)
+	}
+	if r := rulesFor(out, "getuid"); len(r) != 1 || r[0].Action != rspec.ActErrno || *r[0].ErrnoRet != errnoENOSYS {
+		t.Errorf("getuid rules %+v, want the caller's ENOSYS", r)
 	}
 	if allows(out, "kill", 1, 9) || !allows(out, "kill", 1, 0) {
 		t.Error("kill: not the caller's condition")
