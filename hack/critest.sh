@@ -68,12 +68,32 @@ if [ ! -x "$critest" ]; then
 	mv "$critest.tmp" "$critest"
 fi
 
-# Everything started here is stopped on the way out, by pid.
+# Everything started here is stopped on the way out, by pid, and what the
+# pass under way left (see stop_pass).
 pids=()
+current=
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	[ -z "$current" ] || stop_pass "$current"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# stop_pass DIR: the shims of the containerd whose state is in DIR (found
+# by its socket), the containers it left (found by their bundles), its
+# mounts and DIR itself.
+stop_pass() {
+	local dir=$1 root=/run/containerd/runc/k8s.io p id
+	for p in $(pgrep -f -- "-address $dir/containerd.sock" || true); do kill "$p" 2>/dev/null || true; done
+	for r in "$root" "$root/runc"; do
+		for id in $("$runc" --root "$r" list 2>/dev/null | awk -v d="$dir/" 'index($4, d) == 1 { print $1 }'); do
+			"$runc" --root "$r" delete --force "$id" >/dev/null 2>&1 || true
+		done
+	done
+	{ grep -o " $dir/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	rm -rf "$dir"
+	current=
+}
 
 if [ -z "${CRITEST_COMPARE:-}" ]; then
 # 2. The registry and the stand-in images.
@@ -102,7 +122,16 @@ cat >"$base/bin/ipcs" <<'EOS'
 #!/bin/sh
 cat /proc/sysvipc/shm
 EOS
-chmod 0755 "$base/bin/pgrep" "$base/bin/ipcs"
+# A web server that cannot listen (port 80 needs a capability the policy
+# drops) still leaves a running container, so that exec and process tests
+# see the container, and only the network tests see the server missing.
+cat >"$base/bin/web" <<'EOS'
+#!/bin/sh
+httpd -f -p "$1" -h /www &
+wait
+while :; do sleep 3600; done
+EOS
+chmod 0755 "$base/bin/pgrep" "$base/bin/ipcs" "$base/bin/web"
 printf 'root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www-data:/var/www:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$base/etc/passwd"
 printf 'root:x:0:\nwww-data:x:33:\nusers:x:100:\nnogroup:x:65534:\n' >"$base/etc/group"
 echo '<html><body>It works!</body></html>' >"$base/www/index.html"
@@ -130,11 +159,7 @@ cat >"$images/nginx/bin/nginx" <<'EOS'
 #!/bin/sh
 [ "$1" = "master process" ] || exec /bin/nginx "master process"
 echo $$ >/var/run/nginx.pid
-httpd -f -p 80 -h /www &
-wait
-# A server that cannot listen (port 80 needs a capability) is still a
-# running container, as critest's process tests expect of nginx.
-while :; do sleep 3600; done
+exec /bin/web 80
 EOS
 chmod 0755 "$images/nginx/bin/nginx"
 cat >"$images/list" <<EOF
@@ -143,8 +168,8 @@ pause:3.10 same-as pause:3.9
 pause:3.6 same-as pause:3.9
 $e2e/busybox:1.29-2 $base cmd=/bin/sh
 $e2e/nginx:1.14-2 $images/nginx cmd=/bin/nginx
-$e2e/httpd:2.4.39-4 $base cmd=/bin/httpd,-f,-p,80,-h,/www
-$staging/hostnet-nginx-amd64:latest $base cmd=/bin/httpd,-f,-p,12003,-h,/www
+$e2e/httpd:2.4.39-4 $base cmd=/bin/web,80
+$staging/hostnet-nginx-amd64:latest $base cmd=/bin/web,12003
 $staging/test-image-latest:latest $images/test-latest cmd=/bin/sh
 $staging/test-image-tag:test $images/test-tag-test cmd=/bin/sh
 $staging/test-image-tag:all $images/test-tag-all cmd=/bin/sh
@@ -292,6 +317,7 @@ run_pass() {
 	# Below /var/tmp, one of the default profile's bind_roots: the engine's own
 	# files of a private containerd are recognised only at the usual paths.
 	dir=$(mktemp -d /var/tmp/bulkhead-critest-run.XXXXXX)
+	current=$dir
 	sock=$dir/containerd.sock
 	containerd_config "$engine" "$dir" "$sock" >"$dir/config.toml"
 	PATH="$bin:$bindir:$PATH" BULKHEAD_CONFIG="$work/bulkhead-$mode.toml" \
@@ -308,10 +334,7 @@ run_pass() {
 	echo "critest: containerd $engine, $pass: exit $code after $((SECONDS - start)) s" >&2
 	kill "$cpid" 2>/dev/null || true
 	wait "$cpid" 2>/dev/null || true
-	# The shims of this containerd, found by its own socket, then its mounts.
-	for p in $(pgrep -f -- "-address $sock" || true); do kill "$p" 2>/dev/null || true; done
-	{ grep -o " $dir/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
-	rm -rf "$dir"
+	stop_pass "$dir"
 	ip link del "bhcritest$([ "$engine" = 2 ] && echo 77 || echo 78)" 2>/dev/null || true
 	[ -s "$out/report.json" ] || die "containerd $engine, $pass: critest wrote no report (exit $code; see $out/critest.log)"
 	jq -r '.[].SpecReports[] | select(.LeafNodeType == "It") |
