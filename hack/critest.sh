@@ -159,7 +159,9 @@ cat >"$images/nginx/bin/nginx" <<'EOS'
 #!/bin/sh
 [ "$1" = "master process" ] || exec /bin/nginx "master process"
 echo $$ >/var/run/nginx.pid
-exec /bin/web 80
+httpd -f -p 80 -h /www &
+wait
+while :; do sleep 3600; done
 EOS
 chmod 0755 "$images/nginx/bin/nginx"
 cat >"$images/list" <<EOF
