@@ -132,6 +132,9 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	}
 	if c.handed.Linux != nil {
 		c.rec.CgroupsPath = c.handed.Linux.CgroupsPath
+		if sel.Profile.Mode == specs.Enforce {
+			c.rec.Seccomp = verify.NarrowedSeccomp(&sel.Profile, c.handed.Linux.Seccomp)
+		}
 	}
 	if err := reg.Add(c.rec); err != nil {
 		return nil, c.fail(err)

@@ -119,7 +119,13 @@ func waitPidFile(path string, d time.Duration) (int, error) {
 // (verify.Process) and, when it does not hold, kills it and returns the
 // error naming the control.
 func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error {
-	e, err := verify.Expect(&c.profile, nil, c.backend.Kind())
+	var container *rspec.Spec
+	if c.rec.Seccomp != nil {
+		// Handed over narrowed by the caller's filter; Expect accepts it
+		// only when it is within the profile's.
+		container = &rspec.Spec{Linux: &rspec.Linux{Seccomp: c.rec.Seccomp}}
+	}
+	e, err := verify.Expect(&c.profile, container, c.backend.Kind())
 	if err == nil {
 		u := policed.User
 		e.User, e.WorkloadRan = &u, true

@@ -54,7 +54,8 @@ type Rule struct {
 // matters
 // only where one control reads what another wrote: seccomp is computed
 // after the capabilities are dropped, host_mounts sees the /tmp tmpfs and
-// not the caller's /tmp bind, sysctl sees the final network namespace.
+// not the caller's /tmp bind, sysctl sees the final network namespace,
+// and mount_order comes after every rule that adds a mount.
 var Rules = []Rule{
 	{"unknown_fields", ruleUnknownFields},
 	{"spec_fields", ruleSpecFields},
@@ -70,6 +71,7 @@ var Rules = []Rule{
 	{"host_mounts", ruleHostMounts},
 	{"workspace", ruleWorkspace},
 	{"masked_paths", ruleMaskedPaths},
+	{"mount_order", ruleMountOrder},
 	{"devices", ruleDevices},
 	{"network", ruleNetwork},
 	{"namespaces", ruleNamespaces},

@@ -40,21 +40,32 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 		return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: "a fresh path",
 			Layer: LayerNone, Why: "a path bulkhead chose for an earlier container of this bundle; bulkhead chooses a fresh one"}}
 	}
+	var translated []Decision
 	refuse := func(why string) []Decision {
-		return []Decision{{Rule: "cgroups_path", Field: field, Action: Refused, Before: p, Layer: LayerNone,
-			Why: why + "; leave cgroupsPath empty or name a new cgroup for this container"}}
+		return append(translated, Decision{Rule: "cgroups_path", Field: field, Action: Refused, Before: p, Layer: LayerNone,
+			Why: why + "; leave cgroupsPath empty or name a new cgroup for this container"})
 	}
 	if strings.Contains(p, ":") {
-		if !c.SystemdCgroup {
-			return refuse("slice:prefix:name is the systemd driver's form and the backend uses the cgroupfs driver, which would take the whole string as a path nobody checked")
-		}
 		parts := strings.Split(p, ":")
 		if len(parts) != 3 || !systemdUnitName.MatchString(parts[0]) || !strings.HasSuffix(parts[0], ".slice") ||
 			parts[0] == "-.slice" || !systemdUnitName.MatchString(parts[1]) || !systemdUnitName.MatchString(parts[2]) {
 			return refuse("a systemd cgroupsPath is slice:prefix:name, each a plain unit name, with a slice other than the root")
 		}
-		return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p,
-			Layer: LayerNone, Why: "a new systemd scope <prefix>-<name>.scope, which systemd refuses to reuse"}}
+		if c.SystemdCgroup {
+			return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p,
+				Layer: LayerNone, Why: "a new systemd scope <prefix>-<name>.scope, which systemd refuses to reuse"}}
+		}
+		// Under the cgroupfs driver runc would take the whole string as a
+		// path relative to its own cgroup. containerd 1.6's CRI writes this
+		// form when it cannot tell the kubelet's driver, and the shim runs
+		// the cgroupfs driver where systemd is not running: the path
+		// becomes the plain one the kubelet's cgroupfs driver would name,
+		// and is judged below like any other.
+		plain := PlainCgroupsPath(parts[0], parts[1], parts[2])
+		translated = []Decision{{Rule: "cgroups_path", Field: field, Action: Tightened, Before: p, After: plain,
+			Layer: LayerNone, Why: "slice:prefix:name is the systemd driver's form and the backend uses the cgroupfs driver; translated to a cgroupfs path, which is checked like any other"}}
+		s.Linux.CgroupsPath = plain
+		p = plain
 	}
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" {
 		return refuse("a cgroupfs cgroupsPath must be a clean absolute path below the root")
@@ -79,6 +90,17 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	case busy:
 		return refuse("this cgroup, or one below it, holds processes that are not this container's")
 	}
-	return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p, Layer: LayerNone,
-		Why: "a cgroup with no processes in it: only this container's"}}
+	return append(translated, Decision{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p, Layer: LayerNone,
+		Why: "a cgroup with no processes in it: only this container's"})
+}
+
+// PlainCgroupsPath is the cgroupfs path for a systemd cgroupsPath
+// slice:prefix:name: the slice's dash-separated hierarchy as directories
+// (kubepods-burstable-pod1.slice is /kubepods/burstable/pod1, as the
+// kubelet's cgroupfs driver names it) and <prefix>-<name> below it. No part
+// keeps a systemd unit suffix: without systemd they name no unit, and the
+// rule refuses such names in a cgroupfs path.
+func PlainCgroupsPath(slice, prefix, name string) string {
+	dirs := strings.Split(strings.TrimSuffix(slice, ".slice"), "-")
+	return "/" + path.Join(append(dirs, prefix+"-"+name)...)
 }

@@ -46,7 +46,38 @@ func TestRuleCgroupsPath(t *testing.T) {
 		{name: "systemd root slice", spec: path("-.slice:docker:abc"), ctx: systemd, want: want(Refused)},
 		{name: "systemd form with a path in the slice", spec: path("/bulkhead/victim-1234/x.slice:a:b"), ctx: systemd, want: want(Refused)},
 		{name: "systemd form with dot dot", spec: path("../../x.slice:a:b"), ctx: systemd, want: want(Refused)},
-		{name: "systemd form under the cgroupfs driver", spec: path("x.slice:evil:shared"), want: want(Refused)},
+		{name: "systemd form under the cgroupfs driver", spec: path("kubepods-burstable-pod1.slice:cri-containerd:abc"),
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				wantDecision(t, ds, "linux.cgroupsPath", Tightened)
+				if len(ds) != 2 || ds[1].Action != Kept {
+					t.Fatalf("translated path not judged: %s", dump(ds))
+				}
+				if got := s.Linux.CgroupsPath; got != "/kubepods/burstable/pod1/cri-containerd-abc" {
+					t.Fatalf("cgroupsPath %q", got)
+				}
+			}},
+		{name: "translated path holds processes", spec: path("system.slice:cri-containerd:abc"),
+			ctx: func(c *Context) {
+				c.CgroupOccupied = func(p string) (bool, error) { return p == "/system/cri-containerd-abc", nil }
+			},
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				if len(ds) != 2 || ds[1].Action != Refused {
+					t.Fatalf("busy translated path not refused: %s", dump(ds))
+				}
+			}},
+		{name: "translated into bulkhead's parent", spec: path("bulkhead.slice:victim:0a1b2c3d"),
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				if len(ds) != 2 || ds[1].Action != Refused {
+					t.Fatalf("translated path below /bulkhead not refused: %s", dump(ds))
+				}
+			}},
+		{name: "translated into a unit's name", spec: path("system.slice:ssh:x.service"),
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				if len(ds) != 2 || ds[1].Action != Refused {
+					t.Fatalf("translated unit name not refused: %s", dump(ds))
+				}
+			}},
+		{name: "systemd form with dot dot under the cgroupfs driver", spec: path("../../x.slice:a:b"), want: want(Refused)},
 		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupOccupied = nil }, want: want(Refused)},
 		{name: "bulkhead's own from an earlier create", spec: func(s *rspec.Spec) {
 			ensureLinux(s).CgroupsPath = "/bulkhead/old-12345678"

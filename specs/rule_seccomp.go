@@ -2,19 +2,24 @@ package specs
 
 import (
 	"fmt"
+	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/seccomp"
 )
 
-// seccompForProfile is a variable so that tests do not depend on the
-// seccomp package's profile.
-var seccompForProfile = seccomp.ForProfile
+// seccompForProfile and seccompValidate are variables so that tests do
+// not depend on the seccomp package's profile and libseccomp.
+var (
+	seccompForProfile = seccomp.ForProfile
+	seccompValidate   = func(p *rspec.LinuxSeccomp) error { _, err := seccomp.CompiledFor(p); return err }
+)
 
-// ruleSeccomp replaces the caller's filter rather than merging it: runc
-// installs one filter, and the policy's must be the one that holds. A
-// caller's narrower filter is therefore not kept (see DESIGN.md).
+// ruleSeccomp gives the container the policy's filter, narrowed by the
+// caller's own where the caller's denies more (seccomp.Combine): runc
+// installs one filter, so the two are merged, and a system call runs only
+// if both allow it. The caller's filter never widens the policy's.
 func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 	const rule, field = "seccomp", "linux.seccomp"
 	l := ensureLinux(s)
@@ -23,21 +28,39 @@ func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 		name = "built-in default-deny profile"
 	}
 	before := "none"
-	if l.Seccomp != nil {
-		before = fmt.Sprintf("caller's (default %s, %d rules)", l.Seccomp.DefaultAction, len(l.Seccomp.Syscalls))
+	caller := l.Seccomp
+	if caller != nil {
+		before = fmt.Sprintf("caller's (default %s, %d rules)", caller.DefaultAction, len(caller.Syscalls))
 	}
 	prof, err := seccompForProfile(c.Profile.Seccomp, c.Profile.CompatSyscalls, c.Profile.ExecutesWrites())
 	if err != nil || prof == nil {
 		why := fmt.Sprintf("seccomp profile %s cannot be used: %v; fix or replace the file named by the profile's seccomp key", name, err)
 		return []Decision{{Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone, Why: why}}
 	}
-	l.Seccomp = prof
 	abis := Decision{Rule: rule, Field: "linux.seccomp.architectures", Action: Tightened, After: fmt.Sprint(prof.Architectures),
 		Layer: LayerSeccomp, Why: "only the native 64-bit system call ABIs: 32-bit and x32 calls are killed, since their socketcall and ipc hide arguments from the filter (compat_syscalls keeps them)"}
 	if c.Profile.CompatSyscalls {
 		abis.Action, abis.Why = Kept, "compat_syscalls: the profile keeps the 32-bit and x32 ABIs, each under the same filter"
 	}
-	return []Decision{abis, {Rule: rule, Field: field, Action: Tightened, Before: before,
-		After: fmt.Sprintf("%s (default %s, %d rules)", name, prof.DefaultAction, len(prof.Syscalls)),
-		Layer: LayerSeccomp, Why: "the caller's filter, or none, is replaced by the policy's default-deny filter"}}
+	l.Seccomp = prof
+	after := fmt.Sprintf("%s (default %s, %d rules)", name, prof.DefaultAction, len(prof.Syscalls))
+	why := "no filter of the caller's: the policy's default-deny filter"
+	if caller != nil {
+		why = "the caller's filter allows everything the policy's allows; the policy's default-deny filter"
+		combined, narrowed, ok := seccomp.Combine(prof, caller)
+		switch {
+		case !ok:
+			why = "the policy's filter allows by default, so the caller's cannot be kept inside it; the caller's filter is replaced by the policy's"
+		case len(narrowed) > 0:
+			if err := seccompValidate(combined); err != nil {
+				return []Decision{abis, {Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone,
+					Why: fmt.Sprintf("the caller's filter combined with the policy's does not compile (%v); remove the rules it names", err)}}
+			}
+			l.Seccomp = combined
+			after = fmt.Sprintf("%s narrowed by the caller's (default %s, %d rules)", name, combined.DefaultAction, len(combined.Syscalls))
+			why = fmt.Sprintf("a call runs only if both the policy's and the caller's filter allow it: the caller's denies %s, which the policy's allows", strings.Join(narrowed, ","))
+		}
+	}
+	return []Decision{abis, {Rule: rule, Field: field, Action: Tightened, Before: before, After: after,
+		Layer: LayerSeccomp, Why: why}}
 }

@@ -25,6 +25,28 @@ func TestRuleSeccomp(t *testing.T) {
 				t.Fatal("caller's filter kept")
 			}
 		}},
+		{name: "caller's narrower filter kept inside the policy's", spec: func(s *rspec.Spec) {
+			s.Linux.Seccomp = &rspec.LinuxSeccomp{DefaultAction: rspec.ActAllow,
+				Syscalls: []rspec.LinuxSyscall{{Names: []string{"write", "chmod"}, Action: rspec.ActErrno}}}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			d := wantDecision(t, ds, "linux.seccomp", Tightened)
+			if !strings.Contains(d.Why, "denies write") {
+				t.Fatalf("decision does not name the narrowed call: %+v", d)
+			}
+			p := s.Linux.Seccomp
+			if p.DefaultAction != rspec.ActErrno {
+				t.Fatalf("default %s: the caller's allow-all default was kept", p.DefaultAction)
+			}
+			var allowed []string
+			for _, r := range p.Syscalls {
+				if r.Action == rspec.ActAllow {
+					allowed = append(allowed, r.Names...)
+				}
+			}
+			if strings.Join(allowed, ",") != "read,exit_group" {
+				t.Fatalf("allowed %v, want read and exit_group: write is the caller's denial, chmod the policy's", allowed)
+			}
+		}},
 		{name: "missing profile file", ctx: func(c *Context) { c.Profile.Seccomp = "/nonexistent/profile.json" },
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 				d := wantDecision(t, ds, "linux.seccomp", Refused)

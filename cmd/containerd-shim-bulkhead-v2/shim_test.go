@@ -86,6 +86,16 @@ func TestSystemdCgroupsPath(t *testing.T) {
 	if systemdCgroupsPath(t.TempDir()) {
 		t.Error("a bundle without config.json is systemd")
 	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"linux":{"cgroupsPath":"system.slice:cri-containerd:abc"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !inferSystemd(dir, true) {
+		t.Error("systemd path where systemd runs: not the systemd driver")
+	}
+	if inferSystemd(dir, false) {
+		t.Error("systemd path where systemd does not run: the systemd driver, which fails every create")
+	}
 	s := &service{binary: "/b"}
 	out, err := s.runcOptions(nil, true)
 	if err != nil || !unmarshalRunc(t, out).SystemdCgroup {

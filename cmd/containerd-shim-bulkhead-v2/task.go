@@ -19,6 +19,7 @@ import (
 	"github.com/containerd/plugin/registry"
 	"github.com/containerd/ttrpc"
 	"github.com/containerd/typeurl/v2"
+	sdutil "github.com/coreos/go-systemd/v22/util"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -77,7 +78,7 @@ func (s *service) RegisterTTRPC(server *ttrpc.Server) error {
 // runtime type that is not io.containerd.runc.v2) or none becomes runc
 // options naming bulkhead.
 func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*taskAPI.CreateTaskResponse, error) {
-	opts, err := s.runcOptions(r.Options, systemdCgroupsPath(r.Bundle))
+	opts, err := s.runcOptions(r.Options, inferSystemd(r.Bundle, sdutil.IsRunningSystemd()))
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +103,18 @@ func (s *service) runcOptions(in *anypb.Any, systemd bool) (*anypb.Any, error) {
 	}
 	opts.BinaryName = s.binary
 	return typeurl.MarshalAnyToProto(opts)
+}
+
+// inferSystemd tells whether a bundle that came without runc options is
+// for the systemd cgroup driver: its cgroupsPath has the systemd form and
+// systemd runs here. containerd 1.6's CRI writes slice:prefix:name when
+// it cannot tell the kubelet's driver, also on hosts without systemd,
+// where the systemd driver fails every create. There the cgroupfs driver
+// takes it, as runc's own handler does, and bulkhead's cgroups_path rule
+// translates it into a plain path. Whether systemd runs is what runc and
+// go-systemd ask (sd_booted): /run/systemd/system is a directory.
+func inferSystemd(bundle string, systemdRunning bool) bool {
+	return systemdRunning && systemdCgroupsPath(bundle)
 }
 
 // systemdCgroupsPath reports whether the bundle's linux.cgroupsPath has

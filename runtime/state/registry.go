@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/verify"
@@ -34,6 +35,10 @@ type Record struct {
 	Pod       *Pod             `json:"pod,omitempty"`
 	Decisions []specs.Decision `json:"decisions,omitempty"`
 	Checks    []verify.Check   `json:"checks,omitempty"`
+	// Seccomp is the filter handed over when it is not the profile's own
+	// (the profile's narrowed by the caller's), which exec'd processes
+	// run under too.
+	Seccomp *rspec.LinuxSeccomp `json:"seccomp,omitempty"`
 	// MaxLifetime is the effective wall-clock lifetime, enforced by the
 	// watchdog WatchdogPid; Deadline is set when the watchdog sees the
 	// container start.

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"reflect"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -62,8 +63,15 @@ func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, er
 	if e.MemoryMax, err = p.MemoryBytes(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	if _, e.Seccomp, err = seccomp.ForProfileCompiled(p.Seccomp, p.CompatSyscalls, p.ExecutesWrites()); err != nil {
+	policy, compiled, err := seccomp.ForProfileCompiled(p.Seccomp, p.CompatSyscalls, p.ExecutesWrites())
+	if err != nil {
 		return nil, fmt.Errorf("verify: the profile's seccomp filter: %w", err)
+	}
+	e.Seccomp = compiled
+	if handed != nil && handed.Linux != nil && handed.Linux.Seccomp != nil {
+		if e.Seccomp, err = handedSeccomp(handed.Linux.Seccomp, policy, compiled); err != nil {
+			return nil, err
+		}
 	}
 	if kind == "runsc" && e.PidsMax > 0 {
 		e.PidsMax = backend.GVisorHostPids(e.PidsMax)
@@ -99,4 +107,31 @@ func (e *Expectation) tighten(s *rspec.Spec) {
 			e.CPUs = ratio
 		}
 	}
+}
+
+// handedSeccomp is the filter the kernel must hold: the profile's, or the
+// one handed over when the seccomp rule narrowed the profile's with the
+// caller's (seccomp.Combine) and it is provably within the profile's. Any
+// other handed filter leaves the profile's as the expectation, which the
+// loaded filter then fails to match.
+func handedSeccomp(handed, policy *rspec.LinuxSeccomp, compiled seccomp.Compiled) (seccomp.Compiled, error) {
+	if reflect.DeepEqual(handed, policy) || !seccomp.WithinPolicy(handed, policy) {
+		return compiled, nil
+	}
+	c, err := seccomp.CompiledFor(handed)
+	if err != nil {
+		return seccomp.Compiled{}, fmt.Errorf("verify: the handed seccomp filter: %w", err)
+	}
+	return c, nil
+}
+
+// NarrowedSeccomp is the handed filter when it is not the profile's own
+// (the seccomp rule narrowed it with the caller's), for the record: an
+// exec'd process runs under the container's filter. Nil otherwise.
+func NarrowedSeccomp(p *specs.Profile, handed *rspec.LinuxSeccomp) *rspec.LinuxSeccomp {
+	policy, err := seccomp.ForProfile(p.Seccomp, p.CompatSyscalls, p.ExecutesWrites())
+	if err != nil || handed == nil || reflect.DeepEqual(handed, policy) {
+		return nil
+	}
+	return handed
 }

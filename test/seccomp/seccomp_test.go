@@ -591,3 +591,31 @@ func BenchmarkRunTrue(b *testing.B) {
 		})
 	}
 }
+
+// TestCallersNarrowerKept: a caller's own filter that denies what the
+// policy allows (critest's localhost profile, which blocks chmod) is kept
+// inside the policy's, and create's verification recognises the combined
+// filter in the kernel (run fails closed otherwise). Without the caller's
+// filter the same chmod works, so the test can fail.
+func TestCallersNarrowerKept(t *testing.T) {
+	need(t, "runc")
+	script := []string{"/bin/sh", "-c", "touch /tmp/f; if chmod 600 /tmp/f 2>/dev/null; then echo chmod-ok; else echo chmod-denied; fi; echo data >/tmp/g && echo write-ok"}
+	blockChmod := func(s *rspec.Spec) {
+		s.Linux.Seccomp = &rspec.LinuxSeccomp{DefaultAction: rspec.ActAllow,
+			Syscalls: []rspec.LinuxSyscall{{Names: []string{"chmod", "fchmodat", "fchmodat2"}, Action: rspec.ActErrno}}}
+	}
+	for name, c := range map[string]struct {
+		mutate func(*rspec.Spec)
+		want   string
+	}{
+		"caller blocks chmod": {blockChmod, "chmod-denied\nwrite-ok\n"},
+		"no caller filter":    {func(s *rspec.Spec) { s.Linux.Seccomp = nil }, "chmod-ok\nwrite-ok\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := newEnv(t, "").run("bulkhead", bundle.New(t, script, c.mutate))
+			if out != c.want {
+				t.Fatalf("container printed %q, want %q", out, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,429 @@
+#!/usr/bin/env bash
+# Run Kubernetes' CRI validation suite (critest, from cri-tools) through
+# containerd's CRI plugin against the runc handler and against bulkhead's
+# handler, in audit and in enforce mode, on containerd 2.x and 1.6.
+#
+# No registry outside is reachable here, so the images critest pulls are
+# stand-ins built from this machine's busybox-static and served by a small
+# registry on 127.0.0.1 (hack/critest-registry); containerd's registry host
+# configuration (hosts.toml) sends gcr.io, registry.k8s.io and k8s.gcr.io
+# to it. Each pass gets a fresh private containerd.
+#
+# Verdicts, per containerd version:
+#   - audit: bulkhead hands the caller's spec over unchanged, so a test it
+#     fails that runc passes is bulkhead's own doing and fails the run
+#     (runc failing alone is shown, not counted, as in hack/conformance.sh);
+#   - enforce: every test runc passes and bulkhead fails must be listed in
+#     docs/critest-differences.md with the rule that refuses it and why;
+#     an unlisted difference fails the run, and so does a listed one that
+#     no longer differs;
+#   - root: of the tests the enforce list explains by the identity rule
+#     (user), each runc passes must pass with uid 0; the others must stay
+#     listed.
+#
+# Usage: hack/critest.sh   (as root; `make conformance` builds first)
+# Environment:
+#   CRITEST_DIR       work directory, kept between runs so critest, the
+#                     registry and the images are built once
+#                     (default: /var/tmp/bulkhead-critest)
+#   CRITEST_VERSION   cri-tools version (default: v1.37.0)
+#   CRITEST_ENGINES   which containerd versions to run (default: "2 1.6")
+#   CRITEST_PASSES    which passes (default: "runc audit enforce root")
+#   CRITEST_FOCUS     ginkgo focus regexp (default: all)
+#   CRITEST_COMPARE   only compare the results already in CRITEST_DIR
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+work=${CRITEST_DIR:-/var/tmp/bulkhead-critest}
+version=${CRITEST_VERSION:-v1.37.0}
+engines=${CRITEST_ENGINES:-2 1.6}
+passes=${CRITEST_PASSES:-runc audit enforce root}
+# The root pass: enforce mode with the sandbox user 0 instead of 65534
+# (still no capability), over the tests whose host directories only root
+# may read; it shows that what the identity rule refuses there is all the
+# default profile refuses.
+root_focus='Container Mount Propagation|should support adding volume and device|should support seccomp localhost profile'
+
+focus=${CRITEST_FOCUS:-}
+bin=$here/bin
+list=$here/docs/critest-differences.md
+
+die() { echo "critest: $*" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || die "must run as root: the suite creates pods"
+[ -x "$bin/bulkhead" ] && [ -x "$bin/containerd-shim-bulkhead-v2" ] || die "no bulkhead binaries in $bin (run make build)"
+[ -x /bin/busybox ] || die "busybox-static not found (hack/install-deps.sh installs it)"
+command -v jq >/dev/null || die "jq not found (hack/install-deps.sh installs it)"
+[ -x /usr/lib/cni/bridge ] || bash "$here/hack/install-deps.sh" containernetworking-plugins >&2
+runc=$(command -v runc) || die "runc not found (hack/install-deps.sh installs it)"
+mkdir -p "$work"
+
+# 1. critest itself: cmd/critest is a Go test package.
+critest=$work/critest.$version
+if [ ! -x "$critest" ]; then
+	echo "critest: building sigs.k8s.io/cri-tools@$version cmd/critest" >&2
+	moddir=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/cri-tools@$version" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -d "$moddir" ] || die "go mod download sigs.k8s.io/cri-tools@$version failed"
+	(cd "$moddir" && GOFLAGS=-mod=mod go test -c -o "$critest.tmp" ./cmd/critest)
+	mv "$critest.tmp" "$critest"
+fi
+
+# Everything started here is stopped on the way out, by pid, and what the
+# pass under way left (see stop_pass).
+pids=()
+current=
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	[ -z "$current" ] || stop_pass "$current"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# stop_pass DIR: the shims of the containerd whose state is in DIR (found
+# by its socket), the containers it left (found by their bundles), its
+# mounts and DIR itself.
+stop_pass() {
+	local dir=$1 root=/run/containerd/runc/k8s.io p id
+	for p in $(pgrep -f -- "-address $dir/containerd.sock" || true); do kill "$p" 2>/dev/null || true; done
+	for r in "$root" "$root/runc"; do
+		for id in $("$runc" --root "$r" list 2>/dev/null | awk -v d="$dir/" 'index($4, d) == 1 { print $1 }'); do
+			"$runc" --root "$r" delete --force "$id" >/dev/null 2>&1 || true
+		done
+	done
+	{ grep -o " $dir/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	rm -rf "$dir"
+	current=
+}
+
+if [ -z "${CRITEST_COMPARE:-}" ]; then
+# 2. The registry and the stand-in images.
+(cd "$here/hack/critest-registry" && GOFLAGS=-mod=mod go build -o "$work/critest-registry" .)
+images=$work/images
+rm -rf "$images"
+mkdir -p "$images"
+# base: busybox-static with one link per applet and the users critest's
+# images name (www-data is uid 33 in busybox's own image).
+base=$images/base
+mkdir -p "$base"/{bin,sbin,etc,dev,proc,sys,tmp,root,usr/bin,var/run,www}
+cp /bin/busybox "$base/bin/busybox"
+# Hard links, as in busybox's own image: critest masks /bin/ls, which
+# through a symbolic link would mask busybox itself.
+for applet in $(/bin/busybox --list); do
+	[ "$applet" = busybox ] || ln -f "$base/bin/busybox" "$base/bin/$applet"
+done
+# Tools critest calls that Debian's busybox-static lacks: pgrep (processes
+# whose name matches the pattern) and ipcs (the System V shared
+# memory the IPC namespace shows).
+cat >"$base/bin/pgrep" <<'EOS'
+#!/bin/sh
+ps -o pid,comm | awk -v p="$1" 'NR > 1 && $2 ~ p { print $1; n++ } END { exit n == 0 }'
+EOS
+cat >"$base/bin/ipcs" <<'EOS'
+#!/bin/sh
+cat /proc/sysvipc/shm
+EOS
+# A web server that cannot listen (port 80 needs a capability the policy
+# drops) still leaves a running container, so that exec and process tests
+# see the container, and only the network tests see the server missing.
+cat >"$base/bin/web" <<'EOS'
+#!/bin/sh
+httpd -f -p "$1" -h /www &
+wait
+while :; do sleep 3600; done
+EOS
+chmod 0755 "$base/bin/pgrep" "$base/bin/ipcs" "$base/bin/web"
+printf 'root:x:0:0:root:/root:/bin/sh\nwww-data:x:33:33:www-data:/var/www:/bin/false\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$base/etc/passwd"
+printf 'root:x:0:\nwww-data:x:33:\nusers:x:100:\nnogroup:x:65534:\n' >"$base/etc/group"
+echo '<html><body>It works!</body></html>' >"$base/www/index.html"
+chmod 1777 "$base/tmp"
+chmod 0777 "$base/var/run"
+cp -a "$base" "$images/predefined"
+echo 'default-user:x:1000:1000::/home/default-user:/bin/sh' >>"$images/predefined/etc/passwd"
+printf 'default-user:x:1000:\ngroup-defined-in-image:x:50000:default-user\n' >>"$images/predefined/etc/group"
+# Every repository gets an image of its own: critest counts the tags of
+# the one it pulled.
+for n in 1 2 3 latest tag-test tag-all; do
+	cp -a "$base" "$images/test-$n"
+	echo "$n" >"$images/test-$n/test-$n"
+done
+mkdir -p "$images/pause"
+CGO_ENABLED=0 go build -C "$here" -ldflags '-s -w' -o "$images/pause/pause" ./test/cri/pause
+staging=k8s-staging-cri-tools
+e2e=e2e-test-images
+# nginx and httpd stand-ins: busybox's httpd, and for nginx the pid file
+# critest's namespace tests wait for.
+# The script stays the process named nginx, and its arguments name a
+# master process, as critest's pid namespace tests look for.
+cp -a "$base" "$images/nginx"
+cat >"$images/nginx/bin/nginx" <<'EOS'
+#!/bin/sh
+[ "$1" = "master process" ] || exec /bin/nginx "master process"
+echo $$ >/var/run/nginx.pid
+httpd -f -p 80 -h /www &
+wait
+while :; do sleep 3600; done
+EOS
+chmod 0755 "$images/nginx/bin/nginx"
+cat >"$images/list" <<EOF
+pause:3.9 $images/pause cmd=/pause
+pause:3.10 same-as pause:3.9
+pause:3.6 same-as pause:3.9
+$e2e/busybox:1.29-2 $base cmd=/bin/sh
+$e2e/nginx:1.14-2 $images/nginx cmd=/bin/nginx
+$e2e/httpd:2.4.39-4 $base cmd=/bin/web,80
+$staging/hostnet-nginx-amd64:latest $base cmd=/bin/web,12003
+$staging/test-image-latest:latest $images/test-latest cmd=/bin/sh
+$staging/test-image-tag:test $images/test-tag-test cmd=/bin/sh
+$staging/test-image-tag:all $images/test-tag-all cmd=/bin/sh
+$staging/test-image-1:latest $images/test-1 cmd=/bin/sh
+$staging/test-image-2:latest $images/test-2 cmd=/bin/sh
+$staging/test-image-3:latest $images/test-3 cmd=/bin/sh
+$staging/test-image-tags:1 same-as $staging/test-image-1:latest
+$staging/test-image-tags:2 same-as $staging/test-image-1:latest
+$staging/test-image-tags:3 same-as $staging/test-image-1:latest
+$staging/test-image-user-uid:latest $base user=1002 cmd=/bin/sh
+$staging/test-image-user-username:latest $base user=www-data cmd=/bin/sh
+$staging/test-image-user-uid-group:latest $base user=1003:users cmd=/bin/sh
+$staging/test-image-user-username-group:latest $base user=www-data:users cmd=/bin/sh
+$staging/test-image-predefined-group:latest $images/predefined user=1000 cmd=/bin/sh
+EOF
+
+port=$(( 20000 + RANDOM % 20000 ))
+registry=127.0.0.1:$port
+"$work/critest-registry" -addr "$registry" -images "$images/list" >"$work/registry.out" 2>"$work/registry.log" &
+pids+=($!)
+for _ in $(seq 300); do
+	grep -q ready "$work/registry.out" 2>/dev/null && break
+	kill -0 "${pids[0]}" 2>/dev/null || die "the registry ended: $(tail -3 "$work/registry.log")"
+	sleep 0.2
+done
+grep -q ready "$work/registry.out" || die "the registry did not store its images in 60 s"
+
+# hosts.toml: every registry critest names goes to the local one; a pull
+# from anywhere else fails, as it would here anyway.
+hosts=$work/hosts.d
+rm -rf "$hosts"
+for name in gcr.io registry.k8s.io k8s.gcr.io; do
+	mkdir -p "$hosts/$name"
+	cat >"$hosts/$name/hosts.toml" <<EOF
+server = "http://$registry"
+
+[host."http://$registry"]
+  capabilities = ["pull", "resolve"]
+EOF
+done
+fi
+
+# bulkhead's configurations: the default profile (enforce), the same in
+# audit mode, and in enforce mode with uid and gid 0 (root). Only root may
+# write them.
+for mode in enforce audit root; do
+	cat >"$work/bulkhead-$mode.toml" <<EOF
+# Written by hack/critest.sh.
+default_profile = "critest"
+audit_log = "$work/audit-$mode.jsonl"
+
+[backends.runc]
+path = "$runc"
+
+[profiles.critest]
+mode = "$([ "$mode" = root ] && echo enforce || echo "$mode")"
+$([ "$mode" = root ] && printf 'uid = 0\ngid = 0\n')
+EOF
+	chmod 0644 "$work/bulkhead-$mode.toml"
+done
+
+# containerd_config VERSION DIR SOCKET: the CRI config of one pass, with a
+# runc handler and bulkhead's (no options table: see README).
+containerd_config() {
+	local v=$1 dir=$2 sock=$3 cni=$2/cni net=77
+	# One bridge and subnet per containerd version, so two can run at once.
+	[ "$v" = 2 ] || net=78
+	mkdir -p "$cni"
+	cat >"$cni/10-critest.conflist" <<EOF
+{"cniVersion": "0.4.0", "name": "critest", "plugins": [
+  {"type": "bridge", "bridge": "bhcritest$net", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.250.$net.0/24"}]], "dataDir": "$dir/ipam"}},
+  {"type": "portmap", "capabilities": {"portMappings": true}},
+  {"type": "loopback"}
+]}
+EOF
+	if [ "$v" = 2 ]; then
+		cat <<EOF
+version = 3
+root = "$dir/root"
+state = "$dir/state"
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = 'overlayfs'
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = 'registry.k8s.io/pause:3.9'
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "$hosts"
+[plugins.'io.containerd.cri.v1.runtime']
+  # the pause container asks for oom_score_adj -998; root here lacks
+  # CAP_SYS_RESOURCE
+  restrict_oom_score_adj = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+    runtime_type = 'io.containerd.runc.v2'
+  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.bulkhead]
+    runtime_type = 'io.containerd.bulkhead.v2'
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ['/usr/lib/cni']
+    conf_dir = "$cni"
+EOF
+	else
+		cat <<EOF
+version = 2
+root = "$dir/root"
+state = "$dir/state"
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.k8s.io/pause:3.9"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$hosts"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.bulkhead]
+      runtime_type = "io.containerd.bulkhead.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$cni"
+EOF
+	fi
+}
+
+# run_pass ENGINE PASS: a fresh containerd, critest with one handler, the
+# results as "STATE<TAB>TEST" lines in $work/ENGINE-PASS/results.
+run_pass() {
+	local engine=$1 pass=$2 out=$work/$1-$2 bindir handler=bulkhead mode=$2
+	case $engine in
+	2) bindir=$(bash "$here/hack/install-containerd2.sh") ;;
+	1.6) bindir=/usr/bin ;;
+	esac
+	[ "$pass" = runc ] && handler=runc mode=enforce
+	local only=$focus
+	[ "$pass" = root ] && only=${focus:-$root_focus}
+	rm -rf "$out"
+	mkdir -p "$out"
+	local dir sock
+	# Below /var/tmp, one of the default profile's bind_roots: the engine's own
+	# files of a private containerd are recognised only at the usual paths.
+	dir=$(mktemp -d /var/tmp/bulkhead-critest-run.XXXXXX)
+	current=$dir
+	sock=$dir/containerd.sock
+	containerd_config "$engine" "$dir" "$sock" >"$dir/config.toml"
+	PATH="$bin:$bindir:$PATH" BULKHEAD_CONFIG="$work/bulkhead-$mode.toml" \
+		"$bindir/containerd" --config "$dir/config.toml" >"$out/containerd.log" 2>&1 &
+	local cpid=$!
+	pids+=("$cpid")
+	for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.2; done
+	[ -S "$sock" ] || die "containerd $engine did not start: $(tail -5 "$out/containerd.log")"
+	local start=$SECONDS code=0
+	echo "critest: containerd $engine, $pass: running (log: $out/critest.log)" >&2
+	"$critest" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
+		--runtime-handler "$handler" --ginkgo.json-report "$out/report.json" \
+		${only:+--ginkgo.focus "$only"} --ginkgo.no-color --ginkgo.timeout 3h >"$out/critest.log" 2>&1 || code=$?
+	echo "critest: containerd $engine, $pass: exit $code after $((SECONDS - start)) s" >&2
+	kill "$cpid" 2>/dev/null || true
+	wait "$cpid" 2>/dev/null || true
+	stop_pass "$dir"
+	ip link del "bhcritest$([ "$engine" = 2 ] && echo 77 || echo 78)" 2>/dev/null || true
+	[ -s "$out/report.json" ] || die "containerd $engine, $pass: critest wrote no report (exit $code; see $out/critest.log)"
+	jq -r '.[].SpecReports[] | select(.LeafNodeType == "It") |
+		[.State, ((.ContainerHierarchyTexts // []) + [.LeafNodeText] | join(" "))] | @tsv' \
+		"$out/report.json" | LC_ALL=C sort -t "$(printf '\t')" -k2 >"$out/results"
+}
+
+if [ -z "${CRITEST_COMPARE:-}" ]; then
+	for engine in $engines; do
+		for pass in $passes; do
+			run_pass "$engine" "$pass"
+		done
+	done
+fi
+
+# failed ENGINE PASS: the names of the tests that failed (not skipped).
+failed() { awk -F '\t' '$1 != "passed" && $1 != "skipped" { print $2 }' "$work/$1-$2/results" | LC_ALL=C sort -u; }
+passed() { awk -F '\t' '$1 == "passed" { print $2 }' "$work/$1-$2/results" | LC_ALL=C sort -u; }
+count() { awk -F '\t' -v s="$3" '$1 == s' "$work/$1-$2/results" | wc -l; }
+
+# listed ENGINE [RULE]: the tests docs/critest-differences.md lists for it
+# (table rows: | test | containerd versions | rule | why |), only those
+# of RULE when given.
+listed() {
+	awk -F '|' -v e="$1" -v rule="${2:-}" 'NR > 2 && /^\|/ {
+		t = $2; v = $3; r = $4; gsub(/^ +| +$/, "", t); gsub(/`/, "", t); gsub(/ /, "", r)
+		if (t == "test" || t ~ /^-+$/) next
+		if (rule != "" && r != rule) next
+		n = split(v, vs, ",")
+		for (i = 1; i <= n; i++) { x = vs[i]; gsub(/ /, "", x); if (x == e) print t }
+	}' "$list" | LC_ALL=C sort -u
+}
+
+bad=0
+for engine in $engines; do
+	[ -f "$work/$engine-runc/results" ] || continue
+	echo
+	echo "containerd $engine:"
+	for pass in runc audit enforce root; do
+		[ -f "$work/$engine-$pass/results" ] || continue
+		printf '  %-18s %3d passed, %3d failed, %3d skipped\n' "$pass" \
+			"$(count "$engine" "$pass" passed)" "$(failed "$engine" "$pass" | wc -l)" "$(count "$engine" "$pass" skipped)"
+	done
+	if [ -f "$work/$engine-audit/results" ]; then
+		worse=$(LC_ALL=C comm -12 <(passed "$engine" runc) <(failed "$engine" audit))
+		better=$(LC_ALL=C comm -12 <(failed "$engine" runc) <(passed "$engine" audit))
+		[ -z "$better" ] || echo "$better" | sed 's/^/    only runc failed (shown, not counted): /'
+		if [ -n "$worse" ]; then
+			echo "$worse" | sed 's/^/    audit fails, runc passes: /'
+			bad=1
+		else
+			echo "  audit: fails no test that runc passes"
+		fi
+	fi
+	if [ -f "$work/$engine-enforce/results" ]; then
+		differ=$(LC_ALL=C comm -12 <(passed "$engine" runc) <(failed "$engine" enforce))
+		unlisted=$(LC_ALL=C comm -23 <(echo "$differ" | sed '/^$/d') <(listed "$engine"))
+		stale=$(LC_ALL=C comm -13 <(echo "$differ" | sed '/^$/d') <(listed "$engine"))
+		echo "  enforce: $(echo "$differ" | sed '/^$/d' | wc -l) tests runc passes fail on bulkhead; each is explained in docs/critest-differences.md unless shown below"
+		if [ -n "$unlisted" ]; then
+			echo "$unlisted" | sed 's/^/    not in the list: /'
+			bad=1
+		fi
+		if [ -n "$stale" ]; then
+			echo "$stale" | sed 's/^/    listed, but no longer differs: /'
+			bad=1
+		fi
+	fi
+	if [ -f "$work/$engine-root/results" ]; then
+		ran=$(awk -F '\t' '$1 != "skipped" { print $2 }' "$work/$engine-root/results" | LC_ALL=C sort -u)
+		# Tests the root pass ran, runc passed and the list explains by
+		# the identity rule: with uid 0 they must pass.
+		byuser=$(listed "$engine" user)
+		want=$(LC_ALL=C comm -12 <(LC_ALL=C comm -12 <(echo "$ran") <(passed "$engine" runc)) <(echo "$byuser" | sed '/^$/d'))
+		still=$(LC_ALL=C comm -12 <(echo "$want" | sed '/^$/d') <(failed "$engine" root))
+		other=$(LC_ALL=C comm -23 <(LC_ALL=C comm -12 <(passed "$engine" runc) <(failed "$engine" root)) <(listed "$engine"))
+		echo "  root: $(echo "$want" | sed '/^$/d' | wc -l) tests the list explains by the identity rule ran with uid 0; $(echo "$still" | sed '/^$/d' | wc -l) of them still fail"
+		if [ -n "$still$other" ]; then
+			echo "$still" | sed '/^$/d; s/^/    fails with uid 0 too: /'
+			echo "$other" | sed '/^$/d; s/^/    fails with uid 0, not in the list: /'
+			bad=1
+		fi
+	fi
+done
+echo "results: $work/<containerd>-<pass>/results, critest logs beside them"
+if [ "$bad" != 0 ]; then
+	echo "critest: differences above" >&2
+	exit 1
+fi
+echo "critest: every difference is explained"

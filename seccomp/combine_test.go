@@ -1,0 +1,161 @@
+package seccomp
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// critest's localhost profiles: allow everything but a few calls.
+const (
+	blockChmod    = `{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["chmod", "fchmodat"], "action": "SCMP_ACT_ERRNO"}]}`
+	blockHostName = `{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["sethostname"], "action": "SCMP_ACT_ERRNO"}]}`
+)
+
+func callerProfile(t *testing.T, data string) *rspec.LinuxSeccomp {
+	t.Helper()
+	var p rspec.LinuxSeccomp
+	if err := json.Unmarshal([]byte(data), &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+func policy() *rspec.LinuxSeccomp {
+	p := Default()
+	NativeABIsOnly(p)
+	return p
+}
+
+func TestCombineKeepsCallersDenials(t *testing.T) {
+	pol := policy()
+	out, differ, ok := Combine(pol, callerProfile(t, blockChmod))
+	if !ok {
+		t.Fatal("Combine refused the built-in policy")
+	}
+	if !slices.Equal(differ, []string{"chmod", "fchmodat"}) {
+		t.Fatalf("differ %v", differ)
+	}
+	for _, name := range []string{"chmod", "fchmodat"} {
+		if !allows(pol, name) {
+			t.Fatalf("test premise: the policy allows %s", name)
+		}
+		if allows(out, name) {
+			t.Errorf("%s allowed: the caller denies it", name)
+		}
+	}
+	// What the policy denies stays denied though the caller allows all.
+	for _, name := range append([]string{"sethostname"}, Denied...) {
+		if allows(out, name) {
+			t.Errorf("%s allowed: the policy denies it", name)
+		}
+	}
+	for _, name := range []string{"read", "write", "fchmod", "openat"} {
+		if !allows(out, name) {
+			t.Errorf("%s denied: both allow it", name)
+		}
+	}
+	if out.DefaultAction != pol.DefaultAction || !slices.Equal(out.Architectures, pol.Architectures) {
+		t.Errorf("default %s arches %v: not the policy's", out.DefaultAction, out.Architectures)
+	}
+	if _, err := CompiledFor(out); err != nil {
+		t.Fatalf("the combined filter does not compile: %v", err)
+	}
+}
+
+func TestCombineCases(t *testing.T) {
+	pol := policy()
+	enosys := uint(errnoENOSYS)
+	caller := &rspec.LinuxSeccomp{DefaultAction: rspec.ActErrno, Syscalls: []rspec.LinuxSyscall{
+		// Allowed by both: kept.
+		{Names: []string{"read", "write", "exit_group", "sethostname"}, Action: rspec.ActAllow},
+		// Denied with the caller's errno.
+		{Names: []string{"getpid"}, Action: rspec.ActErrno, ErrnoRet: &enosys},
+		// The caller's conditions on a call the policy allows outright.
+		{Names: []string{"kill"}, Action: rspec.ActAllow, Args: []rspec.LinuxSeccompArg{{Index: 1, Value: 0, Op: rspec.OpEqualTo}}},
+		// Conditions on both sides that differ: denied.
+		{Names: []string{"socket"}, Action: rspec.ActAllow, Args: []rspec.LinuxSeccompArg{{Index: 0, Value: 38, Op: rspec.OpEqualTo}}},
+		// A denial after a conditional allow: the denial's own errno.
+		{Names: []string{"getuid"}, Action: rspec.ActAllow, Args: []rspec.LinuxSeccompArg{{Index: 0, Value: 0, Op: rspec.OpEqualTo}}},
+		{Names: []string{"getuid"}, Action: rspec.ActErrno, ErrnoRet: &enosys},
+		// A traced call is no allowed call.
+		{Names: []string{"close"}, Action: rspec.ActTrace},
+	}}
+	out, _, ok := Combine(pol, caller)
+	if !ok {
+		t.Fatal("Combine refused")
+	}
+	for name, want := range map[string]bool{"read": true, "write": true, "exit_group": true, "sethostname": false,
+		"getpid": false, "openat": false, "socket": false, "close": false} {
+		if got := allows(out, name); got != want {
+			t.Errorf("%s allowed %v, want %v", name, got, want)
+		}
+	}
+	if r := rulesFor(out, "getpid"); len(r) != 1 || r[0].Action != rspec.ActErrno || *r[0].ErrnoRet != errnoENOSYS {
+		t.Errorf("getpid rules %+v, want the caller's ENOSYS", r)
+	}
+	if r := rulesFor(out, "getuid"); len(r) != 1 || r[0].Action != rspec.ActErrno || *r[0].ErrnoRet != errnoENOSYS {
+		t.Errorf("getuid rules %+v, want the caller's ENOSYS", r)
+	}
+	if allows(out, "kill", 1, 9) || !allows(out, "kill", 1, 0) {
+		t.Error("kill: not the caller's condition")
+	}
+	if allows(out, "socket", 38) {
+		t.Error("socket(AF_ALG) allowed: the policy denies it")
+	}
+	if _, err := CompiledFor(out); err != nil {
+		t.Fatalf("the combined filter does not compile: %v", err)
+	}
+}
+
+// TestWithinPolicy is what verification relies on: a combined filter is
+// recognised as within the policy, and one that allows a single call more
+// is not.
+func TestWithinPolicy(t *testing.T) {
+	pol := policy()
+	if !WithinPolicy(pol, pol) {
+		t.Fatal("the policy itself is not within the policy")
+	}
+	for _, data := range []string{blockChmod, blockHostName} {
+		out, _, _ := Combine(pol, callerProfile(t, data))
+		if !WithinPolicy(out, pol) {
+			t.Errorf("Combine's own result for %s is not within the policy", data)
+		}
+	}
+	if WithinPolicy(callerProfile(t, blockChmod), pol) {
+		t.Error("the caller's allow-all profile is within the policy")
+	}
+	widen := map[string]func(p *rspec.LinuxSeccomp){
+		"allows ptrace": func(p *rspec.LinuxSeccomp) {
+			p.Syscalls = append(p.Syscalls, rspec.LinuxSyscall{Names: []string{"ptrace"}, Action: rspec.ActAllow})
+		},
+		"socket without conditions": func(p *rspec.LinuxSeccomp) {
+			p.Syscalls = append(p.Syscalls, rspec.LinuxSyscall{Names: []string{"socket"}, Action: rspec.ActAllow})
+		},
+		"default allow": func(p *rspec.LinuxSeccomp) { p.DefaultAction = rspec.ActAllow },
+		"32-bit ABI":    func(p *rspec.LinuxSeccomp) { p.Architectures = append(p.Architectures, rspec.ArchX86) },
+		"log flag":      func(p *rspec.LinuxSeccomp) { p.Flags = append(p.Flags, rspec.LinuxSeccompFlagLog) },
+		"clone3 allowed": func(p *rspec.LinuxSeccomp) {
+			for i := range p.Syscalls {
+				if slices.Contains(p.Syscalls[i].Names, "clone3") {
+					p.Syscalls[i] = rspec.LinuxSyscall{Names: []string{"clone3"}, Action: rspec.ActAllow}
+				}
+			}
+		},
+	}
+	for name, change := range widen {
+		out, _, _ := Combine(pol, callerProfile(t, blockChmod))
+		change(out)
+		if WithinPolicy(out, pol) {
+			t.Errorf("%s: accepted as within the policy", name)
+		}
+	}
+}
+
+func TestCombineNeedsDenyingPolicy(t *testing.T) {
+	if _, _, ok := Combine(&rspec.LinuxSeccomp{DefaultAction: rspec.ActAllow}, policy()); ok {
+		t.Error("a policy that allows by default combined")
+	}
+}
