@@ -1,6 +1,8 @@
 package seccomp
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -31,11 +33,12 @@ import (
 // WithinPolicy relies on that. What differs from the policy is listed in
 // the returned names, sorted, for the decision record.
 //
-// A policy whose default action allows has no denial to fall back on: ok
-// is false, and the caller's filter cannot be kept inside it.
-func Combine(policy, caller *rspec.LinuxSeccomp) (_ *rspec.LinuxSeccomp, differ []string, ok bool) {
+// A policy whose default action allows has no denial to fall back on
+// (ErrPolicyAllows): the caller's filter cannot be kept inside it. The
+// result is returned only when Narrower proves it within the policy.
+func Combine(policy, caller *rspec.LinuxSeccomp) (_ *rspec.LinuxSeccomp, differ []string, err error) {
 	if !denies(policy.DefaultAction) {
-		return nil, nil, false
+		return nil, nil, ErrPolicyAllows
 	}
 	pol := byName(policy.Syscalls)
 	call := byName(caller.Syscalls)
@@ -62,7 +65,8 @@ func Combine(policy, caller *rspec.LinuxSeccomp) (_ *rspec.LinuxSeccomp, differ 
 		case deniesAlways(p):
 			continue
 		case deniesAlways(c):
-			rules = []rspec.LinuxSyscall{{Action: c[0].Action, ErrnoRet: c[0].ErrnoRet}}
+			d := firstDenial(c)
+			rules = []rspec.LinuxSyscall{{Action: d.Action, ErrnoRet: d.ErrnoRet}}
 		case allowsAlways(p) && allowsOnlyIf(c) && denies(callerDefault.Action):
 			rules = c
 		default:
@@ -94,15 +98,22 @@ func Combine(policy, caller *rspec.LinuxSeccomp) (_ *rspec.LinuxSeccomp, differ 
 			out.Syscalls = append(out.Syscalls, r)
 		}
 	}
-	return out, differ, true
+	if err := Narrower(out, policy); err != nil {
+		return nil, nil, fmt.Errorf("the combined filter is not within the policy's: %w", err)
+	}
+	return out, differ, nil
 }
+
+// ErrPolicyAllows: the policy's filter allows by default, so no caller's
+// filter can be combined inside it.
+var ErrPolicyAllows = errors.New("the policy's filter allows by default")
 
 // WithinPolicy reports whether p is a filter Combine could have made from
 // policy: combining it with the policy again changes nothing. Such a
 // filter allows no system call the policy denies.
 func WithinPolicy(p, policy *rspec.LinuxSeccomp) bool {
-	again, _, ok := Combine(policy, p)
-	return ok && p.DefaultAction == policy.DefaultAction &&
+	again, _, err := Combine(policy, p)
+	return err == nil && Narrower(p, policy) == nil && p.DefaultAction == policy.DefaultAction &&
 		reflect.DeepEqual(p.DefaultErrnoRet, policy.DefaultErrnoRet) &&
 		slices.Equal(p.Architectures, policy.Architectures) &&
 		slices.Equal(p.Flags, policy.Flags) &&
@@ -160,12 +171,24 @@ func allowsAlways(rules []rspec.LinuxSyscall) bool {
 
 // deniesAlways: one unconditional rule denies, whatever else is listed.
 func deniesAlways(rules []rspec.LinuxSyscall) bool {
+	_, ok := unconditionalDenial(rules)
+	return ok
+}
+
+// firstDenial is the unconditional denying rule deniesAlways found: its
+// action is the one to keep, whatever the rules before it allow.
+func firstDenial(rules []rspec.LinuxSyscall) rspec.LinuxSyscall {
+	r, _ := unconditionalDenial(rules)
+	return r
+}
+
+func unconditionalDenial(rules []rspec.LinuxSyscall) (rspec.LinuxSyscall, bool) {
 	for _, r := range rules {
 		if len(r.Args) == 0 && denies(r.Action) {
-			return true
+			return r, true
 		}
 	}
-	return false
+	return rspec.LinuxSyscall{}, false
 }
 
 // allowsOnlyIf: every rule allows, each under conditions.
