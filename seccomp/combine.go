@@ -22,7 +22,8 @@ import (
 //     (its errno, kill or trap), or the policy's own when the policy denies
 //     it as well;
 //   - the caller allows it only under conditions and denies it otherwise,
-//     and the policy allows it without conditions: the caller's rules;
+//     and the policy allows it without conditions: the caller's rules,
+//     with its log actions made plain allows (withoutLogging);
 //   - anything else (conditions on both sides that differ, conditional
 //     denials, trace or notify actions): denied with the policy's default
 //     action. Intersecting argument conditions is not attempted; denying is
@@ -68,7 +69,7 @@ func Combine(policy, caller *rspec.LinuxSeccomp) (_ *rspec.LinuxSeccomp, differ 
 			d := firstDenial(c)
 			rules = []rspec.LinuxSyscall{{Action: d.Action, ErrnoRet: d.ErrnoRet}}
 		case allowsAlways(p) && allowsOnlyIf(c) && denies(callerDefault.Action):
-			rules = c
+			rules = withoutLogging(c)
 		default:
 			rules = []rspec.LinuxSyscall{def}
 		}
@@ -199,6 +200,20 @@ func allowsOnlyIf(rules []rspec.LinuxSyscall) bool {
 		}
 	}
 	return len(rules) > 0
+}
+
+// withoutLogging turns the caller's SCMP_ACT_LOG into SCMP_ACT_ALLOW: a
+// log action writes an audit record on the host for every call, so an
+// untrusted caller would choose what fills the host's audit log. Which
+// calls are logged is the policy's decision, never the caller's.
+func withoutLogging(rules []rspec.LinuxSyscall) []rspec.LinuxSyscall {
+	out := slices.Clone(rules)
+	for i := range out {
+		if out[i].Action == rspec.ActLog {
+			out[i].Action = rspec.ActAllow
+		}
+	}
+	return out
 }
 
 // sameAction compares two actions as runc applies them: ERRNO and TRACE

@@ -236,3 +236,35 @@ func TestCombineNeverWidens(t *testing.T) {
 		}
 	}
 }
+
+// TestCombineNoCallerLogging: a caller's SCMP_ACT_LOG keeps its
+// conditions but becomes a plain allow: every logged call is an audit
+// record on the host, and the container's caller does not choose what
+// fills the host's log.
+func TestCombineNoCallerLogging(t *testing.T) {
+	pol := policy()
+	caller := &rspec.LinuxSeccomp{DefaultAction: rspec.ActErrno, Syscalls: []rspec.LinuxSyscall{
+		{Names: []string{"write"}, Action: rspec.ActLog, Args: []rspec.LinuxSeccompArg{{Index: 0, Value: 0, Op: rspec.OpGreaterEqual}}},
+		{Names: []string{"getpid"}, Action: rspec.ActLog},
+	}}
+	out, _, err := Combine(pol, caller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.Syscalls {
+		if r.Action == rspec.ActLog {
+			t.Errorf("%v: the caller's log action kept", r.Names)
+		}
+	}
+	if !allows(out, "write", 1) {
+		t.Error("write denied: both allow it under the caller's condition")
+	}
+	for i := range out.Syscalls {
+		if slices.Equal(out.Syscalls[i].Names, []string{"write"}) {
+			out.Syscalls[i].Action = rspec.ActLog
+		}
+	}
+	if err := Narrower(out, pol); err == nil {
+		t.Error("Narrower accepts a log action the policy does not have")
+	}
+}
