@@ -268,3 +268,29 @@ func TestCombineNoCallerLogging(t *testing.T) {
 		t.Error("Narrower accepts a log action the policy does not have")
 	}
 }
+
+// TestCombineBoundsCallerRules: a caller's filter with thousands of
+// conditional rules on one call is refused by Combine, before libseccomp
+// spends minutes compiling what the kernel would refuse anyway; one at
+// the ceiling is combined and compiles.
+func TestCombineBoundsCallerRules(t *testing.T) {
+	pol := policy()
+	caller := func(n int) *rspec.LinuxSeccomp {
+		p := &rspec.LinuxSeccomp{DefaultAction: rspec.ActErrno}
+		for i := 0; i < n; i++ {
+			p.Syscalls = append(p.Syscalls, rspec.LinuxSyscall{Names: []string{"read"}, Action: rspec.ActAllow,
+				Args: []rspec.LinuxSeccompArg{{Index: 0, Value: uint64(i), Op: rspec.OpEqualTo}}})
+		}
+		return p
+	}
+	if _, _, err := Combine(pol, caller(20000)); err == nil {
+		t.Fatal("20000 conditional rules combined")
+	}
+	out, _, err := Combine(pol, caller(MaxCallerConditions))
+	if err != nil {
+		t.Fatalf("%d rules refused: %v", MaxCallerConditions, err)
+	}
+	if _, err := CompiledFor(out); err != nil {
+		t.Fatalf("the ceiling does not compile: %v", err)
+	}
+}
