@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
+
 	units "github.com/docker/go-units"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -65,6 +67,7 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 	}
 	dev := false
 	var total int64
+	rootfs := rootfsPath(c, s.Root)
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
 		dst := cleanAbs(m.Destination)
@@ -73,23 +76,26 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 		if isBind(*m) {
 			typ = "bind"
 		}
-		place, known := mountTypes[typ]
-		switch {
-		case !known:
+		if _, known := mountTypes[typ]; !known {
 			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, "filesystem type "+m.Type+" is not on the allowlist (bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup); a block device, network or FUSE filesystem reaches past the sandbox"))
 			continue
-		case place != "" && dst != place:
-			ds = append(ds, refuseMount(field, m.Type, m.Type+" may be mounted only at "+place+": elsewhere it is a second copy without the masks"))
+		}
+		if why := mountPlaceProblem(typ, dst); why != "" {
+			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, why))
 			continue
-		case place == "" && dst != "/proc" && (under(dst, "/proc") || under(dst, "/sys")) && typ != "bind":
-			ds = append(ds, refuseMount(field, m.Type, "nothing is mounted inside /proc or /sys except their own filesystems"))
-			continue
-		case dst == "/dev" && typ != "tmpfs":
-			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, "/dev is a tmpfs in which runc lays out the allowed device nodes; remove this mount"))
-			continue
-		case typ == "bind" && (under(dst, "/proc") || under(dst, "/sys")):
-			ds = append(ds, refuseMount(field, m.Source, "a bind over "+dst+" would replace kernel files or the device directory bulkhead lays out"))
-			continue
+		}
+		// runc resolves the destination through the image's symlinks; a
+		// link can move a mount the lexical checks allowed into /proc or
+		// /sys, or onto a place the policy lays out. Judge where it lands.
+		if resolved, ok := resolveInRootfs(rootfs, dst); ok && resolved != dst {
+			if why := mountPlaceProblem(typ, resolved); why != "" {
+				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through the image's symlinks to "+resolved+": "+why))
+				continue
+			}
+			if isPolicyPlace(resolved) {
+				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through the image's symlinks to "+resolved+", a place the policy lays out; name it directly"))
+				continue
+			}
 		}
 		if bad := unknownOptions(typ, m.Options); len(bad) > 0 {
 			ds = append(ds, refuseMount(field, fmtList(m.Options), "mount options "+fmtList(bad)+" are not on the allowlist for "+typ+"; remove them"))
@@ -247,4 +253,53 @@ func withoutPrefix(opts []string, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// mountPlaceProblem says why a mount of type typ may not go at dst, or
+// "" when it may.
+func mountPlaceProblem(typ, dst string) string {
+	place := mountTypes[typ]
+	switch {
+	case place != "" && dst != place:
+		return typ + " may be mounted only at " + place + ": elsewhere it is a second copy without the masks"
+	case place == "" && dst != "/proc" && (under(dst, "/proc") || under(dst, "/sys")) && typ != "bind":
+		return "nothing is mounted inside /proc or /sys except their own filesystems"
+	case dst == "/dev" && typ != "tmpfs":
+		return "/dev is a tmpfs in which runc lays out the allowed device nodes; remove this mount"
+	case typ == "bind" && (under(dst, "/proc") || under(dst, "/sys")):
+		return "a bind over " + dst + " would replace kernel files or the device directory bulkhead lays out"
+	}
+	return ""
+}
+
+// isPolicyPlace: the places whose mounts the policy decides itself (the
+// tmp rule's /tmp, the /dev runc lays out, the kernel filesystems), which
+// a mount must name as they are rather than through a link.
+func isPolicyPlace(p string) bool {
+	switch p {
+	case "/", "/tmp", "/dev", "/proc", "/sys":
+		return true
+	}
+	return false
+}
+
+// resolveInRootfs is dst as runc will find it: through the image's own
+// symlinks, never leaving the rootfs. Not ok when the rootfs is unknown
+// (no bundle), the path cannot be resolved, or it lies below a place the
+// policy lays out, where a fresh filesystem, not the image, holds the
+// path at mount time.
+func resolveInRootfs(rootfs, dst string) (string, bool) {
+	if rootfs == "" {
+		return "", false
+	}
+	for _, p := range []string{"/tmp", "/dev", "/proc", "/sys"} {
+		if dst != p && under(dst, p) {
+			return "", false
+		}
+	}
+	resolved, err := securejoin.SecureJoin(rootfs, dst)
+	if err != nil {
+		return "", false
+	}
+	return "/" + strings.TrimPrefix(strings.TrimPrefix(resolved, rootfs), "/"), true
 }

@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -72,4 +74,55 @@ func TestRuleMounts(t *testing.T) {
 			}
 		}},
 	})
+}
+
+// TestRuleMountsFollowImageLinks: runc resolves a destination through the
+// image's symlinks, so a link must not carry a mount the lexical checks
+// allow into /proc or /sys, or onto a place the policy lays out. Before
+// this, a tmpfs at /lnk/sys/kernel, with /lnk -> /proc in the image, put a
+// writable tmpfs inside the read-only /proc/sys of a runc container.
+func TestRuleMountsFollowImageLinks(t *testing.T) {
+	bundle := t.TempDir()
+	rootfs := filepath.Join(bundle, "rootfs")
+	for _, d := range []string{"proc", "sys", "tmp", "srv/data", "etc"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustSymlink(t, "/proc", filepath.Join(rootfs, "lnk"))
+	mustSymlink(t, "../sys", filepath.Join(rootfs, "etc/up"))
+	mustSymlink(t, "/", filepath.Join(rootfs, "top"))
+	mustSymlink(t, "/srv/data", filepath.Join(rootfs, "data"))
+	inBundle := func(c *Context) { c.Bundle = bundle }
+	tmpfs := func(dst string) rspec.Mount {
+		return rspec.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m"}}
+	}
+	bind := func(dst string) rspec.Mount {
+		return rspec.Mount{Destination: dst, Type: "bind", Source: "/srv", Options: []string{"bind", "ro"}}
+	}
+	cases := []struct {
+		m       rspec.Mount
+		refused bool
+	}{
+		{tmpfs("/lnk/sys/kernel"), true},
+		{bind("/lnk/kcore"), true},
+		{tmpfs("/etc/up/fs"), true},
+		{bind("/top/tmp"), true},
+		{tmpfs("/top/dev"), true},
+		{bind("/data"), false},
+		{tmpfs("/srv/cache"), false},
+		{bind("/tmp/inside"), false}, // below the policy's tmpfs, not the image's /tmp
+	}
+	var rc []ruleCase
+	for _, tc := range cases {
+		rc = append(rc, ruleCase{name: tc.m.Type + " " + tc.m.Destination, ctx: inBundle,
+			spec: func(s *rspec.Spec) { s.Mounts = append(s.Mounts, tc.m) },
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				d, ok := find(ds, "mounts["+tc.m.Destination+"]")
+				if got := ok && d.Action == Refused; got != tc.refused {
+					t.Fatalf("refused %v, want %v: %+v", got, tc.refused, d)
+				}
+			}})
+	}
+	runRule(t, ruleMounts, rc)
 }

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -47,10 +48,15 @@ func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 	why := "no filter of the caller's: the policy's default-deny filter"
 	if caller != nil {
 		why = "the caller's filter allows everything the policy's allows; the policy's default-deny filter"
-		combined, narrowed, ok := seccomp.Combine(prof, caller)
+		combined, narrowed, err := seccomp.Combine(prof, caller)
 		switch {
-		case !ok:
+		case errors.Is(err, seccomp.ErrPolicyAllows):
 			why = "the policy's filter allows by default, so the caller's cannot be kept inside it; the caller's filter is replaced by the policy's"
+		case err != nil:
+			// Fail closed: a combination that cannot be proven within the
+			// policy's filter never reaches the backend.
+			return []Decision{abis, {Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone,
+				Why: fmt.Sprintf("the caller's filter cannot be combined with the policy's (%v); remove the caller's rules for that system call", err)}}
 		case len(narrowed) > 0:
 			if err := seccompValidate(combined); err != nil {
 				return []Decision{abis, {Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone,

@@ -619,3 +619,73 @@ func TestCallersNarrowerKept(t *testing.T) {
 		})
 	}
 }
+
+// condsC tries the calls the policy allows only under conditions, with
+// arguments the conditions refuse, and a plain clone that they allow.
+const condsC = `
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void report(const char *what, long r) {
+	if (r < 0) printf("%s %s\n", what, errno == EPERM ? "EPERM" : strerror(errno));
+	else printf("%s ok\n", what);
+}
+
+static long try_clone(long flags) {
+	long r = syscall(SYS_clone, flags | SIGCHLD, 0, 0, 0, 0);
+	if (r == 0) _exit(0);
+	if (r > 0) waitpid(r, 0, 0);
+	return r;
+}
+
+int main(void) {
+	report("clone(SIGCHLD)", try_clone(0));
+	report("clone(CLONE_NEWUSER|CLONE_NEWNS)", try_clone(CLONE_NEWUSER | CLONE_NEWNS));
+	report("socket(AF_ALG)", syscall(SYS_socket, 38, 5, 0));
+	report("personality(ADDR_NO_RANDOMIZE)", syscall(SYS_personality, 0x0400000));
+	return 0;
+}
+`
+
+// TestCallerCannotLiftConditions: a caller's filter that lists, for the
+// calls the policy allows only under conditions, an allow next to a
+// denial denies them; it never lifts the policy's conditions. Under runsc
+// no host check sees the filter gVisor applies, so what the container
+// meets is the evidence. Without the caller's filter the plain clone
+// works, so the program can tell an allowed call from a denied one.
+func TestCallerCannotLiftConditions(t *testing.T) {
+	names := []string{"clone", "socket", "personality"}
+	lift := func(s *rspec.Spec) {
+		s.Linux.Seccomp = &rspec.LinuxSeccomp{DefaultAction: rspec.ActAllow, Syscalls: []rspec.LinuxSyscall{
+			{Names: names, Action: rspec.ActAllow}, {Names: names, Action: rspec.ActErrno}}}
+	}
+	denied := []string{"clone(CLONE_NEWUSER|CLONE_NEWNS) EPERM", "socket(AF_ALG) EPERM", "personality(ADDR_NO_RANDOMIZE) EPERM"}
+	cases := []struct {
+		name   string
+		mutate func(*rspec.Spec)
+		want   []string
+	}{
+		{"allow next to a denial", lift, append([]string{"clone(SIGCHLD) EPERM"}, denied...)},
+		{"no caller filter", func(s *rspec.Spec) { s.Linux.Seccomp = nil }, append([]string{"clone(SIGCHLD) ok"}, denied...)},
+	}
+	for _, be := range backends {
+		for _, c := range cases {
+			t.Run(be.name+"/"+c.name, func(t *testing.T) {
+				need(t, be.name)
+				b := bundle.New(t, []string{"/bin/conds"}, c.mutate)
+				compileC(t, filepath.Join(b, "rootfs"), "conds", condsC)
+				out := newEnv(t, "").run(be.entry, b)
+				if lines := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(lines, c.want) {
+					t.Errorf("output:\n%s\nwant:\n%s", out, strings.Join(c.want, "\n"))
+				}
+			})
+		}
+	}
+}
