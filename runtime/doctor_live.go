@@ -68,7 +68,7 @@ func doctorLive(ctx context.Context, g *Globals, opt DoctorOptions, backend stri
 			c.Fix = "remove what is named by hand"
 		}
 	}()
-	if p.bundle, err = makeProbeBundle(work, probe, nil); err != nil {
+	if p.bundle, err = makeProbeBundle(work, probe, nil, [2]int{int(sel.Profile.UID), int(sel.Profile.GID)}); err != nil {
 		c.Status, c.Found = StatusFail, "bundle: "+err.Error()
 		return c
 	}
