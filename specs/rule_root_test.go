@@ -47,7 +47,7 @@ func TestRuleCgroupsPath(t *testing.T) {
 		{name: "systemd form with a path in the slice", spec: path("/bulkhead/victim-1234/x.slice:a:b"), ctx: systemd, want: want(Refused)},
 		{name: "systemd form with dot dot", spec: path("../../x.slice:a:b"), ctx: systemd, want: want(Refused)},
 		{name: "systemd form under the cgroupfs driver", spec: path("x.slice:evil:shared"), want: want(Refused)},
-		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupOccupied = nil }, want: want(Refused)},
+		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupTaken = nil }, want: want(Refused)},
 		{name: "bulkhead's own from an earlier create", spec: func(s *rspec.Spec) {
 			ensureLinux(s).CgroupsPath = "/bulkhead/old-12345678"
 			s.Annotations = map[string]string{AnnotationCgroupsPath: "/bulkhead/old-12345678"}
