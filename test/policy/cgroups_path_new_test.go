@@ -27,6 +27,18 @@ func TestCallerCgroupMustBeNew(t *testing.T) {
 	hostGroup := fmt.Sprintf("/bh-hostgroup-%d", os.Getpid())
 	pidsMax := int64(1000)
 	res := &rspec.LinuxResources{Pids: &rspec.LinuxPids{Limit: &pidsMax}}
+	// Runs last: the backend makes the host's group in the hierarchies
+	// this test did not (as the parent of the new group below it), and
+	// removes only its own group.
+	t.Cleanup(func() {
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", hostGroup))
+		for _, d := range append(dirs, filepath.Join("/sys/fs/cgroup", hostGroup)) {
+			os.Remove(d)
+		}
+		if cgroups.Exists(hostGroup) {
+			t.Errorf("cgroup %s left behind", hostGroup)
+		}
+	})
 	if cgroupsv3.Mode() == cgroupsv3.Unified {
 		m, err := cgroup2.NewManager("/sys/fs/cgroup", hostGroup, cgroup2.ToResources(res))
 		if err != nil {
