@@ -211,7 +211,12 @@ func (c *creation) handOver(verb string, v Values) error {
 	argv := c.g.backendArgv(b, verb, args...)
 	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)
 	logOffset := logSize(c.g.Log)
+	release, err := c.claimCgroup()
+	if err != nil {
+		return c.fail(c.undo(err))
+	}
 	status, err := runBackend(argv, v.Int("preserve-fds"))
+	release()
 	c.created = true // even a failed create may leave state behind
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: verb, Status: status, Msg: lastBackendError(c.g.Log, logOffset)}

@@ -17,7 +17,7 @@ func specContext(g *Globals, p *specs.Profile, bundle string, reg *Registry, ori
 		ID:                id,
 		JoinableNamespace: reg.joinableFor(p, annotations),
 		JoinableSandbox:   reg.sandboxFor(p, annotations),
-		CgroupOccupied:    cgroups.Occupied,
+		CgroupTaken:       cgroups.Taken,
 		SystemdCgroup:     g.SystemdCgroup,
 	}
 }
