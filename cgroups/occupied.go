@@ -85,3 +85,16 @@ func occupied2(mountpoint, path string, recursive bool) (bool, error) {
 	}
 	return len(procs) > 0, nil
 }
+
+// Taken tells whether a caller's cgroupsPath is not a fresh group: it
+// already exists in some hierarchy, processes or none (an empty group a
+// host made, such as a service's set up before it starts or the kubelet's
+// pod parent, carries the host's limits, which the backend would overwrite
+// and its delete would remove), or a group above it holds processes
+// (Occupied).
+func Taken(path string) (bool, error) {
+	if Exists(path) {
+		return true, nil
+	}
+	return Occupied(path)
+}

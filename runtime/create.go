@@ -174,7 +174,12 @@ func (c *creation) handOver(verb string, v Values) error {
 	}
 	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)
 	logOffset := backend.LogSize(c.g.Log)
+	release, err := c.claimCgroup()
+	if err != nil {
+		return c.fail(c.undo(err))
+	}
 	status, err := backend.Run(argv, v.Int("preserve-fds"))
+	release()
 	c.created = true // even a failed create may leave state behind
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: verb, Status: status, Msg: backend.LastError(c.g.Log, logOffset)}

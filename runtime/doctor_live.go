@@ -74,7 +74,7 @@ func doctorLive(ctx context.Context, g *Globals, opt doctor.Options, name string
 			c.Fix = "remove what is named by hand"
 		}
 	}()
-	if p.bundle, err = probe.MakeBundle(work, probeBin, nil); err != nil {
+	if p.bundle, err = probe.MakeBundle(work, probeBin, nil, [2]int{int(sel.Profile.UID), int(sel.Profile.GID)}); err != nil {
 		c.Status, c.Found = doctor.StatusFail, "bundle: "+err.Error()
 		return c
 	}

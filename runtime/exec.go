@@ -35,6 +35,11 @@ func Exec(g *Globals, v Values, args []string) error {
 		return err
 	}
 	cfg, b, rec, profile := c.cfg, c.backend, c.rec, c.profile
+	if err := checkSubCgroups(v.StringSlice("cgroup")); err != nil && profile.Mode == specs.Enforce {
+		_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
+			Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: err.Error()})
+		return err
+	}
 	// An exec without --process starts from the process as handed over.
 	proc, err := execProcess(v, args[1:], c.handedBundle())
 	if err != nil {

@@ -134,6 +134,9 @@ func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error
 			err = r.Err()
 		}
 	}
+	if err == nil && !c.backend.IsGVisor() {
+		err = verifyExecCgroup(pid, c.rec.InitPid)
+	}
 	if err == nil {
 		return nil
 	}

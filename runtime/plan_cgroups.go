@@ -8,6 +8,7 @@ import (
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -68,10 +69,10 @@ func sha(data []byte) string {
 // It only reads the cgroup tree, through the rules' own view of it.
 func freshCgroup(ctx *specs.Context, s *rspec.Spec) error {
 	l := s.Linux
-	if l == nil || l.CgroupsPath == "" || l.CgroupsPath != s.Annotations[annotationCgroupsPath] || ctx.CgroupOccupied == nil {
+	if l == nil || l.CgroupsPath == "" || l.CgroupsPath != s.Annotations[annotationCgroupsPath] {
 		return nil
 	}
-	busy, err := ctx.CgroupOccupied(l.CgroupsPath)
+	busy, err := cgroups.Occupied(l.CgroupsPath)
 	switch {
 	case err != nil:
 		return fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, err)

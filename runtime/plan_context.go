@@ -18,7 +18,7 @@ func specContext(g *Globals, p *specs.Profile, bundle string, reg *state.Registr
 		ID:                id,
 		JoinableNamespace: reg.JoinableFor(p, annotations),
 		JoinableSandbox:   reg.SandboxFor(p, annotations),
-		CgroupOccupied:    cgroups.Occupied,
+		CgroupTaken:       cgroups.Taken,
 		SystemdCgroup:     g.SystemdCgroup,
 	}
 }

@@ -156,7 +156,8 @@ func (p *probeRun) run(ctx context.Context) error {
 		args = append(args, "-gvisor", "-memory-after-done")
 	}
 	var err error
-	if p.bundle, err = probe.MakeBundle(p.work, p.opt.ProbeBinary, args); err != nil {
+	owner := [2]int{int(p.sel.Profile.UID), int(p.sel.Profile.GID)}
+	if p.bundle, err = probe.MakeBundle(p.work, p.opt.ProbeBinary, args, owner); err != nil {
 		return fmt.Errorf("probe bundle: %w", err)
 	}
 

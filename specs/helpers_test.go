@@ -71,7 +71,7 @@ var testHost = &Host{
 func testContext() *Context {
 	return &Context{Profile: testProfile(), Bundle: "/bundle", ID: testID, Host: testHost,
 		JoinableSandbox: func(id string) bool { return id == testSandboxID },
-		CgroupOccupied:  func(p string) (bool, error) { return p == "/system-busy", nil }}
+		CgroupTaken:     func(p string) (bool, error) { return p == "/system-busy", nil }}
 }
 
 // hostileSpec asks for everything the default profile takes away.

@@ -25,9 +25,10 @@ type Context struct {
 	// bulkhead created under this enforced profile and that still runs.
 	// Nil means none may be joined.
 	JoinableSandbox func(id string) bool
-	// CgroupOccupied reports whether a cgroupfs path or any group below it
-	// holds processes. Nil treats every existing path as unknown: refused.
-	CgroupOccupied func(path string) (bool, error)
+	// CgroupTaken reports whether a cgroupfs path is not a fresh group: it
+	// exists in some hierarchy, or a group above it holds processes. Nil
+	// treats every path as unknown: refused.
+	CgroupTaken func(path string) (bool, error)
 	// Host reads the host's filesystem; nil for the real one.
 	Host *Host
 	// SystemdCgroup says the backend runs with --systemd-cgroup, which

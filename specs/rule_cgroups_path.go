@@ -25,11 +25,14 @@ var systemdUnitName = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
 // sessions and slices; a container is never put in one by cgroupfs path.
 var systemdUnitSuffixes = []string{".slice", ".service", ".scope", ".socket", ".mount", ".swap"}
 
-// ruleCgroupsPath keeps the container's cgroup its own. An existing
-// cgroup with processes in it (a host service, another container, the
-// engine) would get the container's limits, and `kill --all` of the
-// container would kill its processes. An empty path is filled in by
-// bulkhead with a fresh one (runtime.chooseCgroupsPath).
+// ruleCgroupsPath keeps the container's cgroup its own and new. An
+// existing cgroup with processes in it (a host service, another container,
+// the engine) would get the container's limits, and `kill --all` of the
+// container would kill its processes; an existing empty one (a group the
+// host set up with its own limits, the kubelet's pod parent before its
+// containers start) would have its limits overwritten and be removed with
+// the container. An empty path is filled in by bulkhead with a fresh one
+// (runtime.chooseCgroupsPath).
 func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	const field = "linux.cgroupsPath"
 	p := ensureLinux(s).CgroupsPath
@@ -80,18 +83,18 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 			}
 		}
 	}
-	if c.CgroupOccupied == nil {
-		return refuse("whether this cgroup holds processes cannot be checked here")
+	if c.CgroupTaken == nil {
+		return refuse("whether this cgroup is new cannot be checked here")
 	}
-	busy, err := c.CgroupOccupied(p)
+	busy, err := c.CgroupTaken(p)
 	switch {
 	case err != nil:
-		return refuse("whether this cgroup holds processes cannot be read (" + err.Error() + ")")
+		return refuse("whether this cgroup is new cannot be read (" + err.Error() + ")")
 	case busy:
-		return refuse("this cgroup, or one below it, holds processes that are not this container's")
+		return refuse("this cgroup already exists, or a group above it holds processes: it is not a fresh one of this container's")
 	}
 	return append(translated, Decision{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p, Layer: LayerNone,
-		Why: "a cgroup with no processes in it: only this container's"})
+		Why: "a new cgroup, below none that holds processes: only this container's"})
 }
 
 // PlainCgroupsPath is the cgroupfs path for a systemd cgroupsPath

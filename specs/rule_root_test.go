@@ -58,7 +58,7 @@ func TestRuleCgroupsPath(t *testing.T) {
 			}},
 		{name: "translated path holds processes", spec: path("system.slice:cri-containerd:abc"),
 			ctx: func(c *Context) {
-				c.CgroupOccupied = func(p string) (bool, error) { return p == "/system/cri-containerd-abc", nil }
+				c.CgroupTaken = func(p string) (bool, error) { return p == "/system/cri-containerd-abc", nil }
 			},
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 				if len(ds) != 2 || ds[1].Action != Refused {
@@ -78,7 +78,7 @@ func TestRuleCgroupsPath(t *testing.T) {
 				}
 			}},
 		{name: "systemd form with dot dot under the cgroupfs driver", spec: path("../../x.slice:a:b"), want: want(Refused)},
-		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupOccupied = nil }, want: want(Refused)},
+		{name: "cannot check", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupTaken = nil }, want: want(Refused)},
 		{name: "bulkhead's own from an earlier create", spec: func(s *rspec.Spec) {
 			ensureLinux(s).CgroupsPath = "/bulkhead/old-12345678"
 			s.Annotations = map[string]string{AnnotationCgroupsPath: "/bulkhead/old-12345678"}

@@ -72,8 +72,11 @@ type Bundle struct {
 // careless caller would send (root user, writable root, the host's network,
 // a writable bind of a host folder, a credential in the environment), so
 // that every control the probe sees is the policy's doing, not the
-// bundle's. args follow the probe's path in process.args.
-func MakeBundle(work, probe string, args []string) (*Bundle, error) {
+// bundle's. args follow the probe's path in process.args. The host folder
+// belongs to owner (the profile's uid and gid), as a checkout given to
+// the sandbox user would: one of another owner is a workspace only where
+// workspace_owners names it.
+func MakeBundle(work, probe string, args []string, owner [2]int) (*Bundle, error) {
 	b := &Bundle{Dir: filepath.Join(work, "bundle"), workspace: filepath.Join(work, "workspace")}
 	rootfs := filepath.Join(b.Dir, "rootfs")
 	for _, d := range []string{"bin", "etc", "proc", "sys", "dev", "workspace"} {
@@ -93,6 +96,11 @@ func MakeBundle(work, probe string, args []string) (*Bundle, error) {
 	}
 	if err := os.WriteFile(filepath.Join(b.workspace, "README"), []byte(workspaceReadme), 0o644); err != nil {
 		return nil, err
+	}
+	for _, f := range []string{b.workspace, filepath.Join(b.workspace, "README")} {
+		if err := os.Lchown(f, owner[0], owner[1]); err != nil {
+			return nil, err
+		}
 	}
 	files := []struct {
 		name string

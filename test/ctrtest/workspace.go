@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/probeout"
 )
 
 // workspaceScript writes to the workspace and says so: the sandbox's uid
@@ -28,14 +29,15 @@ func assertSourceUntouched(t *testing.T, src string) {
 	}
 }
 
-// workspaceSource is a fresh directory anyone may write to, as a user's
-// `mktemp -d; chmod 777` is.
+// workspaceSource is a fresh directory of an ordinary user's that anyone
+// may write to, as a user's `mktemp -d; chmod 777` is.
 func workspaceSource(t *testing.T) string {
 	t.Helper()
 	src := t.TempDir()
 	if err := os.Chmod(src, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	probeout.GiveToUser(t, src)
 	return src
 }
 

@@ -351,6 +351,7 @@ func TestWorkspaceHostFolderUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	probeout.GiveToUser(t, host)
 	before := treeHash(t, host)
 	attack := `echo new > /workspace/new; echo more >> /workspace/a; rm -f /workspace/b; mkdir /workspace/d;
 touch /workspace/sub/c; mv /workspace/a /workspace/moved; ln -s / /workspace/root; chmod 0 /workspace/sub; echo attempted`

@@ -12,6 +12,7 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/probeout"
 )
 
 // TestWorkspaceRunLoopLeavesNothing: twenty `docker run --rm -i --network
@@ -58,6 +59,7 @@ func TestWorkspaceRunLoopLeavesNothing(t *testing.T) {
 		if err := os.Chmod(src, 0o777); err != nil {
 			t.Fatal(err)
 		}
+		probeout.GiveToUser(t, src)
 		cidfile := filepath.Join(t.TempDir(), "cid")
 		r := d.RunInput(t, []byte{}, "run", "--rm", "-i", "--cidfile", cidfile, "--network", "none", "--runtime=bulkhead",
 			"-v", src+":/workspace", image, "sh", "-c", `echo y > /workspace/x && echo ok`)

@@ -51,8 +51,8 @@ func Parse(out string) (lines []Line, done bool) {
 	return lines, false
 }
 
-// Workspace is a host folder to bind at /workspace: writable by anyone, so
-// only the mount can keep the sandbox's write out of it, with one file
+// Workspace is a host folder to bind at /workspace: a user's, writable by
+// anyone, so only the mount can keep the sandbox's write out of it, with one file
 // whose survival shows the folder unchanged.
 type Workspace struct{ Dir string }
 
@@ -71,7 +71,28 @@ func NewWorkspace(t testing.TB) *Workspace {
 	if err := os.WriteFile(filepath.Join(dir, workspaceFile), []byte(workspaceText), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	GiveToUser(t, dir)
 	return &Workspace{Dir: dir}
+}
+
+// CheckoutOwner is the uid and gid of the user whose checkouts the tests
+// bind at /workspace: an ordinary user's, which the default
+// workspace_owners names. A root-owned folder is refused as a workspace.
+const CheckoutOwner = 1000
+
+// GiveToUser gives dir and everything below it to CheckoutOwner, as a
+// user's own checkout is.
+func GiveToUser(t testing.TB, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, CheckoutOwner, CheckoutOwner)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Unchanged reports whether the folder holds exactly what NewWorkspace
