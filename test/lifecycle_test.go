@@ -239,6 +239,28 @@ func TestPreserveFdsOnlyTheCallers(t *testing.T) {
 	}
 }
 
+// TestNoPivotRefused: --no-pivot would leave the host's mount tree under
+// the container's chroot; enforce mode refuses it before the backend runs
+// and leaves no record, and --no-pivot=false runs.
+func TestNoPivotRefused(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"true"})
+	id := uniqueID("no-pivot")
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	res := bulkhead(t, "", "--root", root, "run", "--no-pivot", "--bundle", b, id)
+	if res.code == 0 || !strings.Contains(res.stderr, "refuses --no-pivot") {
+		t.Fatalf("run --no-pivot: exit %d, stderr %s", res.code, res.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+		t.Fatalf("the refused container's record is left: %v", err)
+	}
+	if res := bulkhead(t, "", "--root", root, "state", id); res.code == 0 {
+		t.Fatalf("the backend has the refused container: %s", res.stdout)
+	}
+	must(t, "--root", root, "run", "--no-pivot=false", "--bundle", b, id)
+}
+
 // TestSameBundleTwice: two containers from the same bundle at once each
 // get a cgroup of their own.
 func TestSameBundleTwice(t *testing.T) {
