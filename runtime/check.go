@@ -133,10 +133,11 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 		}
 	}
 	r.Invariants = plan.invariantLines()
-	// As in create: audit mode hands the spec over whatever the rules and
-	// the invariants decided; the backend's own validation stops both
-	// modes.
-	r.Runs = plan.BackendErr == nil && (plan.Refusal() == nil || !plan.Enforce())
+	// Runs is what create does with the same plan: audit mode hands the
+	// spec over whatever the rules, the backend's validation and the
+	// invariants said (the installed backend has the last word), and
+	// stops only where bulkhead cannot plan the hand-over at all.
+	r.Runs = plan.Refusal() == nil
 	if plan.Enforce() && plan.RuleErr == nil {
 		if r.Diff, err = specDiff(spec, plan.Handed); err != nil {
 			return nil, nil, err

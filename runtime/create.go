@@ -168,6 +168,9 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 // everything and returns the error.
 func (c *creation) handOver(verb string, v Values) error {
 	b := c.sel.Backend
+	if err := c.plan.FlagRefusal(verb, v); err != nil {
+		return c.fail(c.undo(err))
+	}
 	argv, dropped := c.plan.BackendArgv(verb, v)
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))

@@ -29,6 +29,9 @@ type Flag struct {
 	Default string
 	// NotRunsc marks flags runsc does not know; they are dropped for it.
 	NotRunsc bool
+	// Weakens says how the flag loosens the boundary the profile sets;
+	// enforce mode refuses a caller's flag that has it (Plan.FlagRefusal).
+	Weakens string
 }
 
 // Values is what a parsed command line offers; urfave/cli's Context
@@ -47,11 +50,12 @@ var (
 	consoleSocketFlag = Flag{Name: "console-socket", Kind: String, Usage: "path to an AF_UNIX socket which will receive the console's pseudoterminal master"}
 	pidfdSocketFlag   = Flag{Name: "pidfd-socket", Kind: String, Usage: "path to an AF_UNIX socket which will receive the container's pidfd", NotRunsc: true}
 	pidFileFlag       = Flag{Name: "pid-file", Kind: String, Usage: "file to write the process id to"}
-	noPivotFlag       = Flag{Name: "no-pivot", Kind: Bool, Usage: "do not use pivot root to jail process inside rootfs", NotRunsc: true}
-	noNewKeyringFlag  = Flag{Name: "no-new-keyring", Kind: Bool, Usage: "do not create a new session keyring", NotRunsc: true}
-	preserveFdsFlag   = Flag{Name: "preserve-fds", Kind: Int, Usage: "pass N additional file descriptors to the container", NotRunsc: true}
-	detachFlag        = Flag{Name: "detach", Aliases: []string{"d"}, Kind: Bool, Usage: "detach from the container's process"}
-	formatFlag        = Flag{Name: "format", Aliases: []string{"f"}, Kind: String, Default: "table", Usage: "output format: table or json"}
+	noPivotFlag       = Flag{Name: "no-pivot", Kind: Bool, Usage: "do not use pivot root to jail process inside rootfs", NotRunsc: true,
+		Weakens: "the container's root would be a chroot over the host's mount tree, which stays in its mount namespace (runc's own help keeps it for ramdisks)"}
+	noNewKeyringFlag = Flag{Name: "no-new-keyring", Kind: Bool, Usage: "do not create a new session keyring", NotRunsc: true}
+	preserveFdsFlag  = Flag{Name: "preserve-fds", Kind: Int, Usage: "pass N additional file descriptors to the container", NotRunsc: true}
+	detachFlag       = Flag{Name: "detach", Aliases: []string{"d"}, Kind: Bool, Usage: "detach from the container's process"}
+	formatFlag       = Flag{Name: "format", Aliases: []string{"f"}, Kind: String, Default: "table", Usage: "output format: table or json"}
 )
 
 // VerbFlags lists every verb bulkhead accepts with runc's flags for it.
@@ -115,12 +119,28 @@ var VerbFlags = map[string][]Flag{
 		{Name: "tcp-established", Kind: Bool}, {Name: "ext-unix-sk", Kind: Bool}, {Name: "shell-job", Kind: Bool},
 		{Name: "file-locks", Kind: Bool}, {Name: "manage-cgroups-mode", Kind: String},
 		bundleFlag, detachFlag, pidFileFlag,
-		{Name: "no-subreaper", Kind: Bool}, {Name: "no-pivot", Kind: Bool},
+		{Name: "no-subreaper", Kind: Bool}, noPivotFlag,
 		{Name: "empty-ns", Kind: StringSlice}, {Name: "auto-dedup", Kind: Bool}, {Name: "lazy-pages", Kind: Bool},
 		{Name: "lsm-profile", Kind: String}, {Name: "lsm-mount-context", Kind: String}},
 	"list":     {formatFlag, {Name: "quiet", Aliases: []string{"q"}, Kind: Bool, Usage: "display only container IDs"}},
 	"spec":     {bundleFlag, {Name: "rootless", Kind: Bool, Usage: "generate a configuration for a rootless container"}},
 	"features": nil,
+}
+
+// WeakeningFlags names the caller's flags of verb that loosen the
+// boundary, with why.
+func WeakeningFlags(verb string, v Values) []string {
+	var out []string
+	for _, f := range VerbFlags[verb] {
+		if f.Weakens == "" || !v.IsSet(f.Name) {
+			continue
+		}
+		if f.Kind == Bool && !v.Bool(f.Name) {
+			continue
+		}
+		out = append(out, "--"+f.Name+": "+f.Weakens)
+	}
+	return out
 }
 
 // ForwardFlags renders the flags the caller set, in table order, as

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -175,6 +176,17 @@ func (p *Plan) BackendArgv(verb string, v Values) (argv, dropped []string) {
 	flags, dropped := ForwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
 	args := append([]string{"--bundle", p.HandOverBundle, "--pid-file", p.PidFile}, flags...)
 	return p.globals.backendArgv(b, verb, append(args, p.ID)...), dropped
+}
+
+// FlagRefusal is enforce mode's refusal of the caller's verb flags that
+// loosen the boundary the handed spec sets; nil when there are none or in
+// audit mode, which promises the backend's own behaviour.
+func (p *Plan) FlagRefusal(verb string, v Values) error {
+	weak := WeakeningFlags(verb, v)
+	if !p.Enforce() || len(weak) == 0 {
+		return nil
+	}
+	return fmt.Errorf("profile %s refuses %s", p.Selection.Profile.Name, strings.Join(weak, "; "))
 }
 
 func (p *Plan) decide(ds ...specs.Decision) { p.Decisions = append(p.Decisions, ds...) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,6 +141,12 @@ func hostileBundles(t *testing.T, tmp string) []planCase {
 		s.Process.Cwd = "/proc/self/cwd"
 		s.Linux.Sysctl = map[string]string{"kernel.panic": "1"}
 	}
+	// Fails the backend's own validation (a hostname sysctl without a UTS
+	// namespace), which audit mode records and hands over anyway.
+	backendInvalid := func(s *rspec.Spec) {
+		s.Linux.Sysctl = map[string]string{"kernel.domainname": "x"}
+		s.Linux.Namespaces = slices.DeleteFunc(s.Linux.Namespaces, func(n rspec.LinuxNamespace) bool { return n.Type == rspec.UTSNamespace })
+	}
 	mk := func(name string, mutate func(*rspec.Spec)) string {
 		dir := filepath.Join(tmp, "bundles", name)
 		if err := bundle.Make(dir, []string{"true"}, mutate); err != nil {
@@ -154,6 +161,7 @@ func hostileBundles(t *testing.T, tmp string) []planCase {
 		{name: "hostile/engine-socket", dir: mk("engine-socket", socket)},
 		{name: "hostile/root-checkout", dir: mk("root-checkout", rootCheckout)},
 		{name: "hostile/proc-cwd", dir: mk("proc-cwd", bad)},
+		{name: "hostile/backend-invalid-audit", profile: "watch", dir: mk("backend-invalid-audit", backendInvalid)},
 	}
 }
 

@@ -203,6 +203,64 @@ func TestPreserveFds(t *testing.T) {
 	}
 }
 
+// TestPreserveFdsOnlyTheCallers: --preserve-fds past the descriptors the
+// caller handed over would give the container bulkhead's own (the --log
+// file, the host-wide cgroup lock on /sys/fs/cgroup, whose ".." is the
+// host's root). create refuses it, and leaves no record and no cgroup.
+func TestPreserveFdsOnlyTheCallers(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	cgroupsPath := "/" + uniqueID("bulkhead-test-preserve")
+	b := bundle.New(t, []string{"sh", "-c", "for f in /proc/self/fd/*; do ls $f/../../.. >&3; done"}, func(s *rspec.Spec) {
+		s.Linux.CgroupsPath = cgroupsPath
+	})
+	id := uniqueID("fds-own")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	log := filepath.Join(t.TempDir(), "log.json")
+	res := bulkheadWithFiles(t, []*os.File{w}, "--root", root, "--log", log, "run", "--preserve-fds", "8", "--bundle", b, id)
+	w.Close()
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	leaked, _ := io.ReadAll(r)
+	if res.code == 0 || !strings.Contains(res.stderr, "bulkhead's own") {
+		t.Fatalf("run --preserve-fds 8 with one descriptor handed: exit %d, stderr %s; the container listed:\n%s", res.code, res.stderr, leaked)
+	}
+	if len(leaked) > 0 {
+		t.Fatalf("the container ran and listed through bulkhead's descriptors:\n%s", leaked)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+		t.Fatalf("the refused container's record is left: %v", err)
+	}
+	if cgroups.Exists(cgroupsPath) {
+		t.Fatalf("the refused container's cgroup %s is left", cgroupsPath)
+	}
+}
+
+// TestNoPivotRefused: --no-pivot would leave the host's mount tree under
+// the container's chroot; enforce mode refuses it before the backend runs
+// and leaves no record, and --no-pivot=false runs.
+func TestNoPivotRefused(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"true"})
+	id := uniqueID("no-pivot")
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	res := bulkhead(t, "", "--root", root, "run", "--no-pivot", "--bundle", b, id)
+	if res.code == 0 || !strings.Contains(res.stderr, "refuses --no-pivot") {
+		t.Fatalf("run --no-pivot: exit %d, stderr %s", res.code, res.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+		t.Fatalf("the refused container's record is left: %v", err)
+	}
+	if res := bulkhead(t, "", "--root", root, "state", id); res.code == 0 {
+		t.Fatalf("the backend has the refused container: %s", res.stdout)
+	}
+	must(t, "--root", root, "run", "--no-pivot=false", "--bundle", b, id)
+}
+
 // TestSameBundleTwice: two containers from the same bundle at once each
 // get a cgroup of their own.
 func TestSameBundleTwice(t *testing.T) {

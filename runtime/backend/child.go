@@ -34,11 +34,13 @@ func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
+	preserved, err := PreservedFiles(preserveFds)
+	if err != nil {
+		return -1, err
+	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	for i := 0; i < preserveFds; i++ {
-		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(3+i), "preserved"))
-	}
+	cmd.ExtraFiles = preserved
 	logrus.Debugf("bulkhead: running %v", argv)
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs)
@@ -64,7 +66,7 @@ func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func
 	if watch != nil {
 		werr = watch()
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	close(done)
 	if werr != nil {
 		return -1, werr
