@@ -14,18 +14,27 @@ type idRange struct{ lo, hi uint32 }
 func parseIDRanges(entries []string) ([]idRange, error) {
 	var out []idRange
 	for _, e := range entries {
-		lo, hi, isRange := strings.Cut(e, "-")
-		if !isRange {
-			hi = lo
-		}
-		l, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 32)
-		h, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 32)
-		if err1 != nil || err2 != nil || l > h || l == 0 {
+		r, ok := parseIDRange(e)
+		if !ok || r.lo == 0 {
 			return nil, fmt.Errorf("id range %q: want N or N-M with 0 < N <= M", e)
 		}
-		out = append(out, idRange{uint32(l), uint32(h)})
+		out = append(out, r)
 	}
 	return out, nil
+}
+
+// parseIDRange reads one "N" or "N-M" entry with N <= M.
+func parseIDRange(e string) (idRange, bool) {
+	lo, hi, isRange := strings.Cut(e, "-")
+	if !isRange {
+		hi = lo
+	}
+	l, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 32)
+	h, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 32)
+	if err1 != nil || err2 != nil || l > h {
+		return idRange{}, false
+	}
+	return idRange{uint32(l), uint32(h)}, true
 }
 
 // allowedID tells whether id is the profile's own or in its ranges.
@@ -51,16 +60,11 @@ func allowedID(own uint32, ranges []string, id uint32) bool {
 func parseOwnerRanges(entries []string) ([]idRange, error) {
 	var out []idRange
 	for _, e := range entries {
-		lo, hi, isRange := strings.Cut(e, "-")
-		if !isRange {
-			hi = lo
-		}
-		l, err1 := strconv.ParseUint(strings.TrimSpace(lo), 10, 32)
-		h, err2 := strconv.ParseUint(strings.TrimSpace(hi), 10, 32)
-		if err1 != nil || err2 != nil || l > h || h >= 1<<32-1 {
+		r, ok := parseIDRange(e)
+		if !ok || r.hi >= 1<<32-1 {
 			return nil, fmt.Errorf("workspace_owners %q: want N or N-M with 0 <= N <= M < 4294967295", e)
 		}
-		out = append(out, idRange{uint32(l), uint32(h)})
+		out = append(out, r)
 	}
 	return out, nil
 }
