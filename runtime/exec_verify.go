@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,10 +75,16 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	flags, _ := ForwardFlags("exec", v, c.backend.IsGVisor(), append(processFlags, "pid-file")...)
 	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
 	argv := g.backendArgv(c.backend, "exec", append(rest, id)...)
-	status, err := backend.Supervise(argv, v.Int("preserve-fds"), 0, func() error {
-		pid, err := waitPidFile(pidFile, backend.Timeout)
+	status, err := backend.Supervise(argv, v.Int("preserve-fds"), 0, func(exited <-chan struct{}) error {
+		pid, err := waitPidFile(pidFile, exited)
 		if err != nil {
-			return nil // the backend failed or the process already ended: its status says which
+			// The backend ended without a pid: it failed, and its status
+			// and stderr say why. After a pid file a backend does not
+			// write in its own time, its process runs unverified: it goes.
+			if !errors.Is(err, errBackendEnded) {
+				return fmt.Errorf("exec %s: %w", id, err)
+			}
+			return nil
 		}
 		callerPid := v.String("pid-file")
 		if callerPid != "" {
@@ -101,24 +108,88 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	return nil
 }
 
-// waitPidFile waits for the backend to write the exec'd process's pid.
-func waitPidFile(path string, d time.Duration) (int, error) {
-	deadline := time.Now().Add(d)
+// waitPidFile waits for the backend to write the exec'd process's pid,
+// until the backend ends or backend.Timeout passes.
+func waitPidFile(path string, exited <-chan struct{}) (int, error) {
+	deadline := time.Now().Add(backend.Timeout)
 	for {
 		if pid, err := readPidFile(path); err == nil {
 			return pid, nil
 		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("no pid in %s after %s", path, d)
+		select {
+		case <-exited:
+			// It may have written the file just before it ended.
+			if pid, err := readPidFile(path); err == nil {
+				return pid, nil
+			}
+			return 0, errBackendEnded
+		case <-time.After(5 * time.Millisecond):
 		}
-		time.Sleep(5 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("no pid in %s after %s", path, backend.Timeout)
+		}
 	}
 }
 
+var errBackendEnded = errors.New("the backend ended without a pid")
+
 // verifyExeced verifies an exec'd process against the profile
-// (verify.Process) and, when it does not hold, kills it and returns the
-// error naming the control.
+// (verify.Process) and its cgroup and, when they do not hold or cannot be
+// read in time, kills it and returns the error naming the control. The
+// process is held by pidfd from the start, so neither the reads nor the
+// kill can reach another process that reused its pid.
 func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error {
+	p, err := holdProcess(pid)
+	if errors.Is(err, unix.ESRCH) {
+		// Gone before it could be held: nothing of it runs any more, so
+		// there is nothing to kill; what it did cannot be verified, and the
+		// log says so.
+		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
+		return nil
+	}
+	if err != nil {
+		// Fail closed: a process bulkhead cannot hold is not verified.
+		_ = unix.Kill(pid, unix.SIGKILL)
+		return fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+	}
+	defer p.release()
+	err = within(verifyExecTimeout, func() error { return checkExeced(c, policed, pid) })
+	if errors.Is(err, errTooSlow) {
+		// A read that hangs (a ptrace stop that never comes) is no
+		// evidence: the process goes, which also ends the read.
+		err = fmt.Errorf("%w: the process could not be read within %s", err, verifyExecTimeout)
+	}
+	if err == nil {
+		return nil
+	}
+	if p.ending() {
+		// Read while it exited: on cgroup v1 an exiting process shows in
+		// the root cgroup, and its other fields are no longer its own.
+		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified (%v)", id, pid, err)
+		return nil
+	}
+	// Fail closed: the process must not run on unverified.
+	if kerr := p.kill(); kerr != nil {
+		logrus.Errorf("bulkhead: exec %s: kill %d: %v", id, pid, kerr)
+		return fmt.Errorf("verification after exec: %w (and the process %d could not be killed: %v)", err, pid, kerr)
+	}
+	// The caller sees the refusal only once the process is gone: it is not
+	// bulkhead's child (the container's init or the backend reaps it), so
+	// wait for that.
+	if !p.exited(5 * time.Second) {
+		return fmt.Errorf("verification after exec: %w (process %d killed, still there after 5s)", err, pid)
+	}
+	return fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+}
+
+// verifyExecTimeout bounds the reads of an exec'd process.
+const verifyExecTimeout = 30 * time.Second
+
+var errTooSlow = errors.New("verification after exec did not finish")
+
+// checkExeced reads the exec'd process: its status and seccomp filter
+// against the profile, and, under runc, its cgroup against the init's.
+func checkExeced(c *recorded, policed *rspec.Process, pid int) error {
 	var container *rspec.Spec
 	if c.rec.Seccomp != nil {
 		// Handed over narrowed by the caller's filter; Expect accepts it
@@ -126,61 +197,58 @@ func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error
 		container = &rspec.Spec{Linux: &rspec.Linux{Seccomp: c.rec.Seccomp}}
 	}
 	e, err := verify.Expect(&c.profile, container, c.backend.Kind())
+	if err != nil {
+		return err
+	}
+	u := policed.User
+	e.User, e.WorkloadRan = &u, true
+	if err := awaitWorkload(pid); err != nil {
+		return err
+	}
+	r, err := verify.Process(pid, e)
 	if err == nil {
-		u := policed.User
-		e.User, e.WorkloadRan = &u, true
-		var r verify.Report
-		if r, err = verify.Process(pid, e); err == nil {
-			err = r.Err()
-		}
+		err = r.Err()
 	}
 	if err == nil && !c.backend.IsGVisor() {
 		err = verifyExecCgroup(pid, c.rec.InitPid)
 	}
-	if err == nil {
-		return nil
-	}
-	if ended(pid) {
-		// Nothing of it runs any more, so there is nothing to kill;
-		// what it did cannot be verified, and the log says so.
-		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified (%v)", id, pid, err)
-		return nil
-	}
-	// Fail closed: the process must not run on unverified.
-	kerr := unix.Kill(pid, unix.SIGKILL)
-	if kerr != nil && kerr != unix.ESRCH {
-		logrus.Errorf("bulkhead: exec %s: kill %d: %v", id, pid, kerr)
-		return fmt.Errorf("verification after exec: %w (and the process %d could not be killed: %v)", err, pid, kerr)
-	}
-	// The caller sees the refusal only once the process is gone: it is not
-	// bulkhead's child (the container's init reaps it), so wait for that.
-	if !waitEnded(pid, 5*time.Second) {
-		return fmt.Errorf("verification after exec: %w (process %d killed, still there after 5s)", err, pid)
-	}
-	return fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+	return err
 }
 
-// waitEnded polls until pid is gone or a zombie, for at most d.
-func waitEnded(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for !ended(pid) {
-		if time.Now().After(deadline) {
-			return false
+// runcInitComm is the name runc's init gives itself until it executes the
+// process (libcontainer/nsenter).
+const runcInitComm = "runc:[2:INIT]"
+
+// awaitWorkload waits until pid is no longer runc's init: runc writes the
+// pid file just before the init executes the process, and a process read
+// (or stopped by ptrace) in the middle of execve is not the one that runs.
+func awaitWorkload(pid int) error {
+	for {
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		if err != nil {
+			return fmt.Errorf("verify: %w", err)
 		}
-		time.Sleep(5 * time.Millisecond)
+		if strings.TrimSpace(string(comm)) != runcInitComm {
+			return nil
+		}
+		if leaderExiting(pid) {
+			return fmt.Errorf("verify: process %d ended as runc's init (its execve failed)", pid)
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return true
 }
 
-// ended tells whether pid is gone or a zombie: an exec'd command that
-// finished before bulkhead could read it.
-func ended(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
+// within runs f and returns its error, or errTooSlow once d has passed;
+// f then goes on in the background (the caller ends what it waits for).
+func within(d time.Duration, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errTooSlow
 	}
-	// The state follows the command name, which ends at the last ')'.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }

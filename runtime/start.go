@@ -45,7 +45,7 @@ func verifyGVisorStarted(g *Globals, b *backend.Backend, id string, pid int) err
 	deadline := time.Now().Add(gvisorFilterDeadline)
 	for {
 		st, err = verify.ReadProcStatus(pid)
-		if err != nil || ended(pid) {
+		if err != nil || leaderExiting(pid) {
 			// A short job's sandbox may end before it is read: nothing of
 			// it runs any more, and what it ran cannot be verified; the
 			// --log file says so, and the container's exit is the

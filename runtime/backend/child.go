@@ -26,9 +26,10 @@ func Run(argv []string, preserveFds int) (int, error) {
 
 // Supervise is Run with a timeout of its own (0 for none:
 // an attached exec runs as long as its process) and a watch that runs
-// once the backend started; an error from watch is returned after the
-// backend ended (watch kills what must not run).
-func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func() error) (int, error) {
+// once the backend started, told when the backend has ended; an error
+// from watch is returned after the backend ended (watch kills what must
+// not run).
+func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func(exited <-chan struct{}) error) (int, error) {
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -62,11 +63,21 @@ func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func
 			}
 		}
 	}()
+	exited := make(chan struct{})
+	go func() {
+		err = cmd.Wait()
+		close(exited)
+	}()
 	var werr error
 	if watch != nil {
-		werr = watch()
+		werr = watch(exited)
 	}
-	err = cmd.Wait()
+	if werr != nil {
+		// What it started is killed or was never seen; the backend itself
+		// has nothing left to do.
+		_ = cmd.Process.Kill()
+	}
+	<-exited
 	close(done)
 	if werr != nil {
 		return -1, werr
