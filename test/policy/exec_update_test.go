@@ -153,3 +153,26 @@ func TestLeftoverCheckSeesCgroups(t *testing.T) {
 		t.Errorf("cgroup %s still there after delete", cg)
 	}
 }
+
+// TestExecShortLived: an exec that ends at once is not refused for what
+// its exit looks like from the host (on cgroup v1 an exiting process shows
+// in the root cgroup), attached or detached, and an exec the backend
+// cannot start fails with the backend's reason instead of waiting for a
+// pid that never comes.
+func TestExecShortLived(t *testing.T) {
+	needRunc(t)
+	root, id, _ := running(t, nil)
+	for i := 0; i < 20; i++ {
+		pidFile := filepath.Join(t.TempDir(), "pid")
+		must(t, nil, "--root", root, "exec", "--detach", "--pid-file", pidFile, id, "true")
+		must(t, nil, "--root", root, "exec", id, "true")
+	}
+	r := bulkhead(t, "", nil, "--root", root, "exec", id, "/no/such/program")
+	// A status of its own, not the harness's kill after two minutes (-1).
+	if r.code <= 0 {
+		t.Fatalf("exec of a missing program: exit %d, want the backend's failure:\n%s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "/no/such/program") {
+		t.Errorf("exec of a missing program does not name it:\n%s", r.stderr)
+	}
+}
