@@ -1,18 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/probe/protocol"
 )
 
@@ -40,12 +39,11 @@ const (
 )
 
 // cpuCgroup is this process's own cpu cgroup as the container sees it
-// (/sys/fs/cgroup, usually the container's cgroup as its root).
+// (/sys/fs/cgroup, usually the container's cgroup as its root), read
+// through bulkhead's cgroups package like the host's evidence.
 type cpuCgroup struct {
-	version       int
+	group         *cgroups.Group
 	quota, period time.Duration // quota < 0: none
-	stat          string        // cpu.stat
-	usage         string        // v1 cpuacct.usage; v2: usage_usec in stat
 }
 
 // cpuReading is one reading of the cgroup's counters.
@@ -55,146 +53,52 @@ type cpuReading struct {
 	at        time.Time
 }
 
-// ownCgroupPaths maps each v1 controller (and "" for v2) to this
-// process's cgroup path from /proc/self/cgroup.
-func ownCgroupPaths() map[string]string {
-	out := map[string]string{}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[1] == "" {
-			out[""] = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			out[c] = parts[2]
-		}
-	}
-	return out
-}
-
-// cgroupDir finds the directory of this process's group below mount: the
-// full path when the host's hierarchy is visible, else the mount itself
-// (a cgroup namespace, or runc's bind of the container's own group).
-func cgroupDir(mount, path, file string) (string, bool) {
-	for _, d := range []string{filepath.Join(mount, path), mount} {
-		if _, err := os.Stat(filepath.Join(d, file)); err == nil {
-			return d, true
-		}
-	}
-	return "", false
-}
-
-// findCPUCgroup locates cpu.stat and the usage counter of this process's
-// cgroup, v2 first, and reads the quota.
+// findCPUCgroup opens this process's cgroup and reads its quota: at the
+// path /proc/self/cgroup names when the host's hierarchy is visible, else
+// at the mount's root (a cgroup namespace, or runc's bind of the
+// container's own group).
 func findCPUCgroup() (*cpuCgroup, error) {
-	paths := ownCgroupPaths()
-	if d, ok := cgroupDir("/sys/fs/cgroup", paths[""], "cpu.max"); ok {
-		b, err := os.ReadFile(filepath.Join(d, "cpu.max"))
+	var paths []string
+	if m, err := cgroups.MembershipOf(os.Getpid()); err == nil {
+		if p := m.V1["cpu"]; p != "" {
+			paths = append(paths, p)
+		} else if m.Unified != "" {
+			paths = append(paths, m.Unified)
+		}
+	}
+	var errs []error
+	for _, p := range append(paths, "/") {
+		g, err := cgroups.Load(p)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
-		f := strings.Fields(string(b))
-		if len(f) != 2 {
-			return nil, fmt.Errorf("%s/cpu.max: %q", d, b)
-		}
-		c := &cpuCgroup{version: 2, stat: filepath.Join(d, "cpu.stat"), quota: -1}
-		if f[0] != "max" {
-			q, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s/cpu.max: %w", d, err)
-			}
-			c.quota = time.Duration(q) * time.Microsecond
-		}
-		p, err := strconv.ParseInt(f[1], 10, 64)
+		l, err := g.Limits()
 		if err != nil {
-			return nil, fmt.Errorf("%s/cpu.max: %w", d, err)
+			errs = append(errs, err)
+			continue
 		}
-		c.period = time.Duration(p) * time.Microsecond
+		if l.CPUPeriod <= 0 {
+			errs = append(errs, fmt.Errorf("cgroup v%d %s: no cpu period (%s)", g.Version(), p, cgroups.String(l.CPUPeriod)))
+			continue
+		}
+		c := &cpuCgroup{group: g, quota: -1, period: time.Duration(l.CPUPeriod) * time.Microsecond}
+		if l.CPUQuota > 0 {
+			c.quota = time.Duration(l.CPUQuota) * time.Microsecond
+		}
 		return c, nil
 	}
-	var cpuDir, acctDir string
-	for _, m := range []string{"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"} {
-		if d, ok := cgroupDir(m, paths["cpu"], "cpu.cfs_quota_us"); ok {
-			cpuDir = d
-			break
-		}
-	}
-	for _, m := range []string{"/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuacct"} {
-		if d, ok := cgroupDir(m, paths["cpuacct"], "cpuacct.usage"); ok {
-			acctDir = d
-			break
-		}
-	}
-	if cpuDir == "" || acctDir == "" {
-		var seen []string
-		if ents, err := os.ReadDir("/sys/fs/cgroup"); err == nil {
-			for _, e := range ents {
-				seen = append(seen, e.Name())
-			}
-		}
-		return nil, fmt.Errorf("no cpu cgroup visible under /sys/fs/cgroup (neither cpu.max nor cpu.cfs_quota_us with cpuacct.usage; entries %v; own groups %v)", seen, paths)
-	}
-	q, err := readInt(filepath.Join(cpuDir, "cpu.cfs_quota_us"))
-	if err != nil {
-		return nil, err
-	}
-	p, err := readInt(filepath.Join(cpuDir, "cpu.cfs_period_us"))
-	if err != nil {
-		return nil, err
-	}
-	c := &cpuCgroup{version: 1, stat: filepath.Join(cpuDir, "cpu.stat"), usage: filepath.Join(acctDir, "cpuacct.usage"),
-		quota: -1, period: time.Duration(p) * time.Microsecond}
-	if q > 0 {
-		c.quota = time.Duration(q) * time.Microsecond
-	}
-	return c, nil
-}
-
-func readInt(path string) (int64, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return n, nil
-}
-
-func statKey(stat, key string) (uint64, error) {
-	for _, line := range strings.Split(stat, "\n") {
-		if v, ok := strings.CutPrefix(line, key+" "); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("cpu.stat has no %s", key)
+	return nil, errors.Join(errs...)
 }
 
 func (c *cpuCgroup) read() (cpuReading, error) {
 	r := cpuReading{at: time.Now()}
-	b, err := os.ReadFile(c.stat)
+	e, err := c.group.Events()
 	if err != nil {
 		return r, err
 	}
-	if r.throttled, err = statKey(string(b), "nr_throttled"); err != nil {
-		return r, err
-	}
-	if c.version == 2 {
-		us, err := statKey(string(b), "usage_usec")
-		r.usage = time.Duration(us) * time.Microsecond
-		return r, err
-	}
-	ns, err := readInt(c.usage)
-	r.usage = time.Duration(ns)
-	return r, err
+	r.usage, r.throttled = e.CPUUsage, e.NrThrottled
+	return r, nil
 }
 
 // quotaCPUs is the quota in CPUs (0 when there is none).
@@ -273,6 +177,13 @@ func checkCPU(env *probeEnv) Result {
 	}
 	wall := end.at.Sub(start.at)
 	used := end.usage - start.usage
+	if used <= 0 {
+		// Four threads spun: a group that counted no CPU time for them
+		// is one whose usage counter could not be read.
+		r.Observed, r.Layer = "no usage", protocol.LayerNone
+		r.Detail = fmt.Sprintf("no evidence: the cgroup counted no CPU time over %s of spinning", wall.Round(time.Millisecond))
+		return r
+	}
 	bites := end.throttled - start.throttled
 	ratio := float64(used) / float64(wall)
 	r.Value = num(float64(int(ratio*1000)) / 1000)
@@ -282,7 +193,7 @@ func checkCPU(env *probeEnv) Result {
 		quotaText = fmt.Sprintf("quota %.2f CPU (%s per %s)", quota, cg.quota, cg.period)
 	}
 	r.Detail = fmt.Sprintf("cgroup v%d: used %s of CPU over %s (%.2f CPU); %s; %d CPUs visible",
-		cg.version, used.Round(time.Millisecond), wall.Round(time.Millisecond), ratio, quotaText, runtime.NumCPU())
+		cg.group.Version(), used.Round(time.Millisecond), wall.Round(time.Millisecond), ratio, quotaText, runtime.NumCPU())
 	// The quota is enforced per period; allow the periods the window
 	// cuts at either end.
 	allowed := time.Duration(quota*float64(wall)) + 2*cg.quota
