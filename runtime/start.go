@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -24,7 +26,17 @@ const gvisorFilterDeadline = 10 * time.Second
 // control.
 func Start(g *Globals, v Values, id string) error {
 	c, err := lookupRecorded(g, "start", id)
-	if err != nil || !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
+	if errors.Is(err, os.ErrNotExist) {
+		// Not bulkhead's container: the backend's own verb.
+		return Passthrough(g, "start", v, []string{id})
+	}
+	if err != nil {
+		// A record bulkhead cannot read or judge (its profile gone, the
+		// configuration broken) could be a gVisor sandbox that must be
+		// verified once started: nothing starts on it.
+		return fmt.Errorf("%w; fix the configuration, or delete the container and create it again", err)
+	}
+	if !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
 		return Passthrough(g, "start", v, []string{id})
 	}
 	status, err := backend.Run(g.backendArgv(c.backend, "start", id), 0)

@@ -53,3 +53,43 @@ func TestFailClosedGVisorStart(t *testing.T) {
 		t.Errorf("state of %s left behind", id)
 	}
 }
+
+// TestStartRefusedWithoutProfile: a gVisor container whose profile was
+// removed from the configuration between create and start cannot be
+// verified after start, so it must not start; the refusal names the
+// profile and what to do.
+func TestStartRefusedWithoutProfile(t *testing.T) {
+	binaries.NeedRoot(t, "runsc")
+	runsc, err := exec.LookPath("runsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.toml")
+	backends := fmt.Sprintf("[backends.runsc]\npath = %q\nargs = [\"--platform=ptrace\"]\n", runsc)
+	write := func(toml string) {
+		if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("default_profile = \"sandboxed\"\n" + backends + "[profiles.sandboxed]\nbackend = \"runsc\"\n")
+	b := bundle.New(t, []string{"sleep", "600"})
+	root := filepath.Join(dir, "state")
+	id := fmt.Sprintf("start-noprofile-%d", os.Getpid())
+	t.Cleanup(func() {
+		binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--config", config, "--root", root, "delete", "--force", id)
+	})
+	if r := (binaries.Cmd{}).Run(t, binaries.Bulkhead(t), "--config", config, "--root", root, "create", "--bundle", b, id); r.Code != 0 {
+		t.Fatalf("create: exit %d: %s", r.Code, r.Stderr)
+	}
+	write(backends)
+	r := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--config", config, "--root", root, "start", id)
+	if r.Code == 0 || !strings.Contains(r.Stderr, `profile "sandboxed"`) {
+		t.Fatalf("start without the container's profile: exit %d, stderr %q; want a refusal naming the profile", r.Code, r.Stderr)
+	}
+	st := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--config", config, "--root", root, "state", id)
+	if !strings.Contains(st.Stdout, `"status": "created"`) && !strings.Contains(st.Stdout, `"status":"created"`) {
+		t.Errorf("after a refused start the container is not still created: %s %s", st.Stdout, st.Stderr)
+	}
+	t.Logf("exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
+}
