@@ -144,6 +144,15 @@ func pinPath(src, target string, judge func(real string) string) (string, error)
 	if err := unix.Mount(self, target, "", unix.MS_BIND, ""); err != nil {
 		return "", fmt.Errorf("pin %s: %w", real, err)
 	}
+	// A bind of a shared mount joins its peer group, and an unmount below a
+	// peer propagates to every other: taking the pins down on delete would
+	// unmount what the host mounted below a shared source since the start
+	// (a Kubernetes HostToContainer volume). As a slave the pin still
+	// receives the host's mounts, which an rslave container needs, and
+	// sends nothing back. A private source's pin stays private.
+	if err := unix.Mount("", target, "", unix.MS_SLAVE, ""); err != nil {
+		return "", fmt.Errorf("pin %s: make it a slave: %w", real, err)
+	}
 	return target, nil
 }
 

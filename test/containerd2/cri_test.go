@@ -116,3 +116,8 @@ func TestCRIPodWorkspace(t *testing.T) { ctrtest.PodWorkspace(t, cri(t)) }
 
 // TestCRIPodCheckout: real checkouts as hostPath mounts at /workspace.
 func TestCRIPodCheckout(t *testing.T) { ctrtest.PodCheckout(t, cri(t)) }
+
+// TestCRIPodMountPropagation: a volume below /tmp, and HostToContainer,
+// Private and Bidirectional propagation, the mount handling critest's
+// volume and propagation tests look at.
+func TestCRIPodMountPropagation(t *testing.T) { ctrtest.PodMountPropagation(t, cri(t)) }

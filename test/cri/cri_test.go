@@ -136,3 +136,8 @@ func TestPodWorkspace(t *testing.T) { ctrtest.PodWorkspace(t, cri(t)) }
 
 // TestPodCheckout: real checkouts as hostPath mounts at /workspace.
 func TestPodCheckout(t *testing.T) { ctrtest.PodCheckout(t, cri(t)) }
+
+// TestPodMountPropagation: a volume below /tmp, and HostToContainer,
+// Private and Bidirectional propagation, the mount handling critest's
+// volume and propagation tests look at.
+func TestPodMountPropagation(t *testing.T) { ctrtest.PodMountPropagation(t, cri(t)) }

@@ -1,0 +1,66 @@
+package runtime
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/state"
+)
+
+// TestPinOfSharedSourceIsSlave pins a shared host directory, as a
+// Kubernetes HostToContainer volume is: a mount the host makes below the
+// source afterwards reaches the pin (which an rslave container sees
+// through), and unmounting the pins, as delete does, leaves the host's
+// mount in place.
+func TestPinOfSharedSourceIsSlave(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("pins are bind mounts: needs root")
+	}
+	tmp := t.TempDir()
+	src, flagDir, pins := filepath.Join(tmp, "src"), filepath.Join(tmp, "flag"), filepath.Join(tmp, "pins")
+	for _, d := range []string{filepath.Join(src, "sub"), flagDir, pins} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(flagDir, "flag"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mount := func(src, dst string, flags uintptr) {
+		t.Helper()
+		if err := unix.Mount(src, dst, "", flags, ""); err != nil {
+			t.Fatalf("mount %s on %s: %v", src, dst, err)
+		}
+		t.Cleanup(func() {
+			if err := unix.Unmount(dst, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				t.Errorf("unmount %s: %v", dst, err)
+			}
+		})
+	}
+	mount(src, src, unix.MS_BIND)
+	if err := unix.Mount("", src, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	target := filepath.Join(pins, "0")
+	if _, err := pinPath(src, target, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = state.UnmountUnder(pins) })
+	mount(flagDir, filepath.Join(src, "sub"), unix.MS_BIND)
+
+	if _, err := os.Stat(filepath.Join(target, "sub", "flag")); err != nil {
+		t.Errorf("the host's mount below the source did not reach the pin: %v", err)
+	}
+	if err := state.UnmountUnder(pins); err != nil {
+		t.Fatal(err)
+	}
+	if mounted, err := mountinfo.Mounted(filepath.Join(src, "sub")); err != nil || !mounted {
+		t.Errorf("unmounting the pins unmounted the host's mount below the source (mounted %v, %v)", mounted, err)
+	}
+}
