@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
@@ -133,24 +134,47 @@ func waitPidFile(path string, exited <-chan struct{}) (int, error) {
 
 var errBackendEnded = errors.New("the backend ended without a pid")
 
-// verifyExeced verifies an exec'd process against the profile
+// verifyExeced judges an exec'd process (judgeExeced) and writes the
+// verdict to the audit log: verified, killed, or ended before it could be
+// read, which the operator sees there as well as in the --log file.
+func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error {
+	outcome, why, err := judgeExeced(c, policed, pid, id)
+	e := audit.Entry{Event: "exec-verify", ID: id, Bundle: c.rec.Bundle, Profile: c.profile.Name,
+		Backend: c.backend.Name, Mode: c.profile.Mode, Outcome: outcome}
+	if why != nil {
+		e.Error = why.Error()
+	}
+	_ = audit.Write(c.cfg.AuditLog, &e)
+	return err
+}
+
+// Outcomes of an exec's verification in the audit log.
+const (
+	execVerified = "verified"
+	execKilled   = "killed"
+	execEnded    = "ended before verification"
+)
+
+// judgeExeced verifies an exec'd process against the profile
 // (verify.Process) and its cgroup and, when they do not hold or cannot be
 // read in time, kills it and returns the error naming the control. The
 // process is held by pidfd from the start, so neither the reads nor the
-// kill can reach another process that reused its pid.
-func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error {
+// kill can reach another process that reused its pid. why is what the
+// reads found, also when the process had ended and err is nil.
+func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outcome string, why, err error) {
 	p, err := holdProcess(pid)
 	if errors.Is(err, unix.ESRCH) {
 		// Gone before it could be held: nothing of it runs any more, so
 		// there is nothing to kill; what it did cannot be verified, and the
 		// log says so.
 		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
-		return nil
+		return endedExec(c, id, nil)
 	}
 	if err != nil {
 		// Fail closed: a process bulkhead cannot hold is not verified.
 		_ = unix.Kill(pid, unix.SIGKILL)
-		return fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+		err = fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+		return execKilled, err, err
 	}
 	defer p.release()
 	err = within(verifyExecTimeout, func() error { return checkExeced(c, policed, pid) })
@@ -160,26 +184,102 @@ func verifyExeced(c *recorded, policed *rspec.Process, pid int, id string) error
 		err = fmt.Errorf("%w: the process could not be read within %s", err, verifyExecTimeout)
 	}
 	if err == nil {
-		return nil
+		return execVerified, nil, nil
 	}
 	if p.ending() {
 		// Read while it exited: on cgroup v1 an exiting process shows in
 		// the root cgroup, and its other fields are no longer its own.
 		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified (%v)", id, pid, err)
-		return nil
+		return endedExec(c, id, err)
 	}
 	// Fail closed: the process must not run on unverified.
 	if kerr := p.kill(); kerr != nil {
 		logrus.Errorf("bulkhead: exec %s: kill %d: %v", id, pid, kerr)
-		return fmt.Errorf("verification after exec: %w (and the process %d could not be killed: %v)", err, pid, kerr)
+		err = fmt.Errorf("verification after exec: %w (and the process %d could not be killed: %v)", err, pid, kerr)
+		return execKilled, err, err
 	}
 	// The caller sees the refusal only once the process is gone: it is not
 	// bulkhead's child (the container's init or the backend reaps it), so
 	// wait for that.
 	if !p.exited(5 * time.Second) {
-		return fmt.Errorf("verification after exec: %w (process %d killed, still there after 5s)", err, pid)
+		err = fmt.Errorf("verification after exec: %w (process %d killed, still there after 5s)", err, pid)
+		return execKilled, err, err
 	}
-	return fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+	err = fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+	// What it started before it was killed got the same from the backend.
+	if !c.backend.IsGVisor() {
+		if serr := sweepContainer(c); serr != nil {
+			err = fmt.Errorf("%w; %w", err, serr)
+		}
+	}
+	return execKilled, err, err
+}
+
+// endedExec judges an exec whose process ended before it could be read.
+// What it did is gone with it, but not what it started: a child inherits
+// whatever the backend gave it. So every process in the container's
+// cgroup is read instead, and one that does not hold is killed and fails
+// the exec.
+func endedExec(c *recorded, id string, read error) (outcome string, why, err error) {
+	if c.backend.IsGVisor() {
+		// Its processes are gVisor's, not the host's.
+		return execEnded, read, nil
+	}
+	if err := sweepContainer(c); err != nil {
+		err = fmt.Errorf("verification after exec: the exec'd process ended before it could be read, and %w", err)
+		return execKilled, err, err
+	}
+	return execEnded, read, nil
+}
+
+// sweepContainer reads every process in the container's cgroup against
+// the profile (any of its allowed identities) and kills those that do not
+// hold.
+func sweepContainer(c *recorded) error {
+	g, err := cgroups.ForPID(c.rec.InitPid)
+	if err != nil {
+		return fmt.Errorf("the container's processes cannot be listed: %w", err)
+	}
+	pids, err := g.Procs()
+	if err != nil {
+		return fmt.Errorf("the container's processes cannot be listed: %w", err)
+	}
+	e, err := execExpectation(c)
+	if err != nil {
+		return err
+	}
+	var bad []error
+	for _, pid := range pids {
+		p, err := holdProcess(pid)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		err = within(verifyExecTimeout, func() error {
+			r, err := verify.Process(pid, e)
+			if err == nil {
+				err = r.Err()
+			}
+			return err
+		})
+		switch {
+		case err == nil, p.ending():
+		default:
+			if kerr := p.kill(); kerr != nil {
+				err = fmt.Errorf("%w (and it could not be killed: %v)", err, kerr)
+			} else if !p.exited(5 * time.Second) {
+				err = fmt.Errorf("%w (killed, still there after 5s)", err)
+			} else {
+				err = fmt.Errorf("%w (killed)", err)
+			}
+			bad = append(bad, fmt.Errorf("process %d in the container: %w", pid, err))
+		}
+		p.release()
+	}
+	return errors.Join(bad...)
 }
 
 // verifyExecTimeout bounds the reads of an exec'd process.
@@ -190,21 +290,17 @@ var errTooSlow = errors.New("verification after exec did not finish")
 // checkExeced reads the exec'd process: its status and seccomp filter
 // against the profile, and, under runc, its cgroup against the init's.
 func checkExeced(c *recorded, policed *rspec.Process, pid int) error {
-	var container *rspec.Spec
-	if c.rec.Seccomp != nil {
-		// Handed over narrowed by the caller's filter; Expect accepts it
-		// only when it is within the profile's.
-		container = &rspec.Spec{Linux: &rspec.Linux{Seccomp: c.rec.Seccomp}}
-	}
-	e, err := verify.Expect(&c.profile, container, c.backend.Kind())
+	e, err := execExpectation(c)
 	if err != nil {
 		return err
 	}
 	u := policed.User
-	e.User, e.WorkloadRan = &u, true
-	if err := awaitWorkload(pid); err != nil {
-		return err
-	}
+	e.User = &u
+	// Read as soon as the pid is known, possibly while runc's init is
+	// still about to execute the process: by then it has its identity,
+	// capabilities, no_new_privs and filter, and with no_new_privs and an
+	// empty bounding set an execve cannot add to them. Waiting for the
+	// execve would leave a short process unread.
 	r, err := verify.Process(pid, e)
 	if err == nil {
 		err = r.Err()
@@ -215,27 +311,22 @@ func checkExeced(c *recorded, policed *rspec.Process, pid int) error {
 	return err
 }
 
-// runcInitComm is the name runc's init gives itself until it executes the
-// process (libcontainer/nsenter).
-const runcInitComm = "runc:[2:INIT]"
-
-// awaitWorkload waits until pid is no longer runc's init: runc writes the
-// pid file just before the init executes the process, and a process read
-// (or stopped by ptrace) in the middle of execve is not the one that runs.
-func awaitWorkload(pid int) error {
-	for {
-		comm, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-		if err != nil {
-			return fmt.Errorf("verify: %w", err)
-		}
-		if strings.TrimSpace(string(comm)) != runcInitComm {
-			return nil
-		}
-		if leaderExiting(pid) {
-			return fmt.Errorf("verify: process %d ended as runc's init (its execve failed)", pid)
-		}
-		time.Sleep(time.Millisecond)
+// execExpectation is what a process in the container is held to: the
+// profile's boundary, with the filter as handed over, and code of its own
+// already run.
+func execExpectation(c *recorded) (*verify.Expectation, error) {
+	var container *rspec.Spec
+	if c.rec.Seccomp != nil {
+		// Handed over narrowed by the caller's filter; Expect accepts it
+		// only when it is within the profile's.
+		container = &rspec.Spec{Linux: &rspec.Linux{Seccomp: c.rec.Seccomp}}
 	}
+	e, err := verify.Expect(&c.profile, container, c.backend.Kind())
+	if err != nil {
+		return nil, err
+	}
+	e.WorkloadRan = true
+	return e, nil
 }
 
 // within runs f and returns its error, or errTooSlow once d has passed;

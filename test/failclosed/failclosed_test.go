@@ -343,21 +343,31 @@ func createMustFail(t *testing.T, cfg, backendKey string) string {
 
 // TestFailClosedExec: a backend that hands the exec'd process capabilities
 // or drops its no_new_privs. bulkhead exec must fail non-zero naming the
-// control, and the process must be gone: only the container's init is left.
+// control, and the process must be gone, with anything it started: only
+// the container's init is left.
 func TestFailClosedExec(t *testing.T) {
 	needRunc(t)
-	for _, c := range []struct{ mode, control, detach string }{
-		{"exec-caps", "control capabilities", "--detach"},
-		{"exec-nnp", "control no_new_privs", "--detach"},
+	sleep := []string{"sleep", "300"}
+	// A process that leaves a child behind and ends at once, before
+	// bulkhead can read it: the child got what the backend gave it.
+	fork := []string{"sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & exit 0"}
+	for _, c := range []struct {
+		name, mode, control, detach string
+		argv                        []string
+	}{
+		{"", "exec-caps", "control capabilities", "--detach", sleep},
+		{"", "exec-nnp", "control no_new_privs", "--detach", sleep},
 		// Attached, as a person runs it: the same checks, the process killed.
-		{"exec-caps", "control capabilities", ""},
-		{"exec-nnp", "control no_new_privs", ""},
+		{"", "exec-caps", "control capabilities", "", sleep},
+		{"", "exec-nnp", "control no_new_privs", "", sleep},
+		{"-fork", "exec-caps", "control capabilities", "--detach", fork},
+		{"-fork", "exec-caps", "control capabilities", "", fork},
 	} {
-		t.Run(c.mode+c.detach, func(t *testing.T) {
+		t.Run(c.mode+c.detach+c.name, func(t *testing.T) {
 			cfg := writeLiar(t, c.mode, "runc")
 			root, id := runningContainer(t, cfg)
 			pidFile := filepath.Join(t.TempDir(), "exec.pid")
-			args := []string{"--root", root, "--config", cfg, "exec", "--pid-file", pidFile, id, "sleep", "300"}
+			args := append([]string{"--root", root, "--config", cfg, "exec", "--pid-file", pidFile, id}, c.argv...)
 			if c.detach != "" {
 				args = append(args[:5], append([]string{c.detach}, args[5:]...)...)
 			}

@@ -156,18 +156,33 @@ func TestLeftoverCheckSeesCgroups(t *testing.T) {
 
 // TestExecShortLived: an exec that ends at once is not refused for what
 // its exit looks like from the host (on cgroup v1 an exiting process shows
-// in the root cgroup), attached or detached, and an exec the backend
-// cannot start fails with the backend's reason instead of waiting for a
-// pid that never comes.
+// in the root cgroup), attached or detached, and each gets its verdict in
+// the audit log: verified, or ended before it could be read. An exec the
+// backend cannot start fails with the backend's reason instead of waiting
+// for a pid that never comes.
 func TestExecShortLived(t *testing.T) {
 	needRunc(t)
-	root, id, _ := running(t, nil)
-	for i := 0; i < 20; i++ {
+	auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
+	env := []string{"BULKHEAD_CONFIG=" + writeConfig(t, fmt.Sprintf("audit_log = %q\n", auditLog))}
+	root, id, _ := running(t, env)
+	const rounds = 20
+	for i := 0; i < rounds; i++ {
 		pidFile := filepath.Join(t.TempDir(), "pid")
-		must(t, nil, "--root", root, "exec", "--detach", "--pid-file", pidFile, id, "true")
-		must(t, nil, "--root", root, "exec", id, "true")
+		must(t, env, "--root", root, "exec", "--detach", "--pid-file", pidFile, id, "true")
+		must(t, env, "--root", root, "exec", id, "true")
 	}
-	r := bulkhead(t, "", nil, "--root", root, "exec", id, "/no/such/program")
+	entries, _ := readAudit(t, auditLog)
+	verdicts := map[string]int{}
+	for _, e := range entries {
+		if e.Event == "exec-verify" && e.ID == id {
+			verdicts[e.Outcome]++
+		}
+	}
+	if n := verdicts["verified"] + verdicts["ended before verification"]; n != 2*rounds || len(verdicts) > 2 {
+		t.Errorf("exec verdicts in the audit log %v, want %d, each verified or ended before verification", verdicts, 2*rounds)
+	}
+	t.Logf("verdicts: %v", verdicts)
+	r := bulkhead(t, "", env, "--root", root, "exec", id, "/no/such/program")
 	// A status of its own, not the harness's kill after two minutes (-1).
 	if r.code <= 0 {
 		t.Fatalf("exec of a missing program: exit %d, want the backend's failure:\n%s", r.code, r.stderr)
