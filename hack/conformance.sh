@@ -154,7 +154,15 @@ run_one() {
 	local pass=$1 runtime=$2 name=$3
 	shift 3
 	local log=$work/$pass/${name//\//_}.tap code=0
-	(cd "$src" && env RUNTIME="$runtime" "$@" timeout "$timeout_s" "./validation/$name.t") >"$log" 2>&1 || code=$?
+	# The programs make their bundles under TMPDIR; a container created
+	# without a mount namespace of its own (as some programs ask) mounts
+	# its /proc, /dev and /sys there in the host's, and a program that
+	# fails midway leaves them. Whatever it left below its own TMPDIR goes.
+	local tmp=$work/$pass/tmp-${name//\//_}
+	mkdir -p "$tmp"
+	(cd "$src" && env RUNTIME="$runtime" TMPDIR="$tmp" "$@" timeout "$timeout_s" "./validation/$name.t") >"$log" 2>&1 || code=$?
+	{ grep -o " $tmp/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	rm -rf "$tmp"
 	result "$log" "$code" >"$log.result"
 	failures "$log" "$code" >"$log.failures"
 }
