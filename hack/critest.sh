@@ -97,10 +97,17 @@ trap 'exit 130' INT TERM
 
 # stop_pass DIR: the shims of the containerd whose state is in DIR (found
 # by its socket), the containers it left (found by their bundles), its
-# mounts and DIR itself.
+# mounts and DIR itself. bulkhead's containers are deleted through
+# bulkhead, which also unmounts the pins it keeps in its own state
+# directory (their bundle there is bulkhead's, so only its record names
+# DIR).
 stop_pass() {
-	local dir=$1 root=/run/containerd/runc/k8s.io p id
+	local dir=$1 root=/run/containerd/runc/k8s.io p id rec
 	for p in $(pgrep -f -- "-address $dir/containerd.sock" || true); do kill "$p" 2>/dev/null || true; done
+	for rec in "$root"/bulkhead/*/record.json; do
+		jq -e --arg d "$dir/" '.bundle | startswith($d)' "$rec" >/dev/null 2>&1 || continue
+		BULKHEAD_CONFIG=$work/bulkhead-enforce.toml "$bin/bulkhead" --root "$root" delete --force "$(jq -r .id "$rec")" >/dev/null 2>&1 || true
+	done
 	for r in "$root" "$root/runc"; do
 		for id in $("$runc" --root "$r" list 2>/dev/null | awk -v d="$dir/" 'index($4, d) == 1 { print $1 }'); do
 			"$runc" --root "$r" delete --force "$id" >/dev/null 2>&1 || true
