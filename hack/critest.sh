@@ -9,14 +9,25 @@
 # configuration (hosts.toml) sends gcr.io, registry.k8s.io and k8s.gcr.io
 # to it. Each pass gets a fresh private containerd.
 #
+# The containerd versions run side by side, each in a network namespace of
+# its own (named after this script's pid, so that runs from two clones do
+# not meet either) with its own registry, CNI bridge and iptables: critest
+# binds fixed ports on 127.0.0.1 (12001 and 12002 for port forwarding, a
+# host port of 12000) that two suites in one namespace would both want.
+# containerd, its registry and critest enter it with nsenter --net only,
+# never ip netns exec, whose new mount namespace would change what the
+# mount propagation tests see. On the way out the namespace goes with
+# whatever is still in it.
+#
 # Verdicts, per containerd version:
 #   - audit: bulkhead hands the caller's spec over unchanged, so a test it
 #     fails that runc passes is bulkhead's own doing and fails the run
 #     (runc failing alone is shown, not counted, as in hack/conformance.sh);
 #   - enforce: every test runc passes and bulkhead fails must be listed in
 #     docs/critest-differences.md with the rule that refuses it and why;
-#     an unlisted difference fails the run, and so does a listed one that
-#     no longer differs;
+#     an unlisted difference fails the run, and so does a listed test
+#     that bulkhead passes; a listed test runc failed this run is shown
+#     as not compared (runc failing says nothing about the list);
 #   - root: of the tests the enforce list explains by the identity rule
 #     (user), each runc passes must pass with uid 0; the others must stay
 #     listed.
@@ -68,23 +79,35 @@ if [ ! -x "$critest" ]; then
 	mv "$critest.tmp" "$critest"
 fi
 
-# Everything started here is stopped on the way out, by pid, and what the
-# pass under way left (see stop_pass).
+# Everything started here is stopped on the way out, by pid, then what the
+# pass under way left (see stop_pass) and the network namespace of the
+# containerd version under way (see drop_netns). The script itself waits
+# for the versions' subshells to finish their own cleaning.
 pids=()
 current=
+netns=
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait
 	[ -z "$current" ] || stop_pass "$current"
+	[ -z "$netns" ] || drop_netns "$netns"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # stop_pass DIR: the shims of the containerd whose state is in DIR (found
 # by its socket), the containers it left (found by their bundles), its
-# mounts and DIR itself.
+# mounts and DIR itself. bulkhead's containers are deleted through
+# bulkhead, which also unmounts the pins it keeps in its own state
+# directory (their bundle there is bulkhead's, so only its record names
+# DIR).
 stop_pass() {
-	local dir=$1 root=/run/containerd/runc/k8s.io p id
+	local dir=$1 root=/run/containerd/runc/k8s.io p id rec
 	for p in $(pgrep -f -- "-address $dir/containerd.sock" || true); do kill "$p" 2>/dev/null || true; done
+	for rec in "$root"/bulkhead/*/record.json; do
+		jq -e --arg d "$dir/" '.bundle | startswith($d)' "$rec" >/dev/null 2>&1 || continue
+		BULKHEAD_CONFIG=$work/bulkhead-enforce.toml "$bin/bulkhead" --root "$root" delete --force "$(jq -r .id "$rec")" >/dev/null 2>&1 || true
+	done
 	for r in "$root" "$root/runc"; do
 		for id in $("$runc" --root "$r" list 2>/dev/null | awk -v d="$dir/" 'index($4, d) == 1 { print $1 }'); do
 			"$runc" --root "$r" delete --force "$id" >/dev/null 2>&1 || true
@@ -93,6 +116,29 @@ stop_pass() {
 	{ grep -o " $dir/[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	rm -rf "$dir"
 	current=
+}
+
+# drop_pods NETNS: a containerd stopped while pods were up leaves their
+# network namespaces mounted in /run/netns; those with a veth pair ending
+# in NETNS are its pods. Then the CNI bridge, so that the next pass starts
+# on a new one.
+drop_pods() {
+	local pod
+	for pod in $(ip -n "$1" netns list-id 2>/dev/null | sed -n 's/.*iproute2 netns name: \(.*\))$/\1/p'); do
+		ip netns del "$pod" 2>/dev/null || true
+	done
+	ip -n "$1" link del bhcritest 2>/dev/null || true
+}
+
+# drop_netns NETNS: what still runs in it (nothing should, once stop_pass
+# is done: a host-network pod's process would), its pods' namespaces and
+# NETNS itself.
+drop_netns() {
+	local p
+	for p in $(ip netns pids "$1" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+	drop_pods "$1"
+	ip netns del "$1" 2>/dev/null || true
+	netns=
 }
 
 if [ -z "${CRITEST_COMPARE:-}" ]; then
@@ -188,16 +234,9 @@ $staging/test-image-user-username-group:latest $base user=www-data:users cmd=/bi
 $staging/test-image-predefined-group:latest $images/predefined user=1000 cmd=/bin/sh
 EOF
 
-port=$(( 20000 + RANDOM % 20000 ))
-registry=127.0.0.1:$port
-"$work/critest-registry" -addr "$registry" -images "$images/list" >"$work/registry.out" 2>"$work/registry.log" &
-pids+=($!)
-for _ in $(seq 300); do
-	grep -q ready "$work/registry.out" 2>/dev/null && break
-	kill -0 "${pids[0]}" 2>/dev/null || die "the registry ended: $(tail -3 "$work/registry.log")"
-	sleep 0.2
-done
-grep -q ready "$work/registry.out" || die "the registry did not store its images in 60 s"
+# Every containerd version's network namespace has a registry of its own
+# on this address (see start_registry).
+registry=127.0.0.1:5000
 
 # hosts.toml: every registry critest names goes to the local one; a pull
 # from anywhere else fails, as it would here anyway.
@@ -236,14 +275,15 @@ done
 # containerd_config VERSION DIR SOCKET: the CRI config of one pass, with a
 # runc handler and bulkhead's (no options table: see README).
 containerd_config() {
-	local v=$1 dir=$2 sock=$3 cni=$2/cni net=77
-	# One bridge and subnet per containerd version, so two can run at once.
-	[ "$v" = 2 ] || net=78
+	local v=$1 dir=$2 sock=$3 cni=$2/cni
+	# The bridge, its subnet and the port mappings' iptables rules are in
+	# the version's network namespace: the same names serve every version
+	# and every run.
 	mkdir -p "$cni"
 	cat >"$cni/10-critest.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "critest", "plugins": [
-  {"type": "bridge", "bridge": "bhcritest$net", "isGateway": true, "ipMasq": false,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.250.$net.0/24"}]], "dataDir": "$dir/ipam"}},
+  {"type": "bridge", "bridge": "bhcritest", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.250.77.0/24"}]], "dataDir": "$dir/ipam"}},
   {"type": "portmap", "capabilities": {"portMappings": true}},
   {"type": "loopback"}
 ]}
@@ -303,7 +343,8 @@ EOF
 }
 
 # run_pass ENGINE PASS: a fresh containerd, critest with one handler, the
-# results as "STATE<TAB>TEST" lines in $work/ENGINE-PASS/results.
+# results as "STATE<TAB>TEST" lines in $work/ENGINE-PASS/results. Both run
+# in the network namespace $netns.
 run_pass() {
 	local engine=$1 pass=$2 out=$work/$1-$2 bindir handler=bulkhead mode=$2
 	case $engine in
@@ -323,6 +364,7 @@ run_pass() {
 	sock=$dir/containerd.sock
 	containerd_config "$engine" "$dir" "$sock" >"$dir/config.toml"
 	PATH="$bin:$bindir:$PATH" BULKHEAD_CONFIG="$work/bulkhead-$mode.toml" \
+		nsenter --net="/run/netns/$netns" \
 		"$bindir/containerd" --config "$dir/config.toml" >"$out/containerd.log" 2>&1 &
 	local cpid=$!
 	pids+=("$cpid")
@@ -330,30 +372,60 @@ run_pass() {
 	[ -S "$sock" ] || die "containerd $engine did not start: $(tail -5 "$out/containerd.log")"
 	local start=$SECONDS code=0
 	echo "critest: containerd $engine, $pass: running (log: $out/critest.log)" >&2
-	"$critest" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
+	# In the background, so that a signal to this shell is handled at once
+	# (cleanup stops critest) rather than once critest is done.
+	nsenter --net="/run/netns/$netns" \
+		"$critest" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
 		--runtime-handler "$handler" --ginkgo.json-report "$out/report.json" \
-		${only:+--ginkgo.focus "$only"} --ginkgo.no-color --ginkgo.timeout 3h >"$out/critest.log" 2>&1 || code=$?
+		${only:+--ginkgo.focus "$only"} --ginkgo.no-color --ginkgo.timeout 3h >"$out/critest.log" 2>&1 &
+	local tpid=$!
+	pids+=("$tpid")
+	wait "$tpid" || code=$?
 	echo "critest: containerd $engine, $pass: exit $code after $((SECONDS - start)) s" >&2
 	kill "$cpid" 2>/dev/null || true
 	wait "$cpid" 2>/dev/null || true
 	stop_pass "$dir"
-	ip link del "bhcritest$([ "$engine" = 2 ] && echo 77 || echo 78)" 2>/dev/null || true
+	drop_pods "$netns"
 	[ -s "$out/report.json" ] || die "containerd $engine, $pass: critest wrote no report (exit $code; see $out/critest.log)"
 	jq -r '.[].SpecReports[] | select(.LeafNodeType == "It") |
 		[.State, ((.ContainerHierarchyTexts // []) + [.LeafNodeText] | join(" "))] | @tsv' \
 		"$out/report.json" | LC_ALL=C sort -t "$(printf '\t')" -k2 >"$out/results"
 }
 
-# engine_passes ENGINE: every pass on one containerd version, in order. The
-# versions run side by side (each has its own bridge, subnet and state), so
-# the suite takes the time of the slower one; a subshell cleans up only
-# what it started itself, never the registry both use.
+# start_registry ENGINE: the registry of one containerd version, on
+# $registry in its network namespace.
+start_registry() {
+	local log=$work/registry-$1
+	nsenter --net="/run/netns/$netns" \
+		"$work/critest-registry" -addr "$registry" -images "$images/list" >"$log.out" 2>"$log.err" &
+	local rpid=$!
+	pids+=("$rpid")
+	for _ in $(seq 600); do
+		grep -q ready "$log.out" 2>/dev/null && return
+		kill -0 "$rpid" 2>/dev/null || die "containerd $1: the registry ended: $(tail -3 "$log.err")"
+		sleep 0.2
+	done
+	die "containerd $1: the registry did not store its images in 120 s"
+}
+
+# engine_passes ENGINE: every pass on one containerd version, in order, in
+# a network namespace of its own with its own registry. The versions run
+# side by side, so the suite takes the time of the slower one; a subshell
+# cleans up what it started itself.
 engine_passes() {
 	pids=()
 	current=
+	netns=
 	trap cleanup EXIT
 	trap 'exit 130' INT TERM
-	local pass
+	local name=bhcritest-$$-$1 pass
+	# $$ is the script's pid, so no other run has this name; one left by a
+	# run that was killed outright may still hold its containerd.
+	[ ! -e "/run/netns/$name" ] || die "containerd $1: network namespace $name exists already (a run killed before it could clean up?)"
+	ip netns add "$name" || die "containerd $1: ip netns add $name failed"
+	netns=$name
+	ip -n "$netns" link set lo up
+	start_registry "$1"
 	for pass in $passes; do
 		run_pass "$1" "$pass"
 	done
@@ -415,16 +487,23 @@ for engine in $engines; do
 	if [ -f "$work/$engine-enforce/results" ]; then
 		differ=$(LC_ALL=C comm -12 <(passed "$engine" runc) <(failed "$engine" enforce))
 		unlisted=$(LC_ALL=C comm -23 <(echo "$differ" | sed '/^$/d') <(listed "$engine"))
-		stale=$(LC_ALL=C comm -13 <(echo "$differ" | sed '/^$/d') <(listed "$engine"))
+		# Only bulkhead passing a listed test shows the row is stale; runc
+		# failing it shows nothing about the row, and a test the pass did
+		# not run (a focus, a skip) shows nothing either.
+		stale=$(LC_ALL=C comm -12 <(listed "$engine") <(passed "$engine" enforce))
+		uncompared=$(LC_ALL=C comm -23 <(LC_ALL=C comm -12 <(listed "$engine") <(failed "$engine" runc)) <(echo "$stale" | sed '/^$/d'))
+		unrun=$(LC_ALL=C comm -23 <(listed "$engine") <(LC_ALL=C sort -u <(passed "$engine" enforce) <(failed "$engine" enforce) <(failed "$engine" runc)))
 		echo "  enforce: $(echo "$differ" | sed '/^$/d' | wc -l) tests runc passes fail on bulkhead; each is explained in docs/critest-differences.md unless shown below"
 		if [ -n "$unlisted" ]; then
 			echo "$unlisted" | sed 's/^/    not in the list: /'
 			bad=1
 		fi
 		if [ -n "$stale" ]; then
-			echo "$stale" | sed 's/^/    listed, but no longer differs: /'
+			echo "$stale" | sed 's/^/    listed, but bulkhead passes it: /'
 			bad=1
 		fi
+		echo "$uncompared" | sed '/^$/d; s/^/    not compared this run: runc failed it: /'
+		[ -z "$unrun" ] || echo "    $(echo "$unrun" | wc -l) listed tests not run in this pass (focus or skip)"
 	fi
 	if [ -f "$work/$engine-root/results" ]; then
 		ran=$(awk -F '\t' '$1 != "skipped" { print $2 }' "$work/$engine-root/results" | LC_ALL=C sort -u)
