@@ -373,8 +373,11 @@ run_pass() {
 	local start=$SECONDS code=0
 	echo "critest: containerd $engine, $pass: running (log: $out/critest.log)" >&2
 	# In the background, so that a signal to this shell is handled at once
-	# (cleanup stops critest) rather than once critest is done.
-	nsenter --net="/run/netns/$netns" \
+	# (cleanup stops critest) rather than once critest is done. Its host
+	# directories (os.MkdirTemp) go below the pass's own directory: a test
+	# that fails midway leaves shared mounts there, which stop_pass removes.
+	mkdir -p "$dir/tmp"
+	TMPDIR=$dir/tmp nsenter --net="/run/netns/$netns" \
 		"$critest" --runtime-endpoint "unix://$sock" --image-endpoint "unix://$sock" \
 		--runtime-handler "$handler" --ginkgo.json-report "$out/report.json" \
 		${only:+--ginkgo.focus "$only"} --ginkgo.no-color --ginkgo.timeout 3h >"$out/critest.log" 2>&1 &
