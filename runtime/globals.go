@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,6 +126,18 @@ var GlobalFlags = []GlobalFlag{
 	{Flag: Flag{Name: "backend", Kind: String, Usage: "backend runtime (default: the profile's)"},
 		Read:   func(g *Globals, v Values) { g.Backend = v.String("backend") },
 		Render: func(g *Globals, t Target) []string { return stringArg("--backend", g.Backend, t == ForSelf) }},
+}
+
+// rootlessWeakens says how the global --rootless loosens the boundary
+// for a caller as root: runc then ignores errors joining the container's
+// cgroups, at create and (kept in its state) at every exec, so an exec'd
+// process could run outside the container's limits. "" when it does not.
+func (g *Globals) rootlessWeakens() string {
+	on, err := strconv.ParseBool(g.Rootless)
+	if err != nil || !on || os.Geteuid() != 0 {
+		return ""
+	}
+	return "--rootless " + g.Rootless + ": runc would ignore errors joining the container's cgroups, at create and at every exec, so processes could run outside its limits"
 }
 
 func boolArg(name string, set bool) []string {

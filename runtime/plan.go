@@ -183,6 +183,9 @@ func (p *Plan) BackendArgv(verb string, v Values) (argv, dropped []string) {
 // audit mode, which promises the backend's own behaviour.
 func (p *Plan) FlagRefusal(verb string, v Values) error {
 	weak := WeakeningFlags(verb, v)
+	if w := p.globals.rootlessWeakens(); w != "" {
+		weak = append(weak, w)
+	}
 	if !p.Enforce() || len(weak) == 0 {
 		return nil
 	}

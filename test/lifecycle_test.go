@@ -261,6 +261,28 @@ func TestNoPivotRefused(t *testing.T) {
 	must(t, "--root", root, "run", "--no-pivot=false", "--bundle", b, id)
 }
 
+// TestRootlessRefused: the global --rootless true makes runc ignore
+// errors joining the container's cgroups, then and at every exec (an
+// `exec --cgroup nosuch` ran outside every limit); enforce mode refuses it
+// before the backend runs, and --rootless false runs.
+func TestRootlessRefused(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"true"})
+	id := uniqueID("rootless")
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	for _, v := range []string{"true", "1"} {
+		res := bulkhead(t, "", "--root", root, "--rootless", v, "run", "--bundle", b, id)
+		if res.code == 0 || !strings.Contains(res.stderr, "refuses --rootless "+v) {
+			t.Fatalf("--rootless %s run: exit %d, stderr %s", v, res.code, res.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+			t.Fatalf("the refused container's record is left: %v", err)
+		}
+	}
+	must(t, "--root", root, "--rootless", "false", "run", "--bundle", b, id)
+}
+
 // TestSameBundleTwice: two containers from the same bundle at once each
 // get a cgroup of their own.
 func TestSameBundleTwice(t *testing.T) {
