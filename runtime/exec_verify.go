@@ -12,7 +12,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
-	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/verify"
@@ -183,6 +182,14 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 		// evidence: the process goes, which also ends the read.
 		err = fmt.Errorf("%w: the process could not be read within %s", err, verifyExecTimeout)
 	}
+	if err == nil && !c.backend.IsGVisor() {
+		// What it forked before the read got what the backend gave it,
+		// and may keep what the process itself then dropped; a process
+		// of the container outside its cgroups escaped its limits.
+		if serr := sweepContainer(c, false); serr != nil {
+			err = serr
+		}
+	}
 	if err == nil {
 		return execVerified, nil, nil
 	}
@@ -208,7 +215,7 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 	err = fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
 	// What it started before it was killed got the same from the backend.
 	if !c.backend.IsGVisor() {
-		if serr := sweepContainer(c); serr != nil {
+		if serr := sweepContainer(c, true); serr != nil {
 			err = fmt.Errorf("%w; %w", err, serr)
 		}
 	}
@@ -225,61 +232,11 @@ func endedExec(c *recorded, id string, read error) (outcome string, why, err err
 		// Its processes are gVisor's, not the host's.
 		return execEnded, read, nil
 	}
-	if err := sweepContainer(c); err != nil {
+	if err := sweepContainer(c, true); err != nil {
 		err = fmt.Errorf("verification after exec: the exec'd process ended before it could be read, and %w", err)
 		return execKilled, err, err
 	}
 	return execEnded, read, nil
-}
-
-// sweepContainer reads every process in the container's cgroup against
-// the profile (any of its allowed identities) and kills those that do not
-// hold.
-func sweepContainer(c *recorded) error {
-	g, err := cgroups.ForPID(c.rec.InitPid)
-	if err != nil {
-		return fmt.Errorf("the container's processes cannot be listed: %w", err)
-	}
-	pids, err := g.Procs()
-	if err != nil {
-		return fmt.Errorf("the container's processes cannot be listed: %w", err)
-	}
-	e, err := execExpectation(c)
-	if err != nil {
-		return err
-	}
-	var bad []error
-	for _, pid := range pids {
-		p, err := holdProcess(pid)
-		if errors.Is(err, unix.ESRCH) {
-			continue
-		}
-		if err != nil {
-			bad = append(bad, err)
-			continue
-		}
-		err = within(verifyExecTimeout, func() error {
-			r, err := verify.Process(pid, e)
-			if err == nil {
-				err = r.Err()
-			}
-			return err
-		})
-		switch {
-		case err == nil, p.ending():
-		default:
-			if kerr := p.kill(); kerr != nil {
-				err = fmt.Errorf("%w (and it could not be killed: %v)", err, kerr)
-			} else if !p.exited(5 * time.Second) {
-				err = fmt.Errorf("%w (killed, still there after 5s)", err)
-			} else {
-				err = fmt.Errorf("%w (killed)", err)
-			}
-			bad = append(bad, fmt.Errorf("process %d in the container: %w", pid, err))
-		}
-		p.release()
-	}
-	return errors.Join(bad...)
 }
 
 // verifyExecTimeout bounds the reads of an exec'd process.

@@ -59,6 +59,11 @@ func liar(mode string, args []string) int {
 		fmt.Fprintln(os.Stderr, "liar:", err)
 		return 1
 	}
+	if create && mode == "exec-escape" {
+		// runc then ignores errors joining the container's cgroups, at
+		// every later exec too (its state keeps it).
+		args = append([]string{"--rootless=true"}, args...)
+	}
 	if create && bundleDir != "" && !strings.HasPrefix(mode, "exec-") && !strings.HasPrefix(mode, "update-") {
 		if err := lie(mode, filepath.Join(bundleDir, "config.json")); err != nil {
 			fmt.Fprintln(os.Stderr, "liar:", err)
@@ -395,6 +400,79 @@ func TestFailClosedExec(t *testing.T) {
 			t.Logf("exit %d: %s", res.Code, strings.TrimSpace(res.Stderr))
 		})
 	}
+}
+
+// TestFailClosedExecEscape: a backend that lets an exec'd process stay
+// out of the container's cgroups (runc with rootless cgroups, given a
+// group that does not exist). What the exec forked before it ended is
+// found by the container's pid namespace, not by its cgroup, and killed;
+// the exec fails naming the cgroup.
+func TestFailClosedExecEscape(t *testing.T) {
+	needRunc(t)
+	cfg := writeLiar(t, "exec-escape", "runc")
+	root, id := runningContainer(t, cfg)
+	initPid := containerInit(t, root, id)
+	for _, detach := range []string{"--detach", ""} {
+		args := []string{"--root", root, "--config", cfg, "exec"}
+		if detach != "" {
+			args = append(args, detach)
+		}
+		args = append(args, "--cgroup", "nosuch", id, "sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & sleep 301 </dev/null >/dev/null 2>&1 & exit 0")
+		res := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), args...)
+		if res.Code == 0 {
+			t.Fatalf("exec %s: succeeded with processes outside the container's cgroups:\n%s", detach, res.Stderr)
+		}
+		if !strings.Contains(res.Stderr, "outside the container's cgroup") {
+			t.Errorf("exec %s: error does not say the process was outside the cgroup:\n%s", detach, res.Stderr)
+		}
+		if left := inPidNamespace(t, initPid); len(left) != 1 {
+			t.Errorf("exec %s: processes in the container's pid namespace after a refused exec: %v, want only the init", detach, left)
+		}
+		t.Logf("exec %s: exit %d: %s", detach, res.Code, strings.TrimSpace(res.Stderr))
+	}
+}
+
+// containerInit is the host pid of the container's init, from bulkhead
+// state.
+func containerInit(t *testing.T, root, id string) int {
+	t.Helper()
+	res := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", root, "state", id)
+	var st struct{ Pid int }
+	if err := json.Unmarshal([]byte(res.Stdout), &st); err != nil || st.Pid <= 0 {
+		t.Fatalf("state %s: %v: %s %s", id, err, res.Stdout, res.Stderr)
+	}
+	return st.Pid
+}
+
+// inPidNamespace lists the host processes in pid's pid namespace that
+// still run (not zombies: the container's init, sleep, reaps none).
+func inPidNamespace(t *testing.T, pid int) []int {
+	t.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		var p int
+		if _, err := fmt.Sscan(e.Name(), &p); err != nil {
+			continue
+		}
+		l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid")
+		if err != nil || l != ns {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // TestFailClosedUpdate: a backend that writes limits above the profile's

@@ -1,0 +1,126 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/verify"
+)
+
+// sweepContainer reads every process of the container (containerProcesses)
+// against the profile, any of its allowed identities, and within the
+// init's cgroups, and kills each one that does not hold. full also reads
+// each one's seccomp filter (a ptrace stop); without it the status fields
+// show the filter's presence only, which is enough for processes of an
+// exec that was itself read in full, since a filter cannot be removed.
+func sweepContainer(c *recorded, full bool) error {
+	pids, err := containerProcesses(c.rec.InitPid)
+	if err != nil {
+		return fmt.Errorf("the container's processes cannot be listed: %w", err)
+	}
+	e, err := execExpectation(c)
+	if err != nil {
+		return err
+	}
+	var bad []error
+	for _, pid := range pids {
+		p, err := holdProcess(pid)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		err = within(verifyExecTimeout, func() error {
+			read := verify.Status
+			if full {
+				read = verify.Process
+			}
+			r, err := read(pid, e)
+			if err == nil {
+				err = r.Err()
+			}
+			if err == nil {
+				err = verifyExecCgroup(pid, c.rec.InitPid)
+			}
+			return err
+		})
+		if err != nil && !p.ending() {
+			if kerr := p.kill(); kerr != nil {
+				err = fmt.Errorf("%w (and it could not be killed: %v)", err, kerr)
+			} else if !p.exited(5 * time.Second) {
+				err = fmt.Errorf("%w (killed, still there after 5s)", err)
+			} else {
+				err = fmt.Errorf("%w (killed)", err)
+			}
+			bad = append(bad, fmt.Errorf("process %d in the container: %w", pid, err))
+		}
+		p.release()
+	}
+	return errors.Join(bad...)
+}
+
+// containerProcesses lists the host pids of the container's processes.
+// When the init is pid 1 of its pid namespace, nothing else shares that
+// namespace: every process in it is the container's, also one that left
+// the container's cgroups (which a cgroup listing would miss). Otherwise
+// (a pod's shared namespace, which holds its other containers too) they
+// are the processes in the init's cgroups.
+func containerProcesses(initPid int) ([]int, error) {
+	own, ns, err := ownPidNamespace(initPid)
+	if err != nil {
+		return nil, err
+	}
+	if !own {
+		g, err := cgroups.ForPID(initPid)
+		if err != nil {
+			return nil, err
+		}
+		return g.Procs()
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/pid", &st) != nil {
+			continue // gone since the listing
+		}
+		if st.Dev == ns.Dev && st.Ino == ns.Ino {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// ownPidNamespace tells whether pid is pid 1 of its own pid namespace
+// (the last NSpid field), and that namespace.
+func ownPidNamespace(pid int) (bool, unix.Stat_t, error) {
+	var ns unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/ns/pid", &ns); err != nil {
+		return false, ns, err
+	}
+	st, err := verify.ReadProcStatus(pid)
+	if err != nil {
+		return false, ns, err
+	}
+	f := strings.Fields(st["NSpid"])
+	if len(f) == 0 {
+		return false, ns, fmt.Errorf("process %d: no NSpid in /proc status", pid)
+	}
+	return len(f) > 1 && f[len(f)-1] == "1", ns, nil
+}
