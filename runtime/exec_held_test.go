@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -25,6 +26,9 @@ func TestHeldProcessRunning(t *testing.T) {
 	if p.ending() {
 		t.Fatal("a sleeping process is said to be ending")
 	}
+	if !p.sharesPidNamespace(os.Getpid()) {
+		t.Fatal("a child is said to be in another pid namespace than its parent's")
+	}
 	if err := p.kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +41,10 @@ func TestHeldProcessRunning(t *testing.T) {
 	}
 	if !p.ending() {
 		t.Error("a zombie is not said to be ending")
+	}
+	// Its pid may go to another process at any time now.
+	if p.sharesPidNamespace(os.Getpid()) {
+		t.Error("an exited process is still taken for the pid's holder")
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 // show the filter's presence only, which is enough for processes of an
 // exec that was itself read in full, since a filter cannot be removed.
 func sweepContainer(c *recorded, full bool) error {
-	pids, err := containerProcesses(c.rec.InitPid)
+	pids, own, err := containerProcesses(c.rec.InitPid)
 	if err != nil {
 		return fmt.Errorf("the container's processes cannot be listed: %w", err)
 	}
@@ -37,6 +37,14 @@ func sweepContainer(c *recorded, full bool) error {
 		}
 		if err != nil {
 			bad = append(bad, err)
+			continue
+		}
+		// A process that ended since the listing may have left its pid to
+		// another, which is not the container's to judge or kill: it is
+		// no longer in the namespace, or the cgroups, it was found by.
+		if own && !p.sharesPidNamespace(c.rec.InitPid) ||
+			!own && (verifyExecCgroup(pid, c.rec.InitPid) != nil || p.exited(0)) {
+			p.release()
 			continue
 		}
 		err = within(verifyExecTimeout, func() error {
@@ -68,29 +76,30 @@ func sweepContainer(c *recorded, full bool) error {
 	return errors.Join(bad...)
 }
 
-// containerProcesses lists the host pids of the container's processes.
+// containerProcesses lists the host pids of the container's processes,
+// and whether they were found by the init's own pid namespace.
 // When the init is pid 1 of its pid namespace, nothing else shares that
 // namespace: every process in it is the container's, also one that left
 // the container's cgroups (which a cgroup listing would miss). Otherwise
 // (a pod's shared namespace, which holds its other containers too) they
 // are the processes in the init's cgroups.
-func containerProcesses(initPid int) ([]int, error) {
+func containerProcesses(initPid int) (pids []int, own bool, err error) {
 	own, ns, err := ownPidNamespace(initPid)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !own {
 		g, err := cgroups.ForPID(initPid)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return g.Procs()
+		pids, err = g.Procs()
+		return pids, false, err
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
-	var pids []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -104,7 +113,7 @@ func containerProcesses(initPid int) ([]int, error) {
 			pids = append(pids, pid)
 		}
 	}
-	return pids, nil
+	return pids, true, nil
 }
 
 // ownPidNamespace tells whether pid is pid 1 of its own pid namespace

@@ -176,6 +176,13 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 		return execKilled, err, err
 	}
 	defer p.release()
+	if !c.backend.IsGVisor() && !p.sharesPidNamespace(c.rec.InitPid) {
+		// The pid is no longer the exec'd process's: it ended and the pid
+		// went to another process, which bulkhead must neither judge nor
+		// kill.
+		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
+		return endedExec(c, id, nil)
+	}
 	err = within(verifyExecTimeout, func() error { return checkExeced(c, policed, pid) })
 	if errors.Is(err, errTooSlow) {
 		// A read that hangs (a ptrace stop that never comes) is no
