@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	bhstate "bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -68,7 +69,7 @@ func TestBadInput(t *testing.T) {
 			}
 			entries, _ := os.ReadDir(filepath.Join(root, "bulkhead"))
 			for _, e := range entries {
-				if e.Name() != "lock" {
+				if e.Name() != bhstate.LockName {
 					t.Errorf("left behind: %s", e.Name())
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	bhstate "bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -51,7 +52,7 @@ func TestParallelCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() != "lock" {
+		if e.Name() != bhstate.LockName {
 			t.Errorf("left behind in bulkhead's state: %s", e.Name())
 		}
 	}

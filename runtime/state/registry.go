@@ -89,12 +89,12 @@ func View(root string) *Registry {
 	return &Registry{dir: dir}
 }
 
-// lockName is the registry's lock file beside the containers' directories:
+// LockName is the registry's lock file beside the containers' directories:
 // '@' is no character of a container id (CheckID), so no id is its name.
-const lockName = "@lock"
+const LockName = "@lock"
 
 func (r *Registry) lock() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(r.dir, lockName), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(r.dir, LockName), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
 	}

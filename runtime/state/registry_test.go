@@ -20,8 +20,8 @@ func TestRegistryAnyValidID(t *testing.T) {
 			t.Errorf("Add(%q): %v", id, err)
 		}
 	}
-	if err := CheckID(lockName); err == nil {
-		t.Errorf("the lock file's name %q is a valid container id", lockName)
+	if err := CheckID(LockName); err == nil {
+		t.Errorf("the lock file's name %q is a valid container id", LockName)
 	}
 	ids, err := reg.IDs()
 	if err != nil {
