@@ -175,6 +175,13 @@ func refuseMount(field, before, why string) Decision {
 func unknownOptions(typ string, opts []string) []string {
 	var bad []string
 	for _, o := range opts {
+		if strings.ContainsRune(o, ',') {
+			// runc joins the options with commas and the kernel splits
+			// them again: "mode=1777,size=0" is two options, the second
+			// one on no allowlist.
+			bad = append(bad, o)
+			continue
+		}
 		if typ == "tmpfs" && hasOpt(execOptions, o) {
 			continue // removed below: a tmpfs is always noexec,nosuid
 		}
@@ -202,20 +209,27 @@ func tmpfsFlags(p *Profile, m *rspec.Mount, field, dst string) (int64, Decision)
 	if dst != "/dev" {
 		opts = append(opts, "nodev")
 	}
-	size := int64(-1)
+	// The kernel takes the last size= and reads 0 as no limit at all, so
+	// the last one decides here too, and where there are several only it
+	// is kept.
+	size, sizes, last := int64(-1), 0, ""
 	for _, o := range opts {
 		if v, ok := strings.CutPrefix(o, "size="); ok {
+			sizes, last, size = sizes+1, o, -1
 			if n, err := units.RAMInBytes(v); err == nil && n > 0 {
 				size = n
 			}
 		}
 	}
-	if size < 0 {
-		// No size, a percentage of RAM or a malformed one: the profile's
-		// /tmp size is the ceiling of a tmpfs nobody sized.
+	switch {
+	case size < 0:
+		// No size, 0, a percentage of RAM or a malformed one: the
+		// profile's /tmp size is the ceiling of a tmpfs nobody sized.
 		opts = withoutPrefix(opts, "size=")
 		opts = append(opts, "size="+p.TmpSize)
 		size, _ = p.TmpBytes()
+	case sizes > 1:
+		opts = append(withoutPrefix(opts, "size="), last)
 	}
 	m.Options = opts
 	d := Decision{Rule: "mounts", Field: field, Action: Kept, Before: before, After: fmtList(opts),

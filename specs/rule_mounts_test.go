@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -57,6 +58,38 @@ func TestRuleMounts(t *testing.T) {
 				wantDecision(t, ds, "mounts[/run]", Tightened)
 				if m := s.Mounts[len(s.Mounts)-1]; !slices.Contains(m.Options, "size=16m") {
 					t.Fatalf("options %v", m.Options)
+				}
+			}},
+		// runc joins options with commas; the kernel splits them again.
+		{name: "comma inside an option", spec: addMount(rspec.Mount{Destination: "/data", Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1k", "mode=1777,size=0"}}),
+			want: refused("mounts[/data]")},
+		{name: "comma inside a bind option", spec: addMount(rspec.Mount{Destination: "/data", Type: "bind", Source: "/srv/x", Options: []string{"bind", "rw,exec"}}),
+			want: refused("mounts[/data]")},
+		// The kernel takes the last size=, and 0 means no limit.
+		{name: "tmpfs size=0 after a small one", spec: addMount(rspec.Mount{Destination: "/data", Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1k", "size=0"}}),
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				m := s.Mounts[len(s.Mounts)-1]
+				var sizes []string
+				for _, o := range m.Options {
+					if strings.HasPrefix(o, "size=") {
+						sizes = append(sizes, o)
+					}
+				}
+				if !slices.Equal(sizes, []string{"size=16m"}) {
+					t.Fatalf("options %v: want the profile's one size, nothing after it", m.Options)
+				}
+			}},
+		{name: "tmpfs two sizes keep the last", spec: addMount(rspec.Mount{Destination: "/data", Type: "tmpfs", Source: "tmpfs", Options: []string{"size=8m", "size=1m"}}),
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				m := s.Mounts[len(s.Mounts)-1]
+				n := 0
+				for _, o := range m.Options {
+					if strings.HasPrefix(o, "size=") {
+						n++
+					}
+				}
+				if n != 1 || !slices.Contains(m.Options, "size=1m") {
+					t.Fatalf("options %v: want size=1m alone", m.Options)
 				}
 			}},
 		{name: "no /dev gets a fresh tmpfs", spec: func(s *rspec.Spec) {

@@ -58,12 +58,22 @@ func (p *Profile) IsWorkspace(m rspec.Mount) bool {
 func ruleWorkspace(c *Context, s *rspec.Spec) []Decision {
 	var ds []Decision
 	p := c.Profile
+	seen := map[string]bool{}
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
 		if !p.IsWorkspace(*m) {
 			continue
 		}
 		field := "mounts[" + m.Destination + "]"
+		// Two binds at one workspace (/workspace and /workspace/.) stack
+		// two layers whose kept changes would name one place twice.
+		dst := filepath.Clean(m.Destination)
+		if seen[dst] {
+			ds = append(ds, Decision{Rule: "workspace", Field: field, Action: Refused, Before: m.Source, Layer: LayerNone,
+				Why: "a second bind at workspace " + dst + ": bind each workspace once"})
+			continue
+		}
+		seen[dst] = true
 		switch p.WorkspaceModeOf() {
 		case WorkspaceReadonly:
 			ds = append(ds, Decision{Rule: "workspace", Field: field, Action: Kept,

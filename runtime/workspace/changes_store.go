@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -76,7 +77,7 @@ func liveSets(ws []Workspace) []layerSet {
 	for _, w := range ws {
 		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.Upper(), Lower: w.Source, Shift: w.Shift}
 		if len(ws) > 1 {
-			s.Prefix = strings.Trim(w.Destination, "/") + "/"
+			s.Prefix = strings.Trim(path.Clean("/"+w.Destination), "/") + "/"
 		}
 		sets = append(sets, s)
 	}
@@ -524,7 +525,7 @@ func readRetained(dir string) (*Kept, error) {
 		// meta.json does not hold the prefix: it is liveSets' again, so
 		// the kept tar names each workspace's entries apart.
 		if len(r.Workspaces) > 1 {
-			s.Prefix = strings.Trim(s.Destination, "/") + "/"
+			s.Prefix = strings.Trim(path.Clean("/"+s.Destination), "/") + "/"
 		}
 		r.layers = append(r.layers, s)
 	}
