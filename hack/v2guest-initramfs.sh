@@ -5,7 +5,7 @@
 # the first (the kernel unpacks both), the binaries under test.
 # Usage: hack/v2guest-initramfs.sh KERNEL_DIR OUT BIN_DIR [TEST_BINARY...]
 # KERNEL_DIR is what hack/install-v2guest.sh printed; BIN_DIR holds
-# bulkhead and bulkhead-probe; each TEST_BINARY (a `go test -c` binary named
+# bulkhead, bulkhead-probe and bulkhead-seccomp-exec; each TEST_BINARY (a `go test -c` binary named
 # NAME.test) is run by the guest's init. Every dynamically linked binary
 # gets the libraries ldd names for it.
 set -euo pipefail
@@ -40,7 +40,7 @@ libs "$(command -v runc)" "$base"
 if command -v runsc >/dev/null 2>&1; then
 	cp "$(command -v runsc)" "$base/usr/sbin/runsc"
 fi
-for f in bulkhead bulkhead-probe; do
+for f in bulkhead bulkhead-probe bulkhead-seccomp-exec; do
 	cp "$bin/$f" "$extra/guest/bin/$f"
 	libs "$bin/$f" "$extra"
 done

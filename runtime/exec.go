@@ -60,6 +60,15 @@ func Exec(g *Globals, v Values, args []string) error {
 	if profile.Mode == specs.Audit {
 		policed = proc
 	}
+	if b.IsGVisor() && profile.Mode == specs.Enforce {
+		d, err := execUnderFilter(c.handedBundle(), policed)
+		if err != nil {
+			entry.Outcome, entry.Error = "refused", err.Error()
+			_ = audit.Write(cfg.AuditLog, &entry)
+			return err
+		}
+		entry.Decisions = append(entry.Decisions, d)
+	}
 	_ = audit.Write(cfg.AuditLog, &entry)
 	data, err := json.Marshal(policed)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/seccompexec"
 	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -36,8 +37,9 @@ const (
 type hostPin struct {
 	Rule, Field    string
 	Source, Target string
-	// Root: judged as the root filesystem, else as a bind source.
-	Root bool
+	// Root: judged as the root filesystem; Own: as a file of bulkhead's
+	// own (ownFileRefusal); else as a bind source.
+	Root, Own bool
 }
 
 // planPins rewrites the handed spec's root and bind sources, and the
@@ -48,15 +50,15 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 	dir := filepath.Join(stateDir, pinsDir)
 	var pins []hostPin
 	var ds []specs.Decision
-	add := func(rule, field, src string, root bool) string {
+	add := func(rule, field, src string, root, own bool) string {
 		target := filepath.Join(dir, strconv.Itoa(len(pins)))
-		pins = append(pins, hostPin{Rule: rule, Field: field, Source: at(src), Target: target, Root: root})
+		pins = append(pins, hostPin{Rule: rule, Field: field, Source: at(src), Target: target, Root: root, Own: own})
 		ds = append(ds, specs.Decision{Rule: rule, Field: field, Action: specs.Kept, Before: src, After: target, Layer: specs.LayerNone,
 			Why: "pinned: the backend gets bulkhead's bind of the very file judged, which the caller cannot swap before the backend opens it"})
 		return target
 	}
 	if s.Root != nil {
-		s.Root.Path = add("root", "root.path", s.Root.Path, true)
+		s.Root.Path = add("root", "root.path", s.Root.Path, true, false)
 	}
 	merged := map[string]bool{}
 	for _, w := range ws {
@@ -67,11 +69,16 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 		if !specs.IsBind(*m) || merged[m.Source] {
 			continue
 		}
-		m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false)
+		if m.Destination == seccompexec.Path {
+			// planSeccompExec's own bind; no caller's mount may be there.
+			m.Source = add("seccomp", "mounts["+m.Destination+"]", m.Source, false, true)
+			continue
+		}
+		m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false, false)
 	}
 	for i := range ws {
 		w := &ws[i]
-		w.Source = add("workspace", "mounts["+w.Destination+"] lower", w.Source, false)
+		w.Source = add("workspace", "mounts["+w.Destination+"] lower", w.Source, false, false)
 	}
 	return pins, ds
 }
@@ -87,9 +94,14 @@ func (c *creation) pinHostPaths() error {
 		return fmt.Errorf("pins: %w", err)
 	}
 	for _, p := range c.plan.Pins {
-		judge := func(real string) string { return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real) }
-		if p.Root {
-			judge = func(real string) string {
+		judge := func(real string, _ *unix.Stat_t) string {
+			return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real)
+		}
+		switch {
+		case p.Own:
+			judge = ownFileRefusal
+		case p.Root:
+			judge = func(real string, _ *unix.Stat_t) string {
 				bundleReal, err := c.bundleDir.real()
 				if err != nil {
 					return err.Error()
@@ -109,10 +121,10 @@ func (c *creation) pinHostPaths() error {
 }
 
 // pinPath opens src as the backend would (following symlinks), judges
-// what was opened by its real path, and bind-mounts that very file or
-// directory, through its descriptor, onto target. No path is resolved
-// again after the judgement.
-func pinPath(src, target string, judge func(real string) string) (string, error) {
+// what was opened by its real path and its attributes, and bind-mounts
+// that very file or directory, through its descriptor, onto target. No
+// path is resolved again after the judgement.
+func pinPath(src, target string, judge func(real string, st *unix.Stat_t) string) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -123,12 +135,12 @@ func pinPath(src, target string, judge func(real string) string) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", src, err)
 	}
-	if why := judge(real); why != "" {
-		return "", fmt.Errorf("%s is now %s: %s", src, real, why)
-	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", fmt.Errorf("%s: %w", src, err)
+	}
+	if why := judge(real, &st); why != "" {
+		return "", fmt.Errorf("%s is now %s: %s", src, real, why)
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -165,6 +177,11 @@ func (c *creation) writePrivateBundle() error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), c.plan.HandedJSON, 0o600); err != nil {
 		return fmt.Errorf("private bundle: %w", err)
+	}
+	if c.plan.ExecFilter != nil {
+		if err := os.WriteFile(filepath.Join(dir, execFilterFile), c.plan.ExecFilter, 0o600); err != nil {
+			return fmt.Errorf("private bundle: %w", err)
+		}
 	}
 	return nil
 }

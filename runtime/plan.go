@@ -65,6 +65,10 @@ type Plan struct {
 	RewrittenJSON []byte
 	// Pins are the host paths the hand-over pins (runtime/pins.go).
 	Pins []hostPin
+	// ExecFilter is the BPF program every process of a runsc exec
+	// installs on itself (plan_seccomp_exec.go); nil for other backends
+	// and in audit mode.
+	ExecFilter []byte
 	// Lifetime is max_lifetime after the annotation; 0 for none.
 	Lifetime time.Duration
 	// Workspaces are the copy-on-write overlays to mount before the
@@ -138,6 +142,11 @@ func MakePlan(in PlanInput) (*Plan, error) {
 			return p, nil
 		}
 		if gvisor {
+			// Before the translation: the program installs the filter
+			// as Linux reads it, not as runsc's converter needs it.
+			if p.PlanErr = p.addSeccompExec(at); p.PlanErr != nil {
+				return p, nil
+			}
 			p.decide(backend.TranslateForGVisor(p.Handed)...)
 		}
 	}

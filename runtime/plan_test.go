@@ -15,6 +15,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/runtime/audit"
+	"bulkhead.dev/bulkhead/runtime/seccompexec"
 	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
@@ -181,6 +182,10 @@ func TestCheckAndCreatePlanAlike(t *testing.T) {
 	cfg := writeTestConfig(t, "audit_log = \""+audit+"\"\n\n[profiles.default]\nbind_roots = [\""+tmp+"\"]\n\n"+
 		"[profiles.gvisor]\nbind_roots = [\""+tmp+"\"]\n\n[profiles.watch]\nmode = \"audit\"\n")
 	const id = "plan-alike"
+	// Any file of root's that passes for bulkhead-seccomp-exec: these
+	// containers are planned and prepared, never run.
+	seccompExecSource = func() (string, error) { return bundle.Busybox, nil }
+	t.Cleanup(func() { seccompExecSource = besideBulkhead })
 	cases := append(capturedBundles(t, tmp, id), hostileBundles(t, tmp)...)
 	var accepted, refused, gvisorTranslated, workspaces, cgroupsChosen int
 	for _, c := range cases {
@@ -260,6 +265,14 @@ func TestCheckAndCreatePlanAlike(t *testing.T) {
 			}
 			if created.sel.Backend.IsGVisor() && hasDecision(report.Decisions, "pids", "process.rlimits[RLIMIT_NPROC]") {
 				gvisorTranslated++
+				// Every exec'd process installs the filter through the
+				// program bound in, from the file beside config.json.
+				if !hasDecision(report.Decisions, "seccomp", "mounts["+seccompexec.Path+"]") || !hasSeccompExec(created.handed) {
+					t.Error("a runsc container without bulkhead-seccomp-exec bound in, or no decision for it")
+				}
+				if prog, err := os.ReadFile(filepath.Join(created.plan.HandOverBundle, execFilterFile)); err != nil || len(prog) == 0 || !bytes.Equal(prog, plan.ExecFilter) {
+					t.Errorf("the exec filter beside the handed config.json: %d bytes, %v; want the plan's %d", len(prog), err, len(plan.ExecFilter))
+				}
 			}
 			if len(created.ws) > 0 {
 				workspaces++

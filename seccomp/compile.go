@@ -128,37 +128,45 @@ func buildFilter(spec *filterSpec) (_ *libseccomp.ScmpFilter, err error) {
 	return f, nil
 }
 
-// exportBPF generates the filter's BPF into a pipe and returns its digest
-// and length. A pipe rather than a temporary file leaves nothing behind on
-// any path, and seccomp_export_bpf_mem needs libseccomp 2.6.
+// exportBPF generates the filter's BPF and returns its digest and length.
 func exportBPF(f *libseccomp.ScmpFilter) (BPF, error) {
-	r, w, err := os.Pipe()
+	prog, err := exportProgram(f)
 	if err != nil {
 		return BPF{}, err
 	}
+	sum := sha256.Sum256(prog)
+	return BPF{Digest: hex.EncodeToString(sum[:]), Insns: len(prog) / bpfInsnSize}, nil
+}
+
+// exportProgram generates the filter's BPF through a pipe: a pipe rather
+// than a temporary file leaves nothing behind on any path, and
+// seccomp_export_bpf_mem needs libseccomp 2.6.
+func exportProgram(f *libseccomp.ScmpFilter) ([]byte, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
 	defer r.Close()
 	type result struct {
-		n   int64
-		sum []byte
-		err error
+		prog []byte
+		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		h := sha256.New()
-		n, err := io.Copy(h, r)
-		done <- result{n, h.Sum(nil), err}
+		prog, err := io.ReadAll(r)
+		done <- result{prog, err}
 	}()
 	exportErr := f.ExportBPF(w)
 	w.Close()
 	res := <-done
 	if exportErr != nil {
-		return BPF{}, exportErr
+		return nil, exportErr
 	}
 	if res.err != nil {
-		return BPF{}, res.err
+		return nil, res.err
 	}
-	if res.n%bpfInsnSize != 0 {
-		return BPF{}, fmt.Errorf("libseccomp exported %d bytes, not whole instructions", res.n)
+	if len(res.prog)%bpfInsnSize != 0 {
+		return nil, fmt.Errorf("libseccomp exported %d bytes, not whole instructions", len(res.prog))
 	}
-	return BPF{Digest: hex.EncodeToString(res.sum), Insns: int(res.n / bpfInsnSize)}, nil
+	return res.prog, nil
 }

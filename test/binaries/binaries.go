@@ -19,8 +19,8 @@ var (
 	buildEr error
 )
 
-// Dir returns a directory holding bulkhead, bulkhead-runsc and
-// bulkhead-probe.
+// Dir returns a directory holding bulkhead, bulkhead-runsc,
+// bulkhead-probe and bulkhead-seccomp-exec.
 func Dir(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("BULKHEAD_BIN"); d != "" {
@@ -52,6 +52,7 @@ func build() (string, error) {
 	}{
 		{nil, []string{"build", "-o", filepath.Join(out, "bulkhead"), "./cmd/bulkhead"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-probe"), "./cmd/bulkhead-probe"}},
+		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-seccomp-exec"), "./cmd/bulkhead-seccomp-exec"}},
 	}
 	for _, s := range steps {
 		cmd := exec.Command("go", s.args...)

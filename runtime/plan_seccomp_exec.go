@@ -1,0 +1,118 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/seccompexec"
+	"bulkhead.dev/bulkhead/seccomp"
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// runsc applies linux.seccomp to the container's init only: a process
+// of `runsc exec` runs with no filter (fixed in google/gvisor#12692, after
+// every runsc this host has). So in enforce mode a runsc container gets
+// bulkhead-seccomp-exec bound read-only at seccompexec.Path, and exec
+// starts every process through it (execUnderFilter): it installs the
+// container's filter inside the sandbox, where gVisor's kernel enforces
+// it, and only then executes the workload.
+
+// seccompExecDir is the directory of bulkhead's own files in the
+// container; no caller's mount may reach into it.
+var seccompExecDir = filepath.Dir(seccompexec.Path)
+
+// seccompExecSource is bulkhead-seccomp-exec on the host: next to the
+// running bulkhead, as `make install` puts it. A variable so that the
+// runtime's own tests, whose binary has no such neighbour, name one.
+var seccompExecSource = besideBulkhead
+
+func besideBulkhead() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("locating %s: %w", seccompexec.Binary, err)
+	}
+	return filepath.Join(filepath.Dir(self), seccompexec.Binary), nil
+}
+
+// addSeccompExec gives the handed spec the program's bind, with its
+// decision, and compiles the filter the program installs: the handed
+// one as libseccomp generates it for runc, the very filter the init gets.
+func (p *Plan) addSeccompExec(at func(string) string) error {
+	src, err := seccompExecSource()
+	if err != nil {
+		return err
+	}
+	if p.Handed.Root == nil {
+		return fmt.Errorf("mounts[%s]: no root filesystem to bind it into", seccompexec.Path)
+	}
+	if p.Handed.Linux == nil || p.Handed.Linux.Seccomp == nil {
+		return fmt.Errorf("mounts[%s]: no seccomp filter for an exec'd process to install", seccompexec.Path)
+	}
+	if p.ExecFilter, err = seccomp.Program(p.Handed.Linux.Seccomp); err != nil {
+		return fmt.Errorf("mounts[%s]: the filter an exec'd process installs: %w", seccompexec.Path, err)
+	}
+	d, err := planSeccompExec(p.Handed, at(p.Handed.Root.Path), src)
+	if err != nil {
+		return err
+	}
+	p.decide(d)
+	return nil
+}
+
+// planSeccompExec adds the read-only bind of src at seccompexec.Path to
+// the spec handed to runsc, whose root filesystem is at rootfs on the
+// host. It refuses a spec whose own mounts reach into seccompExecDir, and
+// a root filesystem where that directory is anything but a directory: a
+// mount or a symlink there could put the program somewhere the workload
+// can write, and another program in its place.
+func planSeccompExec(s *rspec.Spec, rootfs, src string) (specs.Decision, error) {
+	field := "mounts[" + seccompexec.Path + "]"
+	if fi, err := os.Lstat(filepath.Join(rootfs, seccompExecDir)); err == nil && !fi.IsDir() {
+		return specs.Decision{}, fmt.Errorf("%s: the root filesystem's %s is a %s, not a directory", field, seccompExecDir, fi.Mode().Type())
+	}
+	for _, m := range s.Mounts {
+		dst := filepath.Clean("/" + m.Destination)
+		if dst == seccompExecDir || strings.HasPrefix(dst, seccompExecDir+"/") {
+			return specs.Decision{}, fmt.Errorf("mounts[%s]: %s is bulkhead's own directory in a runsc container", m.Destination, seccompExecDir)
+		}
+	}
+	if why := seccompExecRefusal(src); why != "" {
+		return specs.Decision{}, fmt.Errorf("%s: %s", field, why)
+	}
+	s.Mounts = append(s.Mounts, rspec.Mount{Destination: seccompexec.Path, Type: "bind", Source: src,
+		Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	return specs.Decision{Rule: "seccomp", Field: field, Action: specs.Added, After: src + " ro,nosuid,nodev", Layer: specs.LayerSeccomp,
+		Why: "runsc applies linux.seccomp to the init only: every exec'd process starts through this static program, which installs the same filter inside the sandbox before the workload runs"}, nil
+}
+
+// seccompExecRefusal says why the file at path must not be the program
+// every exec runs through, or "": it must be a regular executable file
+// that only root can change.
+func seccompExecRefusal(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Sprintf("%s: %v; install it next to bulkhead (make install does)", path, err)
+	}
+	return ownFileRefusal(path, &st)
+}
+
+// ownFileRefusal judges a file of bulkhead's own that a container gets,
+// by what it is.
+func ownFileRefusal(path string, st *unix.Stat_t) string {
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return path + " is not a regular file"
+	case st.Uid != 0:
+		return fmt.Sprintf("%s is owned by uid %d, not root", path, st.Uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Sprintf("%s is writable by group or others (mode %o)", path, st.Mode&0o7777)
+	case st.Mode&0o005 != 0o005:
+		return fmt.Sprintf("%s cannot be read and executed by the container's user (mode %o)", path, st.Mode&0o7777)
+	}
+	return ""
+}

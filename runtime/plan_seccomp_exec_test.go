@@ -1,0 +1,80 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/runtime/seccompexec"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+func TestPlanSeccompExecBindsReadOnly(t *testing.T) {
+	s := &rspec.Spec{}
+	d, err := planSeccompExec(s, t.TempDir(), bundle.Busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasSeccompExec(s) || d.Field != "mounts["+seccompexec.Path+"]" {
+		t.Fatalf("mounts %+v, decision %+v", s.Mounts, d)
+	}
+	m := s.Mounts[len(s.Mounts)-1]
+	if m.Source != bundle.Busybox || strings.Join(m.Options, ",") != "bind,ro,nosuid,nodev" {
+		t.Errorf("mount %+v, want a ro,nosuid,nodev bind of %s", m, bundle.Busybox)
+	}
+}
+
+// TestPlanSeccompExecRefuses: nothing of the caller's may stand where the
+// program goes, and the program must be a file only root can change.
+func TestPlanSeccompExecRefuses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the program must be root's file: needs root to make one")
+	}
+	tmp := t.TempDir()
+	symlinked := filepath.Join(tmp, "symlinked")
+	if err := os.MkdirAll(filepath.Join(symlinked, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("tmp", filepath.Join(symlinked, ".bulkhead")); err != nil {
+		t.Fatal(err)
+	}
+	writable := filepath.Join(tmp, "writable")
+	if err := os.WriteFile(writable, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(writable, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	notRoots := filepath.Join(tmp, "not-roots")
+	if err := os.WriteFile(notRoots, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(notRoots, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		mounts      []rspec.Mount
+		rootfs, src string
+		why         string
+	}{
+		"caller's mount inside": {mounts: []rspec.Mount{{Destination: "/.bulkhead/seccomp-exec", Type: "tmpfs"}}, rootfs: tmp, src: bundle.Busybox, why: "bulkhead's own directory"},
+		"caller's mount over":   {mounts: []rspec.Mount{{Destination: "//.bulkhead/", Type: "tmpfs"}}, rootfs: tmp, src: bundle.Busybox, why: "bulkhead's own directory"},
+		"symlinked directory":   {rootfs: symlinked, src: bundle.Busybox, why: "not a directory"},
+		"missing program":       {rootfs: tmp, src: filepath.Join(tmp, "absent"), why: "make install"},
+		"a directory":           {rootfs: tmp, src: tmp, why: "not a regular file"},
+		"group-writable":        {rootfs: tmp, src: writable, why: "writable by group or others"},
+		"not root's":            {rootfs: tmp, src: notRoots, why: "not root"},
+	} {
+		s := &rspec.Spec{Mounts: tc.mounts}
+		_, err := planSeccompExec(s, tc.rootfs, tc.src)
+		if err == nil || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("%s: %v, want a refusal saying %q", name, err, tc.why)
+		}
+		if len(s.Mounts) != len(tc.mounts) {
+			t.Errorf("%s: refused, yet the bind was added", name)
+		}
+	}
+}
