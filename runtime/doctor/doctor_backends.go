@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 )
@@ -67,6 +68,9 @@ func runDoctorCmd(path string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A child the command leaves running (runsc starts helpers of its
+	// own) would hold the output pipes open and Wait with them.
+	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		return "", fmt.Errorf("%s %s: no answer within %s", path, strings.Join(args, " "), Timeout)
