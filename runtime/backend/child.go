@@ -17,6 +17,10 @@ import (
 // that hangs must not hang the engine forever.
 const Timeout = 2 * time.Minute
 
+// waitDelay bounds the wait for a backend's output pipes once it ended or
+// was killed: a child it left running (runsc's) would hold them open.
+const waitDelay = 5 * time.Second
+
 // Run runs a backend as a child with bulkhead's own stdio, the
 // preserved fds at the same numbers, and every catchable signal forwarded,
 // and returns its exit status. err is non-nil only when it could not run.
@@ -92,6 +96,7 @@ func Output(argv []string) ([]byte, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
+	cmd.WaitDelay = waitDelay
 	return cmd.Output()
 }
 
@@ -99,7 +104,9 @@ func Output(argv []string) ([]byte, error) {
 func Quietly(argv []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.WaitDelay = waitDelay
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		logrus.Debugf("bulkhead: %v: %v: %s", argv, err, out)
 	}
