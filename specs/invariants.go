@@ -256,7 +256,9 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 				for _, a := range p.HooksAllowed {
 					allowed = allowed || a == hk.Path
 				}
-				dockerd := len(hk.Args) > 0 && hk.Args[0] == "libnetwork-setkey" && p.Network != NetworkNone
+				// ruleHooks hands dockerd's hook over with the checked path
+				// of dockerd's executable, never a /proc/<pid>/exe.
+				dockerd := len(hk.Args) > 0 && hk.Args[0] == "libnetwork-setkey" && p.Network != NetworkNone && isDockerdBinary(hk.Path)
 				if !allowed && !dockerd {
 					bad("hooks: %s not allowed", hk.Path)
 				}

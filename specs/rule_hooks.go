@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // ruleHooks lets a hook run only when the operator allowed its
@@ -40,9 +41,11 @@ func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Removed, Before: hk.Path + " libnetwork-setkey",
 					Layer: LayerNetns, Why: "dockerd's hook would configure the sandbox's network namespace (eth0, routes)"})
 				continue
-			case setkey && kind.name == "prestart" && isDockerd(hk.Path):
-				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Kept, Before: hk.Path, After: hk.Path,
-					Layer: LayerNone, Why: "dockerd's own network hook, for a profile that keeps the caller's network"})
+			case setkey && kind.name == "prestart" && dockerdExecutable(hk.Path) != "":
+				exe := dockerdExecutable(hk.Path)
+				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Tightened, Before: hk.Path, After: exe,
+					Layer: LayerNone, Why: "dockerd's own network hook, for a profile that keeps the caller's network; run from dockerd's executable on the host, not through a pid"})
+				hk.Path = exe
 			case filepath.IsAbs(hk.Path) && hasOpt(c.Profile.HooksAllowed, filepath.Clean(hk.Path)):
 				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Kept, Before: hk.Path, After: hk.Path,
 					Layer: LayerNone, Why: "on the profile's hooks_allowed"})
@@ -58,14 +61,66 @@ func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 	return ds
 }
 
-// isDockerd tells whether path is /proc/<pid>/exe of a running dockerd,
-// the form dockerd gives its own hook.
-func isDockerd(path string) bool {
-	if !isProcExe(path) {
+// dockerdExecutable is the host path of the executable of the process
+// whose /proc/<pid>/exe path names, when that process is a dockerd of the
+// host: in bulkhead's own mount and pid namespaces, running as root, its
+// executable named dockerd, owned by root and writable by no one else,
+// and the file at that path the very one it runs. "" otherwise: a
+// container's process can be named dockerd too, and a pid can be reused
+// before the hook runs, so the hook is handed the checked path instead.
+func dockerdExecutable(procExe string) string {
+	if !isProcExe(procExe) {
+		return ""
+	}
+	dir := filepath.Dir(filepath.Clean(procExe))
+	for _, ns := range []string{"mnt", "pid"} {
+		if !sameFile(dir+"/ns/"+ns, "/proc/self/ns/"+ns) {
+			return ""
+		}
+	}
+	status, err := os.ReadFile(dir + "/status")
+	if err != nil || !rootProcess(string(status)) {
+		return ""
+	}
+	exe, err := os.Readlink(procExe)
+	if err != nil || filepath.Base(exe) != "dockerd" || !filepath.IsAbs(exe) {
+		return ""
+	}
+	if !sameFile(procExe, exe) || !isDockerdBinary(exe) {
+		return ""
+	}
+	return exe
+}
+
+// isDockerdBinary: a regular file named dockerd, owned by root and
+// writable by no one else.
+func isDockerdBinary(path string) bool {
+	var st unix.Stat_t
+	if filepath.Base(path) != "dockerd" || unix.Stat(path, &st) != nil {
 		return false
 	}
-	exe, err := os.Readlink(path)
-	return err == nil && filepath.Base(exe) == "dockerd"
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Uid == 0 && st.Mode&0o022 == 0
+}
+
+// rootProcess: every uid in a /proc status is 0.
+func rootProcess(status string) bool {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			for _, f := range strings.Fields(v) {
+				if f != "0" {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// sameFile: a and b (followed) are one inode.
+func sameFile(a, b string) bool {
+	var x, y unix.Stat_t
+	return unix.Stat(a, &x) == nil && unix.Stat(b, &y) == nil && x.Dev == y.Dev && x.Ino == y.Ino
 }
 
 // isProcExe: /proc/<pid>/exe of a process other than init.
