@@ -105,6 +105,9 @@ func TestDeniedFieldsRefused(t *testing.T) {
 		"linux.resources.cpu.realtimePeriod": func(s *rspec.Spec) { ensureResources(s).CPU = &rspec.LinuxCPU{RealtimePeriod: &one} },
 		"linux.uidMappings":                  func(s *rspec.Spec) { s.Linux.UIDMappings = []rspec.LinuxIDMapping{{HostID: 0, Size: 1}} },
 		"linux.timeOffsets":                  func(s *rspec.Spec) { s.Linux.TimeOffsets = map[string]rspec.LinuxTimeOffset{"boottime": {Secs: 1}} },
+		"linux.personality.domain": func(s *rspec.Spec) {
+			s.Linux.Personality = &rspec.LinuxPersonality{Domain: rspec.PerLinux32}
+		},
 		"linux.personality.flags[0]": func(s *rspec.Spec) {
 			s.Linux.Personality = &rspec.LinuxPersonality{Flags: []rspec.LinuxPersonalityFlag{"ADDR_NO_RANDOMIZE"}}
 		},

@@ -12,7 +12,14 @@ import (
 // field, or in a field the table does not classify, is refused. The other
 // classes are enforced by the rule each entry names.
 func ruleSpecFields(c *Context, s *rspec.Spec) []Decision {
-	return refuseUnclassified(reflect.ValueOf(s), "")
+	ds := refuseUnclassified(reflect.ValueOf(s), "")
+	// The one allowlisted value the table names for this rule.
+	if l := s.Linux; l != nil && l.Personality != nil && l.Personality.Domain != rspec.PerLinux {
+		ds = append(ds, Decision{Rule: "spec_fields", Field: "linux.personality.domain", Action: Refused,
+			Before: string(l.Personality.Domain), Layer: LayerNone,
+			Why: "LINUX only: LINUX32 changes what uname and the ABI report; remove linux.personality or set its domain to LINUX"})
+	}
+	return ds
 }
 
 // refuseUnclassified applies the table to v, whose path in the spec is
