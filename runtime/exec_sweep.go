@@ -47,6 +47,10 @@ func sweepContainer(c *recorded, full bool) error {
 			p.release()
 			continue
 		}
+		// Another exec's runc init, still setting itself up, has not yet
+		// dropped its capabilities or joined the cgroups: judge it once it
+		// runs its process. A workload naming itself so gains only the wait.
+		awaitSetUp(p, initSetUpWait)
 		err = within(verifyExecTimeout, func() error {
 			read := verify.Status
 			if full {
@@ -132,4 +136,23 @@ func ownPidNamespace(pid int) (bool, unix.Stat_t, error) {
 		return false, ns, fmt.Errorf("process %d: no NSpid in /proc status", pid)
 	}
 	return len(f) > 1 && f[len(f)-1] == "1", ns, nil
+}
+
+// runcInitComm is the name runc's init gives itself until it executes the
+// container's process (libcontainer/nsenter).
+const runcInitComm = "runc:[2:INIT]"
+
+// initSetUpWait bounds the wait for a runc init to execute its process.
+const initSetUpWait = 10 * time.Second
+
+// awaitSetUp waits, at most d, while the held process is a runc init.
+func awaitSetUp(p *heldProcess, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		comm, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != runcInitComm || p.exited(0) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

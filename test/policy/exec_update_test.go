@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -189,5 +190,35 @@ func TestExecShortLived(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "/no/such/program") {
 		t.Errorf("exec of a missing program does not name it:\n%s", r.stderr)
+	}
+}
+
+// TestExecConcurrent: execs into one container at once all succeed. Each
+// exec's sweep of the container meets the others' runc inits while they
+// set themselves up (capabilities not yet dropped, cgroups not yet
+// joined) and must judge them only once they run their process.
+func TestExecConcurrent(t *testing.T) {
+	needRunc(t)
+	root, id, _ := running(t, nil)
+	const n = 12
+	errs := make(chan string, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			args := []string{"--root", root, "exec", id, "sh", "-c", "sleep 0.3; echo ok"}
+			if i%2 == 0 {
+				args = []string{"--root", root, "exec", "--detach", id, "sleep", "1"}
+			}
+			if r := bulkhead(t, "", nil, args...); r.code != 0 {
+				errs <- fmt.Sprintf("exec %d: exit %d: %s", i, r.code, r.stderr)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
