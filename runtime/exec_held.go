@@ -19,9 +19,18 @@ type heldProcess struct {
 	pid, fd int
 }
 
-// holdProcess opens a pidfd on pid; unix.ESRCH says it is already gone.
+// errGone is holdProcess's error for a process that is no longer there.
+var errGone = errors.New("no such process")
+
+// holdProcess opens a pidfd on pid; errGone says it is already gone.
 func holdProcess(pid int) (*heldProcess, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL) {
+		// EINVAL: the pid is known but no longer leads a process (it
+		// ended and was reaped; Linux 6.1 answers so where 6.18 says
+		// ESRCH).
+		return nil, fmt.Errorf("hold process %d: %w (%v)", pid, errGone, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("hold process %d: %w", pid, err)
 	}

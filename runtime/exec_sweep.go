@@ -32,7 +32,7 @@ func sweepContainer(c *recorded, full bool) error {
 	var bad []error
 	for _, pid := range pids {
 		p, err := holdProcess(pid)
-		if errors.Is(err, unix.ESRCH) {
+		if errors.Is(err, errGone) {
 			continue
 		}
 		if err != nil {

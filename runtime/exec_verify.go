@@ -162,7 +162,7 @@ const (
 // reads found, also when the process had ended and err is nil.
 func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outcome string, why, err error) {
 	p, err := holdProcess(pid)
-	if errors.Is(err, unix.ESRCH) {
+	if errors.Is(err, errGone) {
 		// Gone before it could be held: nothing of it runs any more, so
 		// there is nothing to kill; what it did cannot be verified, and the
 		// log says so.
@@ -170,9 +170,15 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 		return endedExec(c, id, nil)
 	}
 	if err != nil {
-		// Fail closed: a process bulkhead cannot hold is not verified.
+		// Fail closed: a process bulkhead cannot hold is not verified,
+		// nor what it started.
 		_ = unix.Kill(pid, unix.SIGKILL)
 		err = fmt.Errorf("verification after exec: %w (process %d killed)", err, pid)
+		if !c.backend.IsGVisor() {
+			if serr := sweepContainer(c, true); serr != nil {
+				err = fmt.Errorf("%w; %w", err, serr)
+			}
+		}
 		return execKilled, err, err
 	}
 	defer p.release()

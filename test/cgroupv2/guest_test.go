@@ -361,12 +361,16 @@ func TestMisreadSwapFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	goBuild(t, nil, "build", "-tags", "bulkhead_misread_swap", "-o", filepath.Join(bin, "bulkhead"), "./cmd/bulkhead")
-	probe, err := os.ReadFile(binaries.Probe(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(bin, "bulkhead-probe"), probe, 0o755); err != nil {
-		t.Fatal(err)
+	// The static programs bulkhead hands the sandbox, as built for the
+	// suite.
+	for _, name := range []string{"bulkhead-probe", "bulkhead-seccomp-exec"} {
+		data, err := os.ReadFile(filepath.Join(binaries.Dir(t), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(bin, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	test := testBinary(t, dir, 1, "./test/cgroupv2/inguest", "bulkhead_misread_swap")
 	g := boot(t, bin, "^(TestLimitsFromV2Files|TestLiarFailsClosed)$/^(default|swap)$", test)
