@@ -139,23 +139,13 @@ func Delete(g *Globals, v Values, id string) error {
 		problems = append(problems, "workspace changes not kept: "+keepErr.Error())
 	}
 	entry.Error = strings.Join(problems, "; ")
-	writeAuditTo(cfg, &entry)
+	writeAudit(cfg, &entry)
 	return err
 }
 
 // writeAudit appends e to the configured audit log; failing to audit is
 // logged, not fatal.
-func writeAudit(g *Globals, e *audit.Entry) {
-	cfg, err := g.LoadConfig()
-	if err != nil {
-		logrus.Warnf("bulkhead: audit: %v", err)
-		return
-	}
-	writeAuditTo(cfg, e)
-}
-
-// writeAuditTo is writeAudit with the configuration already loaded.
-func writeAuditTo(cfg *Config, e *audit.Entry) {
+func writeAudit(cfg *Config, e *audit.Entry) {
 	if err := audit.Write(cfg.AuditLog, e); err != nil {
 		logrus.Warnf("bulkhead: audit: %v", err)
 	}
