@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -54,11 +55,11 @@ func occupied(path string, recursive bool) (bool, error) {
 		return false, fmt.Errorf("cgroups: %s: %w", path, err)
 	default:
 		for _, s := range c.Subsystems() {
-			procs, err := c.Processes(s.Name(), recursive)
+			busy, err := holdsProcesses(c, path, s, recursive)
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return false, fmt.Errorf("cgroups: %s: %s: %w", path, s.Name(), err)
 			}
-			if len(procs) > 0 {
+			if busy {
 				return true, nil
 			}
 		}
@@ -69,6 +70,25 @@ func occupied(path string, recursive bool) (bool, error) {
 		return false, nil
 	}
 	return occupied2(unified, path, recursive)
+}
+
+// holdsProcesses tells whether the group holds a process in subsystem s;
+// recursive counts the groups below it too. For the group alone it reads
+// its cgroup.procs: the library's Processes walks the directory even then,
+// an lstat of every file of every child group in every hierarchy, which
+// for bulkhead's parent group of all containers was most of what judging a
+// create's cgroup cost. The file read is the one Processes would read.
+func holdsProcesses(c cgroup1.Cgroup, path string, s cgroup1.Subsystem, recursive bool) (bool, error) {
+	dir, ok := s.(interface{ Path(string) string })
+	if recursive || !ok {
+		procs, err := c.Processes(s.Name(), recursive)
+		return len(procs) > 0, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir.Path(path), "cgroup.procs"))
+	if err != nil {
+		return false, err
+	}
+	return len(bytes.TrimSpace(data)) > 0, nil
 }
 
 func occupied2(mountpoint, path string, recursive bool) (bool, error) {

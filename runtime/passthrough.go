@@ -23,6 +23,12 @@ func owner(g *Globals, id string) (*backend.Backend, *state.Registry, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return ownerIn(cfg, g, id)
+}
+
+// ownerIn is owner with the configuration already loaded: a verb that
+// needs it again (delete's audit line) decodes it once.
+func ownerIn(cfg *Config, g *Globals, id string) (*backend.Backend, *state.Registry, error) {
 	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
 		return nil, nil, err
@@ -56,6 +62,12 @@ func Passthrough(g *Globals, verb string, v Values, args []string) error {
 	if err != nil {
 		return err
 	}
+	return passthroughTo(g, b, verb, v, args)
+}
+
+// passthroughTo is Passthrough to a backend the caller already resolved
+// from the container's record.
+func passthroughTo(g *Globals, b *backend.Backend, verb string, v Values, args []string) error {
 	flags, dropped := ForwardFlags(verb, v, b.IsGVisor())
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
@@ -75,7 +87,11 @@ func execBackend(argv []string) error {
 // Whatever cannot be removed fails the delete (the engine then keeps the
 // container and may delete it again), and the audit line names it.
 func Delete(g *Globals, v Values, id string) error {
-	b, reg, err := owner(g, id)
+	cfg, err := g.LoadConfig()
+	if err != nil {
+		return err
+	}
+	b, reg, err := ownerIn(cfg, g, id)
 	if err != nil {
 		return err
 	}
@@ -123,18 +139,14 @@ func Delete(g *Globals, v Values, id string) error {
 		problems = append(problems, "workspace changes not kept: "+keepErr.Error())
 	}
 	entry.Error = strings.Join(problems, "; ")
-	writeAudit(g, &entry)
+	writeAudit(cfg, &entry)
 	return err
 }
 
 // writeAudit appends e to the configured audit log; failing to audit is
 // logged, not fatal.
-func writeAudit(g *Globals, e *audit.Entry) {
-	cfg, err := g.LoadConfig()
-	if err == nil {
-		err = audit.Write(cfg.AuditLog, e)
-	}
-	if err != nil {
+func writeAudit(cfg *Config, e *audit.Entry) {
+	if err := audit.Write(cfg.AuditLog, e); err != nil {
 		logrus.Warnf("bulkhead: audit: %v", err)
 	}
 }

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -29,13 +31,26 @@ func lookupRecorded(g *Globals, verb, id string) (*recorded, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, reg, err := owner(g, id)
+	// One read of the record: it names the backend and the profile.
+	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
 		return nil, err
 	}
 	rec, err := reg.Get(id)
-	if err != nil {
+	if errors.Is(err, os.ErrNotExist) {
+		// The runtime entry's selection must hold for the backend's own
+		// verb, as owner requires.
+		if _, serr := Select(cfg, g, nil); serr != nil {
+			return nil, serr
+		}
 		return nil, fmt.Errorf("%s %s: bulkhead has no record of this container: %w", verb, id, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := cfg.ResolveBackend(rec.Backend)
+	if err != nil {
+		return nil, err
 	}
 	profile, ok := cfg.Profiles[rec.Profile]
 	if !ok {

@@ -37,7 +37,7 @@ func Start(g *Globals, v Values, id string) error {
 		return fmt.Errorf("%w; fix the configuration, or delete the container and create it again", err)
 	}
 	if !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
-		return Passthrough(g, "start", v, []string{id})
+		return passthroughTo(g, c.backend, "start", v, []string{id})
 	}
 	status, err := backend.Run(g.backendArgv(c.backend, "start", id), 0)
 	if err == nil && status != 0 {

@@ -3,6 +3,7 @@ package specs
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -80,16 +81,20 @@ func secretName(name string) bool {
 }
 
 // secretValue recognises the credential formats whose prefixes are
-// distinctive enough not to drop ordinary values.
-var secretValueRE = regexp.MustCompile(`(?:^|[^A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?:$|[^A-Z0-9])` +
-	`|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}` +
-	`|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}` +
-	`|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|npm_[A-Za-z0-9]{30,}|AIza[0-9A-Za-z_-]{30,}` +
-	`|hf_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}|glc_[A-Za-z0-9+/=_-]{30,}` +
-	`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+` +
-	`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
-	`|[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`)
+// distinctive enough not to drop ordinary values. Compiled on first use:
+// every bulkhead process would otherwise compile it at start-up, and only
+// create and exec judge an environment.
+var secretValueRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[^A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?:$|[^A-Z0-9])` +
+		`|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}` +
+		`|xox[abprs]-[A-Za-z0-9-]{10,}|sk-[A-Za-z0-9_-]{20,}` +
+		`|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|npm_[A-Za-z0-9]{30,}|AIza[0-9A-Za-z_-]{30,}` +
+		`|hf_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}|glc_[A-Za-z0-9+/=_-]{30,}` +
+		`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+` +
+		`|-----BEGIN [A-Z ]*PRIVATE KEY-----` +
+		`|[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`)
+})
 
 func secretValue(v string) bool {
-	return secretValueRE.MatchString(v)
+	return secretValueRE().MatchString(v)
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -145,16 +146,19 @@ var stateDirs = []string{
 // engineOwnFiles are what engines bind into their own containers: hosts,
 // resolv.conf, hostname, /dev/shm, volumes and service-account tokens.
 // The group named owner is whose they are: a file of another container,
-// sandbox or pod is refused (see engineOwnFile).
-var engineOwnFiles = []*regexp.Regexp{
-	regexp.MustCompile(`^/var/lib/docker/containers/(?P<container>[0-9a-f]+)/(hosts|hostname|resolv\.conf|mounts/.+)$`),
-	regexp.MustCompile(`^/var/lib/docker/volumes/[^/]+/_data(/.*)?$`),
-	regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/sandboxes/(?P<sandbox>[0-9a-f]+)/.+$`),
-	regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/containers/(?P<container>[0-9a-f]+)/.+$`),
-	regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/(?P<container>[0-9a-f]+)/userdata/.+$`),
-	regexp.MustCompile(`^/var/lib/containers/storage/volumes/[^/]+/_data(/.*)?$`),
-	regexp.MustCompile(`^/var/lib/kubelet/pods/(?P<pod>[^/]+)/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`),
-}
+// sandbox or pod is refused (see engineOwnFile). Compiled on first use,
+// by a create that binds a host path, not by every bulkhead process.
+var engineOwnFiles = sync.OnceValue(func() []*regexp.Regexp {
+	return []*regexp.Regexp{
+		regexp.MustCompile(`^/var/lib/docker/containers/(?P<container>[0-9a-f]+)/(hosts|hostname|resolv\.conf|mounts/.+)$`),
+		regexp.MustCompile(`^/var/lib/docker/volumes/[^/]+/_data(/.*)?$`),
+		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/sandboxes/(?P<sandbox>[0-9a-f]+)/.+$`),
+		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/containers/(?P<container>[0-9a-f]+)/.+$`),
+		regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/(?P<container>[0-9a-f]+)/userdata/.+$`),
+		regexp.MustCompile(`^/var/lib/containers/storage/volumes/[^/]+/_data(/.*)?$`),
+		regexp.MustCompile(`^/var/lib/kubelet/pods/(?P<pod>[^/]+)/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`),
+	}
+})
 
 var engineSocket = regexp.MustCompile(`^(docker|containerd|crio|podman|buildkitd|cri-dockerd|dockershim|kubelet)\.sock(\.ttrpc)?$`)
 
@@ -206,7 +210,7 @@ func lexicalRefusal(p string) string {
 // engineOwnFile tells whether p is a file an engine made for a container,
 // without asking whose (the lexical denylist's view).
 func engineOwnFile(p string) bool {
-	for _, re := range engineOwnFiles {
+	for _, re := range engineOwnFiles() {
 		if re.MatchString(p) {
 			return true
 		}
@@ -217,7 +221,7 @@ func engineOwnFile(p string) bool {
 // engineFileOwner returns whose per-container file p is ("" for a volume,
 // which is shared by name) and whether it is one at all.
 func engineFileOwner(p string) (kind, id string, ok bool) {
-	for _, re := range engineOwnFiles {
+	for _, re := range engineOwnFiles() {
 		m := re.FindStringSubmatch(p)
 		if m == nil {
 			continue

@@ -50,7 +50,7 @@ func build() (string, error) {
 		env  []string
 		args []string
 	}{
-		{nil, []string{"build", "-o", filepath.Join(out, "bulkhead"), "./cmd/bulkhead"}},
+		{nil, []string{"build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(out, "bulkhead"), "./cmd/bulkhead"}}, // as the Makefile builds it
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-probe"), "./cmd/bulkhead-probe"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-seccomp-exec"), "./cmd/bulkhead-seccomp-exec"}},
 	}
