@@ -200,13 +200,29 @@ func criLeftovers(t *testing.T, id string) []string {
 // prefixed with a timestamp, the stream and a tag).
 func AssertProbeLog(t *testing.T, log string, ws *probeout.Workspace) {
 	t.Helper()
+	probeout.AssertPasses(t, probeLines(log), ws)
+}
+
+// probeLines is the probe's JSON lines out of a CRI log (each line after
+// its timestamp and stream).
+func probeLines(log string) string {
 	var lines []string
 	for _, l := range strings.Split(log, "\n") {
 		if i := strings.Index(l, "{"); i >= 0 {
 			lines = append(lines, l[i:])
 		}
 	}
-	probeout.AssertPasses(t, strings.Join(lines, "\n"), ws)
+	return strings.Join(lines, "\n")
+}
+
+// removeProbe stops and removes a probe's container.
+func removeProbe(t *testing.T, c CRI, cid string) {
+	t.Helper()
+	c.Must(t, "stop", "--timeout", "2", cid)
+	// The CRI plugin records the exit asynchronously: rm can race it.
+	if !engine.Eventually(10*time.Second, func() bool { return c.Run("rm", cid).err == nil }) {
+		t.Errorf("%s", c.Run("rm", cid))
+	}
 }
 
 // hostNetns is the test's own network namespace: the host's, the one a
@@ -290,30 +306,33 @@ func PodProbe(t *testing.T, c CRI) {
 		c.Run("stopp", podID)
 		c.Run("rmp", "--force", podID)
 	})
-	ctr := WriteJSON(t, "ctr.json", map[string]any{
-		"metadata": map[string]any{"name": "probe"},
-		"image":    map[string]any{"image": "docker.io/library/bulkhead-test:latest"},
-		"command":  []string{"bulkhead-probe"},
-		"log_path": "probe.log",
-		"mounts":   []any{map[string]any{"container_path": "/workspace", "host_path": ws.Dir}},
-		"linux":    map[string]any{},
-	})
-	cid := c.Must(t, "create", podID, ctr, pod)
-	c.Must(t, "start", cid)
-	// The cpu control may spin up to 40 s on a loaded host.
-	var out string
-	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		out = c.Run("logs", cid).stdout
-		if strings.Contains(out, `"control":"done"`) {
-			break
+	var cid string
+	out := probeout.UntilEvidence(t, ws, func(attempt int) string {
+		if cid != "" {
+			removeProbe(t, c, cid)
 		}
-	}
+		ctr := WriteJSON(t, "ctr.json", map[string]any{
+			"metadata": map[string]any{"name": "probe", "attempt": attempt},
+			"image":    map[string]any{"image": "docker.io/library/bulkhead-test:latest"},
+			"command":  []string{"bulkhead-probe"},
+			"log_path": fmt.Sprintf("probe-%d.log", attempt),
+			"mounts":   []any{map[string]any{"container_path": "/workspace", "host_path": ws.Dir}},
+			"linux":    map[string]any{},
+		})
+		cid = c.Must(t, "create", podID, ctr, pod)
+		c.Must(t, "start", cid)
+		// The cpu control may spin up to 40 s on a loaded host.
+		var out string
+		for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			out = c.Run("logs", cid).stdout
+			if strings.Contains(out, `"control":"done"`) {
+				break
+			}
+		}
+		return probeLines(out)
+	})
 	AssertProbeLog(t, out, ws)
-	c.Must(t, "stop", "--timeout", "2", cid)
-	// The CRI plugin records the exit asynchronously: rm can race it.
-	if !engine.Eventually(10*time.Second, func() bool { return c.Run("rm", cid).err == nil }) {
-		t.Errorf("%s", c.Run("rm", cid))
-	}
+	removeProbe(t, c, cid)
 	c.Must(t, "stopp", podID)
 	c.Must(t, "rmp", podID)
 	c.LeftoversGone(t, cid, podID)

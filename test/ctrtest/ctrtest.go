@@ -220,11 +220,14 @@ func ProbeUnder(t *testing.T, d *Daemon, runtimeArgs ...string) {
 	args := append([]string{"run", "--rm"}, runtimeArgs...)
 	args = append(args, WorkspaceMount(ws)...)
 	args = append(args, CgroupMount...)
-	r := d.Run(2*time.Minute, append(args, Image, id, "bulkhead-probe")...)
-	if r.Code != 0 {
-		t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
-	}
-	probeout.AssertPasses(t, r.Stdout, ws)
+	out := probeout.UntilEvidence(t, ws, func(int) string {
+		r := d.Run(2*time.Minute, append(args, Image, id, "bulkhead-probe")...)
+		if r.Code != 0 {
+			t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
+		}
+		return r.Stdout
+	})
+	probeout.AssertPasses(t, out, ws)
 	if !engine.Eventually(10*time.Second, func() bool { return len(Leftovers(t, id)) == 0 }) {
 		t.Errorf("after ctr run --rm: %s", strings.Join(Leftovers(t, id), "\n"))
 	}

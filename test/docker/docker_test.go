@@ -42,14 +42,17 @@ func TestProbeWhateverTheFlags(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ws := probeout.NewWorkspace(t)
 			args := append([]string{"run", "--rm", "--runtime=bulkhead", "-v", ws.Dir + ":/workspace"}, flags...)
-			r := d.Run(t, append(args, image, "bulkhead-probe")...)
-			if rule, ok := refusal(r); ok {
-				t.Fatalf("refused by rule %s, but the boundary is promised with these flags: %s", rule, strings.TrimSpace(r.Stderr))
-			}
-			if r.Code != 0 {
-				t.Fatalf("%s\ndockerd log:\n%s", r, d.LogTail(10))
-			}
-			probeout.AssertPasses(t, r.Stdout, ws)
+			out := probeout.UntilEvidence(t, ws, func(int) string {
+				r := d.Run(t, append(args, image, "bulkhead-probe")...)
+				if rule, ok := refusal(r); ok {
+					t.Fatalf("refused by rule %s, but the boundary is promised with these flags: %s", rule, strings.TrimSpace(r.Stderr))
+				}
+				if r.Code != 0 {
+					t.Fatalf("%s\ndockerd log:\n%s", r, d.LogTail(10))
+				}
+				return r.Stdout
+			})
+			probeout.AssertPasses(t, out, ws)
 		})
 	}
 }
