@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -34,6 +36,17 @@ func hostGroup(t *testing.T, path string) {
 		}
 	}
 	t.Cleanup(func() {
+		// Processes left in it are the test's own containers', should a
+		// refusal have failed.
+		if g, err := cgroups.Load(path); err == nil {
+			if pids, err := g.Procs(); err == nil && len(pids) > 0 {
+				t.Errorf("processes %v left in %s", pids, path)
+				for _, pid := range pids {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+				time.Sleep(time.Second)
+			}
+		}
 		for _, d := range dirs {
 			below, _ := filepath.Glob(filepath.Join(d, "*", "cgroup.procs"))
 			for _, b := range below {
@@ -75,7 +88,7 @@ func TestCallerCgroupBesideAnotherContainer(t *testing.T) {
 		t.Fatalf("the victim's processes are not below %s (populated %v, %v)", pod, busy, err)
 	}
 
-	evil := bundle.New(t, []string{"sh", "-c", "for i in $(seq 38); do sleep 600 & done; echo == forked; wait"},
+	evil := bundle.New(t, []string{"sh", "-c", "for i in $(seq 38); do sleep 600 & done; echo == forked"},
 		func(s *rspec.Spec) { s.Linux.CgroupsPath = pod + "/evil" })
 	want := "joins the limits of " + pod + ", which holds another container's processes"
 	check := bulkhead(t, "", nil, "check", "--bundle", evil)
