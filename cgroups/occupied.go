@@ -106,6 +106,32 @@ func occupied2(mountpoint, path string, recursive bool) (bool, error) {
 	return len(procs) > 0, nil
 }
 
+// Populated tells whether the group at path (a cgroupfs cgroupsPath) or
+// any group below it holds a process, in any hierarchy of the host; a
+// group that does not exist holds none. A new group below a populated one
+// shares that one's limits with its processes.
+// WithV2Mountpoint reads a fixture tree instead of the host's.
+func Populated(path string, opts ...Option) (bool, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	path = filepath.Join("/", path)
+	var busy bool
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if o.v2Mountpoint != "" {
+			busy, err = occupied2(o.v2Mountpoint, path, true)
+		} else {
+			busy, err = occupied(path, true)
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+	}
+	return busy, err
+}
+
 // Taken tells whether a caller's cgroupsPath is not a fresh group: it
 // already exists in some hierarchy, processes or none (an empty group a
 // host made, such as a service's set up before it starts or the kubelet's

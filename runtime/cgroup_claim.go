@@ -22,7 +22,9 @@ const cgroupLockDir = "/sys/fs/cgroup"
 // naming the same new cgroupsPath at once both passed the cgroups_path
 // rule and the second container joined the first one's group, its limits
 // and its kill --all. The returned function releases the lock, once the
-// backend's create has made the group.
+// backend's create has made the group. A group above it that another
+// container's processes entered meanwhile is refused here too, as the
+// rule would have.
 func (c *creation) claimCgroup() (func(), error) {
 	l := c.handed.Linux
 	// bulkhead's own path is unique per state root and id, and the
@@ -44,6 +46,10 @@ func (c *creation) claimCgroup() (func(), error) {
 		err = fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, terr)
 	} else if taken {
 		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: another container's create made it meanwhile", l.CgroupsPath)
+	} else if shared, serr := specs.CgroupSharedAncestor(c.ctx, l.CgroupsPath); serr != nil {
+		err = fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, serr)
+	} else if shared != "" {
+		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: it %s", l.CgroupsPath, specs.SharedAncestorWhy(shared))
 	}
 	if err != nil {
 		release()

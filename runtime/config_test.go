@@ -199,3 +199,22 @@ func TestConfigErrorNamesFile(t *testing.T) {
 		})
 	}
 }
+
+// TestConfigCgroupParents: a profile's cgroup_parents is inherited from
+// the default profile and must name clean absolute groups; "/" would
+// declare every group shared, and /bulkhead holds bulkhead's own.
+func TestConfigCgroupParents(t *testing.T) {
+	cfg, err := LoadConfig(writeTestConfig(t, "[profiles.ci]\nmode = \"enforce\"\n"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Profiles["ci"].CgroupParents; !reflect.DeepEqual(got, specs.DefaultCgroupParents) {
+		t.Fatalf("inherited cgroup_parents %v, want %v", got, specs.DefaultCgroupParents)
+	}
+	for _, bad := range []string{`"/"`, `"docker"`, `"/docker/"`, `"/a/../b"`, `"/bulkhead"`, `"/bulkhead/x"`, `"system.slice:a:b"`} {
+		_, err := LoadConfig(writeTestConfig(t, "[profiles.ci]\ncgroup_parents = ["+bad+"]\n"), true)
+		if err == nil || !strings.Contains(err.Error(), "cgroup_parents") {
+			t.Errorf("cgroup_parents = [%s]: %v, want refused", bad, err)
+		}
+	}
+}

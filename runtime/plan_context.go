@@ -19,6 +19,8 @@ func specContext(g *Globals, p *specs.Profile, bundle string, reg *state.Registr
 		JoinableNamespace: reg.JoinableFor(p, annotations),
 		JoinableSandbox:   reg.SandboxFor(p, annotations),
 		CgroupTaken:       cgroups.Taken,
+		CgroupPopulated:   func(path string) (bool, error) { return cgroups.Populated(path) },
+		PodCgroupParent:   reg.PodCgroupParentFor(p, annotations),
 		SystemdCgroup:     g.SystemdCgroup,
 	}
 }

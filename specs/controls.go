@@ -50,7 +50,7 @@ var Controls = []Control{
 		"netns (ENETUNREACH)", []string{"network namespace", "network interfaces"}, []string{"network"}},
 	{"namespaces", []string{"namespaces"}, "pid, ipc, uts, mount, cgroup new; no user or time namespace; a path, or runsc's sandbox by CRI annotation, only of this pod's own running sandbox",
 		"namespaces", nil, nil},
-	{"cgroup", []string{"cgroups_path"}, "a new cgroup: never one that exists already or lies below one holding processes, never a systemd unit's; exec only into it or a group below it",
+	{"cgroup", []string{"cgroups_path"}, "a new cgroup: never one that exists already, one below a group holding processes itself, or one below another container's or pod's group (only cgroup_parents, empty groups and its own pod's group may hold others' containers), never a systemd unit's; exec only into it or a group below it",
 		"cgroups", nil, nil},
 	{"seccomp", []string{"seccomp"}, "default-deny profile, narrowed by the caller's own filter, never widened; 64-bit ABIs only; memfd_create only with a build scratch",
 		"seccomp (EPERM, ENOSYS)", []string{"seccomp"}, []string{"seccomp"}},

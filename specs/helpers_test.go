@@ -71,7 +71,16 @@ var testHost = &Host{
 func testContext() *Context {
 	return &Context{Profile: testProfile(), Bundle: "/bundle", ID: testID, Host: testHost,
 		JoinableSandbox: func(id string) bool { return id == testSandboxID },
-		CgroupTaken:     func(p string) (bool, error) { return p == "/system-busy", nil }}
+		CgroupTaken:     func(p string) (bool, error) { return p == "/system-busy", nil },
+		// Groups whose children hold processes: the engines' parents,
+		// another tenant's parent and a pod's.
+		CgroupPopulated: func(p string) (bool, error) {
+			switch p {
+			case "/docker", "/k8s.io", "/kubepods", "/kubepods/burstable", "/kubepods/burstable/podA", "/kubepods/burstable/podB", "/tenant":
+				return true, nil
+			}
+			return false, nil
+		}}
 }
 
 // hostileSpec asks for everything the default profile takes away.

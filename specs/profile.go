@@ -2,7 +2,10 @@ package specs
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	units "github.com/docker/go-units"
@@ -95,7 +98,22 @@ type Profile struct {
 	// the identity the sandbox may take on there; root and the system
 	// accounts are left out by default.
 	WorkspaceOwners []string `toml:"workspace_owners" json:"workspace_owners,omitempty"`
+	// CgroupParents are the groups (cgroupfs paths) where many tenants'
+	// containers live side by side, so that a caller's new cgroup may lie
+	// below one that holds other containers' processes: the engines'
+	// grouping parents. Any other existing group above a caller's
+	// cgroupsPath that holds processes is someone's, and a container below
+	// it would share that one's limits (rule cgroups_path).
+	CgroupParents []string `toml:"cgroup_parents" json:"cgroup_parents,omitempty"`
 }
+
+// DefaultCgroupParents are the grouping parents of the engines bulkhead
+// runs under with the cgroupfs driver: Docker's /docker, the kubelet's QoS
+// parents (a pod's own pod<uid> below them is not one: it is that pod's),
+// and the containerd namespaces of the CRI plugin (k8s.io, where no kubelet
+// names a parent) and of ctr (default), which put a container at
+// /<namespace>/<id>.
+var DefaultCgroupParents = []string{"/docker", "/kubepods", "/kubepods/burstable", "/kubepods/besteffort", "/k8s.io", "/default"}
 
 // DefaultProfile is the boundary every container gets unless the
 // administrator configures another: the hardened `docker run` of the README.
@@ -128,6 +146,7 @@ func DefaultProfile() Profile {
 		WorkspaceMode:      "overlay",
 		WorkspaceSize:      "128m",
 		WorkspaceOwners:    []string{"1000-60000"},
+		CgroupParents:      slices.Clone(DefaultCgroupParents),
 	}
 }
 
@@ -231,6 +250,14 @@ func (p *Profile) Validate() error {
 			if !filepath.IsAbs(d) || filepath.Clean(d) == "/" {
 				return fmt.Errorf("profile %s: %q: want an absolute path other than /", p.Name, d)
 			}
+		}
+	}
+	for _, d := range p.CgroupParents {
+		if !strings.HasPrefix(d, "/") || path.Clean(d) != d || d == "/" || strings.Contains(d, ":") {
+			return fmt.Errorf("profile %s: cgroup_parents %q: want a clean absolute cgroupfs path other than /", p.Name, d)
+		}
+		if under(d, BulkheadCgroupParent) {
+			return fmt.Errorf("profile %s: cgroup_parents %q: %s holds the cgroups bulkhead chooses itself", p.Name, d, BulkheadCgroupParent)
 		}
 	}
 	switch p.WorkspaceMode {

@@ -29,6 +29,14 @@ type Context struct {
 	// exists in some hierarchy, or a group above it holds processes. Nil
 	// treats every path as unknown: refused.
 	CgroupTaken func(path string) (bool, error)
+	// CgroupPopulated reports whether a cgroupfs group or any group below
+	// it holds a process, in any hierarchy; false for a group that does
+	// not exist. Nil treats every path as unknown: refused.
+	CgroupPopulated func(path string) (bool, error)
+	// PodCgroupParent is the group above the cgroup of this container's
+	// own pod sandbox (the one JoinableSandbox names), "" for none: the
+	// pod's group, whose limits its containers share by design.
+	PodCgroupParent func() string
 	// Host reads the host's filesystem; nil for the real one.
 	Host *Host
 	// SystemdCgroup says the backend runs with --systemd-cgroup, which

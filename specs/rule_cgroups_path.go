@@ -32,7 +32,9 @@ var systemdUnitSuffixes = []string{".slice", ".service", ".scope", ".socket", ".
 // host set up with its own limits, the kubelet's pod parent before its
 // containers start) would have its limits overwritten and be removed with
 // the container. An empty path is filled in by bulkhead with a fresh one
-// (runtime.chooseCgroupsPath).
+// (runtime.chooseCgroupsPath). A new group below an existing one that
+// holds another container's processes would share that container's
+// limits (CgroupSharedAncestor).
 func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	const field = "linux.cgroupsPath"
 	p := ensureLinux(s).CgroupsPath
@@ -93,8 +95,15 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	case busy:
 		return refuse("this cgroup already exists, or a group above it holds processes: it is not a fresh one of this container's")
 	}
+	shared, err := CgroupSharedAncestor(c, p)
+	switch {
+	case err != nil:
+		return refuse("whether a group above it holds processes cannot be read (" + err.Error() + ")")
+	case shared != "":
+		return refuse(SharedAncestorWhy(shared))
+	}
 	return append(translated, Decision{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p, Layer: LayerNone,
-		Why: "a new cgroup, below none that holds processes: only this container's"})
+		Why: "a new cgroup, below none that holds processes but the profile's cgroup_parents and this container's own pod: only this container's"})
 }
 
 // PlainCgroupsPath is the cgroupfs path for a systemd cgroupsPath
@@ -106,4 +115,9 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 func PlainCgroupsPath(slice, prefix, name string) string {
 	dirs := strings.Split(strings.TrimSuffix(slice, ".slice"), "-")
 	return "/" + path.Join(append(dirs, prefix+"-"+name)...)
+}
+
+// SharedAncestorWhy is why a cgroupsPath below the group a is refused.
+func SharedAncestorWhy(a string) string {
+	return "joins the limits of " + a + ", which holds another container's processes; a group above a caller's cgroup must be one of the profile's cgroup_parents, hold no process, or be this container's own pod's"
 }

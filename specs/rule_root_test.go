@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"strings"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -33,6 +34,14 @@ func TestRuleCgroupsPath(t *testing.T) {
 	path := func(p string) func(s *rspec.Spec) { return func(s *rspec.Spec) { ensureLinux(s).CgroupsPath = p } }
 	want := func(a Action) func(t *testing.T, s *rspec.Spec, ds []Decision) {
 		return func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "linux.cgroupsPath", a) }
+	}
+	sharedRefused := func(group string) func(t *testing.T, s *rspec.Spec, ds []Decision) {
+		return func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			d := wantDecision(t, ds, "linux.cgroupsPath", Refused)
+			if !strings.Contains(d.Why, "joins the limits of "+group+", which holds another container's processes") {
+				t.Fatalf("refused for %q, want it to name %s", d.Why, group)
+			}
+		}
 	}
 	runRule(t, ruleCgroupsPath, []ruleCase{
 		{name: "fresh", spec: path("/docker/abc"), want: want(Kept)},
@@ -89,5 +98,22 @@ func TestRuleCgroupsPath(t *testing.T) {
 		}, want: want(Refused)},
 		{name: "a path bulkhead would choose for another container", spec: path("/bulkhead/victim-0a1b2c3d"), want: want(Refused)},
 		{name: "bulkhead's parent itself", spec: path("/bulkhead"), want: want(Refused)},
+		{name: "a sibling in another tenant's group", spec: path("/tenant/evil"), want: sharedRefused("/tenant")},
+		{name: "a sibling in another pod's group", spec: path("/kubepods/burstable/podB/evil"), want: sharedRefused("/kubepods/burstable/podB")},
+		{name: "a container of its own pod", spec: path("/kubepods/burstable/podA/app"),
+			ctx: func(c *Context) { c.PodCgroupParent = func() string { return "/kubepods/burstable/podA" } }, want: want(Kept)},
+		{name: "its own pod does not open another", spec: path("/kubepods/burstable/podB/evil"),
+			ctx:  func(c *Context) { c.PodCgroupParent = func() string { return "/kubepods/burstable/podA" } },
+			want: sharedRefused("/kubepods/burstable/podB")},
+		{name: "below an empty group", spec: path("/empty/parent/app"), want: want(Kept)},
+		{name: "below an engine's parent the profile does not declare", spec: path("/docker/abc"),
+			ctx: func(c *Context) { c.Profile.CgroupParents = []string{"/kubepods"} }, want: sharedRefused("/docker")},
+		{name: "translated below another pod's group", spec: path("kubepods-burstable-podB.slice:cri-containerd:abc"),
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				if len(ds) != 2 || ds[1].Action != Refused || !strings.Contains(ds[1].Why, "joins the limits of /kubepods/burstable/podB,") {
+					t.Fatalf("translated path below another pod not refused: %s", dump(ds))
+				}
+			}},
+		{name: "cannot check the groups above", spec: path("/docker/abc"), ctx: func(c *Context) { c.CgroupPopulated = nil }, want: want(Refused)},
 	})
 }

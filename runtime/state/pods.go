@@ -77,6 +77,19 @@ func (r *Registry) SandboxFor(p *specs.Profile, a map[string]string) func(string
 	}
 }
 
+// PodCgroupParentFor returns the cgroups_path rule's pod group: the group
+// above the cgroup of this container's own pod sandbox (podSandbox), whose
+// limits the pod's containers share by design; "" for none.
+func (r *Registry) PodCgroupParentFor(p *specs.Profile, a map[string]string) func() string {
+	return func() string {
+		rec := r.podSandbox(p, a)
+		if rec == nil || !strings.HasPrefix(rec.CgroupsPath, "/") {
+			return ""
+		}
+		return filepath.Dir(rec.CgroupsPath)
+	}
+}
+
 func SameEnforcedProfile(rec *Record, p *specs.Profile) bool {
 	return rec.Profile == p.Name && rec.Mode == specs.Enforce
 }

@@ -224,7 +224,8 @@ func check(t *testing.T, name string, c capture, n *normaliser, joinable ...int)
 	// gone. Both facts are read as create saw them; test/policy and
 	// test/docker judge them on the live host.
 	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data, ID: c.ID,
-		CgroupTaken: func(string) (bool, error) { return false, nil },
+		CgroupTaken:     func(string) (bool, error) { return false, nil },
+		CgroupPopulated: func(string) (bool, error) { return false, nil },
 		Host: &specs.Host{DockerMountID: func(_, id string) (string, error) {
 			return dockerLayer(in.Root.Path), nil
 		}}}

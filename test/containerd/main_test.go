@@ -37,7 +37,7 @@ func containerd16(t *testing.T) *ctrtest.Daemon {
 	ctrtest.NeedRoot(t)
 	ctrtest.WithShimOnPath(t)
 	shared.once.Do(func() {
-		c, err := engine.StartContainerd(engine.ContainerdOptions{})
+		c, err := engine.StartContainerd(engine.ContainerdOptions{BulkheadConfig: ctrtest.BulkheadConfig()})
 		if err != nil {
 			shared.err = err
 			return

@@ -71,8 +71,9 @@ func containerd2(t *testing.T) *ctrtest.Daemon {
 		// containerd 2's own runc shim must come before Debian's 1.6 one.
 		ctrtest.WithShimOnPath(t, dir)
 		c, err := engine.StartContainerdConfig(engine.ContainerdConfigOptions{
-			Binary: filepath.Join(dir, "containerd"),
-			Config: config3,
+			Binary:         filepath.Join(dir, "containerd"),
+			Config:         config3,
+			BulkheadConfig: ctrtest.BulkheadConfig(),
 		})
 		if err != nil {
 			shared.err = err

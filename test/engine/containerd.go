@@ -28,6 +28,8 @@ type ContainerdOptions struct {
 	Dir string
 	// Extra is appended to the generated config.toml (plugin sections).
 	Extra string
+	// BulkheadConfig is as in ContainerdConfigOptions.
+	BulkheadConfig string
 }
 
 // StartContainerd starts a private containerd and waits until its socket
@@ -40,7 +42,7 @@ func StartContainerd(opts ContainerdOptions) (*Containerd, error) {
 	if err != nil {
 		return nil, err
 	}
-	return StartContainerdConfig(ContainerdConfigOptions{Binary: bin, Dir: opts.Dir, Config: func(dir, address string) string {
+	return StartContainerdConfig(ContainerdConfigOptions{Binary: bin, Dir: opts.Dir, BulkheadConfig: opts.BulkheadConfig, Config: func(dir, address string) string {
 		// version 2 is what containerd 1.6 and 1.7 read; 2.x converts it.
 		return fmt.Sprintf(`version = 2
 root = %q

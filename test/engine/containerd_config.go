@@ -19,6 +19,10 @@ type ContainerdConfigOptions struct {
 	// Config renders config.toml for the instance's paths (root and state
 	// below dir, grpc address, ttrpc address).
 	Config func(dir, address string) string
+	// BulkheadConfig, when set, is a bulkhead config.toml written below
+	// dir that containerd, its shims and the bulkhead they run read
+	// (BULKHEAD_CONFIG).
+	BulkheadConfig string
 }
 
 // StartContainerdConfig starts a private containerd as StartContainerd
@@ -43,8 +47,17 @@ func StartContainerdConfig(opts ContainerdConfigOptions) (*Containerd, error) {
 		c.cleanup()
 		return nil, err
 	}
+	var env []string
+	if opts.BulkheadConfig != "" {
+		path := filepath.Join(c.Dir, "bulkhead.toml")
+		if err := os.WriteFile(path, []byte(opts.BulkheadConfig), 0o644); err != nil {
+			c.cleanup()
+			return nil, err
+		}
+		env = append(env, "BULKHEAD_CONFIG="+path)
+	}
 	var err error
-	c.proc, err = startProcess(filepath.Base(opts.Binary), c.Log, []string{opts.Binary, "--config", c.Config})
+	c.proc, err = startProcess(filepath.Base(opts.Binary), c.Log, []string{opts.Binary, "--config", c.Config}, env...)
 	if err != nil {
 		c.cleanup()
 		return nil, err
@@ -64,7 +77,7 @@ func (c *Containerd) Restart() error {
 		return err
 	}
 	argv := append([]string{c.proc.cmd.Path}, c.proc.cmd.Args[1:]...)
-	p, err := startProcess(c.proc.name, c.Log, argv)
+	p, err := startProcess(c.proc.name, c.Log, argv, c.proc.env...)
 	if err != nil {
 		return err
 	}

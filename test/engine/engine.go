@@ -61,13 +61,15 @@ func repoRoot() string {
 // process is one daemon the harness started, with its log.
 type process struct {
 	name string
+	env  []string // added to the test's environment
 	cmd  *exec.Cmd
 	log  string
 	done chan struct{}
 	err  error
 }
 
-func startProcess(name, logPath string, argv []string) (*process, error) {
+// startProcess runs argv with the test's environment and env added.
+func startProcess(name, logPath string, argv []string, env ...string) (*process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -75,6 +77,9 @@ func startProcess(name, logPath string, argv []string) (*process, error) {
 	defer logf.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Its own process group, and SIGTERM if the test binary dies without
 	// running its cleanup (a panic, a timeout).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
@@ -85,7 +90,7 @@ func startProcess(name, logPath string, argv []string) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &process{name: name, env: env, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
