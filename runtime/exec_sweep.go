@@ -30,6 +30,7 @@ func sweepContainer(c *recorded, full bool) error {
 		return err
 	}
 	var bad []error
+	setUpDeadline := time.Now().Add(initSetUpWait)
 	for _, pid := range pids {
 		p, err := holdProcess(pid)
 		if errors.Is(err, errGone) {
@@ -49,8 +50,8 @@ func sweepContainer(c *recorded, full bool) error {
 		}
 		// Another exec's runc init, still setting itself up, has not yet
 		// dropped its capabilities or joined the cgroups: judge it once it
-		// runs its process. A workload naming itself so gains only the wait.
-		awaitSetUp(p, initSetUpWait)
+		// runs its process, within one wait for the whole sweep.
+		awaitSetUp(p, c.rec.InitPid, setUpDeadline)
 		err = within(verifyExecTimeout, func() error {
 			read := verify.Status
 			if full {
@@ -142,17 +143,52 @@ func ownPidNamespace(pid int) (bool, unix.Stat_t, error) {
 // container's process (libcontainer/nsenter).
 const runcInitComm = "runc:[2:INIT]"
 
-// initSetUpWait bounds the wait for a runc init to execute its process.
+// initSetUpWait bounds the wait of one sweep for runc inits to execute
+// their processes.
 const initSetUpWait = 10 * time.Second
 
-// awaitSetUp waits, at most d, while the held process is a runc init.
-func awaitSetUp(p *heldProcess, d time.Duration) {
-	deadline := time.Now().Add(d)
+// awaitSetUp waits, until deadline, while the held process is a runc init
+// that runc started: one whose parent (runc exec, on the host) is outside
+// the container's pid namespace. A workload's process naming itself so
+// has its parent inside, and is judged at once.
+func awaitSetUp(p *heldProcess, initPid int, deadline time.Time) {
+	if p.pid == initPid {
+		return // the container's own init, whose parent is outside too
+	}
 	for time.Now().Before(deadline) {
 		comm, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/comm")
 		if err != nil || strings.TrimSpace(string(comm)) != runcInitComm || p.exited(0) {
 			return
 		}
+		parent, err := parentPid(p.pid)
+		if err != nil || sameNamespace(parent, initPid) {
+			return
+		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// parentPid reads the parent's pid from /proc/PID/stat.
+func parentPid(pid int) (int, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("/proc/%d/stat: too short", pid)
+	}
+	return strconv.Atoi(f[1])
+}
+
+// sameNamespace tells whether processes a and b share a pid namespace.
+func sameNamespace(a, b int) bool {
+	var x, y unix.Stat_t
+	return unix.Stat("/proc/"+strconv.Itoa(a)+"/ns/pid", &x) == nil && unix.Stat("/proc/"+strconv.Itoa(b)+"/ns/pid", &y) == nil &&
+		x.Dev == y.Dev && x.Ino == y.Ino
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,8 +73,8 @@ func (p *Plan) addSeccompExec(at func(string) string) error {
 // can write, and another program in its place.
 func planSeccompExec(s *rspec.Spec, rootfs, src string) (specs.Decision, error) {
 	field := "mounts[" + seccompexec.Path + "]"
-	if fi, err := os.Lstat(filepath.Join(rootfs, seccompExecDir)); err == nil && !fi.IsDir() {
-		return specs.Decision{}, fmt.Errorf("%s: the root filesystem's %s is a %s, not a directory", field, seccompExecDir, fi.Mode().Type())
+	if why := mountPlaceRefusal(rootfs); why != "" {
+		return specs.Decision{}, fmt.Errorf("%s: %s", field, why)
 	}
 	for _, m := range s.Mounts {
 		dst := filepath.Clean("/" + m.Destination)
@@ -88,6 +89,38 @@ func planSeccompExec(s *rspec.Spec, rootfs, src string) (specs.Decision, error) 
 		Options: []string{"bind", "ro", "nosuid", "nodev"}})
 	return specs.Decision{Rule: "seccomp", Field: field, Action: specs.Added, After: src + " ro,nosuid,nodev", Layer: specs.LayerSeccomp,
 		Why: "runsc applies linux.seccomp to the init only: every exec'd process starts through this static program, which installs the same filter inside the sandbox before the workload runs"}, nil
+}
+
+// mountPlaceRefusal says why the root filesystem at rootfs cannot take
+// the program's bind, or "". runsc follows a symlink at the mount point
+// when it mounts, and every exec starts the path through the same link:
+// an image whose seccomp-exec links into /tmp let the workload swap the
+// directory there and run its execs unfiltered. So nothing on the way may
+// be a link, and no directory on it may be one the sandbox user could
+// change (a writable root filesystem would let it rename them).
+func mountPlaceRefusal(rootfs string) string {
+	steps := []string{rootfs, filepath.Join(rootfs, seccompExecDir), filepath.Join(rootfs, seccompexec.Path)}
+	for i, path := range steps {
+		var st unix.Stat_t
+		err := unix.Lstat(path, &st)
+		if i > 0 && errors.Is(err, unix.ENOENT) {
+			return "" // runsc makes the rest, as root
+		}
+		if err != nil {
+			return fmt.Sprintf("the root filesystem's %s: %v", path, err)
+		}
+		name := "/" + strings.TrimPrefix(strings.TrimPrefix(path, rootfs), "/")
+		kind := st.Mode & unix.S_IFMT
+		switch {
+		case i < 2 && kind != unix.S_IFDIR:
+			return fmt.Sprintf("the root filesystem's %s is not a directory", name)
+		case i == 2 && kind != unix.S_IFREG:
+			return fmt.Sprintf("the root filesystem's %s is not a regular file (a symlink there would carry the program's mount elsewhere)", name)
+		case i < 2 && (st.Uid != 0 || st.Mode&0o022 != 0):
+			return fmt.Sprintf("the root filesystem's %s can be changed by uid %d or by others (mode %o); it must be root's alone", name, st.Uid, st.Mode&0o7777)
+		}
+	}
+	return ""
 }
 
 // seccompExecRefusal says why the file at path must not be the program

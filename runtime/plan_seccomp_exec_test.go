@@ -78,3 +78,62 @@ func TestPlanSeccompExecRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestMountPlaceRefusal: the program's mount point in the image may be
+// absent or a plain file in root's directories, nothing else: a symlink
+// there carried the mount into /tmp, where the workload swapped it.
+func TestMountPlaceRefusal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the root filesystem's directories must be root's")
+	}
+	for _, c := range []struct {
+		name   string
+		make   func(t *testing.T, rootfs string)
+		refuse bool
+	}{
+		{"absent", func(t *testing.T, rootfs string) {}, false},
+		{"empty directory", func(t *testing.T, rootfs string) { mkdirAll(t, filepath.Join(rootfs, ".bulkhead"), 0o755) }, false},
+		{"plain file", func(t *testing.T, rootfs string) {
+			mkdirAll(t, filepath.Join(rootfs, ".bulkhead"), 0o755)
+			writeFile(t, filepath.Join(rootfs, ".bulkhead", "seccomp-exec"))
+		}, false},
+		{"symlink into /tmp", func(t *testing.T, rootfs string) {
+			mkdirAll(t, filepath.Join(rootfs, ".bulkhead"), 0o755)
+			if err := os.Symlink("/tmp/d/x", filepath.Join(rootfs, ".bulkhead", "seccomp-exec")); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"directory others may write", func(t *testing.T, rootfs string) { mkdirAll(t, filepath.Join(rootfs, ".bulkhead"), 0o777) }, true},
+		{"root others may write", func(t *testing.T, rootfs string) {
+			if err := os.Chmod(rootfs, 0o1777); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rootfs := filepath.Join(t.TempDir(), "rootfs")
+			mkdirAll(t, rootfs, 0o755)
+			c.make(t, rootfs)
+			if why := mountPlaceRefusal(rootfs); (why != "") != c.refuse {
+				t.Errorf("refusal %q, want refused %v", why, c.refuse)
+			}
+		})
+	}
+}
+
+func mkdirAll(t *testing.T, dir string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeFile(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

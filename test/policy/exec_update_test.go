@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -221,4 +222,24 @@ func TestExecConcurrent(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
+}
+
+// TestExecDecoysDoNotStall: processes of the workload that name themselves
+// as runc's init are judged at once by an exec's sweep, not waited for as
+// a real runc init still setting itself up would be. Twenty of them held
+// every exec 10 s each, past the two minutes the harness allows.
+func TestExecDecoysDoNotStall(t *testing.T) {
+	needRunc(t)
+	// Each shell keeps the name it gave itself (an exec would reset it).
+	decoys := `for i in $(seq 20); do sh -c 'printf "runc:[2:INIT]" > /proc/$$/comm; while :; do sleep 600; done' & done; wait`
+	root, id, _ := running(t, nil, func(s *rspec.Spec) { s.Process.Args = []string{"sh", "-c", decoys} })
+	named := 0
+	for i := 0; i < 100 && named < 20; i++ {
+		named = strings.Count(must(t, nil, "--root", root, "exec", id, "sh", "-c", "cat /proc/[0-9]*/comm"), "runc:[2:INIT]")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if named < 20 {
+		t.Fatalf("%d decoys named runc:[2:INIT], want 20", named)
+	}
+	must(t, nil, "--root", root, "exec", id, "true")
 }
