@@ -6,9 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"bulkhead.dev/bulkhead/test/binaries"
-	"bulkhead.dev/bulkhead/test/engine"
 )
 
 // TestCallerNetworkHook: a profile that keeps the caller's network keeps
@@ -24,26 +21,7 @@ func TestCallerNetworkHook(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := binaries.Dir(t)
-	runtimes := map[string]engine.Runtime{
-		"bulkhead":       {Path: filepath.Join(bin, "bulkhead")},
-		"bulkhead-runsc": {Path: filepath.Join(bin, "bulkhead-runsc")},
-	}
-	with := map[string]engine.Runtime{"bulkhead-net": {Path: filepath.Join(bin, "bulkhead"), Args: []string{"--config", config}}}
-	for k, v := range runtimes {
-		with[k] = v
-	}
-	if err := d.WriteConfig(with); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.WriteConfig(runtimes); err == nil {
-			_ = d.Reload()
-		}
-	})
+	registerRuntime(t, d, "bulkhead-net", "--config", config)
 	out := d.Must(t, "run", "--rm", "--runtime=bulkhead-net", image, "ls", "/sys/class/net")
 	if !strings.Contains(out, "eth0") {
 		t.Fatalf("interfaces %q: dockerd's hook did not give the container eth0", out)

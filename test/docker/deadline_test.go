@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/engine"
 )
 
@@ -26,26 +25,7 @@ func TestDeadline(t *testing.T) {
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bin := binaries.Dir(t)
-	runtimes := map[string]engine.Runtime{
-		"bulkhead":       {Path: filepath.Join(bin, "bulkhead")},
-		"bulkhead-runsc": {Path: filepath.Join(bin, "bulkhead-runsc")},
-	}
-	with := map[string]engine.Runtime{"bulkhead-3s": {Path: filepath.Join(bin, "bulkhead"), Args: []string{"--config", config}}}
-	for k, v := range runtimes {
-		with[k] = v
-	}
-	if err := d.WriteConfig(with); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.WriteConfig(runtimes); err == nil {
-			_ = d.Reload()
-		}
-	})
+	registerRuntime(t, d, "bulkhead-3s", "--config", config)
 
 	name := fmt.Sprintf("deadline-%d", os.Getpid())
 	t.Cleanup(func() { d.Run(t, "rm", "-f", name) })
