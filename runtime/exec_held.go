@@ -90,18 +90,10 @@ const pfExiting = 0x4
 // leaderExiting reads /proc/PID/stat: a zombie, a dead task or one whose
 // flags say it has begun to exit.
 func leaderExiting(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
 		return true
 	}
-	// The fields after the command name, which ends at the last ')':
-	// state, ppid, pgrp, session, tty_nr, tpgid, flags, ...
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(s[i+1:])
 	if len(f) < 7 {
 		return false
 	}
@@ -110,4 +102,20 @@ func leaderExiting(pid int) bool {
 	}
 	flags, err := strconv.ParseUint(f[6], 10, 64)
 	return err == nil && flags&pfExiting != 0
+}
+
+// statFields are the fields of /proc/PID/stat after the command name,
+// which ends at the last ')': state, ppid, pgrp, session, tty_nr, tpgid,
+// flags, ...
+func statFields(pid int) ([]string, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(s[i+1:]), nil
 }

@@ -170,16 +170,10 @@ func awaitSetUp(p *heldProcess, initPid int, deadline time.Time) {
 
 // parentPid reads the parent's pid from /proc/PID/stat.
 func parentPid(pid int) (int, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:])
 	if len(f) < 2 {
 		return 0, fmt.Errorf("/proc/%d/stat: too short", pid)
 	}
