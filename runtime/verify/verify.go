@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -294,6 +295,13 @@ func verifySeccompFilter(r *Report, pid int, e *Expectation) error {
 		return err
 	}
 	filters, err := seccomp.LoadedFilters(pid)
+	// A process has one tracer at a time: a concurrent exec's bulkhead
+	// reading the same process holds it for a moment (EPERM, TracerPid
+	// set). Wait for it rather than judge the process unreadable.
+	for deadline := time.Now().Add(tracerWait); errors.Is(err, unix.EPERM) && tracedByAnother(pid) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		filters, err = seccomp.LoadedFilters(pid)
+	}
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
@@ -315,6 +323,15 @@ func verifySeccompFilter(r *Report, pid int, e *Expectation) error {
 	}
 	*r = append(*r, Check{Control: "seccomp", Expected: exp, Observed: obs, OK: ok})
 	return nil
+}
+
+// tracerWait bounds the wait for another tracer to let go of a process.
+const tracerWait = 5 * time.Second
+
+// tracedByAnother tells whether pid has a tracer (TracerPid in its status).
+func tracedByAnother(pid int) bool {
+	st, err := ReadProcStatus(pid)
+	return err == nil && st["TracerPid"] != "" && st["TracerPid"] != "0"
 }
 
 // ownFilterCount is the number of seccomp filters bulkhead runs under,

@@ -197,7 +197,9 @@ func TestExecShortLived(t *testing.T) {
 // TestExecConcurrent: execs into one container at once all succeed. Each
 // exec's sweep of the container meets the others' runc inits while they
 // set themselves up (capabilities not yet dropped, cgroups not yet
-// joined) and must judge them only once they run their process.
+// joined) and must judge them only once they run their process; and it
+// meets processes another bulkhead is reading under ptrace, which has one
+// tracer at a time.
 func TestExecConcurrent(t *testing.T) {
 	needRunc(t)
 	root, id, _ := running(t, nil)
@@ -208,9 +210,14 @@ func TestExecConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			args := []string{"--root", root, "exec", id, "sh", "-c", "sleep 0.3; echo ok"}
-			if i%2 == 0 {
+			// Short ones end before they are read, and their sweeps read
+			// every process's filter while the others' bulkheads do too.
+			args := []string{"--root", root, "exec", id, "true"}
+			switch i % 3 {
+			case 0:
 				args = []string{"--root", root, "exec", "--detach", id, "sleep", "1"}
+			case 1:
+				args = []string{"--root", root, "exec", id, "sh", "-c", "sleep 0.3; echo ok"}
 			}
 			if r := bulkhead(t, "", nil, args...); r.code != 0 {
 				errs <- fmt.Sprintf("exec %d: exit %d: %s", i, r.code, r.stderr)
