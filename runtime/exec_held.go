@@ -76,11 +76,7 @@ func (p *heldProcess) ending() bool {
 // namespace of other (a container's init). Read by pid, so it is the held
 // process's only while that has not exited, which is checked after.
 func (p *heldProcess) sharesPidNamespace(other int) bool {
-	var a, b unix.Stat_t
-	if unix.Stat("/proc/"+strconv.Itoa(p.pid)+"/ns/pid", &a) != nil || unix.Stat("/proc/"+strconv.Itoa(other)+"/ns/pid", &b) != nil {
-		return false
-	}
-	return a.Dev == b.Dev && a.Ino == b.Ino && !p.exited(0)
+	return sameNamespace(p.pid, other) && !p.exited(0)
 }
 
 // pfExiting is the kernel's PF_EXITING task flag (include/linux/sched.h),
