@@ -34,7 +34,9 @@ var systemdUnitSuffixes = []string{".slice", ".service", ".scope", ".socket", ".
 // the container. An empty path is filled in by bulkhead with a fresh one
 // (runtime.chooseCgroupsPath). A new group below an existing one that
 // holds another container's processes would share that container's
-// limits (CgroupSharedAncestor).
+// limits (CgroupSharedAncestor). Under the systemd driver the same is
+// judged of the scope's group (SystemdScopePath): the driver joins a scope
+// that exists, and the caller names the slice above it.
 func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	const field = "linux.cgroupsPath"
 	p := ensureLinux(s).CgroupsPath
@@ -50,15 +52,25 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 		return append(translated, Decision{Rule: "cgroups_path", Field: field, Action: Refused, Before: p, Layer: LayerNone,
 			Why: why + "; leave cgroupsPath empty or name a new cgroup for this container"})
 	}
-	if strings.Contains(p, ":") {
+	// judged is the cgroupfs path the backend will make: p itself, or under
+	// the systemd driver the scope's group.
+	judged := p
+	scope := ""
+	switch {
+	case c.SystemdCgroup:
+		if !strings.Contains(p, ":") {
+			return refuse("under --systemd-cgroup the backend reads cgroupsPath as slice:prefix:name, and a path is none")
+		}
+		sp, err := SystemdScopePath(p)
+		if err != nil {
+			return refuse(err.Error())
+		}
+		judged, scope = sp, " (the systemd scope "+sp+")"
+	case strings.Contains(p, ":"):
 		parts := strings.Split(p, ":")
 		if len(parts) != 3 || !systemdUnitName.MatchString(parts[0]) || !strings.HasSuffix(parts[0], ".slice") ||
 			parts[0] == "-.slice" || !systemdUnitName.MatchString(parts[1]) || !systemdUnitName.MatchString(parts[2]) {
 			return refuse("a systemd cgroupsPath is slice:prefix:name, each a plain unit name, with a slice other than the root")
-		}
-		if c.SystemdCgroup {
-			return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p,
-				Layer: LayerNone, Why: "a new systemd scope <prefix>-<name>.scope, which systemd refuses to reuse"}}
 		}
 		// Under the cgroupfs driver runc would take the whole string as a
 		// path relative to its own cgroup. containerd 1.6's CRI writes this
@@ -70,32 +82,36 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 		translated = []Decision{{Rule: "cgroups_path", Field: field, Action: Tightened, Before: p, After: plain,
 			Layer: LayerNone, Why: "slice:prefix:name is the systemd driver's form and the backend uses the cgroupfs driver; translated to a cgroupfs path, which is checked like any other"}}
 		s.Linux.CgroupsPath = plain
-		p = plain
-	}
-	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" {
-		return refuse("a cgroupfs cgroupsPath must be a clean absolute path below the root")
-	}
-	if under(p, BulkheadCgroupParent) {
-		return refuse(BulkheadCgroupParent + " holds the cgroups bulkhead chooses for containers that name none; a caller's path there could take another container's before it is created")
-	}
-	for _, part := range strings.Split(p[1:], "/") {
-		for _, suf := range systemdUnitSuffixes {
-			if strings.HasSuffix(part, suf) || part == "init.scope" {
-				return refuse(part + " is a systemd unit's cgroup")
+		p, judged = plain, plain
+		fallthrough
+	default:
+		if !strings.HasPrefix(p, "/") || path.Clean(p) != p || p == "/" {
+			return refuse("a cgroupfs cgroupsPath must be a clean absolute path below the root")
+		}
+		if under(p, BulkheadCgroupParent) {
+			return refuse(BulkheadCgroupParent + " holds the cgroups bulkhead chooses for containers that name none; a caller's path there could take another container's before it is created")
+		}
+		// The systemd driver's own slices and scope are its to make; by
+		// cgroupfs path a unit's group would be taken over.
+		for _, part := range strings.Split(p[1:], "/") {
+			for _, suf := range systemdUnitSuffixes {
+				if strings.HasSuffix(part, suf) || part == "init.scope" {
+					return refuse(part + " is a systemd unit's cgroup")
+				}
 			}
 		}
 	}
 	if c.CgroupTaken == nil {
 		return refuse("whether this cgroup is new cannot be checked here")
 	}
-	busy, err := c.CgroupTaken(p)
+	busy, err := c.CgroupTaken(judged)
 	switch {
 	case err != nil:
 		return refuse("whether this cgroup is new cannot be read (" + err.Error() + ")")
 	case busy:
-		return refuse("this cgroup already exists, or a group above it holds processes: it is not a fresh one of this container's")
+		return refuse("this cgroup" + scope + " already exists, or a group above it holds processes: it is not a fresh one of this container's")
 	}
-	shared, err := CgroupSharedAncestor(c, p)
+	shared, err := CgroupSharedAncestor(c, judged)
 	switch {
 	case err != nil:
 		return refuse("whether a group above it holds processes cannot be read (" + err.Error() + ")")
@@ -103,7 +119,7 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 		return refuse(SharedAncestorWhy(shared))
 	}
 	return append(translated, Decision{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: p, Layer: LayerNone,
-		Why: "a new cgroup, below none that holds processes but the profile's cgroup_parents and this container's own pod: only this container's"})
+		Why: "a new cgroup" + scope + ", below none that holds processes but the profile's cgroup_parents and this container's own pod: only this container's"})
 }
 
 // PlainCgroupsPath is the cgroupfs path for a systemd cgroupsPath
