@@ -211,7 +211,8 @@ func TestConfigCgroupParents(t *testing.T) {
 	if got := cfg.Profiles["ci"].CgroupParents; !reflect.DeepEqual(got, specs.DefaultCgroupParents) {
 		t.Fatalf("inherited cgroup_parents %v, want %v", got, specs.DefaultCgroupParents)
 	}
-	for _, bad := range []string{`"/"`, `"docker"`, `"/docker/"`, `"/a/../b"`, `"/bulkhead"`, `"/bulkhead/x"`, `"system.slice:a:b"`} {
+	for _, bad := range []string{`"/"`, `"docker"`, `"/docker/"`, `"/a/../b"`, `"/bulkhead"`, `"/bulkhead/x"`, `"system.slice:a:b"`,
+		`"/kubepods-burstable.slice"`, `"/kubepods.slice/burstable.slice"`, `"/a--b.slice"`, `"/system.slice/docker-1.scope"`} {
 		_, err := LoadConfig(writeTestConfig(t, "[profiles.ci]\ncgroup_parents = ["+bad+"]\n"), true)
 		if err == nil || !strings.Contains(err.Error(), "cgroup_parents") {
 			t.Errorf("cgroup_parents = [%s]: %v, want refused", bad, err)

@@ -108,12 +108,18 @@ type Profile struct {
 }
 
 // DefaultCgroupParents are the grouping parents of the engines bulkhead
-// runs under with the cgroupfs driver: Docker's /docker, the kubelet's QoS
+// runs under. With the cgroupfs driver: Docker's /docker, the kubelet's QoS
 // parents (a pod's own pod<uid> below them is not one: it is that pod's),
 // and the containerd namespaces of the CRI plugin (k8s.io, where no kubelet
 // names a parent) and of ctr (default), which put a container at
-// /<namespace>/<id>.
-var DefaultCgroupParents = []string{"/docker", "/kubepods", "/kubepods/burstable", "/kubepods/besteffort", "/k8s.io", "/default"}
+// /<namespace>/<id>. With the systemd driver (--systemd-cgroup), the same
+// parents as the slices' groups: Docker's system.slice (it names
+// system.slice:docker:<id>, so its containers share system.slice's limits
+// with the host's services, as Docker itself makes them) and the kubelet's
+// kubepods.slice with its QoS slices. A slice group is written as systemd
+// nests it, which SystemdScopePath's paths are compared with.
+var DefaultCgroupParents = []string{"/docker", "/kubepods", "/kubepods/burstable", "/kubepods/besteffort", "/k8s.io", "/default",
+	"/system.slice", "/kubepods.slice", "/kubepods.slice/kubepods-burstable.slice", "/kubepods.slice/kubepods-besteffort.slice"}
 
 // DefaultProfile is the boundary every container gets unless the
 // administrator configures another: the hardened `docker run` of the README.
@@ -258,6 +264,9 @@ func (p *Profile) Validate() error {
 		}
 		if under(d, BulkheadCgroupParent) {
 			return fmt.Errorf("profile %s: cgroup_parents %q: %s holds the cgroups bulkhead chooses itself", p.Name, d, BulkheadCgroupParent)
+		}
+		if err := checkSliceParent(d); err != nil {
+			return fmt.Errorf("profile %s: cgroup_parents %q: %w", p.Name, d, err)
 		}
 	}
 	switch p.WorkspaceMode {
