@@ -29,8 +29,20 @@ func (c *creation) claimCgroup() (func(), error) {
 	l := c.handed.Linux
 	// bulkhead's own path is unique per state root and id, and the
 	// registry lets one create per id have it; a caller's path is anyone's.
-	if c.sel.Profile.Mode != specs.Enforce || l == nil || l.CgroupsPath == "" || l.CgroupsPath[0] != '/' ||
+	if c.sel.Profile.Mode != specs.Enforce || l == nil || l.CgroupsPath == "" ||
 		l.CgroupsPath == c.handed.Annotations[annotationCgroupsPath] {
+		return func() {}, nil
+	}
+	// group is the cgroupfs path the backend makes: under the systemd
+	// driver the scope's, which the driver joins if it exists.
+	group, scope := l.CgroupsPath, ""
+	if c.g.SystemdCgroup {
+		sp, err := specs.SystemdScopePath(group)
+		if err != nil {
+			return nil, fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: %w", group, err)
+		}
+		group, scope = sp, " (the systemd scope "+sp+")"
+	} else if group[0] != '/' {
 		return func() {}, nil
 	}
 	f, err := os.Open(cgroupLockDir)
@@ -42,12 +54,12 @@ func (c *creation) claimCgroup() (func(), error) {
 		return nil, fmt.Errorf("rule cgroups_path: lock %s: %w", cgroupLockDir, err)
 	}
 	release := func() { f.Close() }
-	if taken, terr := cgroups.Taken(l.CgroupsPath); terr != nil {
-		err = fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, terr)
+	if taken, terr := cgroups.Taken(group); terr != nil {
+		err = fmt.Errorf("rule cgroups_path: %s: %w", group, terr)
 	} else if taken {
-		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: another container's create made it meanwhile", l.CgroupsPath)
-	} else if shared, serr := specs.CgroupSharedAncestor(c.ctx, l.CgroupsPath); serr != nil {
-		err = fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, serr)
+		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s%s: another container's create made it meanwhile", l.CgroupsPath, scope)
+	} else if shared, serr := specs.CgroupSharedAncestor(c.ctx, group); serr != nil {
+		err = fmt.Errorf("rule cgroups_path: %s: %w", group, serr)
 	} else if shared != "" {
 		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: it %s", l.CgroupsPath, specs.SharedAncestorWhy(shared))
 	}

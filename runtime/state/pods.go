@@ -79,14 +79,27 @@ func (r *Registry) SandboxFor(p *specs.Profile, a map[string]string) func(string
 
 // PodCgroupParentFor returns the cgroups_path rule's pod group: the group
 // above the cgroup of this container's own pod sandbox (podSandbox), whose
-// limits the pod's containers share by design; "" for none.
+// limits the pod's containers share by design; "" for none. A sandbox
+// made under the systemd driver recorded slice:prefix:name, and its group
+// is its scope's: the pod's slice is then the one above.
 func (r *Registry) PodCgroupParentFor(p *specs.Profile, a map[string]string) func() string {
 	return func() string {
 		rec := r.podSandbox(p, a)
-		if rec == nil || !strings.HasPrefix(rec.CgroupsPath, "/") {
+		if rec == nil {
 			return ""
 		}
-		return filepath.Dir(rec.CgroupsPath)
+		group := rec.CgroupsPath
+		if strings.Contains(group, ":") {
+			scope, err := specs.SystemdScopePath(group)
+			if err != nil {
+				return ""
+			}
+			group = scope
+		}
+		if !strings.HasPrefix(group, "/") {
+			return ""
+		}
+		return filepath.Dir(group)
 	}
 }
 

@@ -89,3 +89,32 @@ func sleeper(t *testing.T) int {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd.Process.Pid
 }
+
+// TestPodCgroupParentFor: the pod's group is the one above its sandbox's
+// cgroup, also when the sandbox was made under the systemd driver and
+// recorded slice:prefix:name: its group is then the scope's, and the pod's
+// slice is above it. Without that every container of a pod on a systemd
+// host would be refused as joining another pod's limits.
+func TestPodCgroupParentFor(t *testing.T) {
+	reg, err := OpenRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := specs.DefaultProfile()
+	for _, c := range []struct{ id, cgroupsPath, want string }{
+		{"cgroupfs", "/kubepods/burstable/pod1/sandbox", "/kubepods/burstable/pod1"},
+		{"systemd", "kubepods-burstable-pod1.slice:cri-containerd:sandbox", "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice"},
+		{"malformed", "kubepods--pod1.slice:cri-containerd:sandbox", ""},
+		{"none", "", ""},
+	} {
+		pid := sleeper(t)
+		pod := &Pod{UID: "uid-" + c.id, Namespace: "default", Name: "web"}
+		if err := reg.Add(&Record{ID: c.id, Profile: "default", Mode: specs.Enforce, InitPid: pid, InitStart: InitStart(pid),
+			Pod: pod, CgroupsPath: c.cgroupsPath}); err != nil {
+			t.Fatal(err)
+		}
+		if got := reg.PodCgroupParentFor(&def, podAnnotations(c.id, "uid-"+c.id))(); got != c.want {
+			t.Errorf("%s: %q: pod group %q, want %q", c.id, c.cgroupsPath, got, c.want)
+		}
+	}
+}
