@@ -96,7 +96,7 @@ var Fields = []FieldClass{
 	{"mounts[].uidMappings", Denied, "spec_fields", "an idmapped mount makes host files appear owned by the sandbox"},
 	{"mounts[].gidMappings", Denied, "spec_fields", "an idmapped mount makes host files appear owned by the sandbox"},
 
-	{"hooks", Allowlisted, "hooks", "hooks run on the host as root: only the operator's hooks_allowed, and Docker's libnetwork-setkey"},
+	{"hooks", Allowlisted, "hooks", "hooks run on the host as root: only the operator's hooks_allowed, and Docker's libnetwork-setkey with the arguments dockerd writes"},
 	{"annotations{}", Allowlisted, "annotations", "only keys on the allowlist reach the backend; none that joins or relaxes"},
 
 	{"linux.uidMappings", Denied, "spec_fields", "user namespaces are not part of the profile"},
