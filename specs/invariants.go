@@ -334,6 +334,18 @@ func checkDefaultDeny(p *Profile, id string, s *rspec.Spec) []error {
 			if c := r.CPU; c != nil && c.Shares != nil && float64(*c.Shares) > 1024*max(1, math.Ceil(p.CPUs)) {
 				bad("linux.resources.cpu.shares: %d", *c.Shares)
 			}
+			if b := r.BlockIO; b != nil {
+				// 19 and 100: rule_blkio.go says why.
+				over := func(w *uint16, ceiling uint16) bool { return w != nil && *w > ceiling }
+				if over(b.Weight, 19) || over(b.LeafWeight, 100) {
+					bad("linux.resources.blockIO: weight above the default group's")
+				}
+				for _, d := range b.WeightDevice {
+					if over(d.Weight, 100) || over(d.LeafWeight, 100) {
+						bad("linux.resources.blockIO.weightDevice[%d:%d]: weight above the default group's", d.Major, d.Minor)
+					}
+				}
+			}
 		}
 		if sc := l.Seccomp; sc != nil && !p.CompatSyscalls {
 			for _, a := range sc.Architectures {
