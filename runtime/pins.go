@@ -94,14 +94,14 @@ func (c *creation) pinHostPaths() error {
 		return fmt.Errorf("pins: %w", err)
 	}
 	for _, p := range c.plan.Pins {
-		judge := func(real string, _ *unix.Stat_t) string {
-			return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real)
+		judge := func(real string, fd int, _ *unix.Stat_t) string {
+			return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd)
 		}
 		switch {
 		case p.Own:
-			judge = ownFileRefusal
+			judge = func(real string, _ int, st *unix.Stat_t) string { return ownFileRefusal(real, st) }
 		case p.Root:
-			judge = func(real string, _ *unix.Stat_t) string {
+			judge = func(real string, _ int, _ *unix.Stat_t) string {
 				bundleReal, err := c.bundleDir.real()
 				if err != nil {
 					return err.Error()
@@ -121,10 +121,10 @@ func (c *creation) pinHostPaths() error {
 }
 
 // pinPath opens src as the backend would (following symlinks), judges
-// what was opened by its real path and its attributes, and bind-mounts
+// what was opened by its real path, its descriptor and its attributes, and bind-mounts
 // that very file or directory, through its descriptor, onto target. No
 // path is resolved again after the judgement.
-func pinPath(src, target string, judge func(real string, st *unix.Stat_t) string) (string, error) {
+func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -139,7 +139,7 @@ func pinPath(src, target string, judge func(real string, st *unix.Stat_t) string
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", fmt.Errorf("%s: %w", src, err)
 	}
-	if why := judge(real, &st); why != "" {
+	if why := judge(real, fd, &st); why != "" {
 		return "", fmt.Errorf("%s is now %s: %s", src, real, why)
 	}
 	switch st.Mode & unix.S_IFMT {

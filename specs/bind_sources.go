@@ -3,12 +3,14 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+	"strconv"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // maxBindEntries bounds the walk that looks for sockets in a bind source.
@@ -20,12 +22,14 @@ var errTooLarge = errors.New("too many entries")
 // JudgeBindSource says why a bind source, named by its real path on the
 // host, must not reach the sandbox, or "": the whole host_mounts judgement
 // (denylist, allowlist, what is mounted there, sockets), for the runtime
-// to apply again to what it really opened.
-func JudgeBindSource(c *Context, annotations map[string]string, real string) string {
+// to apply again to what it really opened. fd is that opened source: the
+// search for sockets walks its tree through descriptors, so a caller who
+// renames parts of the tree meanwhile cannot have another tree searched.
+func JudgeBindSource(c *Context, annotations map[string]string, real string, fd int) string {
 	if why := hostPathRefusal(real); why != "" {
 		return why
 	}
-	return bindSourceRefusal(c, annotations, real)
+	return bindSourceRefusal(c, annotations, real, func(string) (string, error) { return findSocketAt(fd, real) })
 }
 
 // IsBind tells whether m is a bind mount, by type or by option.
@@ -33,8 +37,9 @@ func IsBind(m rspec.Mount) bool { return isBind(m) }
 
 // bindSourceRefusal is the allowlist side of host_mounts: the source must
 // lie below one of the profile's bind_roots, or be the engine's own file
-// for this container, and hold no socket. It returns "" when allowed.
-func bindSourceRefusal(c *Context, annotations map[string]string, src string) string {
+// for this container, and hold no socket (as findSocket finds them). It
+// returns "" when allowed.
+func bindSourceRefusal(c *Context, annotations map[string]string, src string, findSocket func(real string) (string, error)) string {
 	real, err := c.resolve(filepath.Clean(src))
 	if err != nil {
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
@@ -50,7 +55,7 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string) st
 	} else if !belowRoot(c.Profile.BindRoots, real) {
 		return real + " is not below any of the profile's bind_roots " + fmtList(c.Profile.BindRoots)
 	}
-	if sock, err := c.findSocket(real); err != nil {
+	if sock, err := findSocket(real); err != nil {
 		return fmt.Sprintf("the source cannot be checked for sockets (%v)", err)
 	} else if sock != "" {
 		return sock + " is a socket: connecting to it needs no write access to the mount, and reaches a service outside the sandbox"
@@ -88,51 +93,108 @@ func belowRoot(roots []string, p string) bool {
 }
 
 // findSocket returns the first socket at or below root on root's own
-// filesystem (a plain bind does not carry submounts), or "". A source
-// that does not exist yet has none.
+// mount (a plain bind does not carry submounts), or "". A source that
+// does not exist yet has none. root itself is not followed if it is a
+// symlink; the tree is walked from the descriptor (findSocketAt).
 func findSocket(root string) (string, error) {
-	st, err := os.Lstat(root)
-	if errors.Is(err, fs.ErrNotExist) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC})
+	if errors.Is(err, unix.ENOENT) {
 		return "", nil
 	}
 	if err != nil {
-		return "", err
+		return "", &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	if st.Mode()&fs.ModeSocket != 0 {
-		return root, nil
+	defer unix.Close(fd)
+	return findSocketAt(fd, root)
+}
+
+// findSocketAt returns the first socket at or below the file open at fd,
+// on that file's own mount, or "" (name only names what is found). Each
+// directory is opened relative to its parent's descriptor, never by a
+// path from the root, and never through a symlink or into another mount:
+// what is searched is the tree of the very file that was opened, however
+// its names change during the walk.
+func findSocketAt(fd int, name string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	if !st.IsDir() {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFSOCK:
+		return name, nil
+	case unix.S_IFDIR:
+	default:
 		return "", nil
 	}
-	dev := st.Sys().(*syscall.Stat_t).Dev
-	found, n := "", 0
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				return nil // root cannot read it: neither can the sandbox
-			}
-			return err
-		}
-		if n++; n > maxBindEntries {
-			return errTooLarge
-		}
-		switch {
-		case d.Type()&fs.ModeSocket != 0:
-			found = p
-			return filepath.SkipAll
-		case d.IsDir() && p != root:
-			info, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			if info.Sys().(*syscall.Stat_t).Dev != dev {
-				return filepath.SkipDir
-			}
-		}
-		return nil
-	})
+	dir, err := unix.Openat2(fd, ".", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	n := 0
+	found, err := walkForSocket(dir, name, &n)
 	if errors.Is(err, errTooLarge) {
 		return "", fmt.Errorf("more than %d entries", maxBindEntries)
 	}
 	return found, err
+}
+
+// belowOnly resolves one name in a directory: no symlink (the sandbox
+// would resolve it in its own root, not the host's), no mount crossed.
+const belowOnly = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
+
+// walkForSocket reads the directory open at dir (and closes it), and
+// descends into each subdirectory through its descriptor. n counts the
+// entries seen, up to maxBindEntries.
+func walkForSocket(dir int, name string, n *int) (string, error) {
+	// Named by its descriptor, so that the lstat os falls back on for a
+	// file system without d_type also goes through the descriptor.
+	f := os.NewFile(uintptr(dir), "/proc/self/fd/"+strconv.Itoa(dir))
+	defer f.Close()
+	for {
+		entries, err := f.ReadDir(1024)
+		for _, e := range entries {
+			if *n++; *n > maxBindEntries {
+				return "", errTooLarge
+			}
+			p := name + "/" + e.Name()
+			if e.Type()&fs.ModeSocket != 0 {
+				return p, nil
+			}
+			if !e.IsDir() {
+				continue
+			}
+			child, err := unix.Openat2(dir, e.Name(), &unix.OpenHow{
+				Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: belowOnly})
+			switch {
+			case err == nil:
+			case errors.Is(err, unix.ENOTDIR):
+				// Replaced since it was listed: judge what is there now.
+				var st unix.Stat_t
+				if unix.Fstatat(dir, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+					return p, nil
+				}
+				continue
+			case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOENT):
+				// Another mount (a plain bind does not carry it), a
+				// symlink put there since, or gone.
+				continue
+			case errors.Is(err, unix.EACCES):
+				continue // root cannot read it: neither can the sandbox
+			default:
+				return "", fmt.Errorf("%s: %w", p, err)
+			}
+			if found, err := walkForSocket(child, p, n); err != nil || found != "" {
+				return found, err
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(entries) == 0) {
+			return "", nil
+		}
+		if errors.Is(err, fs.ErrPermission) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
+	}
 }

@@ -60,6 +60,8 @@ var Controls = []Control{
 		"memory cgroup (OOM kill)", []string{"memory", "memory+swap"}, []string{"memory"}},
 	{"cpu", []string{"cpu"}, "quota ≤ 1 CPU (100000/100000)",
 		"cpu cgroup (throttling)", []string{"cpu"}, []string{"cpu"}},
+	{"block I/O", []string{"blkio"}, "weight ≤ 19 (io.weight ≤ 91 after runc's conversion), leaf and per-device weights ≤ 100: never above a default group's share",
+		"blkio/io cgroup (proportional share of a busy disk)", nil, nil},
 	{"lifetime", nil, "max_lifetime 0: none (set one per job profile)",
 		"watchdog outside the sandbox, backend kill --all", nil, nil},
 	{"environment", []string{"environment"}, "secret-looking variables removed, names recorded",

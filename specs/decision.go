@@ -36,6 +36,7 @@ const (
 	LayerPids         Layer = "pids cgroup"
 	LayerMemory       Layer = "memory cgroup"
 	LayerCPU          Layer = "cpu cgroup"
+	LayerIO           Layer = "blkio/io cgroup"
 	LayerRlimit       Layer = "rlimit"
 	LayerNone         Layer = "validation only"
 )

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,7 +104,7 @@ func CheckInvariantsContext(c *Context, s *rspec.Spec) error {
 		}
 	}
 	errs = append(errs, checkResources(p, l.Resources)...)
-	errs = append(errs, checkDefaultDeny(p, s)...)
+	errs = append(errs, checkDefaultDeny(p, c.ID, s)...)
 	if p.Network == NetworkNone && s.Hooks != nil {
 		//lint:ignore SA1019 engines still send prestart hooks (Docker's libnetwork-setkey); they must be policed
 		for _, hs := range [][]rspec.Hook{s.Hooks.Prestart, s.Hooks.CreateRuntime, s.Hooks.CreateContainer, s.Hooks.StartContainer} {
@@ -245,7 +246,7 @@ func checkResources(p *Profile, r *rspec.LinuxResources) []error {
 // default-deny rules promise: no hook outside hooks_allowed, no refused
 // field, only kernel filesystems and non-recursive binds, ids in range,
 // the native syscall ABIs only, no realtime.
-func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
+func checkDefaultDeny(p *Profile, id string, s *rspec.Spec) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if h := s.Hooks; h != nil {
@@ -257,8 +258,9 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 					allowed = allowed || a == hk.Path
 				}
 				// ruleHooks hands dockerd's hook over with the checked path
-				// of dockerd's executable, never a /proc/<pid>/exe.
-				dockerd := len(hk.Args) > 0 && hk.Args[0] == "libnetwork-setkey" && p.Network != NetworkNone && isDockerdBinary(hk.Path)
+				// of dockerd's executable, never a /proc/<pid>/exe, and
+				// with the arguments dockerd writes for this container.
+				dockerd := p.Network != NetworkNone && isDockerdBinary(hk.Path) && dockerdHookShape(hk, id)
 				if !allowed && !dockerd {
 					bad("hooks: %s not allowed", hk.Path)
 				}
@@ -332,6 +334,18 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 			if c := r.CPU; c != nil && c.Shares != nil && float64(*c.Shares) > 1024*max(1, math.Ceil(p.CPUs)) {
 				bad("linux.resources.cpu.shares: %d", *c.Shares)
 			}
+			if b := r.BlockIO; b != nil {
+				// 19 and 100: rule_blkio.go says why.
+				over := func(w *uint16, ceiling uint16) bool { return w != nil && *w > ceiling }
+				if over(b.Weight, 19) || over(b.LeafWeight, 100) {
+					bad("linux.resources.blockIO: weight above the default group's")
+				}
+				for _, d := range b.WeightDevice {
+					if over(d.Weight, 100) || over(d.LeafWeight, 100) {
+						bad("linux.resources.blockIO.weightDevice[%d:%d]: weight above the default group's", d.Major, d.Minor)
+					}
+				}
+			}
 		}
 		if sc := l.Seccomp; sc != nil && !p.CompatSyscalls {
 			for _, a := range sc.Architectures {
@@ -342,6 +356,24 @@ func checkDefaultDeny(p *Profile, s *rspec.Spec) []error {
 		}
 	}
 	return errs
+}
+
+// dockerdHookShape is the invariant's own reading of dockerd's network
+// hook: libnetwork-setkey, one clean absolute -exec-root=, this
+// container's id, a 12-digit hex controller id, at most a TRACEPARENT in
+// the environment and no timeout. Which exec root is dockerd's needs the
+// dockerd process, which only ruleHooks has.
+func dockerdHookShape(hk rspec.Hook, id string) bool {
+	if len(hk.Args) != 4 || hk.Args[0] != "libnetwork-setkey" || id == "" || hk.Args[2] != id || hk.Timeout != nil || len(hk.Env) > 1 {
+		return false
+	}
+	root, ok := strings.CutPrefix(hk.Args[1], "-exec-root=")
+	if !ok || !strings.HasPrefix(root, "/") || path.Clean(root) != root || len(hk.Args[3]) != 12 ||
+		strings.Trim(hk.Args[3], "0123456789abcdef") != "" {
+		return false
+	}
+	return len(hk.Env) == 0 || strings.HasPrefix(hk.Env[0], "TRACEPARENT=") && strings.Trim(strings.TrimPrefix(hk.Env[0], "TRACEPARENT="), "0123456789abcdef-") == "" &&
+		len(hk.Env[0]) == len("TRACEPARENT=")+55
 }
 
 // idInRanges is the invariant's own reading of an id allowlist.

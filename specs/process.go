@@ -70,6 +70,7 @@ func ClampResources(p *Profile, r *rspec.LinuxResources) ([]Decision, error) {
 	ds = append(ds, clampMemory(p, r, true)...)
 	ds = append(ds, clampShares(p, r)...)
 	ds = append(ds, clampCPU(p, r, true)...)
+	ds = append(ds, clampBlockIO(r)...)
 	if refused(ds) {
 		return ds, &RefusalError{Profile: p.Name, Decisions: ds}
 	}

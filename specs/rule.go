@@ -89,6 +89,7 @@ var Rules = []Rule{
 	{"pids", rulePids},
 	{"memory", ruleMemory},
 	{"cpu", ruleCPU},
+	{"blkio", ruleBlkio},
 	{"environment", ruleEnvironment},
 	{"cwd", ruleCwd},
 	{"sysctl", ruleSysctl},

@@ -17,7 +17,8 @@ import (
 // command on the host. Docker's libnetwork-setkey hook is removed when the
 // profile wants no network (it would give the container eth0 and a route
 // even in a fresh namespace), and kept when the profile keeps the caller's
-// network and the hook really is dockerd (/proc/<pid>/exe of a dockerd).
+// network and the hook really is dockerd (/proc/<pid>/exe of a dockerd)
+// with exactly the arguments dockerd writes (setkeyRefusal).
 func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 	if s.Hooks == nil {
 		return nil
@@ -35,16 +36,28 @@ func ruleHooks(c *Context, s *rspec.Spec) []Decision {
 		var kept []rspec.Hook
 		for i, hk := range *kind.hooks {
 			field := fmt.Sprintf("hooks.%s[%d]", kind.name, i)
-			setkey := len(hk.Args) > 0 && hk.Args[0] == "libnetwork-setkey"
+			setkey := len(hk.Args) > 0 && hk.Args[0] == setkeyName
+			var exe, execRoot string
+			var rootErr error
+			if setkey && kind.name == "prestart" && c.Profile.Network != NetworkNone {
+				exe, execRoot, rootErr = dockerdOf(hk.Path)
+			}
 			switch {
 			case setkey && c.Profile.Network == NetworkNone:
 				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Removed, Before: hk.Path + " libnetwork-setkey",
 					Layer: LayerNetns, Why: "dockerd's hook would configure the sandbox's network namespace (eth0, routes)"})
 				continue
-			case setkey && kind.name == "prestart" && dockerdExecutable(hk.Path) != "":
-				exe := dockerdExecutable(hk.Path)
+			case exe != "" && rootErr != nil:
+				ds = append(ds, Decision{Rule: "hooks", Field: field + ".args[1]", Action: Refused, Before: strings.Join(hk.Args, " "), Layer: LayerNone,
+					Why: fmt.Sprintf("the exec root of the dockerd that runs the hook cannot be read (%v), so its socket cannot be told from another; give dockerd an absolute --exec-root", rootErr)})
+				continue
+			case exe != "":
+				if part, why := setkeyRefusal(hk, c.ID, execRoot); why != "" {
+					ds = append(ds, Decision{Rule: "hooks", Field: field + part, Action: Refused, Before: strings.Join(hk.Args, " "), Layer: LayerNone, Why: why})
+					continue
+				}
 				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Tightened, Before: hk.Path, After: exe,
-					Layer: LayerNone, Why: "dockerd's own network hook, for a profile that keeps the caller's network; run from dockerd's executable on the host, not through a pid"})
+					Layer: LayerNone, Why: "dockerd's own network hook, for a profile that keeps the caller's network, with dockerd's own arguments; run from dockerd's executable on the host, not through a pid"})
 				hk.Path = exe
 			case filepath.IsAbs(hk.Path) && hasOpt(c.Profile.HooksAllowed, filepath.Clean(hk.Path)):
 				ds = append(ds, Decision{Rule: "hooks", Field: field, Action: Kept, Before: hk.Path, After: hk.Path,
@@ -90,6 +103,21 @@ func dockerdExecutable(procExe string) string {
 		return ""
 	}
 	return exe
+}
+
+// dockerdOf is dockerdExecutable, with the exec root of that dockerd
+// (dockerdExecRootOf). The process is judged again after its command line
+// is read, so a pid reused in between cannot lend the command line of a
+// process that is not a dockerd of the host.
+func dockerdOf(procExe string) (exe, execRoot string, err error) {
+	if exe = dockerdExecutable(procExe); exe == "" {
+		return "", "", nil
+	}
+	execRoot, err = dockerdExecRootOf(filepath.Dir(filepath.Clean(procExe)))
+	if dockerdExecutable(procExe) != exe {
+		return "", "", nil
+	}
+	return exe, execRoot, err
 }
 
 // isDockerdBinary: a regular file named dockerd, owned by root and

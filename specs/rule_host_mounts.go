@@ -42,7 +42,7 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 		}
 		why := hostPathRefusal(src)
 		if why == "" {
-			why = bindSourceRefusal(c, s.Annotations, src)
+			why = bindSourceRefusal(c, s.Annotations, src, c.findSocket)
 		}
 		if why != "" {
 			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,

@@ -1,0 +1,94 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// mksock makes a socket file at p (a bound socket's inode, as a service
+// leaves it), with its parent directories.
+func mksock(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mknod(p, unix.S_IFSOCK|0o600, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openPath(t *testing.T, p string) int {
+	t.Helper()
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// TestFindSocketThroughDescriptor: the search walks the tree that was
+// opened. Once the source is open, the caller moves that tree away and
+// puts a harmless one under its name: the socket deep in the opened tree,
+// which is what would be mounted, is still found.
+func TestFindSocketThroughDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	mksock(t, filepath.Join(src, "a/b/c/d/e/agent.sock"))
+	fd := openPath(t, src)
+	if err := os.Rename(src, filepath.Join(dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(src, "a/b/c/d/e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findSocket(src); err != nil || got != "" {
+		t.Fatalf("the harmless tree now at the name: %q %v, want none", got, err)
+	}
+	got, err := findSocketAt(fd, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(src, "a/b/c/d/e/agent.sock"); got != want {
+		t.Fatalf("through the descriptor: %q, want %q", got, want)
+	}
+}
+
+// TestFindSocketNoSymlink: a symlink in the tree is not followed, to a
+// directory holding a socket or to a socket: in the sandbox it resolves in
+// the sandbox's own root, not the host's. A socket in the tree itself is
+// found, and a source that is a socket is one.
+func TestFindSocketNoSymlink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	mksock(t, filepath.Join(outside, "docker.sock"))
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"sub/dir": outside, "sub/sock": filepath.Join(outside, "docker.sock"), "sub/rel": "../../outside"} {
+		if err := os.Symlink(target, filepath.Join(src, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := findSocketAt(openPath(t, src), src); err != nil || got != "" {
+		t.Fatalf("symlinks followed: %q %v, want none", got, err)
+	}
+	if got, err := findSocket(src); err != nil || got != "" {
+		t.Fatalf("symlinks followed by name: %q %v, want none", got, err)
+	}
+	mksock(t, filepath.Join(src, "sub/deeper/own.sock"))
+	if got, err := findSocket(src); err != nil || got != filepath.Join(src, "sub/deeper/own.sock") {
+		t.Fatalf("the tree's own socket: %q %v", got, err)
+	}
+	sock := filepath.Join(outside, "docker.sock")
+	if got, err := findSocket(sock); err != nil || got != sock {
+		t.Fatalf("a source that is a socket: %q %v", got, err)
+	}
+	if got, err := findSocket(filepath.Join(dir, "absent")); err != nil || got != "" {
+		t.Fatalf("an absent source: %q %v", got, err)
+	}
+}
