@@ -128,7 +128,15 @@ func boot(t *testing.T, bin, run string, tests ...string) *guest {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), guestDeadline)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", "-m", "2048", "-smp", "2", "-cpu", "max",
+	// The guest's clock counts the instructions it ran (-icount), not the
+	// host's time: a host too busy to run the emulator makes the guest
+	// slower, never late. With two emulated CPUs on host threads, a
+	// loaded host left one spinning on a lock the other held until the
+	// guest kernel reported soft lockups, and the guest's own deadlines
+	// (exec verification, the probe's attempts) ran out in real time.
+	// icount needs a single emulated CPU; sleep=off jumps an idle guest
+	// to its next timer. shift=0 is one instruction per nanosecond.
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", "-m", "2048", "-smp", "1", "-icount", "shift=0,sleep=off", "-cpu", "max",
 		"-nographic", "-no-reboot", "-kernel", kernels[0], "-initrd", initrd, "-append", cmdline)
 	var console bytes.Buffer
 	pr, pw, err := os.Pipe()
