@@ -64,15 +64,10 @@ func benchWorkspace(bulkhead, dir string, n int) error {
 
 func benchWorkspaceJob(bulkhead, dir, src, backend, name, cmd string, iterations int) error {
 	args := map[string][]string{}
-	configs := map[string][]byte{}
 	bundleOf := func(mode string) string { return filepath.Join(dir, backend+"-"+name+"-"+mode) }
-	// bulkhead writes the rewritten spec back into the caller's bundle
-	// (its workspace bind then names the overlay of that run): every run
-	// starts from the caller's config.json.
+	// bulkhead never writes the caller's config.json, so every run reads
+	// the same one.
 	runMode := func(mode, id string) (time.Duration, error) {
-		if err := os.WriteFile(filepath.Join(bundleOf(mode), "config.json"), configs[mode], 0o644); err != nil {
-			return 0, err
-		}
 		return timed(bulkhead, append(args[mode], id)...)
 	}
 	for _, mode := range []string{"overlay", "readonly"} {
@@ -89,10 +84,6 @@ func benchWorkspaceJob(bulkhead, dir, src, backend, name, cmd string, iterations
 			return err
 		}
 		args[mode] = []string{"--config", cfg, "--root", filepath.Join(dir, "root-ws"), "--backend", backend, "run", "--bundle", b}
-		var err error
-		if configs[mode], err = os.ReadFile(filepath.Join(b, "config.json")); err != nil {
-			return err
-		}
 		if _, err := runMode(mode, "ws-warm-"+backend+"-"+name+"-"+mode); err != nil {
 			return err
 		}
