@@ -23,13 +23,22 @@ func DefaultCgroupsPath(root, id string) string {
 	return specs.BulkheadCgroupParent + "/" + id + "-" + sha([]byte(root))[:8]
 }
 
+// DefaultSystemdCgroupsPath is the same under the systemd driver
+// (--systemd-cgroup), as slice:prefix:name: a scope of its own in
+// bulkhead.slice. The backend's own default, system.slice:runc:<id>, is one
+// scope for every container of that id on the host, and the driver joins
+// a scope that exists.
+func DefaultSystemdCgroupsPath(root, id string) string {
+	return specs.BulkheadSystemdSlice + ":bulkhead:" + id + "-" + sha([]byte(root))[:8]
+}
+
 // chooseCgroupsPath gives the handed spec an explicit cgroups path when the
 // caller set none, so bulkhead can verify the container's limits and remove
 // a cgroup that a failed create leaves behind. The annotation marks the
 // path as bulkhead's own, so a later create from the rewritten config.json
 // gets a path of its own again.
 func chooseCgroupsPath(s *rspec.Spec, g *Globals, id string) []specs.Decision {
-	if s.Linux == nil || g.SystemdCgroup {
+	if s.Linux == nil {
 		return nil
 	}
 	before := s.Linux.CgroupsPath
@@ -37,6 +46,9 @@ func chooseCgroupsPath(s *rspec.Spec, g *Globals, id string) []specs.Decision {
 		return nil
 	}
 	path := DefaultCgroupsPath(g.Root, id)
+	if g.SystemdCgroup {
+		path = DefaultSystemdCgroupsPath(g.Root, id)
+	}
 	s.Linux.CgroupsPath = path
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
@@ -72,12 +84,19 @@ func freshCgroup(ctx *specs.Context, s *rspec.Spec) error {
 	if l == nil || l.CgroupsPath == "" || l.CgroupsPath != s.Annotations[annotationCgroupsPath] {
 		return nil
 	}
-	busy, err := cgroups.Occupied(l.CgroupsPath)
+	group := l.CgroupsPath
+	if ctx.SystemdCgroup {
+		var err error
+		if group, err = specs.SystemdScopePath(group); err != nil {
+			return fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, err)
+		}
+	}
+	busy, err := cgroups.Occupied(group)
 	switch {
 	case err != nil:
-		return fmt.Errorf("rule cgroups_path: %s: %w", l.CgroupsPath, err)
+		return fmt.Errorf("rule cgroups_path: %s: %w", group, err)
 	case busy:
-		return fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: the cgroup bulkhead chose for this container already holds processes", l.CgroupsPath)
+		return fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: the cgroup bulkhead chose for this container (%s) already holds processes", l.CgroupsPath, group)
 	}
 	return nil
 }

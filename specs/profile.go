@@ -262,8 +262,10 @@ func (p *Profile) Validate() error {
 		if !strings.HasPrefix(d, "/") || path.Clean(d) != d || d == "/" || strings.Contains(d, ":") {
 			return fmt.Errorf("profile %s: cgroup_parents %q: want a clean absolute cgroupfs path other than /", p.Name, d)
 		}
-		if under(d, BulkheadCgroupParent) {
-			return fmt.Errorf("profile %s: cgroup_parents %q: %s holds the cgroups bulkhead chooses itself", p.Name, d, BulkheadCgroupParent)
+		for _, own := range []string{BulkheadCgroupParent, bulkheadSystemdParent} {
+			if under(d, own) {
+				return fmt.Errorf("profile %s: cgroup_parents %q: %s holds the cgroups bulkhead chooses itself", p.Name, d, own)
+			}
 		}
 		if err := checkSliceParent(d); err != nil {
 			return fmt.Errorf("profile %s: cgroup_parents %q: %w", p.Name, d, err)

@@ -18,6 +18,13 @@ const AnnotationCgroupsPath = "bulkhead.dev/cgroups-path"
 // whose caller named none (runtime.DefaultCgroupsPath).
 const BulkheadCgroupParent = "/bulkhead"
 
+// BulkheadSystemdSlice is the same under the systemd driver
+// (runtime.DefaultSystemdCgroupsPath); its cgroup is /bulkhead.slice.
+const BulkheadSystemdSlice = "bulkhead.slice"
+
+// bulkheadSystemdParent is BulkheadSystemdSlice's cgroupfs path.
+const bulkheadSystemdParent = "/" + BulkheadSystemdSlice
+
 // systemdUnitName is what systemd accepts as a unit name: no path.
 var systemdUnitName = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
 
@@ -43,7 +50,7 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	if p == "" {
 		return nil
 	}
-	if s.Annotations[AnnotationCgroupsPath] == p && under(path.Clean(p), BulkheadCgroupParent) {
+	if s.Annotations[AnnotationCgroupsPath] == p && (under(path.Clean(p), BulkheadCgroupParent) || strings.HasPrefix(p, BulkheadSystemdSlice+":")) {
 		return []Decision{{Rule: "cgroups_path", Field: field, Action: Kept, Before: p, After: "a fresh path",
 			Layer: LayerNone, Why: "a path bulkhead chose for an earlier container of this bundle; bulkhead chooses a fresh one"}}
 	}
@@ -64,6 +71,9 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 		sp, err := SystemdScopePath(p)
 		if err != nil {
 			return refuse(err.Error())
+		}
+		if under(sp, bulkheadSystemdParent) {
+			return refuse(BulkheadSystemdSlice + " holds the scopes bulkhead chooses for containers that name none; a caller's scope there could take another container's before it is created")
 		}
 		judged, scope = sp, " (the systemd scope "+sp+")"
 	case strings.Contains(p, ":"):

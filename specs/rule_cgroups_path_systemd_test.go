@@ -102,6 +102,10 @@ func TestRuleCgroupsPathSystemd(t *testing.T) {
 		{name: "a slice systemd escapes", path: "cpu.slice:docker:x", want: refused("cpu.slice is a name systemd escapes")},
 		{name: "a scope systemd escapes", path: "system.slice:_a:b", want: refused("_a-b.scope is a name systemd escapes")},
 		{name: "a scope named like a controller", path: "system.slice:bpf:firewall", want: refused("bpf-firewall.scope is a name systemd escapes")},
+		{name: "bulkhead's own slice", path: "bulkhead.slice:bulkhead:victim-12345678",
+			want: refused("bulkhead.slice holds the scopes bulkhead chooses")},
+		{name: "below bulkhead's own slice", path: "bulkhead-x.slice:a:b",
+			want: refused("bulkhead.slice holds the scopes bulkhead chooses")},
 		{name: "a cgroupfs path", path: "/docker/abc", want: refused("under --systemd-cgroup the backend reads cgroupsPath as slice:prefix:name")},
 		{name: "cannot read", path: "system.slice:docker:new",
 			ctx:  func(c *Context) { c.CgroupTaken = func(string) (bool, error) { return false, errors.New("EIO") } },
@@ -198,5 +202,21 @@ func TestCheckSliceParent(t *testing.T) {
 		if err := checkSliceParent(bad); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// TestRuleCgroupsPathSystemdEarlierChoice: a scope bulkhead chose for an
+// earlier container of the bundle (marked by the annotation) is not the
+// caller's: bulkhead chooses a fresh one.
+func TestRuleCgroupsPathSystemdEarlierChoice(t *testing.T) {
+	c := testContext()
+	systemdHost(c)
+	s := hostileSpec()
+	const p = BulkheadSystemdSlice + ":bulkhead:old-12345678"
+	ensureLinux(s).CgroupsPath = p
+	s.Annotations = map[string]string{AnnotationCgroupsPath: p}
+	ds := ruleCgroupsPath(c, s)
+	if d := wantDecision(t, ds, "linux.cgroupsPath", Kept); d.After != "a fresh path" {
+		t.Fatalf("decision %+v, want bulkhead to choose a fresh path", d)
 	}
 }
