@@ -139,9 +139,6 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err := reg.Add(c.rec); err != nil {
 		return nil, c.fail(err)
 	}
-	if err := os.WriteFile(filepath.Join(reg.Dir(id), "config.orig.json"), original, 0o600); err != nil {
-		return nil, c.fail(c.undo(err))
-	}
 	if sel.Profile.Mode == specs.Enforce {
 		if err := c.pinHostPaths(); err != nil {
 			return nil, c.fail(c.undo(err))
