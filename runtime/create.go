@@ -168,6 +168,12 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err := c.plan.FlagRefusal(verb, v); err != nil {
 		return c.fail(c.undo(err))
 	}
+	if err := backend.JudgeHanded(v.Int("preserve-fds")); err != nil {
+		if c.sel.Profile.Mode == specs.Enforce {
+			return c.fail(c.undo(err))
+		}
+		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
+	}
 	argv, dropped := c.plan.BackendArgv(verb, v)
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/audit"
@@ -35,6 +36,15 @@ func Exec(g *Globals, v Values, args []string) error {
 		return err
 	}
 	cfg, b, rec, profile := c.cfg, c.backend, c.rec, c.profile
+	// The exec'd process gets the caller's stdio and preserved fds.
+	if err := backend.JudgeHanded(v.Int("preserve-fds")); err != nil {
+		if profile.Mode == specs.Enforce {
+			_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
+				Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: err.Error()})
+			return err
+		}
+		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
+	}
 	if err := checkSubCgroups(v.StringSlice("cgroup")); err != nil && profile.Mode == specs.Enforce {
 		_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
 			Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: err.Error()})

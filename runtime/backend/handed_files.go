@@ -1,0 +1,196 @@
+package backend
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// A descriptor the caller hands bulkhead (its stdio, the ones
+// --preserve-fds passes on) reaches the container's process open, past
+// every mount rule of the policy: a directory is a bind of the host tree
+// behind it ("/proc/self/fd/3/etc/passwd"), which config.json could never
+// ask for. JudgeHandedFile is default-deny over what such a descriptor
+// is: what it does not know is refused.
+
+// zfsSuperMagic is ZFS's f_type; golang.org/x/sys has no constant for a
+// filesystem outside the kernel tree.
+const zfsSuperMagic = 0x2fc12fc1
+
+// dataFilesystems hold the regular files a container may be handed: their
+// files are data, whoever reads them. Pseudo filesystems are left out on
+// purpose, since a regular file there is a handle on host state rather
+// than data (/proc/<pid>/mem, a cgroup.procs that moves processes, a
+// sysfs or debugfs knob, a pidfd on pidfs that pidfd_send_signal turns
+// into a signal to a host process, a memfd_secret).
+var dataFilesystems = map[int64]string{
+	unix.EXT4_SUPER_MAGIC:      "ext2/3/4", // ext2 and ext3 share the magic
+	unix.XFS_SUPER_MAGIC:       "xfs",
+	unix.BTRFS_SUPER_MAGIC:     "btrfs",
+	unix.TMPFS_MAGIC:           "tmpfs",     // also every memfd
+	unix.HUGETLBFS_MAGIC:       "hugetlbfs", // a memfd with MFD_HUGETLB
+	unix.RAMFS_MAGIC:           "ramfs",
+	unix.OVERLAYFS_SUPER_MAGIC: "overlayfs",
+	unix.NFS_SUPER_MAGIC:       "nfs",
+	unix.FUSE_SUPER_MAGIC:      "fuse",
+	zfsSuperMagic:              "zfs",
+	unix.F2FS_SUPER_MAGIC:      "f2fs",
+	unix.MSDOS_SUPER_MAGIC:     "vfat",
+	unix.SQUASHFS_MAGIC:        "squashfs",
+	unix.V9FS_MAGIC:            "9p",
+	unix.CEPH_SUPER_MAGIC:      "ceph",
+	unix.CIFS_SUPER_MAGIC:      "cifs",
+	unix.SMB2_SUPER_MAGIC:      "smb2",
+}
+
+// handedCharDevice says whether a character device may be handed, and
+// names it. The memory devices are data sources and sinks without host
+// state. A pty slave or a serial tty is a terminal the caller's shell
+// already writes to; it is never the container's controlling terminal,
+// since runc's init calls setsid() before it execs the workload
+// (libcontainer/nsenter/nsexec.c, stage-2, for init and for exec alike),
+// so TIOCSTI on it is EPERM without CAP_SYS_ADMIN in the host's user
+// namespace. A pty master (/dev/ptmx) is refused: writing to it types
+// into the caller's shell. So are virtual consoles (TIOCLINUX pastes
+// the selection into another console), /dev/tty and /dev/console, and
+// every device not named here (/dev/mem, kmsg, fuse, kvm...).
+func handedCharDevice(major, minor uint32) (string, bool) {
+	switch {
+	case major == 1:
+		name, ok := map[uint32]string{3: "/dev/null", 5: "/dev/zero", 7: "/dev/full", 8: "/dev/random", 9: "/dev/urandom"}[minor]
+		return name, ok
+	case major >= 136 && major <= 143:
+		return "a pty slave", true
+	case major == 4 && minor >= 64:
+		return "a serial tty", true
+	case major == 5 && minor == 2:
+		return "a pty master (/dev/ptmx), which types into the caller's terminal", false
+	case major == 4:
+		return "a virtual console", false
+	}
+	return "", false
+}
+
+// streamNames are the stdio streams by descriptor.
+var streamNames = [3]string{"stdin", "stdout", "stderr"}
+
+// JudgeHandedFile refuses a descriptor the caller hands the container
+// unless the policy knows it for harmless: stdio says fd is one of the
+// container's stdio streams rather than a --preserve-fds one. The error
+// names the stream or flag, the descriptor, what it is and what to hand
+// instead.
+func JudgeHandedFile(fd int, stdio bool) error {
+	what, err := handedFileRefusal(fd, stdio)
+	if err == nil {
+		return nil
+	}
+	name := "--preserve-fds: descriptor " + strconv.Itoa(fd)
+	if stdio && fd >= 0 && fd < len(streamNames) {
+		name = fmt.Sprintf("%s (descriptor %d)", streamNames[fd], fd)
+	}
+	if target, lerr := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); lerr == nil && what != "" {
+		what += " (" + target + ")"
+	}
+	return fmt.Errorf("%s is %s: %w; hand the container a pipe or a file instead", name, what, err)
+}
+
+// handedFileRefusal returns what fd is and, when it is refused, why.
+func handedFileRefusal(fd int, stdio bool) (string, error) {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return "not open", err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "unreadable", fmt.Errorf("fstat: %w", err)
+	}
+	if flags&unix.O_PATH != 0 {
+		return "an O_PATH descriptor", fmt.Errorf("it names a host path the container could open through /proc/self/fd")
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "", nil
+	case unix.S_IFREG:
+		var fs unix.Statfs_t
+		if err := unix.Fstatfs(fd, &fs); err != nil {
+			return "a file", fmt.Errorf("fstatfs: %w", err)
+		}
+		if _, ok := dataFilesystems[int64(fs.Type)]; ok {
+			return "", nil
+		}
+		if fs.Type == unix.ANON_INODE_FS_MAGIC {
+			return "an anonymous kernel object", fmt.Errorf("it is a handle on host kernel state, not data")
+		}
+		return fmt.Sprintf("a file on a pseudo filesystem (type %#x)", fs.Type),
+			fmt.Errorf("such a file is a handle on host state, not data; only files on data filesystems may be handed")
+	case unix.S_IFCHR:
+		major, minor := unix.Major(st.Rdev), unix.Minor(st.Rdev)
+		name, ok := handedCharDevice(major, minor)
+		if ok {
+			return "", nil
+		}
+		if name == "" {
+			name = fmt.Sprintf("character device %d:%d", major, minor)
+		}
+		return name, fmt.Errorf("only /dev/null, zero, full, random, urandom, a pty slave or a serial tty may be handed")
+	case unix.S_IFSOCK:
+		return judgeHandedSocket(fd, stdio)
+	case unix.S_IFDIR:
+		return "a directory", fmt.Errorf("it hands the container the host tree behind it, a bind the policy refuses")
+	case unix.S_IFBLK:
+		return "a block device", fmt.Errorf("it hands the container a host disk")
+	case 0:
+		return "an anonymous kernel object", fmt.Errorf("it is a handle on host kernel state, not data")
+	}
+	return fmt.Sprintf("a file of type %#o", st.Mode&unix.S_IFMT), fmt.Errorf("the policy does not know it")
+}
+
+// judgeHandedSocket lets a socket be stdio (engines and ssh hand
+// socketpairs, inetd a connection) if it is a unix or IP one; a
+// preserved socket must be listening, which is what socket activation
+// hands and all --preserve-fds exists for. A connected or unconnected
+// preserved socket reaches a host service (a docker.sock connection is
+// the host's engine) the container's empty network could never reach.
+func judgeHandedSocket(fd int, stdio bool) (string, error) {
+	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return "a socket", fmt.Errorf("SO_DOMAIN: %w", err)
+	}
+	if domain != unix.AF_UNIX && domain != unix.AF_INET && domain != unix.AF_INET6 {
+		return fmt.Sprintf("a socket of family %d", domain), fmt.Errorf("only unix and IP sockets may be handed")
+	}
+	if stdio {
+		return "", nil
+	}
+	listening, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+	if err != nil {
+		return "a socket", fmt.Errorf("SO_ACCEPTCONN: %w", err)
+	}
+	if listening == 1 {
+		return "", nil
+	}
+	return "a socket that is not listening", fmt.Errorf("a connected socket reaches a host service; only a listening socket (socket activation) may be preserved")
+}
+
+// JudgeHanded judges what a verb whose stdio reaches a container process
+// (create, run, restore, exec) hands it: stdio, then the preserveFds
+// descriptors from 3 on, each first checked to be the caller's
+// (as PreservedFiles does), so bulkhead's own descriptors are refused as such.
+func JudgeHanded(preserveFds int) error {
+	for fd := 0; fd < len(streamNames); fd++ {
+		if err := JudgeHandedFile(fd, true); err != nil {
+			return err
+		}
+	}
+	if err := callersDescriptors(preserveFds); err != nil {
+		return err
+	}
+	for fd := 3; fd < 3+preserveFds; fd++ {
+		if err := JudgeHandedFile(fd, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
