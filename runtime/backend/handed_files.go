@@ -45,6 +45,18 @@ var dataFilesystems = map[int64]string{
 	unix.SMB2_SUPER_MAGIC:      "smb2",
 }
 
+// pseudoFilesystemName names the pseudo filesystems a refusal most
+// often meets, for the caller to recognise.
+func pseudoFilesystemName(magic int64) string {
+	name, ok := map[int64]string{unix.PROC_SUPER_MAGIC: "proc", unix.SYSFS_MAGIC: "sysfs", unix.CGROUP_SUPER_MAGIC: "cgroup",
+		unix.CGROUP2_SUPER_MAGIC: "cgroup2", unix.DEBUGFS_MAGIC: "debugfs", unix.TRACEFS_MAGIC: "tracefs",
+		unix.SECURITYFS_MAGIC: "securityfs", unix.BPF_FS_MAGIC: "bpffs"}[magic]
+	if !ok {
+		return fmt.Sprintf("a pseudo filesystem (type %#x)", magic)
+	}
+	return name
+}
+
 // handedCharDevice says whether a character device may be handed, and
 // names it. The memory devices are data sources and sinks without host
 // state. A pty slave or a serial tty is a terminal the caller's shell
@@ -66,7 +78,7 @@ func handedCharDevice(major, minor uint32) (string, bool) {
 	case major == 4 && minor >= 64:
 		return "a serial tty", true
 	case major == 5 && minor == 2:
-		return "a pty master (/dev/ptmx), which types into the caller's terminal", false
+		return "a pty master", false
 	case major == 4:
 		return "a virtual console", false
 	}
@@ -123,8 +135,8 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 		if fs.Type == unix.ANON_INODE_FS_MAGIC {
 			return "an anonymous kernel object", fmt.Errorf("it is a handle on host kernel state, not data")
 		}
-		return fmt.Sprintf("a file on a pseudo filesystem (type %#x)", fs.Type),
-			fmt.Errorf("such a file is a handle on host state, not data; only files on data filesystems may be handed")
+		return "a file on " + pseudoFilesystemName(fs.Type),
+			fmt.Errorf("a file on a pseudo filesystem is a handle on host state, not data; only files on data filesystems (ext4, xfs, btrfs, tmpfs, overlayfs...) may be handed")
 	case unix.S_IFCHR:
 		major, minor := unix.Major(st.Rdev), unix.Minor(st.Rdev)
 		name, ok := handedCharDevice(major, minor)
@@ -133,6 +145,9 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 		}
 		if name == "" {
 			name = fmt.Sprintf("character device %d:%d", major, minor)
+		}
+		if name == "a pty master" {
+			return name, fmt.Errorf("writing to it types into the caller's terminal")
 		}
 		return name, fmt.Errorf("only /dev/null, zero, full, random, urandom, a pty slave or a serial tty may be handed")
 	case unix.S_IFSOCK:

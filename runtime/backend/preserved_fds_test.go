@@ -17,6 +17,10 @@ func TestMain(m *testing.M) {
 		preservedChild()
 		return
 	}
+	if os.Getenv(judgedStdinEnv) == "1" {
+		judgedStdinChild()
+		return
+	}
 	os.Exit(m.Run())
 }
 

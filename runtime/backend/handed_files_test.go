@@ -1,0 +1,246 @@
+package backend
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// handedCase opens one real descriptor and says how the judge must
+// treat it as stdio and as a preserved fd ("" allowed, otherwise a
+// fragment of the refusal).
+type handedCase struct {
+	name            string
+	open            func(t *testing.T) int
+	stdio, preserve string
+}
+
+func TestJudgeHandedFile(t *testing.T) {
+	cases := []handedCase{
+		{"directory", openPath(t.TempDir(), unix.O_RDONLY|unix.O_DIRECTORY), "a directory", "a directory"},
+		{"O_PATH", openPath(tempFile(t), unix.O_PATH), "an O_PATH descriptor", "an O_PATH descriptor"},
+		{"O_PATH directory", openPath("/", unix.O_PATH), "an O_PATH descriptor", "an O_PATH descriptor"},
+		{"/dev/null", openPath(os.DevNull, unix.O_RDWR), "", ""},
+		{"/dev/urandom", openPath("/dev/urandom", unix.O_RDONLY), "", ""},
+		{"pipe", openPipe, "", ""},
+		{"regular temp file", openPath(tempFile(t), unix.O_RDWR), "", ""},
+		{"memfd", openMemfd, "", ""},
+		{"/proc/self/status", openPath("/proc/self/status", unix.O_RDONLY), "pseudo filesystem", "pseudo filesystem"},
+		{"a file in /sys/fs/cgroup", openCgroupFile, "pseudo filesystem", "pseudo filesystem"},
+		{"eventfd", openEventfd, "anonymous kernel object", "anonymous kernel object"},
+		{"pidfd", openPidfd, "pidfd", "pidfd"},
+		{"listening unix socket", openListener, "", ""},
+		{"connected unix socket", openSocketpair, "", "not listening"},
+		{"/dev/ptmx", openPath("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY), "pty master", "pty master"},
+		{"pty slave", openPtySlave, "", ""},
+		{"/dev/kmsg", openPath("/dev/kmsg", unix.O_RDONLY), "character device 1:11", "character device 1:11"},
+		{"closed descriptor", openClosed, "not open", "not open"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fd := c.open(t)
+			for _, stdio := range []bool{true, false} {
+				want := c.preserve
+				if stdio {
+					want = c.stdio
+				}
+				err := JudgeHandedFile(fd, stdio)
+				t.Logf("stdio=%v: %v", stdio, err)
+				switch {
+				case want == "" && err != nil:
+					t.Errorf("stdio=%v: refused: %v", stdio, err)
+				case want != "" && err == nil:
+					t.Errorf("stdio=%v: allowed, want it refused as %q", stdio, want)
+				case want != "" && !strings.Contains(err.Error(), want):
+					t.Errorf("stdio=%v: refused with %q, want %q in it", stdio, err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestJudgeHandedFileNamesWhatToChange: a refusal names the stream or
+// flag, the descriptor, what it is and what to hand instead.
+func TestJudgeHandedFileNamesWhatToChange(t *testing.T) {
+	dir := openPath("/", unix.O_RDONLY|unix.O_DIRECTORY)(t)
+	err := JudgeHandedFile(dir, false)
+	if err == nil {
+		t.Fatal("a directory was allowed as a preserved fd")
+	}
+	for _, want := range []string{"--preserve-fds", "descriptor " + strconv.Itoa(dir), "a directory (/)", "hand the container a pipe or a file instead"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q lacks %q", err, want)
+		}
+	}
+	// Stdio is named by its stream, whatever the test's own fd 0 is:
+	// the judge is asked about a directory put in its place in a child.
+	if msg := judgeStdinAs(t, "/"); !strings.Contains(msg, "stdin (descriptor 0) is a directory (/)") {
+		t.Errorf("stdin a directory: %q", msg)
+	}
+	if msg := judgeStdinAs(t, os.DevNull); msg != "ok" {
+		t.Errorf("stdin /dev/null: %q", msg)
+	}
+}
+
+// judgedStdinEnv makes the test binary a child that judges its stdin.
+const judgedStdinEnv = "BULKHEAD_TEST_JUDGED_STDIN"
+
+func judgeStdinAs(t *testing.T, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out, err := childOutput(f, judgedStdinEnv)
+	if err != nil {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+func judgedStdinChild() {
+	if err := JudgeHanded(0); err != nil {
+		os.Stdout.WriteString(err.Error() + "\n")
+		return
+	}
+	os.Stdout.WriteString("ok\n")
+}
+
+func openPath(path string, flags int) func(t *testing.T) int {
+	return func(t *testing.T) int {
+		t.Helper()
+		fd, err := unix.Open(path, flags|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			t.Skipf("%s does not exist on this host", path)
+		}
+		if err != nil {
+			t.Fatalf("open %s: %v", path, err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+}
+
+func tempFile(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func openPipe(t *testing.T) int {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return int(r.Fd())
+}
+
+func openMemfd(t *testing.T) int {
+	fd, err := unix.MemfdCreate("handed", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+func openCgroupFile(t *testing.T) int {
+	var found string
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && found == "" {
+			found = path
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if found == "" {
+		t.Skip("no cgroup filesystem mounted at /sys/fs/cgroup")
+	}
+	return openPath(found, unix.O_RDONLY)(t)
+}
+
+func openEventfd(t *testing.T) int {
+	fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+func openPidfd(t *testing.T) int {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if errors.Is(err, unix.ENOSYS) {
+		t.Skip("this kernel has no pidfd_open")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+func openListener(t *testing.T) int {
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(t.TempDir(), "s"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.File()
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return int(f.Fd())
+}
+
+func openSocketpair(t *testing.T) int {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	return fds[0]
+}
+
+func openPtySlave(t *testing.T) int {
+	master := openPath("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY)(t)
+	if err := unix.IoctlSetPointerInt(master, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(master, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openPath("/dev/pts/"+strconv.Itoa(int(n)), unix.O_RDWR|unix.O_NOCTTY)(t)
+}
+
+func openClosed(t *testing.T) int {
+	const fd = 4095
+	if _, err := unix.FcntlInt(fd, unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+		t.Skipf("descriptor %d is open in the test: %v", fd, err)
+	}
+	return fd
+}
+
+// childOutput runs the test binary as the child env names, with stdin
+// as its descriptor 0, and returns what it printed.
+func childOutput(stdin *os.File, env string) (string, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env+"=1")
+	cmd.Stdin = stdin
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
