@@ -121,6 +121,13 @@ func readUntil(t *testing.T, f *os.File, want string) string {
 }
 
 // bulkheadWithFiles runs bulkhead with extra open files at fds 3, 4, …
+// bulkheadWithStdin runs bulkhead with stdin as its descriptor 0.
+func bulkheadWithStdin(t *testing.T, stdin *os.File, args ...string) result {
+	t.Helper()
+	r := binaries.Cmd{StdinFile: stdin}.Run(t, binaries.Bulkhead(t), args...)
+	return result{r.Stdout, r.Stderr, r.Code}
+}
+
 func bulkheadWithFiles(t *testing.T, files []*os.File, args ...string) result {
 	t.Helper()
 	r := binaries.Cmd{ExtraFiles: files}.Run(t, binaries.Bulkhead(t), args...)

@@ -239,6 +239,98 @@ func TestPreserveFdsOnlyTheCallers(t *testing.T) {
 	}
 }
 
+// TestPreserveFdsRefusesAHostDirectory: a directory handed as a
+// preserved fd is the host tree behind it (/proc/self/fd/3/etc/passwd,
+// the host's /tmp writable), a bind the policy refuses in config.json.
+// run refuses it naming the descriptor, and leaves no container.
+func TestPreserveFdsRefusesAHostDirectory(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"sh", "-c", "echo ran; ls /proc/self/fd/3/; cat /proc/self/fd/3/etc/hostname"})
+	id := uniqueID("fds-dir")
+	dir, err := os.Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	res := bulkheadWithFiles(t, []*os.File{dir}, "--root", root, "run", "--preserve-fds", "1", "--bundle", b, id)
+	if res.code == 0 || !strings.Contains(res.stderr, "--preserve-fds: descriptor 3 is a directory (/)") {
+		t.Fatalf("run --preserve-fds 1 with the host's / as fd 3: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if strings.Contains(res.stdout, "ran") {
+		t.Fatalf("the container ran with the host's / as fd 3:\n%s", res.stdout)
+	}
+	assertGone(t, root, "runc", id)
+}
+
+// TestRunRefusesADirectoryAsStdin: `bulkhead run ID < /` would give the
+// container's init the host's root as fd 0. run refuses it naming the
+// stream, and leaves no container; /dev/null as stdin runs.
+func TestRunRefusesADirectoryAsStdin(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"sh", "-c", "echo ran; ls /proc/self/fd/0/"})
+	id := uniqueID("stdin-dir")
+	dir, err := os.Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	res := bulkheadWithStdin(t, dir, "--root", root, "run", "--bundle", b, id)
+	if res.code == 0 || !strings.Contains(res.stderr, "stdin (descriptor 0) is a directory (/)") {
+		t.Fatalf("run with the host's / as stdin: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if strings.Contains(res.stdout, "ran") {
+		t.Fatalf("the container ran with the host's / as stdin:\n%s", res.stdout)
+	}
+	assertGone(t, root, "runc", id)
+
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	res = bulkheadWithStdin(t, null, "--root", root, "run", "--bundle", bundle.New(t, []string{"echo", "ran"}), id)
+	if res.code != 0 || !strings.Contains(res.stdout, "ran") {
+		t.Fatalf("run with /dev/null as stdin: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestExecRefusesADirectoryAsStdin: an exec'd process gets the caller's
+// stdio as the init does; a directory is refused, /dev/null is not.
+func TestExecRefusesADirectoryAsStdin(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	b := bundle.New(t, []string{"sleep", "300"})
+	id := uniqueID("exec-stdin-dir")
+	g := []string{"--root", root}
+	must(t, append(g, "run", "--detach", "--bundle", b, id)...)
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	dir, err := os.Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	res := bulkheadWithStdin(t, dir, append(g, "exec", id, "sh", "-c", "echo ran; ls /proc/self/fd/0/")...)
+	if res.code == 0 || !strings.Contains(res.stderr, "stdin (descriptor 0) is a directory (/)") {
+		t.Fatalf("exec with the host's / as stdin: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+	if strings.Contains(res.stdout, "ran") {
+		t.Fatalf("the exec ran with the host's / as stdin:\n%s", res.stdout)
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	res = bulkheadWithStdin(t, null, append(g, "exec", id, "echo", "ran")...)
+	if res.code != 0 || !strings.Contains(res.stdout, "ran") {
+		t.Fatalf("exec with /dev/null as stdin: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+}
+
 // TestNoPivotRefused: --no-pivot would leave the host's mount tree under
 // the container's chroot; enforce mode refuses it before the backend runs
 // and leaves no record, and --no-pivot=false runs.

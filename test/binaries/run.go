@@ -35,10 +35,12 @@ type Result struct {
 	MaxRSS int64
 }
 
-// Cmd is how a test runs a binary: stdin, variables added to the test's
-// environment, working directory, and extra open files as fds 3, 4, …
+// Cmd is how a test runs a binary: stdin (a text, or StdinFile as it
+// is), variables added to the test's environment, working directory, and
+// extra open files as fds 3, 4, …
 type Cmd struct {
 	Stdin      string
+	StdinFile  *os.File
 	Env        []string
 	Dir        string
 	ExtraFiles []*os.File
@@ -59,6 +61,9 @@ func (c Cmd) Run(t testing.TB, name string, args ...string) Result {
 	cmd.ExtraFiles = c.ExtraFiles
 	if c.Stdin != "" {
 		cmd.Stdin = strings.NewReader(c.Stdin)
+	}
+	if c.StdinFile != nil {
+		cmd.Stdin = c.StdinFile
 	}
 	dir := t.TempDir()
 	out, err := os.Create(filepath.Join(dir, "stdout"))
