@@ -61,7 +61,9 @@ sed -i -e 's/"terminal": true/"terminal": false/' \
 grep -E '"uid"|"/demo.sh"|DEMO_API_TOKEN' "$bundle/config.json" | sed 's/^\s*/  config.json: /'
 
 step "bulkhead run: the policy rewrites the spec, runc creates, bulkhead verifies, then starts"
-"$bulkhead" "${g[@]}" run --bundle "$bundle" "$id"
+# Through a pipe: runc gives a stdio file to the container's user, and
+# this script's output may be the caller's log file.
+"$bulkhead" "${g[@]}" run --bundle "$bundle" "$id" | cat
 
 step "what the audit log says about it"
 audit="$work/audit.jsonl"
