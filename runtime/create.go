@@ -174,6 +174,12 @@ func (c *creation) handOver(verb string, v Values) error {
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
+	if err := c.judgeStdioOwner(); err != nil {
+		if c.sel.Profile.Mode == specs.Enforce {
+			return c.fail(c.undo(err))
+		}
+		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
+	}
 	argv, dropped := c.plan.BackendArgv(verb, v)
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
@@ -223,6 +229,16 @@ func (c *creation) handOver(verb string, v Values) error {
 	}
 	c.writeAudit()
 	return nil
+}
+
+// judgeStdioOwner refuses stdio runc would give to the uid the
+// container's process runs as (the spec handed to the backend).
+func (c *creation) judgeStdioOwner() error {
+	p := c.handed.Process
+	if p == nil {
+		return fmt.Errorf("the handed spec has no process")
+	}
+	return backend.JudgeStdioOwner(p.User.UID, p.Terminal)
 }
 
 // undo removes everything this creation made and returns cause, with any

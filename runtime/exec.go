@@ -70,6 +70,14 @@ func Exec(g *Globals, v Values, args []string) error {
 	if profile.Mode == specs.Audit {
 		policed = proc
 	}
+	if err := backend.JudgeStdioOwner(policed.User.UID, policed.Terminal); err != nil {
+		if profile.Mode == specs.Enforce {
+			entry.Outcome, entry.Error = "refused", err.Error()
+			_ = audit.Write(cfg.AuditLog, &entry)
+			return err
+		}
+		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
+	}
 	if b.IsGVisor() && profile.Mode == specs.Enforce {
 		d, err := execUnderFilter(c.handedBundle(), policed)
 		if err != nil {

@@ -209,3 +209,73 @@ func JudgeHanded(preserveFds int) error {
 	}
 	return nil
 }
+
+// JudgeStdioOwner refuses stdio that runc would give away. Before it
+// drops to the container's user, runc's init chowns each of its stdio
+// descriptors to that uid unless the descriptor is /dev/null or already
+// that uid's (libcontainer/init_linux.go, fixStdioPermissions), so the
+// inode behind it stays owned by the sandbox's uid on the host:
+// `bulkhead run ID < /etc/passwd` would hand /etc/passwd to every
+// process of uid 65534, inside the sandbox and out. A descriptor is
+// allowed only where that chown gives nothing away:
+//   - it is already uid's (or /dev/null): runc leaves it alone;
+//   - it is a pipe or a socket: an anonymous pipe and every socket
+//     descriptor are inodes no host path reaches. A named FIFO is let
+//     through too: engines create their own root-owned FIFOs for the
+//     container's stdio (Docker's /run/docker/containerd/<id>/init-stdout,
+//     containerd's CRI io FIFOs) in directories only root can enter, and
+//     runc chowns them by design; such a FIFO carries the container's
+//     stream and nothing else;
+//   - terminal is set: runc dups a pty of its own over the init's stdio
+//     before the chown (setupConsole), so the caller's descriptors are
+//     never the init's.
+//
+// Everything else is refused: a regular file (the host's file itself),
+// a pty slave or serial tty (the caller's terminal: uid would read the
+// keystrokes typed into it, a sudo password among them, until logout),
+// a memory device other than /dev/null (uid could chmod the host's
+// /dev/urandom). runsc is judged alike: the policy does not rest on a
+// backend's not chowning.
+func JudgeStdioOwner(uid uint32, terminal bool) error {
+	if terminal {
+		return nil
+	}
+	for fd := 0; fd < len(streamNames); fd++ {
+		if err := judgeStdioOwnerFile(fd, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// judgeStdioOwnerFile judges one stdio descriptor for JudgeStdioOwner.
+func judgeStdioOwnerFile(fd int, uid uint32) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("%s (descriptor %d): fstat: %w", streamNames[fd], fd, err)
+	}
+	kind := st.Mode & unix.S_IFMT
+	switch {
+	case st.Uid == uid, kind == unix.S_IFIFO, kind == unix.S_IFSOCK:
+		return nil
+	case kind == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3:
+		return nil // /dev/null, which runc never chowns
+	}
+	what := "a file"
+	switch kind {
+	case unix.S_IFREG:
+		what = "a regular file"
+	case unix.S_IFCHR:
+		if name, _ := handedCharDevice(unix.Major(st.Rdev), unix.Minor(st.Rdev)); name != "" {
+			what = name
+		} else {
+			what = "a character device"
+		}
+	}
+	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
+		what += " (" + target + ")"
+	}
+	return fmt.Errorf("%s (descriptor %d) is %s owned by uid %d; runc would give it to the container's uid %d, for good, "+
+		"on the host; hand a pipe: cat file | bulkhead run ..., bulkhead run ... | cat > out",
+		streamNames[fd], fd, what, st.Uid, uid)
+}

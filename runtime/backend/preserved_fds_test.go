@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 		judgedStdinChild()
 		return
 	}
+	if os.Getenv(stdioOwnerEnv) != "" {
+		stdioOwnerChild(os.Getenv(stdioOwnerEnv))
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -1,0 +1,140 @@
+package backend
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// stdioOwnerEnv makes the test binary a child that judges its own stdio
+// for the uid the variable holds ("terminal" appended: process.terminal).
+const stdioOwnerEnv = "BULKHEAD_TEST_STDIO_OWNER"
+
+func stdioOwnerChild(arg string) {
+	uidText, terminal := strings.CutSuffix(arg, ",terminal")
+	uid, err := strconv.ParseUint(uidText, 10, 32)
+	if err == nil {
+		err = JudgeStdioOwner(uint32(uid), terminal)
+	}
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return
+	}
+	os.Stderr.WriteString("ok\n")
+}
+
+// judgeStdioOwnerAs runs a child whose stdin is in and stdout is out
+// (nil: a pipe) and returns what the judge said of them for uid.
+func judgeStdioOwnerAs(t *testing.T, in, out *os.File, uid string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), stdioOwnerEnv+"="+uid)
+	cmd.Stdin = in
+	if out != nil {
+		cmd.Stdout = out
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("child: %v: %s", err, stderr.String())
+	}
+	return strings.TrimSpace(stderr.String())
+}
+
+// ownedFile creates a regular file owned by uid; chowning needs root.
+func ownedFile(t *testing.T, uid int) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stdio"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if uid != os.Geteuid() {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to give a file to another uid")
+		}
+		if err := f.Chown(uid, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+func openFile(t *testing.T, path string, flag int) *os.File {
+	t.Helper()
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		t.Skipf("%s: %v", path, err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func TestJudgeStdioOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: files are given to other uids, as runc's init does")
+	}
+	const sandbox = "65534"
+	root := ownedFile(t, 0)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	fifo := filepath.Join(t.TempDir(), "init-stdout")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	slave := os.NewFile(uintptr(openPtySlave(t)), "pty-slave")
+	cases := []struct {
+		name    string
+		in, out *os.File
+		uid     string
+		want    string // "ok" or a fragment of the refusal
+	}{
+		{"root's regular file as stdin", root, nil, sandbox,
+			"stdin (descriptor 0) is a regular file (" + root.Name() + ") owned by uid 0; runc would give it to the container's uid 65534"},
+		{"root's regular file as stdout", nil, root, sandbox, "stdout (descriptor 1) is a regular file (" + root.Name() + ")"},
+		{"a file already the container's", ownedFile(t, 65534), ownedFile(t, 65534), sandbox, "ok"},
+		{"root's file for a root container", root, root, "0", "ok"},
+		{"a pipe", pr, pw, sandbox, "ok"},
+		{"an engine's named FIFO", openFile(t, fifo, os.O_RDWR), nil, sandbox, "ok"},
+		{"/dev/null", openFile(t, os.DevNull, os.O_RDWR), nil, sandbox, "ok"},
+		{"/dev/urandom", openFile(t, "/dev/urandom", os.O_RDONLY), nil, sandbox, "stdin (descriptor 0) is /dev/urandom (/dev/urandom) owned by uid 0"},
+		{"the caller's terminal", slave, nil, sandbox, "stdin (descriptor 0) is a pty slave (/dev/pts/"},
+		{"root's file under a terminal of runc's own", root, root, sandbox + ",terminal", "ok"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var before unix.Stat_t
+			if c.in != nil {
+				if err := unix.Fstat(int(c.in.Fd()), &before); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := judgeStdioOwnerAs(t, c.in, c.out, c.uid)
+			t.Logf("%s", got)
+			if c.want == "ok" && got != "ok" || c.want != "ok" && !strings.Contains(got, c.want) {
+				t.Errorf("judge said %q, want %q", got, c.want)
+			}
+			if c.want != "ok" && !strings.Contains(got, "hand a pipe: cat file | bulkhead run ..., bulkhead run ... | cat > out") {
+				t.Errorf("refusal %q does not say what to hand instead", got)
+			}
+			var after unix.Stat_t
+			if c.in != nil {
+				if err := unix.Fstat(int(c.in.Fd()), &after); err != nil {
+					t.Fatal(err)
+				}
+				if after.Uid != before.Uid {
+					t.Errorf("judging changed the owner from %d to %d", before.Uid, after.Uid)
+				}
+			}
+		})
+	}
+}
