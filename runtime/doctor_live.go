@@ -87,6 +87,10 @@ func doctorLive(ctx context.Context, g *Globals, opt doctor.Options, name string
 		return c
 	}
 	defer logFile.Close()
+	if err := giveToContainer(logFile, &sel.Profile); err != nil {
+		c.Status, c.Found = doctor.StatusFail, err.Error()
+		return c
+	}
 	create := exec.CommandContext(ctx, self, p.bulkheadArgv("create", "--bundle", p.bundle.Dir, "--pid-file", filepath.Join(work, "init.pid"), id)[1:]...)
 	create.Stdout, create.Stderr = logFile, logFile
 	create.Cancel = func() error { return create.Process.Signal(syscall.SIGTERM) }

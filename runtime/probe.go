@@ -21,6 +21,7 @@ import (
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/probe"
 	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // ProbeOptions configure one `bulkhead probe`.
@@ -162,7 +163,8 @@ func (p *probeRun) run(ctx context.Context) error {
 	}
 
 	// The container's stdout is this pipe; its stderr and bulkhead's go to
-	// a file (a pipe nobody drains could block the container).
+	// a file (a pipe nobody drains could block the container), the
+	// container's own from the start (see giveToContainer).
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -174,6 +176,10 @@ func (p *probeRun) run(ctx context.Context) error {
 		return err
 	}
 	defer errFile.Close()
+	if err := giveToContainer(errFile, &p.sel.Profile); err != nil {
+		outW.Close()
+		return err
+	}
 	devNull, err := os.Open(os.DevNull)
 	if err != nil {
 		outW.Close()
@@ -286,4 +292,21 @@ func probeLogTail(path string) string {
 		lines = lines[len(lines)-5:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// giveToContainer makes a file bulkhead hands its probe's container as
+// stdio the uid's the container runs as: runc's init would chown it to
+// that uid anyway, and create refuses a stdio file that is not already
+// that uid's (backend.JudgeStdioOwner). The file lies in a directory
+// only root may enter and is removed with it. The probe's bundle asks
+// for root, which the identity rule replaces with the profile's uid in
+// enforce mode; in audit mode the container runs as root.
+func giveToContainer(f *os.File, prof *specs.Profile) error {
+	if prof.Mode != specs.Enforce {
+		return nil
+	}
+	if err := f.Chown(int(prof.UID), -1); err != nil {
+		return fmt.Errorf("give %s to the container's uid %d: %w", f.Name(), prof.UID, err)
+	}
+	return nil
 }

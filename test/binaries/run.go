@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,9 +46,8 @@ type Cmd struct {
 }
 
 // Run runs name with args and a two-minute deadline. stdout and stderr are
-// files, as an engine's fifos are: a created container's init inherits
-// them and keeps them open, so waiting for a pipe to close would wait for
-// the container.
+// Captures: pipes, as an engine's fifos are, read up to the process's
+// exit rather than to their end, which a created container holds open.
 func (c Cmd) Run(t testing.TB, name string, args ...string) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -65,19 +63,17 @@ func (c Cmd) Run(t testing.TB, name string, args ...string) Result {
 	if c.StdinFile != nil {
 		cmd.Stdin = c.StdinFile
 	}
-	dir := t.TempDir()
-	out, err := os.Create(filepath.Join(dir, "stdout"))
+	out, err := NewCapture()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
-	errf, err := os.Create(filepath.Join(dir, "stderr"))
+	errOut, err := NewCapture()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer errf.Close()
-	cmd.Stdout, cmd.Stderr = out, errf
+	cmd.Stdout, cmd.Stderr = out.W, errOut.W
 	err = cmd.Run()
+	stdout, stderr := out.Collect(), errOut.Collect()
 	code := 0
 	var ee *exec.ExitError
 	switch {
@@ -86,11 +82,9 @@ func (c Cmd) Run(t testing.TB, name string, args ...string) Result {
 	case err != nil:
 		t.Fatalf("%s %v: %v", name, args, err)
 	}
-	stdout, _ := os.ReadFile(out.Name())
-	stderr, _ := os.ReadFile(errf.Name())
 	var rss int64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss * 1024 // Linux reports KiB
 	}
-	return Result{string(stdout), string(stderr), code, rss}
+	return Result{stdout, stderr, code, rss}
 }

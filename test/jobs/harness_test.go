@@ -149,8 +149,9 @@ func (o outcome) String() string {
 	return fmt.Sprintf("exit %d after %v; output:\n%s", o.code, o.wall.Round(time.Millisecond), o.output)
 }
 
-// command runs argv with stdout and stderr into one file (a container's
-// init keeps inherited pipes open) and returns its outcome.
+// command runs argv with stdout and stderr into one Capture (a pipe,
+// since runc gives a stdio file to the container's uid) and returns its
+// outcome.
 func command(t *testing.T, dir string, env []string, argv ...string) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
@@ -159,15 +160,15 @@ func command(t *testing.T, dir string, env []string, argv ...string) outcome {
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.WaitDelay = 10 * time.Second
-	f, err := os.Create(filepath.Join(t.TempDir(), "output"))
+	out, err := binaries.NewCapture()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Stdout, cmd.Stderr = out.W, out.W
 	start := time.Now()
 	err = cmd.Run()
 	o := outcome{wall: time.Since(start)}
+	o.output = out.Collect()
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -178,8 +179,6 @@ func command(t *testing.T, dir string, env []string, argv ...string) outcome {
 	if ctx.Err() != nil {
 		t.Fatalf("%v: no result within %v", argv, jobTimeout)
 	}
-	data, _ := os.ReadFile(f.Name())
-	o.output = string(data)
 	return o
 }
 
