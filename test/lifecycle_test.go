@@ -13,6 +13,7 @@ import (
 
 	"github.com/containerd/console"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime"
@@ -295,6 +296,83 @@ func TestRunRefusesADirectoryAsStdin(t *testing.T) {
 	res = bulkheadWithStdin(t, null, "--root", root, "run", "--bundle", bundle.New(t, []string{"echo", "ran"}), id)
 	if res.code != 0 || !strings.Contains(res.stdout, "ran") {
 		t.Fatalf("run with /dev/null as stdin: exit %d\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestRunRefusesAFileRuncWouldChown: runc's init chowns a stdio file to
+// the container's uid (65534 under the default profile), so `run` with a
+// root-owned file as stdout is refused and the file keeps its owner; a
+// file already 65534's, and a pipe, are handed over.
+func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	id := uniqueID("stdout-file")
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	runWithStdout := func(out *os.File) (int, string) {
+		t.Helper()
+		cmd := exec.Command(binaries.Bulkhead(t), "--root", root, "run", "--bundle", bundle.New(t, []string{"echo", "ran"}), id)
+		stderr, err := binaries.NewCapture()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = out, stderr.W
+		err = cmd.Run()
+		msg := stderr.Collect()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return cmd.ProcessState.ExitCode(), msg
+	}
+	ownerOf := func(f *os.File) uint32 {
+		t.Helper()
+		var st unix.Stat_t
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Uid
+	}
+	stdoutFile := func(uid int) *os.File {
+		t.Helper()
+		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		if err := f.Chown(uid, -1); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+
+	rootOwned := stdoutFile(0)
+	code, stderr := runWithStdout(rootOwned)
+	if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a regular file ("+rootOwned.Name()+") owned by uid 0; runc would give it to the container's uid 65534") {
+		t.Fatalf("run with a root-owned file as stdout: exit %d\nstderr: %s", code, stderr)
+	}
+	if uid := ownerOf(rootOwned); uid != 0 {
+		t.Fatalf("the refused run gave the file to uid %d", uid)
+	}
+	if data, _ := os.ReadFile(rootOwned.Name()); len(data) != 0 {
+		t.Fatalf("the container ran with the file as stdout: %q", data)
+	}
+	assertGone(t, root, "runc", id)
+
+	sandboxOwned := stdoutFile(65534)
+	if code, stderr := runWithStdout(sandboxOwned); code != 0 {
+		t.Fatalf("run with a file of uid 65534 as stdout: exit %d\nstderr: %s", code, stderr)
+	}
+	if data, _ := os.ReadFile(sandboxOwned.Name()); string(data) != "ran\n" {
+		t.Fatalf("the container's stdout file holds %q, want \"ran\\n\"", data)
+	}
+
+	out, err := binaries.NewCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stderr = runWithStdout(out.W)
+	if got := out.Collect(); code != 0 || got != "ran\n" {
+		t.Fatalf("run with a pipe as stdout: exit %d, stdout %q\nstderr: %s", code, got, stderr)
 	}
 }
 
