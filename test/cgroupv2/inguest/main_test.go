@@ -65,32 +65,32 @@ func bulkhead(t *testing.T, stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), args...)
-	// Files, not pipes: a created container's init inherits create's
-	// stdio, and Wait would wait for it to close a pipe.
-	dir, err := os.MkdirTemp("", "bulkhead-cmd-")
+	// Pipes, not files: runc gives a stdio file to the container's uid,
+	// and bulkhead refuses one that is not already that uid's. Output is
+	// read up to create's exit (binaries.Capture), since a created
+	// container's init holds the write end.
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
-	in, out, errf := filepath.Join(dir, "stdin"), filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
-	if err := os.WriteFile(in, []byte(stdin), 0o600); err != nil {
+	defer inR.Close()
+	if _, err := inW.WriteString(stdin); err != nil { // a few lines: within the pipe's buffer
 		t.Fatal(err)
 	}
-	var files [3]*os.File
-	for i, p := range []string{in, out, errf} {
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		files[i] = f
+	inW.Close()
+	out, err := binaries.NewCapture()
+	if err != nil {
+		t.Fatal(err)
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[1], files[2]
+	errOut, err := binaries.NewCapture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, out.W, errOut.W
 	start := time.Now()
 	err = cmd.Run()
-	stdout, _ := os.ReadFile(out)
-	stderr, _ := os.ReadFile(errf)
-	r := result{stdout: string(stdout), stderr: string(stderr)}
+	stdout, stderr := out.Collect(), errOut.Collect()
+	r := result{stdout: stdout, stderr: stderr}
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.code = ee.ExitCode()
 	} else if err != nil {
