@@ -61,9 +61,10 @@ sed -i -e 's/"terminal": true/"terminal": false/' \
 grep -E '"uid"|"/demo.sh"|DEMO_API_TOKEN' "$bundle/config.json" | sed 's/^\s*/  config.json: /'
 
 step "bulkhead run: the policy rewrites the spec, runc creates, bulkhead verifies, then starts"
-# Through a pipe: runc gives a stdio file to the container's user, and
-# this script's output may be the caller's log file.
-"$bulkhead" "${g[@]}" run --bundle "$bundle" "$id" | cat
+# Through a pipe, with no input: runc gives the container's user every
+# stdio file it is handed, so bulkhead refuses the caller's terminal or
+# log file there (README, "What the caller hands the container").
+"$bulkhead" "${g[@]}" run --bundle "$bundle" "$id" </dev/null 2>&1 | cat
 
 step "what the audit log says about it"
 audit="$work/audit.jsonl"
