@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +21,11 @@ import (
 // each one's seccomp filter (a ptrace stop); without it the status fields
 // show the filter's presence only, which is enough for processes of an
 // exec that was itself read in full, since a filter cannot be removed.
+//
+// The processes are read side by side against one deadline for the whole
+// sweep (sweepTimeout), so however many processes the workload keeps from
+// being read, an exec waits for that once, not once per process; what is
+// still unread at the deadline is killed.
 func sweepContainer(c *recorded, full bool) error {
 	pids, own, err := containerProcesses(c.rec.InitPid)
 	if err != nil {
@@ -29,56 +35,98 @@ func sweepContainer(c *recorded, full bool) error {
 	if err != nil {
 		return err
 	}
-	var bad []error
-	setUpDeadline := time.Now().Add(initSetUpWait)
-	for _, pid := range pids {
-		p, err := holdProcess(pid)
-		if errors.Is(err, errGone) {
-			continue
-		}
-		if err != nil {
-			bad = append(bad, err)
-			continue
-		}
-		// A process that ended since the listing may have left its pid to
-		// another, which is not the container's to judge or kill: it is
-		// no longer in the namespace, or the cgroups, it was found by.
-		if own && !p.sharesPidNamespace(c.rec.InitPid) ||
-			!own && (verifyExecCgroup(pid, c.rec.InitPid) != nil || p.exited(0)) {
-			p.release()
-			continue
-		}
-		// Another exec's runc init, still setting itself up, has not yet
-		// dropped its capabilities or joined the cgroups: judge it once it
-		// runs its process, within one wait for the whole sweep.
-		awaitSetUp(p, c.rec.InitPid, setUpDeadline)
-		err = within(verifyExecTimeout, func() error {
-			read := verify.Status
-			if full {
-				read = verify.Process
-			}
-			r, err := read(pid, e)
-			if err == nil {
-				err = r.Err()
-			}
-			if err == nil {
-				err = verifyExecCgroup(pid, c.rec.InitPid)
-			}
-			return err
-		})
-		if err != nil && !p.ending() {
-			if kerr := p.kill(); kerr != nil {
-				err = fmt.Errorf("%w (and it could not be killed: %v)", err, kerr)
-			} else if !p.exited(5 * time.Second) {
-				err = fmt.Errorf("%w (killed, still there after 5s)", err)
-			} else {
-				err = fmt.Errorf("%w (killed)", err)
-			}
-			bad = append(bad, fmt.Errorf("process %d in the container: %w", pid, err))
-		}
-		p.release()
+	s := sweep{c: c, e: e, own: own, full: full,
+		setUpDeadline: time.Now().Add(initSetUpWait), deadline: time.Now().Add(sweepTimeout)}
+	bad := make([]error, len(pids))
+	readers := make(chan struct{}, sweepReaders)
+	var wg sync.WaitGroup
+	for i, pid := range pids {
+		readers <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-readers }()
+			bad[i] = s.process(pid)
+		}()
 	}
+	wg.Wait()
 	return errors.Join(bad...)
+}
+
+// sweepTimeout bounds one sweep as a whole. It is the bound one read of
+// one process has (verifyExecTimeout): the reads run side by side, and a
+// read of a process that can be stopped takes milliseconds even on a
+// loaded machine, so every read of the sweep still has as long as a read
+// ever had, and no exec waits longer for a sweep, whatever the workload.
+// A process parked in vfork is killed after vforkGrace, well before it.
+const sweepTimeout = verifyExecTimeout
+
+// sweepReaders bounds the reads in progress at once: each read under
+// ptrace holds a thread of its own, and concurrent execs' sweeps meet on
+// the same processes, where one tracer waits for another. Eight at a time
+// end a sweep of the default profile's 64 processes, all parked in vfork
+// (vforkGrace each), in about 16 s, within sweepTimeout.
+const sweepReaders = 8
+
+// sweep is one sweep of a container's processes.
+type sweep struct {
+	c                       *recorded
+	e                       *verify.Expectation
+	own, full               bool
+	setUpDeadline, deadline time.Time
+}
+
+// process reads one process of the sweep and kills it when it does not
+// hold or cannot be read by the deadline; the error says which and why.
+func (s *sweep) process(pid int) error {
+	p, err := holdProcess(pid)
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer p.release()
+	// A process that ended since the listing may have left its pid to
+	// another, which is not the container's to judge or kill: it is
+	// no longer in the namespace, or the cgroups, it was found by.
+	initPid := s.c.rec.InitPid
+	if s.own && !p.sharesPidNamespace(initPid) ||
+		!s.own && (verifyExecCgroup(pid, initPid) != nil || p.exited(0)) {
+		return nil
+	}
+	// Another exec's runc init, still setting itself up, has not yet
+	// dropped its capabilities or joined the cgroups: judge it once it
+	// runs its process, within one wait for the whole sweep.
+	awaitSetUp(p, initPid, s.setUpDeadline)
+	err = readWithin(p, s.deadline, func() error {
+		read := verify.Status
+		if s.full {
+			read = verify.Process
+		}
+		r, err := read(pid, s.e)
+		if err == nil {
+			err = r.Err()
+		}
+		if err == nil {
+			err = verifyExecCgroup(pid, initPid)
+		}
+		return err
+	})
+	if errors.Is(err, errTooSlow) {
+		err = fmt.Errorf("%w: the container's processes could not all be read within %s", err, sweepTimeout)
+	}
+	if err == nil || p.ending() {
+		return nil
+	}
+	if kerr := p.kill(); kerr != nil {
+		err = fmt.Errorf("%w (and it could not be killed: %v)", err, kerr)
+	} else if !p.exited(5 * time.Second) {
+		err = fmt.Errorf("%w (killed, still there after 5s)", err)
+	} else {
+		err = fmt.Errorf("%w (killed)", err)
+	}
+	return fmt.Errorf("process %d in the container: %w", pid, err)
 }
 
 // containerProcesses lists the host pids of the container's processes,

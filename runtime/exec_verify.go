@@ -189,7 +189,7 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
 		return endedExec(c, id, nil)
 	}
-	err = within(verifyExecTimeout, func() error { return checkExeced(c, policed, pid) })
+	err = readWithin(p, time.Now().Add(verifyExecTimeout), func() error { return checkExeced(c, policed, pid) })
 	if errors.Is(err, errTooSlow) {
 		// A read that hangs (a ptrace stop that never comes) is no
 		// evidence: the process goes, which also ends the read.
@@ -255,8 +255,6 @@ func endedExec(c *recorded, id string, read error) (outcome string, why, err err
 // verifyExecTimeout bounds the reads of an exec'd process.
 const verifyExecTimeout = 30 * time.Second
 
-var errTooSlow = errors.New("verification after exec did not finish")
-
 // checkExeced reads the exec'd process: its status and seccomp filter
 // against the profile, and, under runc, its cgroup against the init's.
 func checkExeced(c *recorded, policed *rspec.Process, pid int) error {
@@ -297,19 +295,4 @@ func execExpectation(c *recorded) (*verify.Expectation, error) {
 	}
 	e.WorkloadRan = true
 	return e, nil
-}
-
-// within runs f and returns its error, or errTooSlow once d has passed;
-// f then goes on in the background (the caller ends what it waits for).
-func within(d time.Duration, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return errTooSlow
-	}
 }
