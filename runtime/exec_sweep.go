@@ -27,7 +27,7 @@ import (
 // being read, an exec waits for that once, not once per process; what is
 // still unread at the deadline is killed.
 func sweepContainer(c *recorded, full bool) error {
-	pids, own, err := containerProcesses(c.rec.InitPid)
+	pids, own, err := containerProcesses(c.rec.InitPid, c.rec.Pod != nil)
 	if err != nil {
 		return fmt.Errorf("the container's processes cannot be listed: %w", err)
 	}
@@ -136,11 +136,16 @@ func (s *sweep) process(pid int) error {
 // the container's cgroups (which a cgroup listing would miss). Otherwise
 // (a pod's shared namespace, which holds its other containers too) they
 // are the processes in the init's cgroups.
-func containerProcesses(initPid int) (pids []int, own bool, err error) {
+func containerProcesses(initPid int, podSandbox bool) (pids []int, own bool, err error) {
 	own, ns, err := ownPidNamespace(initPid)
 	if err != nil {
 		return nil, false, err
 	}
+	// A pod sandbox's init is pid 1 of a namespace the pod's containers
+	// may join (a pod that shares its process namespace): its processes
+	// are those of its cgroups, or an exec into the sandbox would judge,
+	// and kill, every container of the pod.
+	own = own && !podSandbox
 	if !own {
 		g, err := cgroups.ForPID(initPid)
 		if err != nil {

@@ -162,12 +162,16 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 	return fmt.Sprintf("a file of type %#o", st.Mode&unix.S_IFMT), fmt.Errorf("the policy does not know it")
 }
 
-// judgeHandedSocket lets a socket be stdio (engines and ssh hand
-// socketpairs, inetd a connection) if it is a unix or IP one; a
-// preserved socket must be listening, which is what socket activation
-// hands and all --preserve-fds exists for. A connected or unconnected
-// preserved socket reaches a host service (a docker.sock connection is
-// the host's engine) the container's empty network could never reach.
+// judgeHandedSocket lets only a listening unix or IP socket through, and
+// only as a preserved descriptor: socket activation, what --preserve-fds
+// exists for. A socket keeps the network namespace it was made in, so
+// any other one reaches past the container's empty network: an
+// unconnected or raw one is the host's network (connect to a host-only
+// service or an abstract unix socket, read and forge IP traffic), a
+// connected one the service at its other end (a docker.sock connection
+// is the host's engine). That holds for stdio too: engines hand pipes
+// and FIFOs, and a caller with a socket for stdio (ssh, inetd) hands
+// the container a pipe instead (`... | bulkhead run ... | cat`).
 func judgeHandedSocket(fd int, stdio bool) (string, error) {
 	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
@@ -177,7 +181,7 @@ func judgeHandedSocket(fd int, stdio bool) (string, error) {
 		return fmt.Sprintf("a socket of family %d", domain), fmt.Errorf("only unix and IP sockets may be handed")
 	}
 	if stdio {
-		return "", nil
+		return "a socket", fmt.Errorf("a socket keeps the network it was made in: as stdio it reaches past the container's empty network (an unconnected one to the host's, a connected one to the service at its other end)")
 	}
 	listening, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
 	if err != nil {
@@ -186,7 +190,7 @@ func judgeHandedSocket(fd int, stdio bool) (string, error) {
 	if listening == 1 {
 		return "", nil
 	}
-	return "a socket that is not listening", fmt.Errorf("a connected socket reaches a host service; only a listening socket (socket activation) may be preserved")
+	return "a socket that is not listening", fmt.Errorf("a connected or unconnected socket reaches past the container's empty network; only a listening socket (socket activation) may be preserved")
 }
 
 // JudgeHanded judges what a verb whose stdio reaches a container process

@@ -37,8 +37,9 @@ func TestJudgeHandedFile(t *testing.T) {
 		{"a file in /sys/fs/cgroup", openCgroupFile, "pseudo filesystem", "pseudo filesystem"},
 		{"eventfd", openEventfd, "anonymous kernel object", "anonymous kernel object"},
 		{"pidfd", openPidfd, "pidfd", "pidfd"},
-		{"listening unix socket", openListener, "", ""},
-		{"connected unix socket", openSocketpair, "", "not listening"},
+		{"listening unix socket", openListener, "keeps the network it was made in", ""},
+		{"connected unix socket", openSocketpair, "keeps the network it was made in", "not listening"},
+		{"unconnected TCP socket", openTCPSocket, "keeps the network it was made in", "not listening"},
 		{"/dev/ptmx", openPath("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY), "pty master", "pty master"},
 		{"pty slave", openPtySlave, "", ""},
 		{"/dev/kmsg", openPath("/dev/kmsg", unix.O_RDONLY), "character device 1:11", "character device 1:11"},
@@ -243,4 +244,15 @@ func childOutput(stdin *os.File, env string) (string, error) {
 	cmd.Stdin = stdin
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// openTCPSocket is a socket of the host's network namespace, never
+// connected: in the container it would connect from the host's network.
+func openTCPSocket(t *testing.T) int {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
 }
