@@ -389,7 +389,7 @@ func TestGVisor(t *testing.T) {
 		t.Skip("runsc is not installed")
 	}
 	ws := probeout.NewWorkspace(t)
-	id, code, out, throttled := gvisorProbe(t, d, ws)
+	id, code, out, throttled, oomKilled := gvisorProbe(t, d, ws)
 	// Every control but memory reports before done; memory runs after it
 	// and dockerd's OOMKilled is its verdict. cpu is the host's to judge
 	// (gVisor counts throttled time as its own): it holds when the
@@ -403,16 +403,14 @@ func TestGVisor(t *testing.T) {
 	probeout.AssertControls(t, out, ws, beforeDone, func(l probeout.Line) bool {
 		return l.Control == "cpu" && strings.Contains(l.Observed, "not judged: gVisor") && throttled
 	})
-	// dockerd handles the shim's OOM event apart from the exit that
-	// `docker wait` returned on, and on a loaded host after it: wait for
-	// the flag, bounded; never set in that time is a failure.
-	oom := ""
-	engine.Eventually(20*time.Second, func() bool {
-		oom = d.Must(t, "inspect", "-f", "{{.State.OOMKilled}}", id)
-		return oom == "true"
-	})
-	if oom != "true" {
-		t.Errorf("memory: the sandbox was not OOM-killed after done (OOMKilled=%s, exit %s)\n%s", oom, code, d.Run(t, "logs", id))
+	// The kernel's word (cgroup v1 here: the sandbox's memory group
+	// counted an OOM kill), or dockerd's OOMKilled, which the shim relays
+	// from the kernel: dockerd's alone was found unset now and then under
+	// runsc (exit 137 all the same), and the kernel's is read in a race
+	// with the group's removal.
+	kernel := oomKilled != nil && oomKilled()
+	if oom := d.Must(t, "inspect", "-f", "{{.State.OOMKilled}}", id); !kernel && oom != "true" {
+		t.Errorf("memory: the sandbox was not OOM-killed after done (kernel oom_kill grew: %v, dockerd OOMKilled=%s, exit %s)\n%s", kernel, oom, code, d.Run(t, "logs", id))
 	}
 	if out := d.Must(t, "run", "--rm", "--runtime=bulkhead-runsc", image, "id", "-u"); out != "65534" {
 		t.Errorf("runsc container runs as %q, want 65534", out)
@@ -528,7 +526,7 @@ func TestInstall(t *testing.T) {
 // gvisorProbe runs the probe under bulkhead-runsc with ws at /workspace,
 // checks the sandbox's cgroup from the host while it spins, and returns
 // its output (stdout and stderr: a probe that died says why there).
-func gvisorProbe(t *testing.T, d *engine.Docker, ws *probeout.Workspace) (id, code, out string, throttled bool) {
+func gvisorProbe(t *testing.T, d *engine.Docker, ws *probeout.Workspace) (id, code, out string, throttled bool, oomKilled func() bool) {
 	t.Helper()
 	id = d.Must(t, "run", "-d", "--runtime=bulkhead-runsc", "-v", ws.Dir+":/workspace", image, "bulkhead-probe", "-gvisor", "-memory-after-done")
 	t.Cleanup(func() { d.Run(t, "rm", "-f", id) })
@@ -544,6 +542,7 @@ func gvisorProbe(t *testing.T, d *engine.Docker, ws *probeout.Workspace) (id, co
 	if l, err := os.ReadFile(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && strings.TrimSpace(string(l)) != strconv.Itoa(256<<20) {
 		t.Errorf("sandbox memory.limit_in_bytes = %s, want %d", l, 256<<20)
 	}
+	oomKilled = watchOOMKill(t, mem, 2*time.Minute)
 	throttled = engine.Eventually(15*time.Second, func() bool {
 		data, err := os.ReadFile(filepath.Join(cpu, "cpu.stat"))
 		if err != nil {
@@ -564,5 +563,5 @@ func gvisorProbe(t *testing.T, d *engine.Docker, ws *probeout.Workspace) (id, co
 	if logs.Stderr != "" {
 		t.Logf("probe stderr:\n%s", logs.Stderr)
 	}
-	return id, code, logs.Stdout, throttled
+	return id, code, logs.Stdout, throttled, oomKilled
 }
