@@ -542,7 +542,7 @@ func gvisorProbe(t *testing.T, d *engine.Docker, ws *probeout.Workspace) (id, co
 	if l, err := os.ReadFile(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && strings.TrimSpace(string(l)) != strconv.Itoa(256<<20) {
 		t.Errorf("sandbox memory.limit_in_bytes = %s, want %d", l, 256<<20)
 	}
-	oomKilled = watchOOMKill(t, mem, 2*time.Minute)
+	oomKilled = watchOOMKill(t, pid, mem, 2*time.Minute)
 	throttled = engine.Eventually(15*time.Second, func() bool {
 		data, err := os.ReadFile(filepath.Join(cpu, "cpu.stat"))
 		if err != nil {

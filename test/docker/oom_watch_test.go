@@ -4,28 +4,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/cgroups"
 )
 
-// oomKills is the oom_kill counter of a cgroup v1 memory group, false
-// when the group cannot be read (gone, or not v1).
-func oomKills(dir string) (int, bool) {
-	data, err := os.ReadFile(filepath.Join(dir, "memory.oom_control"))
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, err := strconv.Atoi(strings.TrimSpace(v))
-			return n, err == nil
-		}
-	}
-	return 0, false
+// oomKills is the OOM-kill count of the group, false when it cannot be
+// read (gone, or no memory controller).
+func oomKills(g *cgroups.Group) (uint64, bool) {
+	e, err := g.Events()
+	return e.OOMKills, err == nil
 }
 
 // watchOOMKill asks the kernel to tell when the cgroup v1 memory group
@@ -34,11 +25,18 @@ func oomKills(dir string) (int, bool) {
 // there: the kernel's own evidence that it killed in that group, which
 // does not depend on an engine relaying an event. The returned function
 // waits for the answer, at most timeout; nil where the group is not v1.
-func watchOOMKill(t *testing.T, dir string, timeout time.Duration) func() bool {
+func watchOOMKill(t *testing.T, pid int, dir string, timeout time.Duration) func() bool {
 	t.Helper()
-	before, ok := oomKills(dir)
-	if !ok {
+	if _, err := os.Stat(filepath.Join(dir, "cgroup.event_control")); err != nil {
 		return nil
+	}
+	g, err := cgroups.ForPID(pid)
+	if err != nil {
+		t.Fatalf("cgroup of the sandbox: %v", err)
+	}
+	before, ok := oomKills(g)
+	if !ok {
+		t.Fatalf("the sandbox's memory cgroup has no OOM-kill count")
 	}
 	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
@@ -65,7 +63,7 @@ func watchOOMKill(t *testing.T, dir string, timeout time.Duration) func() bool {
 			return
 		}
 		for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-			n, ok := oomKills(dir)
+			n, ok := oomKills(g)
 			if !ok || n > before {
 				killed <- ok
 				return
