@@ -69,7 +69,7 @@ func openFile(t *testing.T, path string, flag int) *os.File {
 	t.Helper()
 	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
-		t.Skipf("%s: %v", path, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
