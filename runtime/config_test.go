@@ -219,3 +219,17 @@ func TestConfigCgroupParents(t *testing.T) {
 		}
 	}
 }
+
+// A bad egress entry is refused in one line naming the file, the profile,
+// the key and the entry.
+func TestConfigEgressRefusal(t *testing.T) {
+	path := writeTestConfig(t, "[profiles.install]\negress = [\"registry.npmjs.org:443\", \"pypi.org\"]\n")
+	_, err := LoadConfig(path, true)
+	want := "config " + path + `: profile install: egress "pypi.org": want host:port`
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("error %v, want one line starting %q", err, want)
+	}
+	if _, err := LoadConfig(writeTestConfig(t, "[profiles.install]\negress = [\"*.npmjs.org:443\"]\n"), true); err != nil {
+		t.Fatalf("a good list refused: %v", err)
+	}
+}

@@ -105,6 +105,17 @@ type Profile struct {
 	// cgroupsPath that holds processes is someone's, and a container below
 	// it would share that one's limits (rule cgroups_path).
 	CgroupParents []string `toml:"cgroup_parents" json:"cgroup_parents,omitempty"`
+
+	// Egress are the destinations ("host:port", "*.domain:port" or
+	// "address:port") the job may reach through the egress broker, an
+	// HTTP proxy bulkhead runs outside the sandbox; none by default. The
+	// network namespace stays loopback-only either way.
+	Egress []string `toml:"egress" json:"egress,omitempty"`
+	// EgressConnections bounds the broker's open connections of one
+	// container; EgressBytes the bytes it carries for it, both ways
+	// together, over the container's life ("0": no bound).
+	EgressConnections int    `toml:"egress_connections" json:"egress_connections"`
+	EgressBytes       string `toml:"egress_bytes" json:"egress_bytes"`
 }
 
 // DefaultCgroupParents are the grouping parents of the engines bulkhead
@@ -153,7 +164,15 @@ func DefaultProfile() Profile {
 		WorkspaceSize:      "128m",
 		WorkspaceOwners:    []string{"1000-60000"},
 		CgroupParents:      slices.Clone(DefaultCgroupParents),
+		Egress:             []string{},
+		EgressConnections:  32,
+		EgressBytes:        "1g",
 	}
+}
+
+// EgressBytesLimit is egress_bytes in bytes, 0 for none.
+func (p *Profile) EgressBytesLimit() (int64, error) {
+	return parseSize("egress_bytes", p.EgressBytes)
 }
 
 // MemoryBytes is the memory ceiling in bytes, 0 for none.
@@ -271,10 +290,32 @@ func (p *Profile) Validate() error {
 			return fmt.Errorf("profile %s: cgroup_parents %q: %w", p.Name, d, err)
 		}
 	}
+	if err := p.validateEgress(); err != nil {
+		return fmt.Errorf("profile %s: %w", p.Name, err)
+	}
 	switch p.WorkspaceMode {
 	case "", "overlay", "readonly", "direct":
 	default:
 		return fmt.Errorf("profile %s: workspace_mode %q: want overlay, readonly or direct", p.Name, p.WorkspaceMode)
+	}
+	return nil
+}
+
+// validateEgress refuses an egress list the broker could not hold: a bad
+// entry, or egress beside the caller's network, where the job would not
+// need the broker and nothing would hold it to the list.
+func (p *Profile) validateEgress() error {
+	if _, err := ParseEgress(p.Egress); err != nil {
+		return err
+	}
+	if len(p.Egress) > 0 && p.Network != NetworkNone {
+		return fmt.Errorf("egress needs network %q: with network %q the job bypasses the broker", NetworkNone, p.Network)
+	}
+	if p.EgressConnections < 1 {
+		return fmt.Errorf("egress_connections %d: want 1 or more", p.EgressConnections)
+	}
+	if _, err := p.EgressBytesLimit(); err != nil {
+		return err
 	}
 	return nil
 }
