@@ -142,6 +142,14 @@ func MakePlan(in PlanInput) (*Plan, error) {
 			return p, nil
 		}
 		if gvisor {
+			if len(sel.Profile.Egress) > 0 {
+				// gVisor's netstack has its own loopback: a socket the broker
+				// opens in the sandbox's host namespace is not reachable
+				// from inside, and the job would get a proxy that is not there.
+				p.PlanErr = fmt.Errorf("profile %s: egress is not available on backend %s yet; use runc or an empty egress list",
+					sel.Profile.Name, sel.Backend.Name)
+				return p, nil
+			}
 			// Before the translation: the program installs the filter
 			// as Linux reads it, not as runsc's converter needs it.
 			if p.PlanErr = p.addSeccompExec(at); p.PlanErr != nil {

@@ -38,6 +38,7 @@ const (
 	LayerCPU          Layer = "cpu cgroup"
 	LayerIO           Layer = "blkio/io cgroup"
 	LayerRlimit       Layer = "rlimit"
+	LayerEgressBroker Layer = "egress broker"
 	LayerNone         Layer = "validation only"
 )
 

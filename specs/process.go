@@ -32,6 +32,7 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	ds = append(ds, forbidNewPrivileges(out)...)
 	ds = append(ds, demoteUser(c.Profile, out)...)
 	ds = append(ds, dropSecretEnv(c.Profile, out)...)
+	ds = append(ds, proxyEnv(c.Profile, out)...)
 	ds = append(ds, checkCwd(out, rootfs)...)
 	ds = append(ds, clampRlimits(out)...)
 	ds = append(ds, raiseOOMScoreAdj(out)...)

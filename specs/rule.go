@@ -64,6 +64,8 @@ type Rule struct {
 // only where one control reads what another wrote: seccomp is computed
 // after the capabilities are dropped, host_mounts sees the /tmp tmpfs and
 // not the caller's /tmp bind, sysctl sees the final network namespace,
+// egress sets its proxy variables after environment dropped the caller's
+// credential-carrying ones,
 // and mount_order comes after every rule that adds a mount.
 var Rules = []Rule{
 	{"unknown_fields", ruleUnknownFields},
@@ -91,6 +93,7 @@ var Rules = []Rule{
 	{"cpu", ruleCPU},
 	{"blkio", ruleBlkio},
 	{"environment", ruleEnvironment},
+	{"egress", ruleEgress},
 	{"cwd", ruleCwd},
 	{"sysctl", ruleSysctl},
 	{"hooks", ruleHooks},
