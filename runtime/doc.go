@@ -17,6 +17,7 @@
 //	runtime/probe/protocol  the probe's line format and layer names, shared
 //	                   with cmd/bulkhead-probe
 //	runtime/watchdog   max_lifetime, enforced from outside the sandbox
+//	runtime/detach     starting the processes that stay beside a container
 //	runtime/workspace  copy-on-write workspaces and their changes
 //	runtime/doctor     the host checks of bulkhead doctor, runc's known escapes
 //

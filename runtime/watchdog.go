@@ -8,6 +8,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"bulkhead.dev/bulkhead/runtime/detach"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/runtime/watchdog"
 	"bulkhead.dev/bulkhead/specs"
@@ -33,7 +34,7 @@ func (c *creation) startWatchdog() error {
 	if err != nil {
 		return err
 	}
-	pid, err := watchdog.Spawn(watchdogArgv(self, c.g, true, c.rec.ID, c.rec.InitPid, c.lifetime))
+	pid, err := detach.Spawn("watchdog", watchdogArgv(self, c.g, true, c.rec.ID, c.rec.InitPid, c.lifetime))
 	if err != nil {
 		return fmt.Errorf("max_lifetime %s: start watchdog: %w", c.lifetime, err)
 	}
@@ -58,13 +59,13 @@ func watchdogArgv(self string, g *Globals, spawn bool, id string, pid int, lifet
 }
 
 // SpawnWatchdog is the intermediate process between create and the
-// watchdog (watchdog.Detach).
+// watchdog (detach.Detach).
 func SpawnWatchdog(g *Globals, id string, initPid int, lifetime time.Duration) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	return watchdog.Detach(watchdogArgv(self, g, false, id, initPid, lifetime))
+	return detach.Detach("watchdog", watchdogArgv(self, g, false, id, initPid, lifetime))
 }
 
 // Watchdog is the watchdog verb: it finds the container's backend in its
