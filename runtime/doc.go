@@ -18,6 +18,7 @@
 //	                   with cmd/bulkhead-probe
 //	runtime/watchdog   max_lifetime, enforced from outside the sandbox
 //	runtime/detach     starting the processes that stay beside a container
+//	runtime/egress     the egress broker, an HTTP proxy outside the sandbox
 //	runtime/workspace  copy-on-write workspaces and their changes
 //	runtime/doctor     the host checks of bulkhead doctor, runc's known escapes
 //

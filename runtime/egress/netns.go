@@ -1,0 +1,82 @@
+package egress
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// ListenIn opens a TCP listener on addr inside the network namespace of
+// the process pidfd holds (the container's init), from a process that
+// stays in the host's namespace. A socket belongs to the namespace it was
+// made in, whatever thread uses it later: so one OS thread enters the
+// container's namespace, makes the socket and goes back, and the broker
+// accepts there while it dials from the host.
+//
+// It refuses a namespace that is the broker's own (a container sharing the
+// host's network), and a pid that no longer is the process of pidfd.
+func ListenIn(pid, pidfd int, addr string) (net.Listener, error) {
+	nsPath := fmt.Sprintf("/proc/%d/ns/net", pid)
+	target, err := os.Open(nsPath)
+	if err != nil {
+		return nil, fmt.Errorf("network namespace of %d: %w", pid, err)
+	}
+	defer target.Close()
+	// The pid could have been reused between the pidfd and the open:
+	// while the pidfd's process lives, the pid is its.
+	if err := unix.PidfdSendSignal(pidfd, 0, nil, 0); err != nil {
+		return nil, fmt.Errorf("container init %d: %w", pid, err)
+	}
+	var theirs, ours unix.Stat_t
+	if err := unix.Fstat(int(target.Fd()), &theirs); err != nil {
+		return nil, err
+	}
+	if err := unix.Stat("/proc/self/ns/net", &ours); err != nil {
+		return nil, err
+	}
+	if theirs.Dev == ours.Dev && theirs.Ino == ours.Ino {
+		return nil, errors.New("the container shares the host's network namespace: the broker would listen on the host")
+	}
+
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// A thread that cannot go back stays locked: the runtime ends it
+		// with this goroutine instead of handing it to other code.
+		runtime.LockOSThread()
+		home, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		defer home.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("enter %s: %w", nsPath, err)}
+			return
+		}
+		ln, lerr := net.Listen("tcp", addr)
+		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
+			if ln != nil {
+				ln.Close()
+			}
+			done <- result{err: fmt.Errorf("return to the host's network namespace: %w", err)}
+			return
+		}
+		runtime.UnlockOSThread()
+		done <- result{ln, lerr}
+	}()
+	r := <-done
+	if r.err != nil {
+		return nil, fmt.Errorf("listen on %s in the container's network namespace: %w", addr, r.err)
+	}
+	return r.ln, nil
+}

@@ -1,0 +1,364 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// DialTimeout bounds one connection attempt to a destination address.
+const DialTimeout = 10 * time.Second
+
+// Connection is what the broker did with one request of the job: the
+// audit log gets one line each.
+type Connection struct {
+	// Destination is host:port as the job asked for it, Address the
+	// address the broker connected to ("" when it did not).
+	Destination, Address string
+	// Sent and Received count the bytes to and from the destination.
+	Sent, Received int64
+	// Verdict is "allowed", "denied" (the policy) or "failed" (allowed,
+	// but the destination could not be resolved or reached).
+	Verdict string
+	// Reason is a denial's or failure's one line.
+	Reason string
+}
+
+// Broker is one container's egress proxy.
+type Broker struct {
+	Allow []specs.EgressEntry
+	// MaxConns bounds the job's open connections to the broker; MaxBytes
+	// the bytes carried both ways in all, 0 for none.
+	MaxConns int
+	MaxBytes int64
+	// Audit gets every connection once it ends.
+	Audit func(Connection)
+	// Resolve, HostAddrs and Dial default to the host's resolver, its
+	// interfaces' addresses and a TCP dial.
+	Resolve   func(ctx context.Context, host string) ([]netip.Addr, error)
+	HostAddrs func() ([]netip.Addr, error)
+	Dial      func(ctx context.Context, addr string) (net.Conn, error)
+
+	used  atomic.Int64 // bytes carried
+	open  atomic.Int64 // client connections
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns map[net.Conn]struct{} // client connections, closed at shutdown
+}
+
+// Serve answers the job's requests on ln until ctx ends, then closes
+// every connection and returns once their audit lines are written.
+func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
+	b.conns = map[net.Conn]struct{}{}
+	srv := &http.Server{
+		Handler:           b,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(&limitedListener{Listener: ln, b: b}) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	srv.Close()
+	b.mu.Lock()
+	open := make([]net.Conn, 0, len(b.conns))
+	for c := range b.conns {
+		open = append(open, c)
+	}
+	b.mu.Unlock()
+	for _, c := range open {
+		c.Close()
+	}
+	b.wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// denial is a request the broker answers itself: status and one line.
+type denial struct {
+	status  int
+	verdict string
+	reason  string
+}
+
+func deny(reason string) *denial { return &denial{http.StatusForbidden, "denied", reason} }
+
+func fail(reason string) *denial { return &denial{http.StatusBadGateway, "failed", reason} }
+
+func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.wg.Add(1)
+	defer b.wg.Done()
+	host, port, dest, d := target(r)
+	c := Connection{Destination: dest}
+	defer func() { b.Audit(c) }()
+	var up net.Conn
+	if d == nil {
+		up, d = b.connect(r.Context(), host, port)
+	}
+	if d != nil {
+		c.Verdict, c.Reason = d.verdict, d.reason
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Bulkhead-Egress", d.verdict)
+		w.WriteHeader(d.status)
+		fmt.Fprintf(w, "bulkhead egress broker: %s %s: %s\n", dest, d.verdict, d.reason)
+		return
+	}
+	c.Verdict, c.Address = "allowed", up.RemoteAddr().String()
+	counted := &countedConn{Conn: up, b: b}
+	defer func() { c.Sent, c.Received = counted.sent.Load(), counted.received.Load() }()
+	defer up.Close()
+	var err error
+	if r.Method == http.MethodConnect {
+		err = b.tunnel(w, counted)
+	} else {
+		err = forward(w, r, counted)
+	}
+	if err != nil {
+		c.Reason = err.Error()
+	}
+}
+
+// target is the destination of a request: CONNECT host:port, or an
+// absolute http:// URI. A request for the broker itself (a path, not a
+// URI) or any other scheme is refused.
+func target(r *http.Request) (host string, port uint16, dest string, d *denial) {
+	var hostport string
+	switch {
+	case r.Method == http.MethodConnect:
+		hostport = r.Host
+	case r.URL.IsAbs() && r.URL.Scheme == "http" && r.URL.Host != "":
+		hostport = r.URL.Host
+		if r.URL.Port() == "" {
+			hostport = net.JoinHostPort(r.URL.Hostname(), "80")
+		}
+	case r.URL.IsAbs():
+		return "", 0, r.URL.Scheme + "://" + r.URL.Host, deny("only http:// is forwarded as is; other schemes go through CONNECT")
+	default:
+		return "", 0, r.Host, deny("this is an HTTP proxy: ask for http://host/path or CONNECT host:port")
+	}
+	h, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", 0, hostport, deny("want host:port")
+	}
+	n, err := specs.ParsePort(p)
+	if err != nil {
+		return "", 0, hostport, deny(err.Error())
+	}
+	if name, ok := specs.NormalizeHostName(h); ok {
+		h = name
+	}
+	return h, n, net.JoinHostPort(h, p), nil
+}
+
+// connect vets the destination and connects to it. A name outside the
+// egress list is never resolved: the job learns nothing of it, and the
+// resolver sees no query the job made up.
+func (b *Broker) connect(ctx context.Context, host string, port uint16) (net.Conn, *denial) {
+	if b.MaxBytes > 0 && b.used.Load() >= b.MaxBytes {
+		return nil, deny(fmt.Sprintf("the container used up its egress_bytes (%d bytes)", b.MaxBytes))
+	}
+	addrs, d := b.vet(ctx, host, port)
+	if d != nil {
+		return nil, d
+	}
+	dial := b.Dial
+	if dial == nil {
+		dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			var dl net.Dialer
+			return dl.DialContext(ctx, "tcp", addr)
+		}
+	}
+	var errs []string
+	for _, a := range addrs {
+		dctx, cancel := context.WithTimeout(ctx, DialTimeout)
+		conn, err := dial(dctx, netip.AddrPortFrom(a, port).String())
+		cancel()
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return nil, fail("cannot connect: " + strings.Join(errs, "; "))
+}
+
+// vet returns the addresses a destination may be reached at, or why not.
+func (b *Broker) vet(ctx context.Context, host string, port uint16) ([]netip.Addr, *denial) {
+	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		a = a.Unmap()
+		if b.listedAddr(a, port) {
+			return []netip.Addr{a}, nil
+		}
+		return nil, deny(fmt.Sprintf("address %s port %d is not in the profile's egress list; ask for a listed name", a, port))
+	}
+	name, ok := specs.NormalizeHostName(host)
+	if !ok {
+		return nil, deny(fmt.Sprintf("%q is no host name", host))
+	}
+	if !b.listedName(name, port) {
+		return nil, deny(fmt.Sprintf("%s:%d is not in the profile's egress list", name, port))
+	}
+	resolve := b.Resolve
+	if resolve == nil {
+		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, DialTimeout)
+	addrs, err := resolve(rctx, name)
+	cancel()
+	if err != nil || len(addrs) == 0 {
+		return nil, fail(fmt.Sprintf("cannot resolve %s: %v", name, err))
+	}
+	hostAddrs := b.HostAddrs
+	if hostAddrs == nil {
+		hostAddrs = hostAddresses
+	}
+	own, err := hostAddrs()
+	if err != nil {
+		return nil, fail(fmt.Sprintf("cannot read the host's own addresses to refuse them: %v", err))
+	}
+	// One refused address refuses the name: a name that mixes a public
+	// address with an internal one is pointed at the host's network.
+	for i, a := range addrs {
+		a = a.Unmap()
+		addrs[i] = a
+		if why := refusedAddress(a, own); why != "" && !b.listedAddr(a, port) {
+			return nil, deny(fmt.Sprintf("%s resolves to %s, %s; only an egress entry naming %s allows it", name, a, why,
+				netip.AddrPortFrom(a, port)))
+		}
+	}
+	return addrs, nil
+}
+
+func (b *Broker) listedName(name string, port uint16) bool {
+	for _, e := range b.Allow {
+		if e.MatchName(name, port) {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Broker) listedAddr(a netip.Addr, port uint16) bool {
+	for _, e := range b.Allow {
+		if e.MatchAddr(a, port) {
+			return true
+		}
+	}
+	return false
+}
+
+// tunnel answers CONNECT and copies bytes both ways until both sides
+// are done.
+func (b *Broker) tunnel(w http.ResponseWriter, up *countedConn) error {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		return errors.New("connection cannot be taken over")
+	}
+	client, rw, err := hj.Hijack()
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		return err
+	}
+	// What the client sent after its CONNECT is already in rw's buffer.
+	var fromClient io.Reader = client
+	if n := rw.Reader.Buffered(); n > 0 {
+		buffered, _ := rw.Reader.Peek(n)
+		fromClient = io.MultiReader(strings.NewReader(string(buffered)), client)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- pipe(up, fromClient) }()
+	go func() { errc <- pipe(client, up) }()
+	err = <-errc
+	if err != nil {
+		// One side broke: the other copy ends when its connections close.
+		client.Close()
+		up.Close()
+	}
+	if err2 := <-errc; err == nil {
+		err = err2
+	}
+	return err
+}
+
+// pipe copies src to dst and then half-closes dst, so a request that ends
+// with the client's write side still gets its answer.
+func pipe(dst net.Conn, src io.Reader) error {
+	_, err := io.Copy(dst, src)
+	if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// hopHeaders belong to one connection, not to the request forwarded.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func dropHopHeaders(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			h.Del(strings.TrimSpace(name))
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+}
+
+// forward sends a plain-HTTP request to up, in origin form with the
+// destination's own Host (a different Host header would reach another
+// site served at the same address), and copies the answer back.
+func forward(w http.ResponseWriter, r *http.Request, up *countedConn) error {
+	out := r.Clone(r.Context())
+	out.RequestURI, out.Host, out.Close = "", "", true
+	dropHopHeaders(out.Header)
+	if err := out.Write(up); err != nil {
+		http.Error(w, "bulkhead egress broker: "+err.Error(), http.StatusBadGateway)
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(up), out)
+	if err != nil {
+		http.Error(w, "bulkhead egress broker: "+err.Error(), http.StatusBadGateway)
+		return err
+	}
+	defer resp.Body.Close()
+	dropHopHeaders(resp.Header)
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if resp.ContentLength >= 0 {
+		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	w.WriteHeader(resp.StatusCode)
+	_, err = io.Copy(w, resp.Body)
+	return err
+}

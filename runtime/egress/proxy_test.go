@@ -1,0 +1,198 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// testBroker serves a broker with a fixed name table on a loopback
+// listener and returns its address and the audit lines it wrote.
+func testBroker(t *testing.T, allow []string, names map[string]string, mutate ...func(*Broker)) (string, <-chan Connection) {
+	t.Helper()
+	entries, err := specs.ParseEgress(allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan Connection, 100)
+	b := &Broker{Allow: entries, MaxConns: 8,
+		Audit: func(c Connection) { lines <- c },
+		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+			a, ok := names[host]
+			if !ok {
+				t.Errorf("broker resolved %s, which it had no reason to", host)
+				return nil, fmt.Errorf("no such host")
+			}
+			return []netip.Addr{netip.MustParseAddr(a)}, nil
+		},
+		HostAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("192.0.2.77")}, nil },
+	}
+	for _, m := range mutate {
+		m(b)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = b.Serve(ctx, ln); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return ln.Addr().String(), lines
+}
+
+func proxyClient(proxy string) *http.Client {
+	u, _ := url.Parse("http://" + proxy)
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u), DisableKeepAlives: true}}
+}
+
+func TestBrokerAllowsListedName(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello %s %s", r.Host, r.URL.Path)
+	}))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	// The test server is on loopback: only an entry naming the address lets
+	// a name lead there.
+	proxy, audit := testBroker(t, []string{fmt.Sprintf("allowed.test:%d", port), fmt.Sprintf("127.0.0.1:%d", port)},
+		map[string]string{"allowed.test": "127.0.0.1"})
+	resp, err := proxyClient(proxy).Get(fmt.Sprintf("http://allowed.test:%d/x", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != fmt.Sprintf("hello allowed.test:%d /x", port) {
+		t.Fatalf("plain HTTP: %d %q", resp.StatusCode, body)
+	}
+	// CONNECT, as HTTPS clients do.
+	conn, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT allowed.test:%d HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\nGET /tunnel HTTP/1.0\r\nHost: allowed.test\r\n\r\n", port, port)
+	all, _ := io.ReadAll(conn)
+	if !strings.HasPrefix(string(all), "HTTP/1.1 200 Connection established") || !strings.Contains(string(all), "hello allowed.test /tunnel") {
+		t.Fatalf("CONNECT: %q", all)
+	}
+	conn.Close()
+	lines := waitLines(t, audit, 2)
+	for _, l := range lines {
+		if l.Verdict != "allowed" || l.Address != fmt.Sprintf("127.0.0.1:%d", port) || l.Sent == 0 || l.Received == 0 {
+			t.Errorf("audit %+v, want allowed to 127.0.0.1:%d with bytes both ways", l, port)
+		}
+	}
+}
+
+// waitLines reads n audit lines. A line is written when its handler
+// returns, which can be after the client has its answer.
+func waitLines(t *testing.T, audit <-chan Connection, n int) []Connection {
+	t.Helper()
+	var out []Connection
+	for len(out) < n {
+		select {
+		case c := <-audit:
+			out = append(out, c)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("audit lines %+v after 30 s, want %d", out, n)
+		}
+	}
+	return out
+}
+
+func TestBrokerRefuses(t *testing.T) {
+	proxy, audit := testBroker(t, []string{"allowed.test:80", "meta.test:80", "local.test:80", "private.test:80", "self.test:80",
+		"mixed.test:80"},
+		map[string]string{"meta.test": "169.254.169.254", "local.test": "127.0.0.1", "private.test": "10.1.2.3",
+			"self.test": "192.0.2.77", "mixed.test": "::ffff:127.0.0.2"})
+	for _, c := range []struct{ url, reason string }{
+		{"http://denied.test/", "denied.test:80 is not in the profile's egress list"},
+		{"http://allowed.test:8080/", "allowed.test:8080 is not in the profile's egress list"},
+		{"http://meta.test/", "meta.test resolves to 169.254.169.254, a link-local address"},
+		{"http://local.test/", "local.test resolves to 127.0.0.1, a loopback address"},
+		{"http://private.test/", "private.test resolves to 10.1.2.3, a private address"},
+		{"http://self.test/", "self.test resolves to 192.0.2.77, an address of the host itself"},
+		{"http://mixed.test/", "mixed.test resolves to 127.0.0.2, a loopback address"},
+		{"http://169.254.169.254/latest/meta-data/", "address 169.254.169.254 port 80 is not in the profile's egress list"},
+	} {
+		resp, err := proxyClient(proxy).Get(c.url)
+		if err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), c.reason) || strings.Count(string(body), "\n") != 1 {
+			t.Errorf("%s: %d %q, want 403 with one line saying %q", c.url, resp.StatusCode, body, c.reason)
+		}
+	}
+	for _, l := range waitLines(t, audit, 8) {
+		if l.Verdict != "denied" || l.Address != "" || l.Reason == "" {
+			t.Errorf("audit %+v, want denied with a reason and no address", l)
+		}
+	}
+}
+
+func TestBrokerConnectionLimit(t *testing.T) {
+	proxy, audit := testBroker(t, nil, nil, func(b *Broker) { b.MaxConns = 1 })
+	first, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	// The first connection is accepted once it is answered.
+	fmt.Fprintf(first, "GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n\r\n")
+	if line, _ := bufio.NewReader(first).ReadString('\n'); !strings.Contains(line, "403") {
+		t.Fatalf("first connection: %q", line)
+	}
+	second, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	all, _ := io.ReadAll(second)
+	if !strings.HasPrefix(string(all), "HTTP/1.1 429") || !strings.Contains(string(all), "egress_connections (1)") {
+		t.Fatalf("second connection: %q", all)
+	}
+	waitLines(t, audit, 2)
+}
+
+func TestBrokerByteBudget(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, big) }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	proxy, audit := testBroker(t, []string{fmt.Sprintf("127.0.0.1:%d", port)}, nil, func(b *Broker) { b.MaxBytes = 64 << 10 })
+	resp, err := proxyClient(proxy).Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+	if err == nil {
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if n >= int64(len(big)) {
+			t.Fatalf("read %d bytes through a 64 KiB budget", n)
+		}
+	}
+	resp, err = proxyClient(proxy).Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "egress_bytes") {
+		t.Fatalf("after the budget: %d %q", resp.StatusCode, body)
+	}
+	lines := waitLines(t, audit, 2)
+	if lines[0].Received > 64<<10+32<<10 {
+		t.Fatalf("first transfer received %d bytes past a 64 KiB budget", lines[0].Received)
+	}
+}
