@@ -217,6 +217,9 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err != nil && c.sel.Profile.Mode == specs.Enforce {
 		return c.fail(c.undo(fmt.Errorf("verification after %s: %w", verb, err)))
 	}
+	if err := c.startBroker(); err != nil {
+		return c.fail(c.undo(err))
+	}
 	if err := c.startWatchdog(); err != nil {
 		return c.fail(c.undo(err))
 	}
@@ -245,6 +248,9 @@ func (c *creation) judgeStdioOwner() error {
 // cleanup failure attached: a failed cleanup must be visible.
 func (c *creation) undo(cause error) error {
 	var errs []error
+	if err := stopBroker(c.rec.BrokerPid, c.rec.ID); err != nil {
+		errs = append(errs, err)
+	}
 	if c.created {
 		_ = backend.Quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
 		if err := cgroups.Remove(c.rec.CgroupsPath); err != nil {

@@ -115,6 +115,9 @@ func Delete(g *Globals, v Values, id string) error {
 	}
 	entry := audit.Entry{Event: "delete", ID: id, Bundle: rec.Bundle, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode}
 	var errs []error
+	if err := stopBroker(rec.BrokerPid, id); err != nil {
+		errs = append(errs, err)
+	}
 	if err := cgroups.Remove(rec.CgroupsPath); err != nil {
 		errs = append(errs, err)
 	}

@@ -19,5 +19,6 @@ func bulkheadCommands(g *runtime.Globals) []*cli.Command {
 		diffCommand(g), changesCommand(g),
 		inspectCommand(g),
 		watchdogCommand(g),
+		brokerCommand(g),
 	}
 }

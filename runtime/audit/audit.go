@@ -35,6 +35,14 @@ type Entry struct {
 	Changes     string           `json:"changes,omitempty"`
 	ChangesTill *time.Time       `json:"changes_expire,omitempty"`
 	Error       string           `json:"error,omitempty"`
+	// An egress event is one connection of the job through the egress
+	// broker: the destination it asked for, the address the broker
+	// connected to, and the bytes each way (sent to the destination,
+	// received from it).
+	Destination   string `json:"destination,omitempty"`
+	Address       string `json:"address,omitempty"`
+	BytesSent     *int64 `json:"bytes_sent,omitempty"`
+	BytesReceived *int64 `json:"bytes_received,omitempty"`
 }
 
 // Write appends one JSON line to the audit log. The line is written

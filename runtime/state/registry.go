@@ -45,6 +45,8 @@ type Record struct {
 	MaxLifetime string     `json:"max_lifetime,omitempty"`
 	WatchdogPid int        `json:"watchdog_pid,omitempty"`
 	Deadline    *time.Time `json:"deadline,omitempty"`
+	// BrokerPid is the egress broker of a profile with egress.
+	BrokerPid int `json:"broker_pid,omitempty"`
 }
 
 // Registry maps (root, id) to the backend that owns the container. Every
