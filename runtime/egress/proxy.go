@@ -111,6 +111,10 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host, port, dest, d := target(r)
 	c := Connection{Destination: dest}
 	defer func() { b.Audit(c) }()
+	if r.Method == http.MethodConnect && d == nil {
+		c.Address, c.Sent, c.Received, c.Verdict, c.Reason = b.tunnel(w, host, port)
+		return
+	}
 	var up net.Conn
 	if d == nil {
 		up, d = b.connect(r.Context(), host, port)
@@ -120,22 +124,21 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Bulkhead-Egress", d.verdict)
 		w.WriteHeader(d.status)
-		fmt.Fprintf(w, "bulkhead egress broker: %s %s: %s\n", dest, d.verdict, d.reason)
+		io.WriteString(w, d.line(dest))
 		return
 	}
 	c.Verdict, c.Address = "allowed", up.RemoteAddr().String()
 	counted := &countedConn{Conn: up, b: b}
-	defer func() { c.Sent, c.Received = counted.sent.Load(), counted.received.Load() }()
 	defer up.Close()
-	var err error
-	if r.Method == http.MethodConnect {
-		err = b.tunnel(w, counted)
-	} else {
-		err = forward(w, r, counted)
-	}
-	if err != nil {
+	if err := forward(w, r, counted); err != nil {
 		c.Reason = err.Error()
 	}
+	c.Sent, c.Received = counted.sent.Load(), counted.received.Load()
+}
+
+// line is the one line a denied or failed request gets as its body.
+func (d *denial) line(dest string) string {
+	return fmt.Sprintf("bulkhead egress broker: %s %s: %s\n", dest, d.verdict, d.reason)
 }
 
 // target is the destination of a request: CONNECT host:port, or an
@@ -269,19 +272,35 @@ func (b *Broker) listedAddr(a netip.Addr, port uint16) bool {
 }
 
 // tunnel answers CONNECT and copies bytes both ways until both sides
-// are done.
-func (b *Broker) tunnel(w http.ResponseWriter, up *countedConn) error {
+// are done. The client's connection is taken over before the destination
+// is dialled: what a client sends right after its CONNECT belongs to the
+// tunnel, and the HTTP server must not read it as the next request.
+func (b *Broker) tunnel(w http.ResponseWriter, host string, port uint16) (addr string, sent, received int64, verdict, reason string) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
-		return errors.New("connection cannot be taken over")
+		http.Error(w, "bulkhead egress broker: connection cannot be taken over", http.StatusInternalServerError)
+		return "", 0, 0, "failed", "connection cannot be taken over"
 	}
 	client, rw, err := hj.Hijack()
 	if err != nil {
-		return err
+		return "", 0, 0, "failed", err.Error()
 	}
 	defer client.Close()
+	// The request's context ends with the hijack; the dial is bounded
+	// by its own timeout.
+	up, d := b.connect(context.Background(), host, port)
+	if d != nil {
+		body := d.line(net.JoinHostPort(host, strconv.Itoa(int(port))))
+		fmt.Fprintf(client, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Bulkhead-Egress: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			d.status, http.StatusText(d.status), d.verdict, len(body), body)
+		return "", 0, 0, d.verdict, d.reason
+	}
+	defer up.Close()
+	counted := &countedConn{Conn: up, b: b}
+	defer func() { sent, received = counted.sent.Load(), counted.received.Load() }()
+	addr, verdict = up.RemoteAddr().String(), "allowed"
 	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
-		return err
+		return addr, 0, 0, verdict, err.Error()
 	}
 	// What the client sent after its CONNECT is already in rw's buffer.
 	var fromClient io.Reader = client
@@ -290,8 +309,8 @@ func (b *Broker) tunnel(w http.ResponseWriter, up *countedConn) error {
 		fromClient = io.MultiReader(strings.NewReader(string(buffered)), client)
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- pipe(up, fromClient) }()
-	go func() { errc <- pipe(client, up) }()
+	go func() { errc <- pipe(counted, fromClient) }()
+	go func() { errc <- pipe(client, counted) }()
 	err = <-errc
 	if err != nil {
 		// One side broke: the other copy ends when its connections close.
@@ -301,7 +320,10 @@ func (b *Broker) tunnel(w http.ResponseWriter, up *countedConn) error {
 	if err2 := <-errc; err == nil {
 		err = err2
 	}
-	return err
+	if err != nil {
+		reason = err.Error()
+	}
+	return addr, 0, 0, verdict, reason
 }
 
 // pipe copies src to dst and then half-closes dst, so a request that ends

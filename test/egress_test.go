@@ -1,0 +1,340 @@
+package test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// egressHost is a test host: a network namespace of its own, joined to
+// the host by a veth pair, where busybox httpd serves one file.
+type egressHost struct {
+	ns       string
+	hostAddr string // the host's end of the veth: one of the host's own addresses
+	addr     string // the test host's address
+}
+
+// newEgressHost makes the test host and removes it when the test ends.
+// Its addresses are private (10.213.N.0/24): the broker refuses them for a
+// name unless the profile lists the address, as an operator would for an
+// internal mirror.
+func newEgressHost(t *testing.T) egressHost {
+	t.Helper()
+	n := os.Getpid()%200 + 20
+	h := egressHost{ns: fmt.Sprintf("bh-egress-%d", os.Getpid()), hostAddr: fmt.Sprintf("10.213.%d.1", n), addr: fmt.Sprintf("10.213.%d.2", n)}
+	veth := fmt.Sprintf("bhe%d", os.Getpid())
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", h.ns)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", h.ns).Run() })
+	ip("link", "add", veth+"h", "type", "veth", "peer", "name", veth+"c")
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", veth+"h").Run() })
+	ip("link", "set", veth+"c", "netns", h.ns)
+	ip("addr", "add", h.hostAddr+"/24", "dev", veth+"h")
+	ip("link", "set", veth+"h", "up")
+	ip("-n", h.ns, "addr", "add", h.addr+"/24", "dev", veth+"c")
+	ip("-n", h.ns, "link", "set", veth+"c", "up")
+	ip("-n", h.ns, "link", "set", "lo", "up")
+
+	www := t.TempDir()
+	if err := os.WriteFile(filepath.Join(www, "hello.txt"), []byte("hello from the test host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	httpd := exec.Command("ip", "netns", "exec", h.ns, bundle.Busybox, "httpd", "-f", "-p", h.addr+":80", "-h", www)
+	if err := httpd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = httpd.Process.Kill(); _ = httpd.Wait() })
+	// Reachable from the host before any container asks for it.
+	for i := 0; ; i++ {
+		out, err := exec.Command(bundle.Busybox, "wget", "-q", "-O-", "http://"+h.addr+"/hello.txt").Output()
+		if err == nil && strings.Contains(string(out), "hello from the test host") {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("test host %s does not answer: %v", h.addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return h
+}
+
+// egressConfig writes a configuration whose default profile lists egress,
+// and a hosts file with the test's names.
+func egressConfig(t *testing.T, h egressHost, extra string) (config, audit, hosts string) {
+	t.Helper()
+	dir := t.TempDir()
+	audit = filepath.Join(dir, "audit.jsonl")
+	config = filepath.Join(dir, "config.toml")
+	body := fmt.Sprintf("audit_log = %q\n[profiles.default]\negress = [\"allowed.test:80\", \"%s:80\", \"meta.test:80\", \"loopback.test:80\"]\n%s",
+		audit, h.addr, extra)
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts = filepath.Join(dir, "hosts")
+	names := fmt.Sprintf("127.0.0.1 localhost\n%s allowed.test other.test\n169.254.169.254 meta.test\n127.0.0.1 loopback.test\n", h.addr)
+	if err := os.WriteFile(hosts, []byte(names), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return config, audit, hosts
+}
+
+// createWithHosts runs bulkhead create in a mount namespace of its own
+// where hosts is /etc/hosts. The broker it starts stays in that namespace
+// and resolves the test's names through the host's ordinary resolver
+// (files, then DNS), the one it uses in production; the machine's own
+// /etc/hosts, which other people's work shares, is never touched.
+func createWithHosts(t *testing.T, hosts string, args ...string) result {
+	t.Helper()
+	script := `mount --bind "$0" /etc/hosts && exec "$@"`
+	argv := append([]string{"--mount", "--propagation", "private", "sh", "-c", script, hosts, binaries.Bulkhead(t)}, args...)
+	r := binaries.Cmd{}.Run(t, "unshare", argv...)
+	return result{r.Stdout, r.Stderr, r.Code}
+}
+
+// brokers lists the pids of the egress brokers of id, by command line.
+func brokers(t *testing.T, id string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if len(args) > 2 && args[len(args)-1] == id && strings.Contains(string(data), "\x00broker\x00") && !strings.Contains(string(data), "--spawn") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// egressLines are the audit log's egress events of id.
+func egressLines(t *testing.T, audit, id string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, e := range auditEvents(t, audit) {
+		if e["event"] == "egress" && e["id"] == id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// The job reaches an allowlisted name through the broker and nothing else:
+// another name gets 403 with the reason, a direct connection meets the
+// empty namespace, and a listed name that resolves to loopback or to the
+// cloud metadata address is refused. Each connection is one audit line,
+// and delete takes the broker away.
+func TestEgressBroker(t *testing.T) {
+	needRoot(t, "runc", "ip", "unshare")
+	h := newEgressHost(t)
+	config, audit, hosts := egressConfig(t, h, "")
+	root := stateRoot(t)
+	g := []string{"--config", config, "--root", root}
+	id := uniqueID("egress")
+	b := bundle.New(t, []string{"sleep", "3600"})
+	if r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...); r.code != 0 {
+		t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	pids := brokers(t, id)
+	if len(pids) != 1 {
+		t.Fatalf("after create: brokers %v, want one", pids)
+	}
+	assertOutsideContainer(t, pids[0], root, g, id)
+	must(t, append(g, "start", id)...)
+
+	sh := func(script string) result {
+		t.Helper()
+		return bulkhead(t, "", append(g, "exec", id, "sh", "-c", script)...)
+	}
+	r := sh("wget -q -O- http://allowed.test/hello.txt")
+	if r.code != 0 || r.stdout != "hello from the test host\n" {
+		t.Fatalf("allowlisted name through http_proxy: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	// HTTPS clients ask for a tunnel; the test host speaks plain HTTP in it.
+	r = sh(`printf 'CONNECT allowed.test:80 HTTP/1.1\r\nHost: allowed.test:80\r\n\r\nGET /hello.txt HTTP/1.0\r\nHost: allowed.test\r\n\r\n' | nc 127.0.0.1 3128`)
+	if !strings.HasPrefix(r.stdout, "HTTP/1.1 200") || !strings.Contains(r.stdout, "hello from the test host") {
+		t.Fatalf("CONNECT to an allowlisted name: %q (stderr %s)", r.stdout, r.stderr)
+	}
+	if r = sh("wget -q -O- http://other.test/hello.txt"); r.code == 0 || !strings.Contains(r.stderr, "403") {
+		t.Fatalf("name outside the list through wget: exit %d, stderr %q; want 403", r.code, r.stderr)
+	}
+	for name, reason := range map[string]string{
+		"other.test":    "other.test:80 is not in the profile's egress list",
+		"meta.test":     "meta.test resolves to 169.254.169.254, a link-local address",
+		"loopback.test": "loopback.test resolves to 127.0.0.1, a loopback address",
+	} {
+		r = sh(fmt.Sprintf(`printf 'GET http://%s/hello.txt HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n' | nc 127.0.0.1 3128`, name, name))
+		if status, _, _ := strings.Cut(r.stdout, "\r\n"); !strings.HasSuffix(status, " 403 Forbidden") || !strings.Contains(r.stdout, reason) {
+			t.Errorf("%s: %q, want 403 saying %q", name, r.stdout, reason)
+		}
+	}
+	// Around the broker: no route to the test host, whose address the
+	// profile lists, nor anywhere else.
+	for _, dst := range []string{h.addr, h.hostAddr, "1.1.1.1"} {
+		r = sh("nc -w 2 " + dst + " 80 </dev/null")
+		if r.code == 0 || !strings.Contains(r.stderr, "Network is unreachable") {
+			t.Errorf("direct connect to %s: exit %d, stderr %q; want ENETUNREACH", dst, r.code, r.stderr)
+		}
+	}
+
+	lines := waitEgressLines(t, audit, id, 6)
+	var allowed, denied int
+	for _, l := range lines {
+		switch l["outcome"] {
+		case "allowed":
+			allowed++
+			if l["address"] != h.addr+":80" || l["bytes_received"].(float64) == 0 || l["bytes_sent"].(float64) == 0 {
+				t.Errorf("allowed line %v, want the address %s:80 and bytes both ways", l, h.addr)
+			}
+		case "denied":
+			denied++
+			if l["error"] == "" || l["destination"] == "" {
+				t.Errorf("denied line %v, want the destination and the reason", l)
+			}
+		}
+	}
+	if allowed != 2 || denied != 4 {
+		t.Fatalf("audit: %d allowed and %d denied lines, want 2 and 4 (wget other.test and three raw requests):\n%v", allowed, denied, lines)
+	}
+
+	must(t, append(g, "delete", "--force", id)...)
+	if pids := brokers(t, id); len(pids) != 0 {
+		t.Fatalf("after delete: brokers %v still running", pids)
+	}
+	assertGone(t, root, "runc", id)
+}
+
+// assertOutsideContainer checks that the broker is in none of the
+// container's namespaces or its cgroup: the job can neither signal it
+// nor count it against its limits.
+func assertOutsideContainer(t *testing.T, broker int, root string, g []string, id string) {
+	t.Helper()
+	init := containerState(t, g, id).Pid
+	for _, ns := range []string{"net", "pid", "mnt", "ipc", "uts", "cgroup"} {
+		theirs, err1 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", init, ns))
+		ours, err2 := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", broker, ns))
+		if err1 != nil || err2 != nil || theirs == ours {
+			t.Errorf("broker %d %s namespace %q, container init %d %q (%v, %v): want a different one", broker, ns, ours, init, theirs, err1, err2)
+		}
+	}
+	cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", broker))
+	if strings.Contains(string(cg), "/bulkhead/") {
+		t.Errorf("broker %d is in a container's cgroup:\n%s", broker, cg)
+	}
+	_ = root
+}
+
+// A create whose broker cannot listen fails, and leaves no broker, no
+// container and no record behind. The port is taken from the host by a
+// createRuntime hook, which runs after the namespace exists and before
+// the broker starts.
+func TestEgressBrokerFailedCreate(t *testing.T) {
+	needRoot(t, "runc", "ip", "unshare", "nsenter")
+	h := newEgressHost(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "squatter.pid")
+	hook := filepath.Join(dir, "take-port.sh")
+	script := fmt.Sprintf(`#!/bin/sh
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+pid=$(%[1]s sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
+setsid nsenter --net=/proc/$pid/ns/net %[1]s httpd -f -p 127.0.0.1:3128 -h / </dev/null >/dev/null 2>&1 &
+echo $! > %[2]s
+for i in $(seq 50); do nsenter --net=/proc/$pid/ns/net %[1]s netstat -ltn | grep -q ':3128 ' && exit 0; sleep 0.1; done
+exit 1
+`, bundle.Busybox, pidFile)
+	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if data, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	config, audit, hosts := egressConfig(t, h, fmt.Sprintf("hooks_allowed = [%q]\n", hook))
+	root := stateRoot(t)
+	g := []string{"--config", config, "--root", root}
+	id := uniqueID("egress-fail")
+	b := bundle.New(t, []string{"sleep", "3600"}, func(s *rspec.Spec) {
+		s.Hooks = &rspec.Hooks{CreateRuntime: []rspec.Hook{{Path: hook}}}
+	})
+	r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...)
+	if r.code == 0 {
+		bulkhead(t, "", append(g, "delete", "--force", id)...)
+		t.Fatalf("create succeeded with the broker's port taken")
+	}
+	if !strings.Contains(r.stderr, "egress") || !strings.Contains(r.stderr, "address already in use") {
+		t.Fatalf("create: exit %d, stderr %q; want the broker's failure to listen", r.code, r.stderr)
+	}
+	if pids := brokers(t, id); len(pids) != 0 {
+		t.Fatalf("after a failed create: brokers %v still running", pids)
+	}
+	assertGone(t, root, "runc", id)
+	var refused bool
+	for _, e := range auditEvents(t, audit) {
+		if e["event"] == "create" && e["id"] == id && e["outcome"] == "refused" {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Fatalf("no refused create of %s in the audit log", id)
+	}
+}
+
+// auditEvents reads every line of the audit log.
+func auditEvents(t *testing.T, audit string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(audit)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var e map[string]any
+		if json.Unmarshal([]byte(line), &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitEgressLines waits for n egress lines of id: the broker writes a
+// line when the connection ends, which may be after the job has its
+// answer.
+func waitEgressLines(t *testing.T, audit, id string, n int) []map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		lines := egressLines(t, audit, id)
+		if len(lines) >= n || time.Now().After(deadline) {
+			return lines
+		}
+	}
+}
