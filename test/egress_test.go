@@ -338,3 +338,29 @@ func waitEgressLines(t *testing.T, audit, id string, n int) []map[string]any {
 		}
 	}
 }
+
+// On runsc the broker's socket would be outside gVisor's netstack: a
+// profile with egress is refused there until the broker has a way in.
+func TestEgressRefusedOnRunsc(t *testing.T) {
+	needRoot(t, "runsc")
+	dir := t.TempDir()
+	config := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(config, []byte("[profiles.default]\negress = [\"pypi.org:443\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := stateRoot(t)
+	g := []string{"--config", config, "--root", root, "--backend", "runsc"}
+	id := uniqueID("egress-runsc")
+	r := bulkhead(t, "", append(g, "create", "--bundle", bundle.New(t, []string{"true"}), id)...)
+	if r.code == 0 {
+		bulkhead(t, "", append(g, "delete", "--force", id)...)
+		t.Fatal("create with egress on runsc succeeded")
+	}
+	if !strings.Contains(r.stderr, "egress is not available on backend runsc") {
+		t.Fatalf("create: exit %d, stderr %q; want the refusal naming egress and runsc", r.code, r.stderr)
+	}
+	if pids := brokers(t, id); len(pids) != 0 {
+		t.Fatalf("refused create left brokers %v", pids)
+	}
+	assertGone(t, root, "runsc", id)
+}

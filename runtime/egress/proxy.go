@@ -117,7 +117,11 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var up net.Conn
 	if d == nil {
-		up, d = b.connect(r.Context(), host, port)
+		// Not the request's context: the server cancels that when the
+		// client half-closes after its request, as HTTP/1.0 clients and
+		// `nc` do, and the answer is still wanted. The lookup and the
+		// dial have their own timeouts.
+		up, d = b.connect(context.Background(), host, port)
 	}
 	if d != nil {
 		c.Verdict, c.Reason = d.verdict, d.reason
