@@ -72,6 +72,10 @@ func Allowances(p *specs.Profile, gvisor bool) []Allowance {
 	if gvisor {
 		network.Fails = "EHOSTUNREACH connecting anywhere else (gVisor's netstack)"
 	}
+	if len(p.Egress) > 0 {
+		network = Allowance{"network", fmt.Sprintf("HTTP and HTTPS through the egress broker (HTTP_PROXY, %s) to %s only", specs.EgressProxyAddr, strings.Join(p.Egress, ", ")),
+			"403 from the broker for any other destination; " + network.Fails}
+	}
 	if p.Network == specs.NetworkCaller {
 		network = Allowance{"network", "the caller's network namespace", "—"}
 	}
