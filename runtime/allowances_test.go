@@ -50,7 +50,7 @@ func TestREADMEHasTheJobProfiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"tests", "formatter"} {
+	for _, name := range JobProfiles {
 		p := cfg.Profiles[name]
 		if table := AllowancesMarkdown(&p); !strings.Contains(string(readme), table) {
 			t.Errorf("README.md lacks the table of profile %s; it should read:\n%s", name, table)
