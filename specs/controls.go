@@ -49,7 +49,7 @@ var Controls = []Control{
 	{"network", []string{"network"}, "new network namespace, no path, loopback only",
 		"netns (ENETUNREACH)", []string{"network namespace", "network interfaces"}, []string{"network"}},
 	{"egress", []string{"egress"}, "none (egress empty); a profile's egress list: an HTTP proxy outside the sandbox, on 127.0.0.1:3128 in its network namespace, to the listed names and ports only, never to loopback, link-local, private or the host's own addresses unless listed as an address; HTTP_PROXY and the package managers' variables point there",
-		"netns (ENETUNREACH), egress broker (403)", nil, nil},
+		"netns (ENETUNREACH), egress broker (403)", nil, []string{"egress"}},
 	{"namespaces", []string{"namespaces"}, "pid, ipc, uts, mount, cgroup new; no user or time namespace; a path, or runsc's sandbox by CRI annotation, only of this pod's own running sandbox",
 		"namespaces", nil, nil},
 	{"cgroup", []string{"cgroups_path"}, "a new cgroup: never one that exists already, one below a group holding processes itself, or one below another container's or pod's group (only cgroup_parents, empty groups and its own pod's group may hold others' containers), never a systemd unit's; exec only into it or a group below it",

@@ -320,9 +320,9 @@ func TestIntegrationRuncWeak(t *testing.T) {
 	// In the host's network namespace 192.0.2.1 is this VM's gateway, so
 	// the weak run aims at a closed loopback port instead: nothing leaves
 	// the machine, and the interface list already fails the control.
-	b := probeBundle(t, probe, []string{"-only", "network,pids,environment", "-net-target", "127.0.0.1:1"}, h)
+	b := probeBundle(t, probe, []string{"-only", "network,egress,pids,environment", "-net-target", "127.0.0.1:1"}, h)
 	res := parseLines(t, runContainer(t, []string{runc}, b))
-	for _, c := range []string{"network", "pids", "environment"} {
+	for _, c := range []string{"network", "egress", "pids", "environment"} {
 		if r, ok := res[c]; !ok || r.Pass {
 			t.Errorf("%s: want FAIL, got %+v", c, r)
 		}

@@ -67,8 +67,12 @@ type probeEnv struct {
 	workspaceFlag bool   // -workspace was given explicitly
 	setuid        string // setuid-root binary to exec (-setuid)
 	netTarget     string // address that must be unreachable
-	forceLimits   bool   // run pids and memory even under gVisor
-	gvisor        bool   // the host says this is gVisor: accept its documented answers
+	// egressAllow is a destination the profile's egress list names ("" when
+	// the profile has none), egressDeny one it does not, egressDirect an
+	// address to connect to around the broker.
+	egressAllow, egressDeny, egressDirect string
+	forceLimits                           bool // run pids and memory even under gVisor
+	gvisor                                bool // the host says this is gVisor: accept its documented answers
 	// memoryAfterDone defers the memory control until after the done line:
 	// under gVisor the host OOM killer ends the whole sandbox.
 	memoryAfterDone bool
@@ -103,6 +107,7 @@ var controls = []control{
 	{"capabilities", slack * 3 * time.Second, checkCapabilities},
 	{"no_new_privs", slack * 3 * time.Second, checkNoNewPrivs},
 	{"network", slack * 3 * time.Second, checkNetwork},
+	{"egress", slack * 6 * time.Second, checkEgress},
 	{"seccomp", slack * 3 * time.Second, checkSeccomp},
 	{"masked-proc", slack * 2 * time.Second, checkMaskedProc},
 	{"proc-sys", slack * 2 * time.Second, checkProcSys},
@@ -125,6 +130,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "json", "output format: json (one object per line) or text")
 	setuid := fs.String("setuid", "", "setuid-root binary to exec for the no_new_privs control (default: /bin/busybox if it is setuid root)")
 	netTarget := fs.String("net-target", "192.0.2.1:80", "TCP address that must be unreachable (TEST-NET-1 by default)")
+	egressAllow := fs.String("egress-allow", "", "host:port the profile's egress list names: it must answer through the broker (set by the host; empty: the profile has no egress, and no broker may answer)")
+	egressDeny := fs.String("egress-deny", "denied.bulkhead.invalid:80", "host:port outside the egress list: the broker must answer 403")
+	egressDirect := fs.String("egress-direct", "", "address:port to connect to around the broker (default -net-target)")
 	forceLimits := fs.Bool("force-limits", false, "run the pids and memory controls even under gVisor, where reaching a host limit kills the whole sandbox")
 	gvisor := fs.Bool("gvisor", false, "the sandbox is gVisor (runsc): accept gVisor's documented answers (set by the host)")
 	memoryAfterDone := fs.Bool("memory-after-done", false, "run the memory control after the done line (gVisor: the host OOM killer ends the sandbox; the host's oom_kill decides)")
@@ -168,7 +176,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bulkhead-probe: %v\n", err)
 		return 2
 	}
-	env := &probeEnv{setuid: *setuid, netTarget: *netTarget, forceLimits: *forceLimits, gvisor: *gvisor, memoryAfterDone: *memoryAfterDone}
+	env := &probeEnv{setuid: *setuid, netTarget: *netTarget, forceLimits: *forceLimits, gvisor: *gvisor, memoryAfterDone: *memoryAfterDone,
+		egressAllow: *egressAllow, egressDeny: *egressDeny, egressDirect: *egressDirect}
+	if env.egressDirect == "" {
+		env.egressDirect = env.netTarget
+	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "workspace" {
 			env.workspaceFlag = true

@@ -15,7 +15,7 @@ const Done = `{"control":"done"}`
 // never a pass.
 var Controls = []string{
 	"workspace", "etc", "tmp-write", "tmp-noexec", "tmp-size", "uid", "capabilities", "no_new_privs",
-	"network", "seccomp", "masked-proc", "proc-sys", "environment", "devices", "cpu", "pids", "memory",
+	"network", "egress", "seccomp", "masked-proc", "proc-sys", "environment", "devices", "cpu", "pids", "memory",
 }
 
 // Line is one control's line.
@@ -77,6 +77,9 @@ const (
 	LayerMasked        = "masked mounts"
 	LayerDevices       = "device cgroup"
 	LayerEnvironment   = "environment"
+	// LayerEgressBroker is bulkhead's egress broker, outside the sandbox,
+	// answering 403 for a destination outside the profile's list.
+	LayerEgressBroker = "egress broker"
 	// LayerSeccompOrCaps is used when the kernel itself answers EPERM for
 	// an unprivileged caller before looking at the arguments, so an EPERM
 	// cannot be pinned on seccomp alone.
