@@ -39,6 +39,10 @@ type ProbeOptions struct {
 	ProbeBinary string
 	// Timeout bounds the whole run (default 2 minutes).
 	Timeout time.Duration
+	// EgressTarget is the listed destination the egress control tries
+	// through the broker (default: the profile's first entry naming one
+	// host).
+	EgressTarget string
 }
 
 // afterDoneWait is how long the host waits, under gVisor, for the memory
@@ -153,10 +157,14 @@ func (p *probeRun) bulkheadArgv(verb string, args ...string) []string {
 
 func (p *probeRun) run(ctx context.Context) error {
 	args := []string{"-workspace", "/workspace", "-setuid", "/bin/" + probe.BinaryName + "-suid"}
+	egressArgs, err := probeEgressArgs(&p.sel.Profile, p.opt.EgressTarget)
+	if err != nil {
+		return err
+	}
+	args = append(args, egressArgs...)
 	if p.gvisor {
 		args = append(args, "-gvisor", "-memory-after-done")
 	}
-	var err error
 	owner := [2]int{int(p.sel.Profile.UID), int(p.sel.Profile.GID)}
 	if p.bundle, err = probe.MakeBundle(p.work, p.opt.ProbeBinary, args, owner); err != nil {
 		return fmt.Errorf("probe bundle: %w", err)

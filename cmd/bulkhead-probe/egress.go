@@ -93,6 +93,9 @@ func checkEgress(env *probeEnv) Result {
 		r.Pass = r.Pass && s.pass
 	}
 	r.Observed, r.Layer, r.Detail = strings.Join(obs, "; "), strings.Join(layers, ", "), strings.Join(details, "; ")
+	if env.egressAllow == "" {
+		r.Observed = "no egress: " + r.Observed
+	}
 	return r
 }
 

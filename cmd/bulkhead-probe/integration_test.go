@@ -308,6 +308,9 @@ func TestIntegrationRunc(t *testing.T) {
 			t.Errorf("%s observed %q, want %q", c, res[c].Observed, obs)
 		}
 	}
+	if got := res["egress"].Observed; !strings.HasPrefix(got, "no egress: proxy 127.0.0.1:3128 no proxy (ECONNREFUSED); direct 192.0.2.1:80 ENETUNREACH; DNS") {
+		t.Errorf("egress observed %q, want no egress: no proxy, ENETUNREACH, DNS", got)
+	}
 }
 
 // TestIntegrationRuncWeak: without a network namespace and a pids limit,

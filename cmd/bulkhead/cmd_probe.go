@@ -27,6 +27,7 @@ func probeCommand(g *runtime.Globals) *cli.Command {
 			&cli.StringFlag{Name: "backend", Usage: "backend to probe: runc or runsc (default: the profile's)"},
 			&cli.StringFlag{Name: "profile", Usage: "profile to probe (default: the configuration's default_profile)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output: text (a table) or json"},
+			&cli.StringFlag{Name: "egress-target", Usage: "host:port of the profile's egress list that the egress control tries through the broker (default: the first entry naming one host)"},
 			&cli.DurationFlag{Name: "timeout", Value: 0, Usage: "bound for the whole probe (default 2m)"},
 		},
 		OnUsageError: usageError,
@@ -41,7 +42,7 @@ func probeCommand(g *runtime.Globals) *cli.Command {
 			// An interrupted probe still removes its container.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			opt := runtime.ProbeOptions{Profile: c.String("profile"), Backend: c.String("backend"), Timeout: c.Duration("timeout")}
+			opt := runtime.ProbeOptions{Profile: c.String("profile"), Backend: c.String("backend"), Timeout: c.Duration("timeout"), EgressTarget: c.String("egress-target")}
 			rep, err := runtime.Probe(ctx, g, opt)
 			if rep == nil {
 				return err

@@ -149,7 +149,7 @@ func byName(r report) map[string]control {
 var runcLayers = map[string]string{
 	"workspace": "copy-on-write workspace", "etc": "read-only mount", "tmp-write": "tmpfs", "tmp-noexec": "tmpfs",
 	"tmp-size": "tmpfs", "uid": "DAC", "capabilities": "capabilities", "no_new_privs": "no_new_privs",
-	"network": "netns", "seccomp": "seccomp", "masked-proc": "masked mounts", "proc-sys": "DAC",
+	"network": "netns", "egress": "netns", "seccomp": "seccomp", "masked-proc": "masked mounts", "proc-sys": "DAC",
 	"environment": "environment", "devices": "capabilities", "cpu": "cpu cgroup", "pids": "pids cgroup",
 	"memory": "memory cgroup",
 }
@@ -159,6 +159,7 @@ var runcLayers = map[string]string{
 var runscLayers = map[string]string{
 	"etc":     "gVisor: DAC before read-only mount",
 	"network": "gVisor (Sentry)",
+	"egress":  "netns, gVisor (Sentry)",
 	"devices": "gVisor (Sentry)",
 	"pids":    "gVisor (Sentry): RLIMIT_NPROC",
 	"memory":  "memory cgroup (host OOM killer ends the whole sandbox)",
@@ -206,6 +207,9 @@ func TestProbeDefaultProfileRunc(t *testing.T) {
 		if got[name].Observed != obs {
 			t.Errorf("%s observed %q, want %q", name, got[name].Observed, obs)
 		}
+	}
+	if !strings.HasPrefix(got["egress"].Observed, "no egress: ") {
+		t.Errorf("egress observed %q, want \"no egress: ...\" for the default profile", got["egress"].Observed)
 	}
 	for _, name := range []string{"pids", "memory", "cpu"} {
 		if got[name].Evidence == "" {
