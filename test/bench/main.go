@@ -18,16 +18,17 @@ import (
 func main() {
 	bin := flag.String("bin", "bin", "directory with the bulkhead binary")
 	n := flag.Int("n", 30, "iterations per runtime")
-	only := flag.String("only", "", "run only this part: runtime, workspace or jobs")
+	only := flag.String("only", "", "run only this part: runtime, workspace, egress or jobs")
+	egressN := flag.Int("egress-n", 5, "iterations of the 100 MiB download per path (through the broker, direct)")
 	jobsN := flag.Int("jobs-n", 3, "iterations per real job and runtime (go test runs once: it takes about a minute cold)")
 	flag.Parse()
-	if err := run(*bin, *n, *jobsN, *only); err != nil {
+	if err := run(*bin, *n, *jobsN, *egressN, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, n, jobsN int, only string) error {
+func run(bin string, n, jobsN, egressN int, only string) error {
 	dir, err := os.MkdirTemp("", "bulkhead-bench-")
 	if err != nil {
 		return err
@@ -44,6 +45,11 @@ func run(bin string, n, jobsN int, only string) error {
 	}
 	if only == "" || only == "workspace" {
 		if err := benchWorkspace(bulkhead, dir, n); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "egress" {
+		if err := benchEgress(bulkhead, dir, egressN); err != nil {
 			return err
 		}
 	}
