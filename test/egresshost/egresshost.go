@@ -14,6 +14,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -116,7 +118,9 @@ func (h *Host) Listen(t *testing.T, port int) net.Listener {
 func (h *Host) Serve(t *testing.T, port int, handler http.Handler, cert *tls.Certificate) {
 	t.Helper()
 	ln := h.Listen(t, port)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute}
+	// The readiness check below is no TLS client: its handshake error is
+	// no news.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: time.Minute, ErrorLog: log.New(io.Discard, "", 0)}
 	if cert != nil {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*cert}}
 		ln = tls.NewListener(ln, srv.TLSConfig)
