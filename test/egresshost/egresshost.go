@@ -200,17 +200,25 @@ func Runtime(t *testing.T, hosts, bulkhead string, args ...string) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	p := filepath.Join(dir, "bulkhead-hosts")
+	WriteRuntime(t, p, hosts, bulkhead, args...)
+	return p
+}
+
+// WriteRuntime writes Runtime's executable at path, where an engine's
+// configuration already names it, and removes it when the test ends.
+func WriteRuntime(t *testing.T, path, hosts, bulkhead string, args ...string) {
+	t.Helper()
 	quoted := make([]string, 0, len(args)+2)
 	for _, a := range append([]string{hosts, bulkhead}, args...) {
 		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
 	}
 	script := "#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount --bind \"$0\" /etc/hosts && exec \"$@\"' " +
 		strings.Join(quoted, " ") + " \"$@\"\n"
-	p := filepath.Join(dir, "bulkhead-hosts")
-	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	t.Cleanup(func() { os.Remove(path) })
 }
 
 // Names are the names the engine tests map to the test host: Allowed is
