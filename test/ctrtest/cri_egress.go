@@ -20,14 +20,25 @@ const EgressHandler = "bulkhead-egress"
 // directory dir.
 func EgressRuntime(dir string) string { return filepath.Join(dir, "egress-runtime") }
 
-// EgressHandlerConfig is the handler's table for a version 2 config.
+// EgressHandlerConfig is the handler's table for a version 2 config
+// (containerd 1.6).
 func EgressHandlerConfig(dir string) string {
+	return egressHandlerTable(`"io.containerd.grpc.v1.cri".containerd`, dir)
+}
+
+// EgressHandlerConfig3 is the handler's table for a version 3 config
+// (containerd 2.x).
+func EgressHandlerConfig3(dir string) string {
+	return egressHandlerTable(`'io.containerd.cri.v1.runtime'.containerd`, dir)
+}
+
+func egressHandlerTable(plugin, dir string) string {
 	return fmt.Sprintf(`
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%[1]s]
+    [plugins.%[1]s.runtimes.%[2]s]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%[1]s.options]
-        BinaryName = %[2]q
-`, EgressHandler, EgressRuntime(dir))
+      [plugins.%[1]s.runtimes.%[2]s.options]
+        BinaryName = %[3]q
+`, plugin, EgressHandler, EgressRuntime(dir))
 }
 
 // PodEgress: a pod under a profile with egress. CRI made a network
