@@ -1,11 +1,16 @@
 package jobs
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
+	"compress/gzip"
+	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/cgi"
@@ -14,19 +19,21 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/egresshost"
 )
 
-// Real clients behind the broker: the job's git and pip, unmodified, find
+// Real clients behind the broker: the job's git, pip and npm, unmodified, find
 // the broker through the proxy variables bulkhead sets, reach the test
 // host by name with CONNECT, and check its TLS against the test's CA,
-// which the job names the ordinary way (GIT_SSL_CAINFO, pip --cert). The
-// test host serves git's smart HTTP protocol (git http-backend) and a
-// package index in the layout pip reads (PEP 503) with one wheel built
-// here. What the job got is checked on its bytes: the commit it cloned
-// and the wheel's sha256.
+// which the job names the ordinary way (GIT_SSL_CAINFO, pip --cert, npm
+// --cafile). The test host serves git's smart HTTP protocol (git
+// http-backend), a package index in the layout pip reads (PEP 503) with
+// one wheel and an npm registry with one package, both built here. What
+// the job got is checked on its bytes: the commit it cloned, the wheel's
+// and the tarball's sha256.
 func TestEgressClients(t *testing.T) {
 	const backend = "runc"
 	needTools(t, "/usr/bin/git", "/usr/lib/git-core/git-http-backend", "/usr/bin/python3")
@@ -35,7 +42,7 @@ func TestEgressClients(t *testing.T) {
 	}
 	b := newBox(t, backend)
 	h := egresshost.New(t)
-	ca := egresshost.NewCA(t, "git.test", "pypi.test")
+	ca := egresshost.NewCA(t, "git.test", "pypi.test", "npm.test")
 
 	repos, commit := gitRepo(t)
 	wheelName, wheel := testWheel(t)
@@ -52,6 +59,16 @@ func TestEgressClients(t *testing.T) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Write(wheel)
 	})
+	tgzName, tgz := testTarball(t)
+	tgzSHA256 := sha256.Sum256(tgz)
+	mux.HandleFunc("/hello-egress", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(packument(tgz))
+	})
+	mux.HandleFunc("/hello-egress/-/"+tgzName, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(tgz)
+	})
 	h.Serve(t, 443, mux, &ca.Server)
 
 	body := fmt.Sprintf(`audit_log = %q
@@ -63,7 +80,7 @@ pids_limit = 128
 home_size = "64m"
 tmpfs_total = "512m"
 max_lifetime = "10m"
-egress = ["git.test:443", "pypi.test:443", "%s:443"]
+egress = ["git.test:443", "pypi.test:443", "npm.test:443", "%s:443"]
 `, b.audit, filepath.Join(filepath.Dir(b.cfg), "changes"), h.Addr)
 	if err := os.WriteFile(b.cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -78,7 +95,7 @@ egress = ["git.test:443", "pypi.test:443", "%s:443"]
 	if err := os.Chown(ws, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	runtime := egresshost.Runtime(t, h.HostsFile(t, "git.test", "pypi.test"), binaries.Bulkhead(t))
+	runtime := egresshost.Runtime(t, h.HostsFile(t, "git.test", "pypi.test", "npm.test"), binaries.Bulkhead(t))
 
 	run := func(t *testing.T, name, script string, env ...string) outcome {
 		t.Helper()
@@ -107,6 +124,14 @@ egress = ["git.test:443", "pypi.test:443", "%s:443"]
 			t.Fatalf("pip download through the broker: want %s with sha256 %s; %v", wheelName, wheelSum, o)
 		}
 	})
+	t.Run("npm-pack", func(t *testing.T) {
+		o := run(t, "npm-pack", "mkdir /tmp/npm && npm pack -q --registry https://npm.test/ --cafile /workspace/ca.pem "+
+			"--no-audit --no-fund --pack-destination /tmp/npm hello-egress@0.1.0 && sha256sum /tmp/npm/*")
+		want := hex.EncodeToString(tgzSHA256[:]) + "  /tmp/npm/" + tgzName
+		if o.code != 0 || !strings.Contains(o.output, want) {
+			t.Fatalf("npm pack through the broker: want %q; %v", want, o)
+		}
+	})
 	// The job's direct way out is the empty namespace, not the broker's
 	// list: git with the proxy variables removed cannot reach the listed
 	// host's address (curl's verbose log names the errno).
@@ -119,8 +144,8 @@ egress = ["git.test:443", "pypi.test:443", "%s:443"]
 	})
 	n := egresshost.Verdicts(t, b.audit)
 	dests := egresshost.AllowedDestinations(t, b.audit)
-	if n["denied"] != 0 || len(dests) != 2 || !dests["git.test:443"] || !dests["pypi.test:443"] {
-		t.Errorf("audit log: %v, allowed %v; want git.test:443 and pypi.test:443 allowed and none denied", n, dests)
+	if n["denied"] != 0 || len(dests) != 3 || !dests["git.test:443"] || !dests["pypi.test:443"] || !dests["npm.test:443"] {
+		t.Errorf("audit log: %v, allowed %v; want git.test:443, pypi.test:443 and npm.test:443 allowed and none denied", n, dests)
 	}
 }
 
@@ -184,4 +209,51 @@ func testWheel(t *testing.T) (name string, data []byte) {
 		t.Fatal(err)
 	}
 	return name, buf.Bytes()
+}
+
+// testTarball builds the npm package hello-egress 0.1.0 as a registry
+// serves it: a gzip'd tar of package/.
+func testTarball(t *testing.T) (name string, data []byte) {
+	t.Helper()
+	files := []struct{ path, body string }{
+		{"package/package.json", `{"name": "hello-egress", "version": "0.1.0", "main": "index.js"}` + "\n"},
+		{"package/index.js", "module.exports = 'hello through the broker';\n"},
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.path, Mode: 0o644, Size: int64(len(f.body)), ModTime: time.Unix(1700000000, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(f.body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return "hello-egress-0.1.0.tgz", buf.Bytes()
+}
+
+// packument is the registry's document for hello-egress, with the
+// tarball's integrity, which npm checks.
+func packument(tgz []byte) []byte {
+	sha1sum := sha1.Sum(tgz)
+	sha512sum := sha512.Sum512(tgz)
+	doc := map[string]any{
+		"name":      "hello-egress",
+		"dist-tags": map[string]string{"latest": "0.1.0"},
+		"versions": map[string]any{"0.1.0": map[string]any{
+			"name": "hello-egress", "version": "0.1.0", "main": "index.js",
+			"dist": map[string]string{
+				"tarball":   "https://npm.test/hello-egress/-/hello-egress-0.1.0.tgz",
+				"shasum":    hex.EncodeToString(sha1sum[:]),
+				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha512sum[:]),
+			},
+		}},
+	}
+	data, _ := json.Marshal(doc)
+	return data
 }
