@@ -46,7 +46,7 @@ var seq atomic.Int32
 func New(t *testing.T) *Host {
 	t.Helper()
 	k := int(seq.Add(1))
-	n := (os.Getpid()*3+k)%250 + 3
+	n := freeSubnet(t, (os.Getpid()*3+k)%250+3)
 	tag := fmt.Sprintf("%d-%d", os.Getpid(), k)
 	h := &Host{NS: "bh-eh-" + tag, HostAddr: fmt.Sprintf("10.214.%d.1", n), Addr: fmt.Sprintf("10.214.%d.2", n)}
 	veth := fmt.Sprintf("bheh%d", (os.Getpid()*10+k)%10000000)
@@ -67,6 +67,25 @@ func New(t *testing.T) *Host {
 	ip("-n", h.NS, "link", "set", veth+"c", "up")
 	ip("-n", h.NS, "link", "set", "lo", "up")
 	return h
+}
+
+// freeSubnet is the first 10.214.N.0/24 from n on that no interface of
+// the machine has an address in: tests running beside each other (other
+// packages, other people's) must not share a route.
+func freeSubnet(t *testing.T, n int) int {
+	t.Helper()
+	out, err := exec.Command("ip", "-4", "-o", "addr", "show").Output()
+	if err != nil {
+		t.Fatalf("ip addr show: %v", err)
+	}
+	for i := 0; i < 250; i++ {
+		m := (n-3+i)%250 + 3
+		if !strings.Contains(string(out), fmt.Sprintf(" 10.214.%d.", m)) {
+			return m
+		}
+	}
+	t.Fatal("no free subnet in 10.214.0.0/16")
+	return 0
 }
 
 // Listen opens a TCP listener on the test host's address: one locked
