@@ -66,7 +66,8 @@ state = %q
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ['/usr/lib/cni']
     conf_dir = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", pauseImage, cniConf)
+%s`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", pauseImage, cniConf,
+		ctrtest.EgressHandlerConfig3(dir))
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return "", err
@@ -105,6 +106,9 @@ func cri(t *testing.T) ctrtest.CRI {
 }
 
 func TestCRIPodLifecycle(t *testing.T) { ctrtest.PodLifecycle(t, cri(t)) }
+
+// TestCRIPodEgress: a pod's containers share its sandbox's broker.
+func TestCRIPodEgress(t *testing.T) { ctrtest.PodEgress(t, cri(t)) }
 
 func TestCRIPodProbe(t *testing.T) { ctrtest.PodProbe(t, cri(t)) }
 

@@ -81,12 +81,12 @@ state = %q
 
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-
+%s
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc",
-		filepath.Join(dir, "opt"), pauseImage, cniConf)
+		filepath.Join(dir, "opt"), pauseImage, ctrtest.EgressHandlerConfig(dir), cniConf)
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return "", err
@@ -125,6 +125,9 @@ func cri(t *testing.T) ctrtest.CRI {
 }
 
 func TestPodLifecycle(t *testing.T) { ctrtest.PodLifecycle(t, cri(t)) }
+
+// TestPodEgress: a pod's containers share its sandbox's broker.
+func TestPodEgress(t *testing.T) { ctrtest.PodEgress(t, cri(t)) }
 
 func TestPodProbe(t *testing.T) { ctrtest.PodProbe(t, cri(t)) }
 
