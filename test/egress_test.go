@@ -167,6 +167,7 @@ func TestEgressBroker(t *testing.T) {
 		t.Fatalf("after create: brokers %v, want one", pids)
 	}
 	assertOutsideContainer(t, pids[0], root, g, id)
+	assertUnprivileged(t, pids[0])
 	must(t, append(g, "start", id)...)
 
 	sh := func(script string) result {
@@ -249,6 +250,40 @@ func assertOutsideContainer(t *testing.T, broker int, root string, g []string, i
 		t.Errorf("broker %d is in a container's cgroup:\n%s", broker, cg)
 	}
 	_ = root
+}
+
+// assertUnprivileged checks every thread of the broker: it parses the
+// job's HTTP, so it holds no root, group, capability or way to gain one,
+// and it runs under its seccomp filter. The uid is also not the job's.
+func assertUnprivileged(t *testing.T, pid int) {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("threads of broker %d: %v", pid, err)
+	}
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		status := map[string]string{}
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				status[k] = strings.Join(strings.Fields(v), " ")
+			}
+		}
+		want := map[string]string{
+			"Uid": "65532 65532 65532 65532", "Gid": "65532 65532 65532 65532", "Groups": "",
+			"CapInh": "0000000000000000", "CapPrm": "0000000000000000", "CapEff": "0000000000000000",
+			"CapBnd": "0000000000000000", "CapAmb": "0000000000000000",
+			"NoNewPrivs": "1", "Seccomp": "2",
+		}
+		for k, v := range want {
+			if got, ok := status[k]; !ok || got != v {
+				t.Errorf("broker %d thread %s: %s %q, want %q", pid, task.Name(), k, got, v)
+			}
+		}
+	}
 }
 
 // A create whose broker cannot listen fails, and leaves no broker, no

@@ -20,6 +20,7 @@ func brokerCommand(g *runtime.Globals) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "spawn", Usage: "start the broker detached and print its pid"},
 			&cli.IntFlag{Name: "pid", Usage: "the container's init pid, whose network namespace the broker listens in"},
+			&cli.StringFlag{Name: "serve-fds", Usage: "descriptors the root broker hands to the unprivileged one"},
 			&cli.IntFlag{Name: "ready-fd", Value: -1, Usage: "descriptor that gets \"ok\" once the broker listens"},
 		},
 		OnUsageError: usageError,
@@ -34,6 +35,9 @@ func brokerCommand(g *runtime.Globals) *cli.Command {
 			var ready *os.File
 			if fd := c.Int("ready-fd"); fd >= 0 {
 				ready = os.NewFile(uintptr(fd), "ready")
+			}
+			if fds := c.String("serve-fds"); fds != "" {
+				return runtime.ServeBroker(fds, ready)
 			}
 			return runtime.RunBroker(g, id, c.Int("pid"), ready)
 		},
