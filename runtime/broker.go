@@ -49,7 +49,11 @@ func (c *creation) startBroker() error {
 	if err != nil {
 		return err
 	}
-	pid, err := detach.Spawn("egress broker", brokerArgv(self, c.g, true, c.rec.ID, c.rec.InitPid))
+	socket := ""
+	if c.plan.EgressDir != "" {
+		socket = egressSocket(c.plan.EgressDir)
+	}
+	pid, err := detach.Spawn("egress broker", brokerArgv(self, c.g, true, c.rec.ID, c.rec.InitPid, socket))
 	if err != nil {
 		return fmt.Errorf("egress: start broker: %w", err)
 	}
@@ -72,24 +76,27 @@ func joinsNetworkNamespace(s *rspec.Spec) bool {
 
 // brokerArgv is the command line of a broker (spawn is the intermediate
 // that detaches it), with the globals that find the container's record.
-func brokerArgv(self string, g *Globals, spawn bool, id string, pid int) []string {
+func brokerArgv(self string, g *Globals, spawn bool, id string, pid int, socket string) []string {
 	var args []string
 	if spawn {
 		args = append(args, "--spawn")
 	} else {
 		args = append(args, "--ready-fd", "3")
 	}
+	if socket != "" {
+		args = append(args, "--socket", socket)
+	}
 	args = append(args, "--pid", strconv.Itoa(pid), id)
 	return g.selfArgv(self, BrokerVerb, args...)
 }
 
 // SpawnBroker is the intermediate process between create and the broker.
-func SpawnBroker(g *Globals, id string, initPid int) error {
+func SpawnBroker(g *Globals, id string, initPid int, socket string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	return detach.Detach("egress broker", brokerArgv(self, g, false, id, initPid))
+	return detach.Detach("egress broker", brokerArgv(self, g, false, id, initPid, socket))
 }
 
 // RunBroker is the broker verb, as root: it opens what only root can
@@ -97,8 +104,8 @@ func SpawnBroker(g *Globals, id string, initPid int) error {
 // audit log, the container's record) and replaces itself with the
 // unprivileged broker (ServeBroker), which reports "ok" on ready. Any
 // failure before that is reported on ready instead.
-func RunBroker(g *Globals, id string, initPid int, ready *os.File) error {
-	err := execServingBroker(g, id, initPid)
+func RunBroker(g *Globals, id string, initPid int, socket string, ready *os.File) error {
+	err := execServingBroker(g, id, initPid, socket)
 	if ready != nil {
 		fmt.Fprintln(ready, err)
 		ready.Close()
@@ -132,8 +139,8 @@ const (
 	nServeFds
 )
 
-func execServingBroker(g *Globals, id string, initPid int) error {
-	set, ln, pidfd, err := newBroker(g, id, initPid)
+func execServingBroker(g *Globals, id string, initPid int, socket string) error {
+	set, ln, pidfd, err := newBroker(g, id, initPid, socket)
 	if err != nil {
 		return err
 	}
@@ -143,7 +150,7 @@ func execServingBroker(g *Globals, id string, initPid int) error {
 	}
 	fds := make([]int, nServeFds)
 	fds[fdInit] = pidfd
-	lf, err := ln.(*net.TCPListener).File()
+	lf, err := ln.(interface{ File() (*os.File, error) }).File()
 	if err != nil {
 		return fmt.Errorf("egress broker %s: %w", id, err)
 	}
@@ -288,7 +295,7 @@ func servingBroker(serveFds string) (*egress.Broker, net.Listener, []int, error)
 // newBroker reads the container's profile from its record and opens the
 // broker's listener in the namespace of the init, held by a pidfd the
 // caller closes.
-func newBroker(g *Globals, id string, initPid int) (*brokerSettings, net.Listener, int, error) {
+func newBroker(g *Globals, id string, initPid int, socket string) (*brokerSettings, net.Listener, int, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, nil, -1, err
 	}
@@ -330,7 +337,12 @@ func newBroker(g *Globals, id string, initPid int) (*brokerSettings, net.Listene
 	if err != nil {
 		return nil, nil, -1, fmt.Errorf("egress broker %s: container init %d: %w", id, initPid, err)
 	}
-	ln, err := egress.ListenIn(initPid, pidfd, specs.EgressProxyAddr)
+	var ln net.Listener
+	if socket != "" {
+		ln, err = egress.ListenUnix(socket, int(uid), int(gid))
+	} else {
+		ln, err = egress.ListenIn(initPid, pidfd, specs.EgressProxyAddr)
+	}
 	if err != nil {
 		unix.Close(pidfd)
 		return nil, nil, -1, fmt.Errorf("egress broker %s: %w", id, err)

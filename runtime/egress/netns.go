@@ -80,3 +80,26 @@ func ListenIn(pid, pidfd int, addr string) (net.Listener, error) {
 	}
 	return r.ln, nil
 }
+
+// ListenUnix opens the broker's unix socket at path for a runsc sandbox,
+// whose own loopback no host socket can reach: the socket is uid:gid's
+// (the broker's user, whom the forwarder in the sandbox runs as), mode
+// 0600, so the job cannot connect to it past the forwarder. The listener
+// leaves the file in place when closed: the broker that serves it is
+// another program image (ExecUnprivileged).
+func ListenUnix(path string, uid, gid int) (net.Listener, error) {
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(path, 0o600); err == nil {
+		err = os.Lchown(path, uid, gid)
+	}
+	if err != nil {
+		ln.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	return ln, nil
+}
