@@ -274,6 +274,21 @@ func testEgressBroker(t *testing.T, backend string) {
 		}
 	}
 
+	if backend == "runsc" {
+		// The forwarder is egress_broker_user's: the job can neither
+		// signal it nor connect to the broker's socket past it.
+		if r = sh("kill -9 $(pidof egress-forward)"); r.code == 0 || !strings.Contains(r.stderr, "Operation not permitted") {
+			t.Errorf("job killing the forwarder: exit %d, stderr %q; want EPERM", r.code, r.stderr)
+		}
+		// curl does not name the errno; the socket's owner and mode do.
+		if r = sh("stat -c '%F %u %a' /.bulkhead/egress/egress.sock"); r.stdout != "socket 65532 600\n" {
+			t.Errorf("the broker's socket in the sandbox: %q (stderr %q), want a socket of uid 65532, mode 600", r.stdout, r.stderr)
+		}
+		if r = sh("curl -sS --unix-socket /.bulkhead/egress/egress.sock http://allowed.test/hello.txt"); r.code != 7 {
+			t.Errorf("job connecting to the broker's socket: exit %d, stdout %q, stderr %q; want curl's 7, no connection", r.code, r.stdout, r.stderr)
+		}
+	}
+
 	want := 6 // wget, curl, wget other.test, three raw requests
 	if backend == "runsc" {
 		want++
@@ -369,15 +384,25 @@ func assertUnprivileged(t *testing.T, pid int) {
 }
 
 // A create whose broker cannot listen fails, and leaves no broker, no
-// container and no record behind. The port is taken from the host by a
-// createRuntime hook, which runs after the namespace exists and before
-// the broker starts.
+// container and no record behind. A createRuntime hook, which runs after
+// the sandbox exists and before the broker starts, takes the broker's
+// place: on runc the port in the container's network namespace, on runsc
+// the socket's name in the container's state directory (beside the
+// bundle bulkhead hands runsc).
 func TestEgressBrokerFailedCreate(t *testing.T) {
-	needRoot(t, "runc", "ip", "unshare", "nsenter")
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend, "ip", "unshare", "nsenter", "openssl", "curl")
+			testEgressBrokerFailedCreate(t, backend)
+		})
+	}
+}
+
+func testEgressBrokerFailedCreate(t *testing.T, backend string) {
 	h := newEgressHost(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "squatter.pid")
-	hook := filepath.Join(dir, "take-port.sh")
+	hook := filepath.Join(dir, "take-place.sh")
 	script := fmt.Sprintf(`#!/bin/sh
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 pid=$(%[1]s sed -n 's/.*"pid": *\([0-9]*\).*/\1/p')
@@ -386,6 +411,14 @@ echo $! > %[2]s
 for i in $(seq 50); do nsenter --net=/proc/$pid/ns/net %[1]s netstat -ltn | grep -q ':3128 ' && exit 0; sleep 0.1; done
 exit 1
 `, bundle.Busybox, pidFile)
+	want := "address already in use"
+	if backend == "runsc" {
+		script = `#!/bin/sh
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+bundle=$(sed -n 's/.*"bundle": *"\([^"]*\)".*/\1/p')
+touch "$(dirname "$bundle")/egress/egress.sock"
+`
+	}
 	if err := os.WriteFile(hook, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -398,23 +431,23 @@ exit 1
 	})
 	config, audit, hosts := egressConfig(t, h, fmt.Sprintf("hooks_allowed = [%q]\n", hook))
 	root := stateRoot(t)
-	g := []string{"--config", config, "--root", root}
-	id := uniqueID("egress-fail")
+	g := []string{"--config", config, "--root", root, "--backend", backend}
+	id := uniqueID("egress-fail-" + backend)
 	b := bundle.New(t, []string{"sleep", "3600"}, func(s *rspec.Spec) {
 		s.Hooks = &rspec.Hooks{CreateRuntime: []rspec.Hook{{Path: hook}}}
 	})
 	r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...)
 	if r.code == 0 {
 		bulkhead(t, "", append(g, "delete", "--force", id)...)
-		t.Fatalf("create succeeded with the broker's port taken")
+		t.Fatalf("create succeeded with the broker's place taken")
 	}
-	if !strings.Contains(r.stderr, "egress") || !strings.Contains(r.stderr, "address already in use") {
-		t.Fatalf("create: exit %d, stderr %q; want the broker's failure to listen", r.code, r.stderr)
+	if !strings.Contains(r.stderr, "egress") || !strings.Contains(r.stderr, want) {
+		t.Fatalf("create: exit %d, stderr %q; want the broker's failure to listen (%s)", r.code, r.stderr, want)
 	}
 	if pids := brokers(t, id); len(pids) != 0 {
 		t.Fatalf("after a failed create: brokers %v still running", pids)
 	}
-	assertGone(t, root, "runc", id)
+	assertGone(t, root, backend, id)
 	var refused bool
 	for _, e := range auditEvents(t, audit) {
 		if e["event"] == "create" && e["id"] == id && e["outcome"] == "refused" {
@@ -423,6 +456,78 @@ exit 1
 	}
 	if !refused {
 		t.Fatalf("no refused create of %s in the audit log", id)
+	}
+}
+
+// On runsc, start asks the broker from inside the sandbox, through the
+// forwarder, and a path that is not there fails the start and kills the
+// container: here the broker's socket is gone from the sandbox's view
+// between create and start.
+func TestEgressRunscPathMissing(t *testing.T) {
+	needRoot(t, "runsc", "ip", "unshare", "openssl", "curl")
+	h := newEgressHost(t)
+	config, audit, hosts := egressConfig(t, h, "")
+	root := stateRoot(t)
+	g := []string{"--config", config, "--root", root, "--backend", "runsc"}
+	id := uniqueID("egress-nopath")
+	b := bundle.New(t, []string{"sleep", "3600"})
+	if r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...); r.code != 0 {
+		t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	if err := os.Remove(filepath.Join(root, "bulkhead", id, "egress", "egress.sock")); err != nil {
+		t.Fatal(err)
+	}
+	r := bulkhead(t, "", append(g, "start", id)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "control egress") || !strings.Contains(r.stderr, "killed") {
+		t.Fatalf("start without the broker's socket: exit %d, stderr %q; want the egress control failing and the container killed", r.code, r.stderr)
+	}
+	if s := containerState(t, g, id); s.Status != "stopped" {
+		t.Fatalf("after the failed start: %+v, want stopped", s)
+	}
+	if lines := egressLines(t, audit, id); len(lines) != 0 {
+		t.Fatalf("the broker saw connections with its socket gone: %v", lines)
+	}
+	must(t, append(g, "delete", "--force", id)...)
+	if pids := brokers(t, id); len(pids) != 0 {
+		t.Fatalf("after delete: brokers %v still running", pids)
+	}
+	assertGone(t, root, "runsc", id)
+}
+
+// The broker dies with its container when the watchdog's deadline kills
+// it, as it does at delete: it holds the container's init, not a record.
+func TestEgressBrokerGoneAfterDeadline(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend, "ip", "unshare", "openssl", "curl")
+			h := newEgressHost(t)
+			config, _, hosts := egressConfig(t, h, "max_lifetime = \"3s\"\n")
+			root := stateRoot(t)
+			g := []string{"--config", config, "--root", root, "--backend", backend}
+			id := uniqueID("egress-deadline-" + backend)
+			b := bundle.New(t, []string{"sleep", "3600"})
+			if r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...); r.code != 0 {
+				t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
+			}
+			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+			if pids := brokers(t, id); len(pids) != 1 {
+				t.Fatalf("after create: brokers %v, want one", pids)
+			}
+			must(t, append(g, "start", id)...)
+			// Waiting for events, not timing them: the watchdog's kill, then
+			// the broker's exit.
+			for end := time.Now().Add(30 * time.Second); containerState(t, g, id).Status != "stopped"; time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatalf("%s not stopped 30 s after start with a 3 s lifetime", id)
+				}
+			}
+			for end := time.Now().Add(20 * time.Second); len(brokers(t, id)) != 0; time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatalf("brokers %v of %s still running 20 s after the deadline killed it", brokers(t, id), id)
+				}
+			}
+		})
 	}
 }
 
