@@ -39,10 +39,9 @@ func main() {
 			os.Exit(1)
 		}
 	case len(os.Args) == 3:
-		if err := serve(os.Args[1], os.Args[2]); err != nil {
-			fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", err)
-			os.Exit(1)
-		}
+		// serve returns only on failure.
+		fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", serve(os.Args[1], os.Args[2]))
+		os.Exit(1)
 	default:
 		fmt.Fprintln(os.Stderr, "usage: bulkhead-egress-forward <listen host:port> <unix socket path> | --check <host:port>")
 		os.Exit(2)

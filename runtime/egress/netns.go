@@ -104,7 +104,8 @@ func ListenUnix(path string, uid, gid int) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := unix.Fchmodat(dir, filepath.Base(path), 0o600, 0); err == nil {
+	err = unix.Fchmodat(dir, filepath.Base(path), 0o600, 0)
+	if err == nil {
 		err = unix.Fchownat(dir, filepath.Base(path), uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if err != nil {
