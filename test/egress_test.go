@@ -495,6 +495,34 @@ func TestEgressRunscPathMissing(t *testing.T) {
 	assertGone(t, root, "runsc", id)
 }
 
+// run is create and start in one: the broker and, on runsc, the
+// forwarder are there when it returns.
+func TestEgressRun(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend, "ip", "unshare", "openssl", "curl")
+			h := newEgressHost(t)
+			config, _, hosts := egressConfig(t, h, "")
+			root := stateRoot(t)
+			g := []string{"--config", config, "--root", root, "--backend", backend}
+			id := uniqueID("egress-run-" + backend)
+			b := bundle.New(t, []string{"sleep", "3600"})
+			if r := createWithHosts(t, hosts, append(g, "run", "--detach", "--bundle", b, id)...); r.code != 0 {
+				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+			}
+			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+			r := bulkhead(t, "", append(g, "exec", id, "wget", "-q", "-O-", "http://allowed.test/hello.txt")...)
+			if r.code != 0 || r.stdout != "hello from the test host\n" {
+				t.Fatalf("allowlisted name after run: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+			}
+			must(t, append(g, "delete", "--force", id)...)
+			if pids := brokers(t, id); len(pids) != 0 {
+				t.Fatalf("after delete: brokers %v still running", pids)
+			}
+		})
+	}
+}
+
 // The broker dies with its container when the watchdog's deadline kills
 // it, as it does at delete: it holds the container's init, not a record.
 func TestEgressBrokerGoneAfterDeadline(t *testing.T) {
