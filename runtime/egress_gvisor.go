@@ -185,7 +185,8 @@ func goferPid(g *Globals, b *backend.Backend, id string) (int, error) {
 }
 
 // forwarderProcess is a process of the forwarder as runsc exec takes it:
-// egress_broker_user, no capabilities, no_new_privs.
+// egress_broker_user, no capabilities, no_new_privs (and the container's
+// seccomp filter, which runEgressForwarder adds).
 func forwarderProcess(p *specs.Profile, args ...string) (*rspec.Process, error) {
 	uid, gid, err := p.EgressBrokerIDs()
 	if err != nil {
@@ -224,6 +225,13 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 		return err
 	}
 	dir := reg.Dir(id)
+	// Under the container's own seccomp filter, as every exec'd process:
+	// runsc gives an exec'd process none.
+	for _, proc := range []*rspec.Process{serve, check} {
+		if _, err := execUnderFilter(filepath.Join(dir, privateBundleDir), proc); err != nil {
+			return err
+		}
+	}
 	serveFile, checkFile := filepath.Join(dir, "egress-forward.json"), filepath.Join(dir, "egress-check.json")
 	for path, proc := range map[string]*rspec.Process{serveFile: serve, checkFile: check} {
 		data, err := json.Marshal(proc)

@@ -280,6 +280,13 @@ func testEgressBroker(t *testing.T, backend string) {
 		if r = sh("kill -9 $(pidof egress-forward)"); r.code == 0 || !strings.Contains(r.stderr, "Operation not permitted") {
 			t.Errorf("job killing the forwarder: exit %d, stderr %q; want EPERM", r.code, r.stderr)
 		}
+		// gVisor's status has no NoNewPrivs line.
+		r = sh(`grep -E '^(Uid|CapEff|CapBnd|Seccomp):' /proc/$(pidof egress-forward)/status`)
+		for _, want := range []string{"Uid:\t65532\t65532\t65532\t65532", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "Seccomp:\t2"} {
+			if !strings.Contains(r.stdout, want+"\n") {
+				t.Errorf("the forwarder in the sandbox: %q (stderr %q), want %q", r.stdout, r.stderr, want)
+			}
+		}
 		// curl does not name the errno; the socket's owner and mode do.
 		if r = sh("stat -c '%F %u %a' /.bulkhead/egress/egress.sock"); r.stdout != "socket 65532 600\n" {
 			t.Errorf("the broker's socket in the sandbox: %q (stderr %q), want a socket of uid 65532, mode 600", r.stdout, r.stderr)
