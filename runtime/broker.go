@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -48,7 +49,11 @@ func (c *creation) startBroker() error {
 	if err != nil {
 		return err
 	}
-	pid, err := detach.Spawn("egress broker", brokerArgv(self, c.g, true, c.rec.ID, c.rec.InitPid))
+	socket := ""
+	if c.plan.EgressDir != "" {
+		socket = egressSocket(c.plan.EgressDir)
+	}
+	pid, err := detach.Spawn("egress broker", brokerArgv(self, c.g, true, c.rec.ID, c.rec.InitPid, socket))
 	if err != nil {
 		return fmt.Errorf("egress: start broker: %w", err)
 	}
@@ -71,30 +76,136 @@ func joinsNetworkNamespace(s *rspec.Spec) bool {
 
 // brokerArgv is the command line of a broker (spawn is the intermediate
 // that detaches it), with the globals that find the container's record.
-func brokerArgv(self string, g *Globals, spawn bool, id string, pid int) []string {
+func brokerArgv(self string, g *Globals, spawn bool, id string, pid int, socket string) []string {
 	var args []string
 	if spawn {
 		args = append(args, "--spawn")
 	} else {
 		args = append(args, "--ready-fd", "3")
 	}
+	if socket != "" {
+		args = append(args, "--socket", socket)
+	}
 	args = append(args, "--pid", strconv.Itoa(pid), id)
 	return g.selfArgv(self, BrokerVerb, args...)
 }
 
 // SpawnBroker is the intermediate process between create and the broker.
-func SpawnBroker(g *Globals, id string, initPid int) error {
+func SpawnBroker(g *Globals, id string, initPid int, socket string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	return detach.Detach("egress broker", brokerArgv(self, g, false, id, initPid))
+	return detach.Detach("egress broker", brokerArgv(self, g, false, id, initPid, socket))
 }
 
-// RunBroker is the broker verb: it listens in the network namespace of
-// the container's init, reports "ok" on ready, and serves until the init
-// exits, the container's record is deleted or it gets SIGTERM.
-func RunBroker(g *Globals, id string, initPid int, ready *os.File) error {
+// RunBroker is the broker verb, as root: it opens what only root can
+// (the listener in the network namespace of the container's init, the
+// audit log, the container's record) and replaces itself with the
+// unprivileged broker (ServeBroker), which reports "ok" on ready. Any
+// failure before that is reported on ready instead.
+func RunBroker(g *Globals, id string, initPid int, socket string, ready *os.File) error {
+	err := execServingBroker(g, id, initPid, socket)
+	if ready != nil {
+		fmt.Fprintln(ready, err)
+		ready.Close()
+	}
+	return err
+}
+
+// brokerSettings is what the unprivileged broker gets from the root one,
+// on a pipe: it can no longer read the configuration or the record.
+type brokerSettings struct {
+	Egress   []string   `json:"egress"`
+	MaxConns int        `json:"max_conns"`
+	MaxBytes int64      `json:"max_bytes"`
+	ID       string     `json:"id"`
+	Profile  string     `json:"profile"`
+	Backend  string     `json:"backend"`
+	Mode     specs.Mode `json:"mode"`
+	// Only for the root broker: the user to become and the log to open.
+	uid, gid uint32
+	auditLog string
+}
+
+// The descriptors the root broker hands over, in the order of
+// --serve-fds.
+const (
+	fdSettings = iota
+	fdListener
+	fdInit
+	fdRecord
+	fdAudit
+	nServeFds
+)
+
+func execServingBroker(g *Globals, id string, initPid int, socket string) error {
+	set, ln, pidfd, err := newBroker(g, id, initPid, socket)
+	if err != nil {
+		return err
+	}
+	reg, err := state.OpenRegistry(g.Root)
+	if err != nil {
+		return err
+	}
+	fds := make([]int, nServeFds)
+	fds[fdInit] = pidfd
+	lf, err := ln.(interface{ File() (*os.File, error) }).File()
+	if err != nil {
+		return fmt.Errorf("egress broker %s: %w", id, err)
+	}
+	ln.Close()
+	fds[fdListener] = int(lf.Fd())
+	// The record's directory, held open: its link count drops to 0 when
+	// delete removes it, which the broker can see without searching the
+	// root-only state directory.
+	if fds[fdRecord], err = unix.Open(reg.Dir(id), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return fmt.Errorf("egress broker %s: %w", id, err)
+	}
+	fds[fdAudit] = -1
+	if path := set.auditLog; path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return fmt.Errorf("audit log %s: %w", path, err)
+		}
+		f, err := audit.Open(path)
+		if err != nil {
+			return err
+		}
+		fds[fdAudit] = int(f.Fd())
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	// Far below the pipe's buffer: written whole before the exec.
+	if err := json.NewEncoder(w).Encode(set); err != nil {
+		return err
+	}
+	w.Close()
+	fds[fdSettings] = int(r.Fd())
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	list := make([]string, len(fds))
+	for i, fd := range fds {
+		list[i] = strconv.Itoa(fd)
+	}
+	argv := []string{self, BrokerVerb, "--serve-fds", strings.Join(list, ","), "--ready-fd", "3", id}
+	keep := []int{3}
+	for _, fd := range fds {
+		if fd >= 0 {
+			keep = append(keep, fd)
+		}
+	}
+	return egress.ExecUnprivileged(int(set.uid), int(set.gid), argv, []string{}, keep)
+}
+
+// ServeBroker is the broker once it runs unprivileged: it takes the
+// descriptors the root broker left it, puts itself under its seccomp
+// filter, reports "ok" on ready, and serves until the container's init
+// exits, its record is deleted or it gets SIGTERM.
+func ServeBroker(serveFds string, ready *os.File) error {
 	report := func(err error) error {
 		if ready != nil {
 			if err != nil {
@@ -106,37 +217,85 @@ func RunBroker(g *Globals, id string, initPid int, ready *os.File) error {
 		}
 		return err
 	}
-	b, ln, pidfd, err := newBroker(g, id, initPid)
+	b, ln, fds, err := servingBroker(serveFds)
 	if err != nil {
 		return report(err)
 	}
-	defer unix.Close(pidfd)
+	// Not dumpable: another process of the broker's uid (another
+	// container's broker) cannot trace it or read its memory.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return report(fmt.Errorf("egress broker: %w", err))
+	}
+	if err := egress.InstallFilter(); err != nil {
+		return report(err)
+	}
 	report(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reg, _ := state.OpenRegistry(g.Root)
 	go func() {
 		defer cancel()
-		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		polled := []unix.PollFd{{Fd: int32(fds[fdInit]), Events: unix.POLLIN}}
 		for ctx.Err() == nil {
-			n, err := unix.Poll(fds, 1000)
+			n, err := unix.Poll(polled, 1000)
 			if err == nil && n > 0 {
 				return // the init exited: the container's network is gone
 			}
-			if _, err := os.Stat(filepath.Join(reg.Dir(id), "record.json")); errors.Is(err, os.ErrNotExist) {
-				return
+			var st unix.Stat_t
+			if unix.Fstat(fds[fdRecord], &st) == nil && st.Nlink == 0 {
+				return // deleted
 			}
 		}
 	}()
 	return b.Serve(ctx, ln)
 }
 
+// servingBroker rebuilds the broker from what --serve-fds hands over.
+func servingBroker(serveFds string) (*egress.Broker, net.Listener, []int, error) {
+	parts := strings.Split(serveFds, ",")
+	if len(parts) != nServeFds {
+		return nil, nil, nil, fmt.Errorf("egress broker: --serve-fds %q: want %d descriptors", serveFds, nServeFds)
+	}
+	fds := make([]int, nServeFds)
+	for i, p := range parts {
+		fd, err := strconv.Atoi(p)
+		if err != nil || (fd < 3 && !(i == fdAudit && fd == -1)) {
+			return nil, nil, nil, fmt.Errorf("egress broker: --serve-fds %q: bad descriptor %q", serveFds, p)
+		}
+		fds[i] = fd
+	}
+	sf := os.NewFile(uintptr(fds[fdSettings]), "settings")
+	var set brokerSettings
+	err := json.NewDecoder(sf).Decode(&set)
+	sf.Close()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("egress broker: settings: %w", err)
+	}
+	allow, err := specs.ParseEgress(set.Egress)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("egress broker %s: %w", set.ID, err)
+	}
+	lf := os.NewFile(uintptr(fds[fdListener]), "listener")
+	ln, err := net.FileListener(lf)
+	lf.Close()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("egress broker %s: listener: %w", set.ID, err)
+	}
+	var log *os.File
+	if fds[fdAudit] >= 0 {
+		log = os.NewFile(uintptr(fds[fdAudit]), "audit log")
+	}
+	rec := &state.Record{ID: set.ID, Profile: set.Profile, Backend: set.Backend, Mode: set.Mode}
+	b := &egress.Broker{Allow: allow, MaxConns: set.MaxConns, MaxBytes: set.MaxBytes,
+		Audit: func(c egress.Connection) { auditConnection(log, rec, c) }}
+	return b, ln, fds, nil
+}
+
 // newBroker reads the container's profile from its record and opens the
 // broker's listener in the namespace of the init, held by a pidfd the
 // caller closes.
-func newBroker(g *Globals, id string, initPid int) (*egress.Broker, net.Listener, int, error) {
+func newBroker(g *Globals, id string, initPid int, socket string) (*brokerSettings, net.Listener, int, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, nil, -1, err
 	}
@@ -170,18 +329,28 @@ func newBroker(g *Globals, id string, initPid int) (*egress.Broker, net.Listener
 	if err != nil {
 		return nil, nil, -1, err
 	}
+	uid, gid, err := profile.EgressBrokerIDs()
+	if err != nil {
+		return nil, nil, -1, err
+	}
 	pidfd, err := unix.PidfdOpen(initPid, 0)
 	if err != nil {
 		return nil, nil, -1, fmt.Errorf("egress broker %s: container init %d: %w", id, initPid, err)
 	}
-	ln, err := egress.ListenIn(initPid, pidfd, specs.EgressProxyAddr)
+	var ln net.Listener
+	if socket != "" {
+		ln, err = egress.ListenUnix(socket, int(uid), int(gid))
+	} else {
+		ln, err = egress.ListenIn(initPid, pidfd, specs.EgressProxyAddr)
+	}
 	if err != nil {
 		unix.Close(pidfd)
 		return nil, nil, -1, fmt.Errorf("egress broker %s: %w", id, err)
 	}
-	b := &egress.Broker{Allow: allow, MaxConns: profile.EgressConnections, MaxBytes: maxBytes,
-		Audit: func(c egress.Connection) { auditConnection(cfg.AuditLog, rec, c) }}
-	return b, ln, pidfd, nil
+	set := &brokerSettings{Egress: profile.Egress, MaxConns: profile.EgressConnections, MaxBytes: maxBytes,
+		ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode,
+		uid: uid, gid: gid, auditLog: cfg.AuditLog}
+	return set, ln, pidfd, nil
 }
 
 // stopBroker ends a container's broker: SIGTERM, which closes its
@@ -248,13 +417,17 @@ func isBroker(pid int, id string) bool {
 	return len(args) > 1 && args[len(args)-1] == id && strings.Contains(string(data), "\x00"+BrokerVerb+"\x00")
 }
 
-// auditConnection writes one line of the audit log for one connection.
-func auditConnection(path string, rec *state.Record, c egress.Connection) {
+// auditConnection writes one line of the audit log, open as log (nil:
+// none), for one connection.
+func auditConnection(log *os.File, rec *state.Record, c egress.Connection) {
+	if log == nil {
+		return
+	}
 	sent, received := c.Sent, c.Received
 	e := &audit.Entry{Event: "egress", ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode,
 		Destination: c.Destination, Address: c.Address, BytesSent: &sent, BytesReceived: &received,
 		Outcome: c.Verdict, Error: c.Reason}
-	if err := audit.Write(path, e); err != nil {
+	if err := audit.WriteTo(log, e); err != nil {
 		logrus.Warnf("bulkhead: %v", err)
 	}
 }

@@ -69,6 +69,15 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 		if !specs.IsBind(*m) || merged[m.Source] {
 			continue
 		}
+		if m.Destination == egressSocketDir {
+			// The broker's socket directory, made in the state directory.
+			continue
+		}
+		if m.Destination == egressForwarderPath {
+			// addEgressForwarder's own bind, judged as seccomp-exec is.
+			m.Source = add("egress", "mounts["+m.Destination+"]", m.Source, false, true)
+			continue
+		}
 		if m.Destination == seccompexec.Path {
 			// planSeccompExec's own bind; no caller's mount may be there.
 			m.Source = add("seccomp", "mounts["+m.Destination+"]", m.Source, false, true)

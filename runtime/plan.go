@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +82,9 @@ type Plan struct {
 	HandOverBundle string
 	PidFile        string
 	OwnPidFile     bool
+	// EgressDir is the directory of the broker's unix socket, bound into
+	// a runsc container with egress (egress_gvisor.go); "" otherwise.
+	EgressDir string
 
 	globals *Globals
 
@@ -142,18 +146,15 @@ func MakePlan(in PlanInput) (*Plan, error) {
 			return p, nil
 		}
 		if gvisor {
-			if len(sel.Profile.Egress) > 0 {
-				// gVisor's netstack has its own loopback: a socket the broker
-				// opens in the sandbox's host namespace is not reachable
-				// from inside, and the job would get a proxy that is not there.
-				p.PlanErr = fmt.Errorf("profile %s: egress is not available on backend %s yet; use runc or an empty egress list",
-					sel.Profile.Name, sel.Backend.Name)
-				return p, nil
-			}
 			// Before the translation: the program installs the filter
 			// as Linux reads it, not as runsc's converter needs it.
 			if p.PlanErr = p.addSeccompExec(at); p.PlanErr != nil {
 				return p, nil
+			}
+			if len(sel.Profile.Egress) > 0 && !joinsNetworkNamespace(p.Handed) {
+				if p.PlanErr = p.addEgressForwarder(at, stateDir); p.PlanErr != nil {
+					return p, nil
+				}
 			}
 			p.decide(backend.TranslateForGVisor(p.Handed)...)
 		}
@@ -192,7 +193,13 @@ func (p *Plan) BackendArgv(verb string, v Values) (argv, dropped []string) {
 	b := p.Selection.Backend
 	flags, dropped := ForwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
 	args := append([]string{"--bundle", p.HandOverBundle, "--pid-file", p.PidFile}, flags...)
-	return p.globals.backendArgv(b, verb, append(args, p.ID)...), dropped
+	argv = p.globals.backendArgv(b, verb, append(args, p.ID)...)
+	if p.EgressDir != "" {
+		// The gofer this create starts may connect to the broker's socket.
+		// A global flag: before the verb, which precedes args and the id.
+		argv = slices.Insert(argv, len(argv)-len(args)-2, "--host-uds=open")
+	}
+	return argv, dropped
 }
 
 // FlagRefusal is enforce mode's refusal of the caller's verb flags that

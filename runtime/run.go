@@ -62,6 +62,9 @@ func Run(g *Globals, v Values, id string) error {
 	}
 	if err == nil && b.IsGVisor() && c.sel.Profile.Mode == specs.Enforce {
 		err = verifyGVisorStarted(g, b, id, c.rec.InitPid)
+		if err == nil && c.rec.BrokerPid != 0 {
+			err = startEgressForwarder(g, b, &c.sel.Profile, id)
+		}
 	}
 	if err != nil {
 		_ = Delete(g, forceValues{}, id)

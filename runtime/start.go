@@ -46,7 +46,13 @@ func Start(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
-	return verifyGVisorStarted(g, c.backend, id, c.rec.InitPid)
+	if err := verifyGVisorStarted(g, c.backend, id, c.rec.InitPid); err != nil {
+		return err
+	}
+	if c.rec.BrokerPid != 0 {
+		return startEgressForwarder(g, c.backend, &c.profile, id)
+	}
+	return nil
 }
 
 // verifyGVisorStarted waits for the sandbox process to hold a seccomp

@@ -98,3 +98,37 @@ func TestProfileEgressValidation(t *testing.T) {
 		t.Fatalf("egress_bytes lots: %v", err)
 	}
 }
+
+// The broker's user is never root and never an id the job may run as:
+// the job could otherwise signal or trace the process parsing its HTTP.
+func TestEgressBrokerUser(t *testing.T) {
+	p := DefaultProfile()
+	if uid, gid, err := p.EgressBrokerIDs(); err != nil || uid != 65532 || gid != 65532 {
+		t.Fatalf("default egress_broker_user: %d:%d, %v; want 65532:65532", uid, gid, err)
+	}
+	for _, c := range []struct {
+		user, uids, gids string
+		want             string
+	}{
+		{"0:65532", "", "", "neither 0"},
+		{"65532:0", "", "", "neither 0"},
+		{"65532", "", "", "want uid:gid"},
+		{"1-2:3", "", "", "want uid:gid"},
+		{"65534:65532", "", "", "uid 65534 is one the job may run as"},
+		{"65532:65534", "", "", "gid 65534 is one the job may run as"},
+		{"5000:65532", "1000-60000", "", "uid 5000 is one the job may run as"},
+		{"65532:5000", "", "1000-60000", "gid 5000 is one the job may run as"},
+	} {
+		p := DefaultProfile()
+		p.EgressBrokerUser = c.user
+		if c.uids != "" {
+			p.AllowedUIDs = []string{c.uids}
+		}
+		if c.gids != "" {
+			p.AllowedGIDs = []string{c.gids}
+		}
+		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("egress_broker_user %q (uids %q, gids %q): %v, want %q", c.user, c.uids, c.gids, err, c.want)
+		}
+	}
+}

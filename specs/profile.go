@@ -116,6 +116,10 @@ type Profile struct {
 	// together, over the container's life ("0": no bound).
 	EgressConnections int    `toml:"egress_connections" json:"egress_connections"`
 	EgressBytes       string `toml:"egress_bytes" json:"egress_bytes"`
+	// EgressBrokerUser is the "uid:gid" the broker runs as once it
+	// listens: never root and never an id the job may run as, so neither
+	// can signal, trace or read the other.
+	EgressBrokerUser string `toml:"egress_broker_user" json:"egress_broker_user"`
 }
 
 // DefaultCgroupParents are the grouping parents of the engines bulkhead
@@ -167,6 +171,7 @@ func DefaultProfile() Profile {
 		Egress:             []string{},
 		EgressConnections:  32,
 		EgressBytes:        "1g",
+		EgressBrokerUser:   "65532:65532",
 	}
 }
 
@@ -317,7 +322,28 @@ func (p *Profile) validateEgress() error {
 	if _, err := p.EgressBytesLimit(); err != nil {
 		return err
 	}
+	if _, _, err := p.EgressBrokerIDs(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// EgressBrokerIDs are egress_broker_user's uid and gid, refused when one
+// is root or an id the profile lets the job run as.
+func (p *Profile) EgressBrokerIDs() (uid, gid uint32, err error) {
+	u, g, ok := strings.Cut(p.EgressBrokerUser, ":")
+	uids, uok := parseIDRange(u)
+	gids, gok := parseIDRange(g)
+	if !ok || !uok || !gok || uids.lo != uids.hi || gids.lo != gids.hi || uids.lo == 0 || gids.lo == 0 {
+		return 0, 0, fmt.Errorf("egress_broker_user %q: want uid:gid, neither 0", p.EgressBrokerUser)
+	}
+	if allowedID(p.UID, p.AllowedUIDs, uids.lo) {
+		return 0, 0, fmt.Errorf("egress_broker_user %q: uid %d is one the job may run as", p.EgressBrokerUser, uids.lo)
+	}
+	if allowedID(p.GID, p.AllowedGIDs, gids.lo) {
+		return 0, 0, fmt.Errorf("egress_broker_user %q: gid %d is one the job may run as", p.EgressBrokerUser, gids.lo)
+	}
+	return uids.lo, gids.lo, nil
 }
 
 // validateTmpfsSizes checks that the tmpfs mounts the profile itself adds

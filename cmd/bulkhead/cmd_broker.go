@@ -20,6 +20,8 @@ func brokerCommand(g *runtime.Globals) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "spawn", Usage: "start the broker detached and print its pid"},
 			&cli.IntFlag{Name: "pid", Usage: "the container's init pid, whose network namespace the broker listens in"},
+			&cli.StringFlag{Name: "socket", Usage: "listen on this unix socket (runsc) instead of in the container's network namespace"},
+			&cli.StringFlag{Name: "serve-fds", Usage: "descriptors the root broker hands to the unprivileged one"},
 			&cli.IntFlag{Name: "ready-fd", Value: -1, Usage: "descriptor that gets \"ok\" once the broker listens"},
 		},
 		OnUsageError: usageError,
@@ -29,13 +31,16 @@ func brokerCommand(g *runtime.Globals) *cli.Command {
 			}
 			id := c.Args().First()
 			if c.Bool("spawn") {
-				return runtime.SpawnBroker(g, id, c.Int("pid"))
+				return runtime.SpawnBroker(g, id, c.Int("pid"), c.String("socket"))
 			}
 			var ready *os.File
 			if fd := c.Int("ready-fd"); fd >= 0 {
 				ready = os.NewFile(uintptr(fd), "ready")
 			}
-			return runtime.RunBroker(g, id, c.Int("pid"), ready)
+			if fds := c.String("serve-fds"); fds != "" {
+				return runtime.ServeBroker(fds, ready)
+			}
+			return runtime.RunBroker(g, id, c.Int("pid"), c.String("socket"), ready)
 		},
 	}
 }

@@ -53,6 +53,32 @@ func Write(path string, e *Entry) error {
 	if path == "" {
 		return nil
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return fmt.Errorf("audit log %s: %w", path, err)
+	}
+	f, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return WriteTo(f, e)
+}
+
+// Open opens the audit log at path for appending, creating it: for a
+// process that writes to it after it can no longer open it (the egress
+// broker once it dropped its privileges).
+func Open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("audit log %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// WriteTo appends e as one line to the open log f with a single write
+// under an exclusive flock, so lines from parallel writers never
+// interleave.
+func WriteTo(f *os.File, e *Entry) error {
 	e.Time = time.Now().UTC()
 	for _, d := range e.Decisions {
 		if d.Rule == "environment" && d.Action == specs.Removed {
@@ -65,19 +91,12 @@ func Write(path string, e *Entry) error {
 		return err
 	}
 	line = append(line, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return fmt.Errorf("audit log %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return fmt.Errorf("audit log %s: %w", path, err)
-	}
-	defer f.Close()
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("audit log %s: %w", path, err)
+		return fmt.Errorf("audit log %s: %w", f.Name(), err)
 	}
+	defer func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN) }()
 	if _, err := f.Write(line); err != nil {
-		return fmt.Errorf("audit log %s: %w", path, err)
+		return fmt.Errorf("audit log %s: %w", f.Name(), err)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ var (
 )
 
 // Dir returns a directory holding bulkhead, bulkhead-runsc,
-// bulkhead-probe and bulkhead-seccomp-exec.
+// bulkhead-probe, bulkhead-seccomp-exec and bulkhead-egress-forward.
 func Dir(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("BULKHEAD_BIN"); d != "" {
@@ -53,6 +53,7 @@ func build() (string, error) {
 		{nil, []string{"build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(out, "bulkhead"), "./cmd/bulkhead"}}, // as the Makefile builds it
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-probe"), "./cmd/bulkhead-probe"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-seccomp-exec"), "./cmd/bulkhead-seccomp-exec"}},
+		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-egress-forward"), "./cmd/bulkhead-egress-forward"}},
 	}
 	for _, s := range steps {
 		cmd := exec.Command("go", s.args...)

@@ -1,0 +1,109 @@
+// Command bulkhead-egress-forward is the egress broker's address inside a
+// gVisor sandbox. runsc with --network=none gives the sandbox a loopback
+// of its own, in gVisor's netstack, that no host socket can listen on; a
+// host unix socket bound into the container is reachable (runsc
+// --host-uds=open). HTTP clients take a proxy as http://host:port only, so
+// this program listens on that address and carries each connection to the
+// socket, byte for byte. The policy is the broker's, outside: the program
+// holds nothing the job could use, so a job that kills or replaces it
+// gains nothing.
+//
+//	bulkhead-egress-forward <listen host:port> <unix socket path>
+//	bulkhead-egress-forward --check <host:port>
+//
+// With --check it asks the proxy at host:port for a tunnel to a name no
+// profile lists and prints the answer's first lines, so that bulkhead can
+// see the broker answer from inside the sandbox. It writes nothing on
+// stdout otherwise. The binary must be static (CGO_ENABLED=0): it runs in
+// the container's root filesystem.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// CheckDestination is the tunnel --check asks for.
+const CheckDestination = "bulkhead-check.invalid:1"
+
+func main() {
+	switch {
+	case len(os.Args) == 3 && os.Args[1] == "--check":
+		if err := check(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", err)
+			os.Exit(1)
+		}
+	case len(os.Args) == 3:
+		// serve returns only on failure.
+		fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", serve(os.Args[1], os.Args[2]))
+		os.Exit(1)
+	default:
+		fmt.Fprintln(os.Stderr, "usage: bulkhead-egress-forward <listen host:port> <unix socket path> | --check <host:port>")
+		os.Exit(2)
+	}
+}
+
+func serve(addr, socket string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go forward(c, socket)
+	}
+}
+
+// forward carries one connection to the socket and back, half-closing
+// each way as its side ends, so a CONNECT tunnel's shutdown reaches the
+// destination.
+func forward(c net.Conn, socket string) {
+	defer c.Close()
+	u, err := net.Dial("unix", socket)
+	if err != nil {
+		// The job's client sees the connection close: no broker, no egress.
+		return
+	}
+	defer u.Close()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(u, c)
+		_ = u.(*net.UnixConn).CloseWrite()
+	}()
+	go func() {
+		defer wg.Done()
+		_, _ = io.Copy(c, u)
+		_ = c.(*net.TCPConn).CloseWrite()
+	}()
+	wg.Wait()
+}
+
+// check prints the status line and body of the proxy's answer to a
+// CONNECT for CheckDestination.
+func check(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := fmt.Fprintf(c, "CONNECT %[1]s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", CheckDestination); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(io.LimitReader(bufio.NewReader(c), 4096))
+	if len(data) == 0 && err != nil {
+		return err
+	}
+	_, err = os.Stdout.Write(data)
+	return err
+}

@@ -1,0 +1,290 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/specs"
+)
+
+// Egress on runsc. gVisor's netstack with --network=none has a loopback
+// of its own that no host socket can listen on, so the broker listens on
+// a unix socket instead, in a directory of the container's state
+// directory bound read-only into the container; runsc gets
+// --host-uds=open for that container only, which lets its gofer connect
+// to a host socket on the sandbox's behalf (connect only, never bind).
+// Inside, bulkhead-egress-forward, bound read-only from beside bulkhead,
+// listens on specs.EgressProxyAddr and carries each connection to the
+// socket. It runs as egress_broker_user with no capabilities and
+// no_new_privs, so the job (another uid, no CAP_KILL) cannot signal or
+// trace it, and the socket is that user's, mode 0600, so the job cannot
+// connect to it directly either. A job that still got rid of the
+// forwarder would gain nothing: the policy is the broker's, outside.
+const (
+	egressForwarderBinary = "bulkhead-egress-forward"
+	egressForwarderPath   = "/.bulkhead/egress-forward"
+	egressSocketDir       = "/.bulkhead/egress"
+	egressSocketName      = "egress.sock"
+	// egressHostDir is the socket's directory below the state directory.
+	egressHostDir = "egress"
+	// egressCheckDestination is what the forwarder's --check asks for.
+	egressCheckDestination = "bulkhead-check.invalid:1"
+	// egressCheckDeadline bounds the wait for the forwarder to listen.
+	egressCheckDeadline = 10 * time.Second
+)
+
+// egressForwarderSource is bulkhead-egress-forward on the host, next to
+// the running bulkhead; a variable so the runtime's own tests can name one.
+var egressForwarderSource = func() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("locating %s: %w", egressForwarderBinary, err)
+	}
+	return filepath.Join(filepath.Dir(self), egressForwarderBinary), nil
+}
+
+// addEgressForwarder gives a runsc container with egress the socket's
+// directory and the forwarder, both read-only, and asks for
+// --host-uds=open. It runs after addSeccompExec, which judged the
+// container's /.bulkhead and refused any caller's mount below it.
+func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error {
+	src, err := egressForwarderSource()
+	if err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(src, &st); err != nil {
+		return fmt.Errorf("mounts[%s]: %s: %v; install it next to bulkhead (make install does)", egressForwarderPath, src, err)
+	}
+	if why := ownFileRefusal(src, &st); why != "" {
+		return fmt.Errorf("mounts[%s]: %s", egressForwarderPath, why)
+	}
+	rootfs := at(p.Handed.Root.Path)
+	for _, place := range []struct {
+		path string
+		dir  bool
+	}{{egressSocketDir, true}, {egressForwarderPath, false}} {
+		if why := mountPointRefusal(rootfs, place.path, place.dir); why != "" {
+			return fmt.Errorf("mounts[%s]: %s", place.path, why)
+		}
+	}
+	p.EgressDir = filepath.Join(stateDir, egressHostDir)
+	p.Handed.Mounts = append(p.Handed.Mounts,
+		rspec.Mount{Destination: egressSocketDir, Type: "bind", Source: p.EgressDir, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
+		rspec.Mount{Destination: egressForwarderPath, Type: "bind", Source: src, Options: []string{"bind", "ro", "nosuid", "nodev"}})
+	p.decide(
+		specs.Decision{Rule: "egress", Field: "mounts[" + egressSocketDir + "]", Action: specs.Added, After: p.EgressDir + " ro,nosuid,nodev,noexec",
+			Layer: specs.LayerEgressBroker, Why: "gVisor's loopback is its own: the broker listens on a unix socket here, which runsc --host-uds=open lets the sandbox connect to"},
+		specs.Decision{Rule: "egress", Field: "mounts[" + egressForwarderPath + "]", Action: specs.Added, After: src + " ro,nosuid,nodev",
+			Layer: specs.LayerEgressBroker, Why: "HTTP clients take a proxy as host:port: this program, started at start as egress_broker_user, listens on " + specs.EgressProxyAddr + " and carries connections to the broker's socket"})
+	return nil
+}
+
+// mountPointRefusal says why path in the root filesystem at rootfs cannot
+// be the mount point of a bind of bulkhead's own, or "": a symlink there
+// would carry the mount elsewhere, and it must be of the mount's kind.
+func mountPointRefusal(rootfs, path string, dir bool) string {
+	var st unix.Stat_t
+	err := unix.Lstat(filepath.Join(rootfs, path), &st)
+	if errors.Is(err, unix.ENOENT) {
+		return "" // runsc makes it, as root
+	}
+	if err != nil {
+		return fmt.Sprintf("the root filesystem's %s: %v", path, err)
+	}
+	kind := st.Mode & unix.S_IFMT
+	if dir && kind != unix.S_IFDIR {
+		return fmt.Sprintf("the root filesystem's %s is not a directory", path)
+	}
+	if !dir && kind != unix.S_IFREG {
+		return fmt.Sprintf("the root filesystem's %s is not a regular file (a symlink there would carry the mount elsewhere)", path)
+	}
+	return ""
+}
+
+// makeEgressDir makes the socket's directory before the hand-over: runsc
+// binds it when it creates the sandbox, the broker binds its socket in it
+// after verification.
+func (c *creation) makeEgressDir() error {
+	if c.plan.EgressDir == "" {
+		return nil
+	}
+	if err := os.Mkdir(c.plan.EgressDir, 0o755); err != nil {
+		return fmt.Errorf("egress: %w", err)
+	}
+	return nil
+}
+
+// egressSocket is the broker's socket on the host for a plan's EgressDir.
+func egressSocket(dir string) string { return filepath.Join(dir, egressSocketName) }
+
+// verifyEgressGofer checks from the host, once the broker listens, that
+// the sandbox has the way to it: runsc's gofer for the container runs
+// with --host-uds=open, and the socket in its view of the container's
+// filesystem is the broker's own. runsc 20221219 cannot exec into a
+// container before start, so the way through the forwarder is checked
+// at start (startEgressForwarder).
+func (c *creation) verifyEgressGofer() error {
+	if c.plan.EgressDir == "" {
+		return nil
+	}
+	gofer, err := goferPid(c.g, c.sel.Backend, c.rec.ID)
+	if err != nil {
+		return fmt.Errorf("verification after create: control egress: %w", err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gofer))
+	if err != nil {
+		return fmt.Errorf("verification after create: control egress: the gofer %d: %w", gofer, err)
+	}
+	if !slices.Contains(strings.Split(string(cmdline), "\x00"), "--host-uds=open") {
+		return fmt.Errorf("verification after create: control egress: the gofer %d runs without --host-uds=open: the sandbox cannot reach the broker", gofer)
+	}
+	var host, inside unix.Stat_t
+	if err := unix.Lstat(egressSocket(c.plan.EgressDir), &host); err != nil {
+		return fmt.Errorf("verification after create: control egress: the broker's socket: %w", err)
+	}
+	seen := fmt.Sprintf("/proc/%d/root%s/%s", gofer, egressSocketDir, egressSocketName)
+	if err := unix.Lstat(seen, &inside); err != nil {
+		return fmt.Errorf("verification after create: control egress: the broker's socket in the sandbox's filesystem: %w", err)
+	}
+	if host.Dev != inside.Dev || host.Ino != inside.Ino || inside.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fmt.Errorf("verification after create: control egress: %s%s/%s in the sandbox is not the broker's socket", "", egressSocketDir, egressSocketName)
+	}
+	return nil
+}
+
+// goferPid reads the pid of a runsc container's gofer from runsc's state
+// file (<id>_sandbox:<id>.state below runsc's root, field goferPid).
+func goferPid(g *Globals, b *backend.Backend, id string) (int, error) {
+	path := filepath.Join(state.BackendRoot(g.Root, b.Name), id+"_sandbox:"+id+".state")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("runsc's state of %s: %w", id, err)
+	}
+	var st struct {
+		GoferPid int `json:"goferPid"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil || st.GoferPid <= 0 {
+		return 0, fmt.Errorf("runsc's state %s names no gofer (%v)", path, err)
+	}
+	return st.GoferPid, nil
+}
+
+// forwarderProcess is a process of the forwarder as runsc exec takes it:
+// egress_broker_user, no capabilities, no_new_privs (and the container's
+// seccomp filter, which runEgressForwarder adds).
+func forwarderProcess(p *specs.Profile, args ...string) (*rspec.Process, error) {
+	uid, gid, err := p.EgressBrokerIDs()
+	if err != nil {
+		return nil, err
+	}
+	return &rspec.Process{User: rspec.User{UID: uid, GID: gid}, Args: append([]string{egressForwarderPath}, args...),
+		Env: []string{"PATH=/"}, Cwd: "/", Capabilities: &rspec.LinuxCapabilities{}, NoNewPrivileges: true}, nil
+}
+
+// startEgressForwarder starts the forwarder in a started runsc container
+// with egress, then asks the broker, from inside the sandbox through the
+// forwarder, for a destination no profile lists: without the broker's
+// 403 the container is killed and start fails.
+func startEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id string) error {
+	err := runEgressForwarder(g, b, p, id)
+	if err == nil {
+		return nil
+	}
+	if kerr := backend.Quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
+		logrus.Errorf("bulkhead: start %s: kill after failed verification: %v", id, kerr)
+	}
+	return fmt.Errorf("verification after start: control egress: %w; the container was killed", err)
+}
+
+func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id string) error {
+	reg, err := state.OpenRegistry(g.Root)
+	if err != nil {
+		return err
+	}
+	serve, err := forwarderProcess(p, specs.EgressProxyAddr, egressSocketDir+"/"+egressSocketName)
+	if err != nil {
+		return err
+	}
+	check, err := forwarderProcess(p, "--check", specs.EgressProxyAddr)
+	if err != nil {
+		return err
+	}
+	dir := reg.Dir(id)
+	// Under the container's own seccomp filter, as every exec'd process:
+	// runsc gives an exec'd process none.
+	for _, proc := range []*rspec.Process{serve, check} {
+		if _, err := execUnderFilter(filepath.Join(dir, privateBundleDir), proc); err != nil {
+			return err
+		}
+	}
+	serveFile, checkFile := filepath.Join(dir, "egress-forward.json"), filepath.Join(dir, "egress-check.json")
+	for path, proc := range map[string]*rspec.Process{serveFile: serve, checkFile: check} {
+		data, err := json.Marshal(proc)
+		if err == nil {
+			err = os.WriteFile(path, data, 0o600)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// Detached, stdout on /dev/null and stderr in a file: a pipe would
+	// stay open as long as the forwarder lives. runsc appends a
+	// --pid-file of its own to the command unless one is given.
+	errFile, err := os.OpenFile(filepath.Join(dir, "egress-forward.err"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer errFile.Close()
+	argv := g.backendArgv(b, "exec", "--detach", "--process", serveFile, "--pid-file", filepath.Join(dir, "egress-forward.pid"), id)
+	if err := runDetached(argv, errFile); err != nil {
+		msg, _ := os.ReadFile(errFile.Name())
+		return fmt.Errorf("start %s: %v: %s", egressForwarderPath, err, strings.TrimSpace(string(msg)))
+	}
+	var answer string
+	for deadline := time.Now().Add(egressCheckDeadline); ; time.Sleep(100 * time.Millisecond) {
+		out, err := runQuiet(g.backendArgv(b, "exec", "--process", checkFile, id))
+		answer = string(out)
+		if err == nil && strings.HasPrefix(answer, "HTTP/1.1 403") && strings.Contains(answer, egressCheckDestination+" is not in the profile's egress list") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	status, _, _ := strings.Cut(answer, "\r\n")
+	return fmt.Errorf("expected the broker's 403 for %s through %s inside the sandbox, got %q after %s", egressCheckDestination, specs.EgressProxyAddr, status, egressCheckDeadline)
+}
+
+// runQuiet runs a backend and returns its stdout, its stderr discarded,
+// within the backend's timeout.
+func runQuiet(argv []string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), backend.Timeout)
+	defer cancel()
+	return exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+}
+
+// runDetached runs a backend whose children outlive it (runsc exec
+// --detach): no pipe, which they would hold open, only /dev/null and
+// errs.
+func runDetached(argv []string, errs *os.File) error {
+	ctx, cancel := context.WithTimeout(context.Background(), backend.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = errs
+	return cmd.Run()
+}
