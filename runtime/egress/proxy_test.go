@@ -36,7 +36,7 @@ func testBroker(t *testing.T, allow []string, names map[string]string, mutate ..
 			}
 			return []netip.Addr{netip.MustParseAddr(a)}, nil
 		},
-		HostAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("192.0.2.77")}, nil },
+		HostAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("203.0.114.77")}, nil },
 	}
 	for _, m := range mutate {
 		m(b)
@@ -116,14 +116,14 @@ func TestBrokerRefuses(t *testing.T) {
 	proxy, audit := testBroker(t, []string{"allowed.test:80", "meta.test:80", "local.test:80", "private.test:80", "self.test:80",
 		"mixed.test:80"},
 		map[string]string{"meta.test": "169.254.169.254", "local.test": "127.0.0.1", "private.test": "10.1.2.3",
-			"self.test": "192.0.2.77", "mixed.test": "::ffff:127.0.0.2"})
+			"self.test": "203.0.114.77", "mixed.test": "::ffff:127.0.0.2"})
 	for _, c := range []struct{ url, reason string }{
 		{"http://denied.test/", "denied.test:80 is not in the profile's egress list"},
 		{"http://allowed.test:8080/", "allowed.test:8080 is not in the profile's egress list"},
 		{"http://meta.test/", "meta.test resolves to 169.254.169.254, a link-local address"},
 		{"http://local.test/", "local.test resolves to 127.0.0.1, a loopback address"},
 		{"http://private.test/", "private.test resolves to 10.1.2.3, a private address"},
-		{"http://self.test/", "self.test resolves to 192.0.2.77, an address of the host itself"},
+		{"http://self.test/", "self.test resolves to 203.0.114.77, an address of the host itself"},
 		{"http://mixed.test/", "mixed.test resolves to 127.0.0.2, a loopback address"},
 		{"http://169.254.169.254/latest/meta-data/", "address 169.254.169.254 port 80 is not in the profile's egress list"},
 	} {
