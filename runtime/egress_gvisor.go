@@ -91,6 +91,17 @@ func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error
 			Layer: specs.LayerEgressBroker, Why: "gVisor's loopback is its own: the broker listens on a unix socket here, which runsc --host-uds=open lets the sandbox connect to"},
 		specs.Decision{Rule: "egress", Field: "mounts[" + egressForwarderPath + "]", Action: specs.Added, After: src + " ro,nosuid,nodev",
 			Layer: specs.LayerEgressBroker, Why: "HTTP clients take a proxy as host:port: this program, started at start as egress_broker_user, listens on " + specs.EgressProxyAddr + " and carries connections to the broker's socket"})
+	if p.Handed.Process == nil || len(p.Handed.Process.Args) == 0 {
+		return fmt.Errorf("process.args: none, so nothing to start once the proxy listens")
+	}
+	// runsc cannot exec into a container before start, so the forwarder
+	// comes up only after the job's init has been released: the init first
+	// waits, as itself, until the proxy's address accepts, then executes
+	// the job's own program in its place (same pid, user, filter).
+	before := strings.Join(p.Handed.Process.Args, " ")
+	p.Handed.Process.Args = append([]string{egressForwarderPath, "--await", specs.EgressProxyAddr, "--"}, p.Handed.Process.Args...)
+	p.decide(specs.Decision{Rule: "egress", Field: "process.args", Action: specs.Added, Before: before, After: strings.Join(p.Handed.Process.Args, " "),
+		Layer: specs.LayerEgressBroker, Why: "the job starts once its proxy at " + specs.EgressProxyAddr + " listens: runsc starts the forwarder only after the init"})
 	return nil
 }
 

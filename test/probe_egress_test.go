@@ -53,12 +53,22 @@ func probeEgress(t *testing.T, hosts string, g []string, args ...string) (probeR
 // direct connection to the test host's listed address meets the empty
 // namespace and DNS finds no server; the broker's audit lines show both
 // verdicts. Pointed at a listed name the broker refuses (it resolves to
-// loopback), the same control fails.
-func TestProbeEgressRunc(t *testing.T) {
-	needRoot(t, "runc", "ip", "unshare")
+// loopback), the same control fails. On runc and on runsc.
+func TestProbeEgress(t *testing.T) {
+	for _, b := range []struct{ backend, direct, layer string }{
+		{"runc", "ENETUNREACH", "egress broker, netns"},
+		// gVisor's netstack answers for the empty namespace.
+		{"runsc", "EHOSTUNREACH", "egress broker, gVisor (Sentry), netns"},
+	} {
+		t.Run(b.backend, func(t *testing.T) { probeEgressOn(t, b.backend, b.direct, b.layer) })
+	}
+}
+
+func probeEgressOn(t *testing.T, backend, direct, layer string) {
+	needRoot(t, backend, "ip", "unshare")
 	h := newEgressHost(t)
 	config, audit, hosts := egressConfig(t, h, "")
-	g := []string{"--config", config, "--root", stateRoot(t), "--backend", "runc"}
+	g := []string{"--config", config, "--root", stateRoot(t), "--backend", backend}
 
 	rep, row, r := probeEgress(t, hosts, g)
 	if !rep.Finished || row.Result != "pass" {
@@ -67,15 +77,15 @@ func TestProbeEgressRunc(t *testing.T) {
 	for _, want := range []string{
 		"allowed allowed.test:80 200 through the broker",
 		"denied denied.bulkhead.invalid:80 403",
-		"direct " + h.addr + ":80 ENETUNREACH",
+		"direct " + h.addr + ":80 " + direct,
 		"DNS allowed.test no server",
 	} {
 		if !strings.Contains(row.Observed, want) {
 			t.Errorf("egress observed %q, want %q", row.Observed, want)
 		}
 	}
-	if row.Layer != "egress broker, netns" {
-		t.Errorf("egress layer %q, want \"egress broker, netns\"", row.Layer)
+	if row.Layer != layer {
+		t.Errorf("egress layer %q, want %q", row.Layer, layer)
 	}
 	lines := waitEgressLines(t, audit, rep.ID, 2)
 	verdicts := map[string]string{}

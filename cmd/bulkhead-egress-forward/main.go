@@ -10,10 +10,14 @@
 //
 //	bulkhead-egress-forward <listen host:port> <unix socket path>
 //	bulkhead-egress-forward --check <host:port>
+//	bulkhead-egress-forward --await <host:port> -- <program> [args...]
 //
 // With --check it asks the proxy at host:port for a tunnel to a name no
 // profile lists and prints the answer's first lines, so that bulkhead can
-// see the broker answer from inside the sandbox. It writes nothing on
+// see the broker answer from inside the sandbox. With --await it is the
+// container's init: it waits until host:port accepts a connection (the
+// forwarder, which runsc can start only after the init), then executes
+// the program in its own place. It writes nothing on
 // stdout otherwise. The binary must be static (CGO_ENABLED=0): it runs in
 // the container's root filesystem.
 package main
@@ -24,7 +28,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -38,12 +44,16 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", err)
 			os.Exit(1)
 		}
+	case len(os.Args) >= 5 && os.Args[1] == "--await" && os.Args[3] == "--":
+		// await returns only on failure.
+		fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", await(os.Args[2], os.Args[4:]))
+		os.Exit(125)
 	case len(os.Args) == 3:
 		// serve returns only on failure.
 		fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", serve(os.Args[1], os.Args[2]))
 		os.Exit(1)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: bulkhead-egress-forward <listen host:port> <unix socket path> | --check <host:port>")
+		fmt.Fprintln(os.Stderr, "usage: bulkhead-egress-forward <listen host:port> <unix socket path> | --check <host:port> | --await <host:port> -- <program> [args...]")
 		os.Exit(2)
 	}
 }
@@ -67,6 +77,12 @@ func serve(addr, socket string) error {
 // destination.
 func forward(c net.Conn, socket string) {
 	defer c.Close()
+	// A connection that sends nothing (the init's --await) never reaches
+	// the broker, and so is no connection of the job's in its audit.
+	in := bufio.NewReader(c)
+	if _, err := in.Peek(1); err != nil {
+		return
+	}
 	u, err := net.Dial("unix", socket)
 	if err != nil {
 		// The job's client sees the connection close: no broker, no egress.
@@ -77,7 +93,7 @@ func forward(c net.Conn, socket string) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(u, c)
+		_, _ = io.Copy(u, in)
 		_ = u.(*net.UnixConn).CloseWrite()
 	}()
 	go func() {
@@ -106,4 +122,30 @@ func check(addr string) error {
 	}
 	_, err = os.Stdout.Write(data)
 	return err
+}
+
+// awaitBound is how long the init waits for the forwarder: start runs it
+// at once and kills the container when the broker does not answer through
+// it, so the bound only ends an init whose start never came.
+const awaitBound = 10 * time.Minute
+
+// await waits until addr accepts, closes that connection unused, and
+// executes argv as the container's runtime would: argv[0] looked up in
+// the process's PATH.
+func await(addr string, argv []string) error {
+	for deadline := time.Now().Add(awaitBound); ; time.Sleep(10 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the egress proxy at %s did not come up in %v: %v", addr, awaitBound, err)
+		}
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(path, argv, os.Environ())
 }
