@@ -78,9 +78,9 @@ func ownersAllowed(s idShift, mode uint32, p *specs.Profile) error {
 // "no id".
 const maxID = 1<<32 - 1
 
-// swapMapping is a user namespace id map ("inside:outside:count,…") that
+// SwapMapping is a user namespace id map ("inside:outside:count,…") that
 // swaps a and b and maps every other id to itself.
-func swapMapping(a, b uint32) string {
+func SwapMapping(a, b uint32) string {
 	if a == b {
 		return fmt.Sprintf("0:0:%d", uint64(maxID))
 	}
@@ -125,7 +125,7 @@ func mountIDMappedLower(source, target string, s idShift) error {
 	if err := os.Mkdir(target, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	userns, err := mount.GetUsernsFD(swapMapping(s.UIDFrom, s.UIDTo), swapMapping(s.GIDFrom, s.GIDTo))
+	userns, err := mount.GetUsernsFD(SwapMapping(s.UIDFrom, s.UIDTo), SwapMapping(s.GIDFrom, s.GIDTo))
 	if err != nil {
 		return fmt.Errorf("%w: user namespace for the id map: %v", errNoIDMap, err)
 	}

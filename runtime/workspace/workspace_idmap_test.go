@@ -18,8 +18,8 @@ func TestSwapMapping(t *testing.T) {
 		{65534, 65535, "0:0:65534,65534:65535:1,65535:65534:1,65536:65536:4294901759"},
 		{7, 7, "0:0:4294967295"},
 	} {
-		if got := swapMapping(c.a, c.b); got != c.want {
-			t.Errorf("swapMapping(%d, %d) = %s, want %s", c.a, c.b, got, c.want)
+		if got := SwapMapping(c.a, c.b); got != c.want {
+			t.Errorf("SwapMapping(%d, %d) = %s, want %s", c.a, c.b, got, c.want)
 		}
 	}
 	for _, c := range []struct{ id, want uint32 }{{1000, 65534}, {65534, 1000}, {0, 0}, {1001, 1001}} {

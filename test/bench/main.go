@@ -18,7 +18,7 @@ import (
 func main() {
 	bin := flag.String("bin", "bin", "directory with the bulkhead binary")
 	n := flag.Int("n", 30, "iterations per runtime")
-	only := flag.String("only", "", "run only this part: runtime, workspace, egress or jobs")
+	only := flag.String("only", "", "run only this part: runtime, engine, workspace, egress or jobs")
 	egressN := flag.Int("egress-n", 5, "iterations of the 100 MiB download per path (through the broker, direct)")
 	jobsN := flag.Int("jobs-n", 3, "iterations per real job and runtime (go test runs once: it takes about a minute cold)")
 	flag.Parse()
@@ -40,6 +40,17 @@ func run(bin string, n, jobsN, egressN int, only string) error {
 	}
 	if only == "" || only == "runtime" {
 		if err := benchRuntimes(bulkhead, dir, n); err != nil {
+			return err
+		}
+	}
+	if only == "" || only == "engine" {
+		if err := benchEnginePath(bulkhead, dir, n); err != nil {
+			return err
+		}
+		if err := benchConcurrent(bulkhead, dir, max(n/10, 3)); err != nil {
+			return err
+		}
+		if err := benchDocker(bulkhead, dir, max(n/3, 10)); err != nil {
 			return err
 		}
 	}

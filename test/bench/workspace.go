@@ -59,7 +59,7 @@ func benchWorkspace(bulkhead, dir string, n int) error {
 			}
 		}
 	}
-	return nil
+	return benchOverlayFloor(dir, src, n)
 }
 
 func benchWorkspaceJob(bulkhead, dir, src, backend, name, cmd string, iterations int) error {
