@@ -4,14 +4,16 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// Brokers lists the pids of egress brokers whose command line names
-// config: each test writes a config of its own, so these are its brokers.
-func Brokers(config string) []int {
+// Brokers lists the pids of the egress brokers of container id: the
+// broker verb, at each stage, ends its command line with the id (the
+// serving broker keeps no other of bulkhead's flags).
+func Brokers(id string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
@@ -23,8 +25,8 @@ func Brokers(config string) []int {
 		if err != nil {
 			continue
 		}
-		s := string(data)
-		if strings.Contains(s, "\x00broker\x00") && strings.Contains(s, "\x00"+config+"\x00") {
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if len(args) > 2 && args[len(args)-1] == id && slices.Contains(args, "broker") && !slices.Contains(args, "--spawn") {
 			pids = append(pids, pid)
 		}
 	}

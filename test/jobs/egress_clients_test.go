@@ -105,7 +105,7 @@ egress = ["git.test:443", "pypi.test:443", "npm.test:443", "%s:443"]
 		if p, bk := b.profileOf(t, id); p != "install" || bk != backend {
 			t.Fatalf("ran under profile %s on %s, want install on %s", p, bk, backend)
 		}
-		if pids := egresshost.Brokers(b.cfg); len(pids) != 0 {
+		if pids := egresshost.Brokers(id); len(pids) != 0 {
 			t.Errorf("brokers %v still running after run", pids)
 		}
 		return o
