@@ -17,6 +17,7 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/egresshost"
 )
 
 // egressHost is a test host: a network namespace of its own, joined to
@@ -29,30 +30,13 @@ type egressHost struct {
 }
 
 // newEgressHost makes the test host and removes it when the test ends.
-// Its addresses are private (10.213.N.0/24): the broker refuses them for a
+// Its addresses are private (egresshost.New): the broker refuses them for a
 // name unless the profile lists the address, as an operator would for an
 // internal mirror.
 func newEgressHost(t *testing.T) egressHost {
 	t.Helper()
-	n := os.Getpid()%200 + 20
-	h := egressHost{ns: fmt.Sprintf("bh-egress-%d", os.Getpid()), hostAddr: fmt.Sprintf("10.213.%d.1", n), addr: fmt.Sprintf("10.213.%d.2", n)}
-	veth := fmt.Sprintf("bhe%d", os.Getpid())
-	ip := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	ip("netns", "add", h.ns)
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "delete", h.ns).Run() })
-	ip("link", "add", veth+"h", "type", "veth", "peer", "name", veth+"c")
-	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", veth+"h").Run() })
-	ip("link", "set", veth+"c", "netns", h.ns)
-	ip("addr", "add", h.hostAddr+"/24", "dev", veth+"h")
-	ip("link", "set", veth+"h", "up")
-	ip("-n", h.ns, "addr", "add", h.addr+"/24", "dev", veth+"c")
-	ip("-n", h.ns, "link", "set", veth+"c", "up")
-	ip("-n", h.ns, "link", "set", "lo", "up")
+	eh := egresshost.New(t)
+	h := egressHost{ns: eh.NS, hostAddr: eh.HostAddr, addr: eh.Addr}
 
 	www := t.TempDir()
 	if err := os.WriteFile(filepath.Join(www, "hello.txt"), []byte("hello from the test host\n"), 0o644); err != nil {
@@ -131,26 +115,7 @@ func createWithHosts(t *testing.T, hosts string, args ...string) result {
 // brokers lists the pids of the egress brokers of id, by command line.
 func brokers(t *testing.T, id string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-		if len(args) > 2 && args[len(args)-1] == id && strings.Contains(string(data), "\x00broker\x00") && !strings.Contains(string(data), "--spawn") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return egresshost.Brokers(id)
 }
 
 // egressLines are the audit log's egress events of id.
