@@ -2,7 +2,6 @@ package ctrtest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -53,13 +52,7 @@ func egressHandlerTable(plugin, dir string) string {
 func PodEgress(t *testing.T, c CRI) {
 	h := egresshost.New(t)
 	h.ServeHello(t)
-	dir := t.TempDir()
-	config := filepath.Join(dir, "config.toml")
-	audit := filepath.Join(dir, "audit.jsonl")
-	body := fmt.Sprintf("audit_log = %q\n[profiles.install]\n%s", audit, h.Egress())
-	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config, audit := h.InstallConfig(t)
 	egresshost.WriteRuntime(t, EgressRuntime(c.D.Dir), h.HostsFile(t, egresshost.Allowed, egresshost.Other), binaries.Bulkhead(t),
 		"--config", config, "--profile", "install")
 

@@ -1,9 +1,6 @@
 package ctrtest
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +21,7 @@ func Egress(t *testing.T, d *Daemon) {
 	t.Helper()
 	h := egresshost.New(t)
 	h.ServeHello(t)
-	dir := t.TempDir()
-	config := filepath.Join(dir, "config.toml")
-	audit := filepath.Join(dir, "audit.jsonl")
-	body := fmt.Sprintf("audit_log = %q\n[profiles.install]\n%s", audit, h.Egress())
-	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config, audit := h.InstallConfig(t)
 	wrapper := egresshost.Runtime(t, h.HostsFile(t, egresshost.Allowed, egresshost.Other), binaries.Bulkhead(t),
 		"--config", config, "--profile", "install")
 

@@ -1,8 +1,6 @@
 package docker
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -23,13 +21,7 @@ func TestEgressProfile(t *testing.T) {
 	d := daemon(t)
 	h := egresshost.New(t)
 	h.ServeHello(t)
-	dir := t.TempDir()
-	config := filepath.Join(dir, "config.toml")
-	audit := filepath.Join(dir, "audit.jsonl")
-	body := fmt.Sprintf("audit_log = %q\n[profiles.install]\n%s", audit, h.Egress())
-	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config, audit := h.InstallConfig(t)
 	wrapper := egresshost.Runtime(t, h.HostsFile(t, egresshost.Allowed, egresshost.Other), binaries.Bulkhead(t))
 	registerRuntimePath(t, d, "bulkhead-egress", engine.Runtime{Path: wrapper, Args: []string{"--config", config, "--profile", "install"}})
 

@@ -254,6 +254,19 @@ func (h *Host) Egress() string {
 	return fmt.Sprintf("egress = [%q, %q]\n", Allowed+":80", h.Addr+":80")
 }
 
+// InstallConfig writes a bulkhead configuration whose install profile
+// lists h (Egress) and whose audit log is its own, and returns both paths.
+func (h *Host) InstallConfig(t *testing.T) (config, audit string) {
+	t.Helper()
+	dir := t.TempDir()
+	config, audit = filepath.Join(dir, "config.toml"), filepath.Join(dir, "audit.jsonl")
+	body := fmt.Sprintf("audit_log = %q\n[profiles.install]\n%s", audit, h.Egress())
+	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return config, audit
+}
+
 // ServeHello serves "hello from the test host" at /hello.txt on port 80.
 func (h *Host) ServeHello(t *testing.T) {
 	t.Helper()
