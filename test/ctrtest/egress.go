@@ -21,7 +21,7 @@ func Egress(t *testing.T, d *Daemon) {
 	t.Helper()
 	h := egresshost.New(t)
 	h.ServeHello(t)
-	config, audit := h.InstallConfig(t)
+	config, audit := h.InstallConfig(t, CgroupParents())
 	wrapper := egresshost.Runtime(t, h.HostsFile(t, egresshost.Allowed, egresshost.Other), binaries.Bulkhead(t),
 		"--config", config, "--profile", "install")
 

@@ -255,12 +255,13 @@ func (h *Host) Egress() string {
 }
 
 // InstallConfig writes a bulkhead configuration whose install profile
-// lists h (Egress) and whose audit log is its own, and returns both paths.
-func (h *Host) InstallConfig(t *testing.T) (config, audit string) {
+// lists h (Egress) and takes the extra keys given, and whose audit log is
+// its own, and returns both paths.
+func (h *Host) InstallConfig(t *testing.T, extra ...string) (config, audit string) {
 	t.Helper()
 	dir := t.TempDir()
 	config, audit = filepath.Join(dir, "config.toml"), filepath.Join(dir, "audit.jsonl")
-	body := fmt.Sprintf("audit_log = %q\n[profiles.install]\n%s", audit, h.Egress())
+	body := fmt.Sprintf("audit_log = %q\n[profiles.install]\n%s%s", audit, h.Egress(), strings.Join(extra, ""))
 	if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
