@@ -1,14 +1,13 @@
 package cgroups
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/moby/sys/mountinfo"
 )
 
 // The cgroup v1 mounts are read from /proc/self/mountinfo once per process.
@@ -31,25 +30,19 @@ func loadV1(path cgroup1.Path) (cgroup1.Cgroup, error) {
 // "memory", or "name=systemd") to the root of that mount (mountinfo's
 // fourth field), the first such mount winning, as the library's lookup does.
 var v1Destinations = sync.OnceValues(func() (map[string]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup"))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	out := map[string]string{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		fields := strings.Split(s.Text(), " ")
-		if len(fields) < 10 || fields[len(fields)-3] != "cgroup" {
-			continue
-		}
-		for _, opt := range strings.Split(fields[len(fields)-1], ",") {
+	for _, m := range mounts {
+		for _, opt := range strings.Split(m.VFSOptions, ",") {
 			if _, ok := out[opt]; !ok {
-				out[opt] = fields[3]
+				out[opt] = m.Root
 			}
 		}
 	}
-	return out, s.Err()
+	return out, nil
 })
 
 // pidPathV1 is cgroup1.PidPath with one read of the mount table: the
