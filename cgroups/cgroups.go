@@ -162,9 +162,9 @@ func ForPID(pid int) (*Group, error) {
 		}
 		return load2(defaultV2Mountpoint, p)
 	}
-	// PidPath also localises paths for a bulkhead running in a cgroup
+	// pidPathV1 (as cgroup1.PidPath) also localises paths for a bulkhead running in a cgroup
 	// namespace (mountinfo root other than /).
-	path := cgroup1.PidPath(pid)
+	path := pidPathV1(pid)
 	dirs := map[cgroup1.Name]string{}
 	var first string
 	for _, n := range v1Controllers {

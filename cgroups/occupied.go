@@ -48,7 +48,7 @@ func occupied(path string, recursive bool) (bool, error) {
 	if cgroupsv3.Mode() == cgroupsv3.Unified {
 		return occupied2(defaultV2Mountpoint, path, recursive)
 	}
-	c, err := cgroup1.Load(cgroup1.StaticPath(path))
+	c, err := loadV1(cgroup1.StaticPath(path))
 	switch {
 	case errors.Is(err, cgroup1.ErrCgroupDeleted):
 	case err != nil:

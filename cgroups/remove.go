@@ -27,7 +27,7 @@ func Remove(path string) error {
 		}
 	} else {
 		var c cgroup1.Cgroup
-		if c, err = cgroup1.Load(cgroup1.StaticPath(path)); err == nil {
+		if c, err = loadV1(cgroup1.StaticPath(path)); err == nil {
 			err = c.Delete()
 		}
 	}

@@ -29,8 +29,8 @@ var systemdControllers = []string{"cpu", "cpuacct", "cpuset", "io", "blkio", "me
 // the root or that systemd would not nest as expanded here.
 func SystemdScopePath(cgroupsPath string) (string, error) {
 	parts := strings.Split(cgroupsPath, ":")
-	if len(parts) != 3 || !systemdUnitName.MatchString(parts[0]) || !systemdUnitName.MatchString(parts[1]) ||
-		!systemdUnitName.MatchString(parts[2]) {
+	if len(parts) != 3 || !systemdUnitName().MatchString(parts[0]) || !systemdUnitName().MatchString(parts[1]) ||
+		!systemdUnitName().MatchString(parts[2]) {
 		return "", errors.New("a systemd cgroupsPath is slice:prefix:name, each a plain unit name")
 	}
 	slice, prefix, name := parts[0], parts[1], parts[2]

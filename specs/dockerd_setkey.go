@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
@@ -32,12 +33,14 @@ const (
 
 // shortControllerID is stringid.TruncateID of libnetwork's controller id,
 // 64 random lowercase hex digits cut to 12.
-var shortControllerID = regexp.MustCompile(`^[0-9a-f]{12}$`)
+var shortControllerID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{12}$`) })
 
 // traceParent is the W3C trace context dockerd 25 and later put in the
 // hook's environment (TRACEPARENT) so the re-executed binary joins its
 // trace; nothing else in that environment is dockerd's.
-var traceParent = regexp.MustCompile(`^TRACEPARENT=[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
+var traceParent = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^TRACEPARENT=[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
+})
 
 // setkeyRefusal judges the arguments, environment and timeout of dockerd's
 // hook for the container id, against the exec root of the dockerd whose
@@ -67,11 +70,11 @@ func setkeyRefusal(hk rspec.Hook, id, execRoot string) (part, why string) {
 	case hk.Args[2] != id:
 		return ".args[2]", fmt.Sprintf("the container id %q is not the id %q of the container being created; dockerd names the container it creates", hk.Args[2], id)
 	}
-	if !shortControllerID.MatchString(hk.Args[3]) {
+	if !shortControllerID().MatchString(hk.Args[3]) {
 		return ".args[3]", fmt.Sprintf("the controller id %q is not the 12 lowercase hex digits dockerd passes: it names the socket the hook dials", hk.Args[3])
 	}
 	for _, kv := range hk.Env {
-		if !traceParent.MatchString(kv) {
+		if !traceParent().MatchString(kv) {
 			name, _, _ := strings.Cut(kv, "=")
 			return ".env", fmt.Sprintf("%s is not dockerd's: the only variable dockerd sets for its hook is TRACEPARENT; remove it", name)
 		}

@@ -65,8 +65,23 @@ func Marshal(s *rspec.Spec) ([]byte, error) {
 }
 
 // WriteAtomic replaces path with data through a temp file in the same
-// directory and a rename, so a reader never sees half a file.
+// directory and a rename, so a reader never sees half a file, and syncs
+// it first, so that the file survives a crash of the host.
 func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeReplacing(path, data, perm, true)
+}
+
+// WriteVolatile is WriteAtomic without the sync, for state that a reboot
+// makes meaningless anyway: what bulkhead keeps of a running container
+// (its record), whose processes do not survive the host either. A reader
+// still never sees half a file; the sync was a millisecond of each create
+// spent on a promise nobody could use. runc keeps its own state.json the
+// same way.
+func WriteVolatile(path string, data []byte, perm os.FileMode) error {
+	return writeReplacing(path, data, perm, false)
+}
+
+func writeReplacing(path string, data []byte, perm os.FileMode, sync bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".bulkhead-*.json")
 	if err != nil {
 		return err
@@ -80,9 +95,11 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return err
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -26,7 +27,7 @@ const BulkheadSystemdSlice = "bulkhead.slice"
 const bulkheadSystemdParent = "/" + BulkheadSystemdSlice
 
 // systemdUnitName is what systemd accepts as a unit name: no path.
-var systemdUnitName = regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`)
+var systemdUnitName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9:_.\\@-]+$`) })
 
 // systemdUnitSuffixes name cgroups that systemd manages for services,
 // sessions and slices; a container is never put in one by cgroupfs path.
@@ -78,8 +79,8 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 		judged, scope = sp, " (the systemd scope "+sp+")"
 	case strings.Contains(p, ":"):
 		parts := strings.Split(p, ":")
-		if len(parts) != 3 || !systemdUnitName.MatchString(parts[0]) || !strings.HasSuffix(parts[0], ".slice") ||
-			parts[0] == "-.slice" || !systemdUnitName.MatchString(parts[1]) || !systemdUnitName.MatchString(parts[2]) {
+		if len(parts) != 3 || !systemdUnitName().MatchString(parts[0]) || !strings.HasSuffix(parts[0], ".slice") ||
+			parts[0] == "-.slice" || !systemdUnitName().MatchString(parts[1]) || !systemdUnitName().MatchString(parts[2]) {
 			return refuse("a systemd cgroupsPath is slice:prefix:name, each a plain unit name, with a slice other than the root")
 		}
 		// Under the cgroupfs driver runc would take the whole string as a

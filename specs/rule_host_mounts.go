@@ -160,12 +160,14 @@ var engineOwnFiles = sync.OnceValue(func() []*regexp.Regexp {
 	}
 })
 
-var engineSocket = regexp.MustCompile(`^(docker|containerd|crio|podman|buildkitd|cri-dockerd|dockershim|kubelet)\.sock(\.ttrpc)?$`)
+var engineSocket = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(docker|containerd|crio|podman|buildkitd|cri-dockerd|dockershim|kubelet)\.sock(\.ttrpc)?$`)
+})
 
 // sshAgent matches OpenSSH's default agent socket, /tmp/ssh-XXXX/agent.PID.
-var homeDir = regexp.MustCompile(`^/home/[^/]+$`)
+var homeDir = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/home/[^/]+$`) })
 
-var sshAgent = regexp.MustCompile(`^/tmp/ssh-[^/]+(/agent\.[^/]*)?$`)
+var sshAgent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/tmp/ssh-[^/]+(/agent\.[^/]*)?$`) })
 
 // credentialDirs are component sequences that name credentials wherever
 // they appear in a path. Binding a directory that ends in a prefix of one
@@ -184,13 +186,13 @@ func lexicalRefusal(p string) string {
 			return "host " + t + " gives access to the host kernel, processes or devices"
 		}
 	}
-	if engineSocket.MatchString(path.Base(p)) {
+	if engineSocket().MatchString(path.Base(p)) {
 		return path.Base(p) + " is a container engine socket: whoever holds it controls the host"
 	}
-	if sshAgent.MatchString(p) || p == "/tmp" {
+	if sshAgent().MatchString(p) || p == "/tmp" {
 		return "host /tmp holds SSH agent sockets, which let the job sign in as the operator"
 	}
-	if p == "/root" || p == "/home" || homeDir.MatchString(p) {
+	if p == "/root" || p == "/home" || homeDir().MatchString(p) {
 		return p + " is a home directory, full of the owner's credentials and history"
 	}
 	if c := credentialIn(p); c != "" {

@@ -3,13 +3,14 @@ package specs
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // dockerLayer is where dockerd's overlay2 driver mounts a container's
 // root: <data-root>/overlay2/<layer>/merged.
-var dockerLayer = regexp.MustCompile(`^(/.+)/overlay2/([0-9a-f]{64})/merged$`)
+var dockerLayer = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(/.+)/overlay2/([0-9a-f]{64})/merged$`) })
 
 // ruleRoot judges root.path like a bind at /: the container sees every
 // file below it. It must be a directory inside the bundle (what
@@ -85,7 +86,7 @@ func rootRefusal(c *Context, root string) string {
 // for container id: dockerd records each container's layer id in
 // <data-root>/image/overlay2/layerdb/mounts/<id>/mount-id.
 func dockerOwnLayer(c *Context, root string) bool {
-	m := dockerLayer.FindStringSubmatch(root)
+	m := dockerLayer().FindStringSubmatch(root)
 	if m == nil || c.ID == "" || strings.ContainsAny(c.ID, "/.") {
 		return false
 	}

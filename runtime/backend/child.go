@@ -5,12 +5,10 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 )
 
 // Timeout bounds a backend call that bulkhead waits for; a backend
@@ -47,26 +45,13 @@ func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = preserved
 	logrus.Debugf("bulkhead: running %v", argv)
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs)
-	defer signal.Stop(sigs)
+	forwarding.start()
 	if err := cmd.Start(); err != nil {
+		forwarding.abandon()
 		return -1, err
 	}
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				if s == unix.SIGCHLD || s == unix.SIGURG || s == unix.SIGWINCH {
-					continue
-				}
-				_ = cmd.Process.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
+	forwarding.add(cmd.Process)
+	defer forwarding.remove(cmd.Process)
 	exited := make(chan struct{})
 	go func() {
 		err = cmd.Wait()
@@ -82,7 +67,6 @@ func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func
 		_ = cmd.Process.Kill()
 	}
 	<-exited
-	close(done)
 	if werr != nil {
 		return -1, werr
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -65,10 +66,12 @@ type runcVersion struct {
 
 // A pre-release starts with a letter; what starts with a digit after the
 // dash is a distribution's revision (1.1.12-0ubuntu2~22.04.1) and dropped.
-var runcVersionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)(?:-([A-Za-z][0-9A-Za-z.]*))?(?:[-+~].*)?$`)
+var runcVersionRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)(?:-([A-Za-z][0-9A-Za-z.]*))?(?:[-+~].*)?$`)
+})
 
 func parseRuncVersion(s string) (runcVersion, error) {
-	m := runcVersionRE.FindStringSubmatch(strings.TrimSpace(s))
+	m := runcVersionRE().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return runcVersion{}, fmt.Errorf("runc version %q: not MAJOR.MINOR.PATCH[-PRERELEASE]", s)
 	}

@@ -142,7 +142,7 @@ func (r *Registry) write(rec *Record) error {
 	if err != nil {
 		return err
 	}
-	return specs.WriteAtomic(filepath.Join(r.Dir(rec.ID), "record.json"), data, 0o600)
+	return specs.WriteVolatile(filepath.Join(r.Dir(rec.ID), "record.json"), data, 0o600)
 }
 
 // Modify changes the record of id under the lock; an id without a record
