@@ -50,8 +50,8 @@ func (c *creation) startBroker() error {
 		return err
 	}
 	socket := ""
-	if c.plan.EgressDir != "" {
-		socket = egressSocket(c.plan.EgressDir)
+	if c.plan.EgressSocket != "" {
+		socket = c.plan.EgressSocket
 	}
 	pid, err := detach.Spawn("egress broker", brokerArgv(self, c.g, true, c.rec.ID, c.rec.InitPid, socket))
 	if err != nil {
@@ -248,6 +248,9 @@ func ServeBroker(serveFds string, ready *os.File) error {
 			}
 		}
 	}()
+	if ln.Addr().Network() == "unix" {
+		ln = egress.MuxListener(ln)
+	}
 	return b.Serve(ctx, ln)
 }
 
@@ -339,7 +342,7 @@ func newBroker(g *Globals, id string, initPid int, socket string) (*brokerSettin
 	}
 	var ln net.Listener
 	if socket != "" {
-		ln, err = egress.ListenUnix(socket, int(uid), int(gid))
+		ln, err = egress.ListenUnix(socket)
 	} else {
 		ln, err = egress.ListenIn(initPid, pidfd, specs.EgressProxyAddr)
 	}

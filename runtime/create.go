@@ -143,9 +143,6 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		if err := c.pinHostPaths(); err != nil {
 			return nil, c.fail(c.undo(err))
 		}
-		if err := c.makeEgressDir(); err != nil {
-			return nil, c.fail(c.undo(err))
-		}
 	}
 	if err := c.mountWorkspaces(); err != nil {
 		return nil, c.fail(c.undo(err))
@@ -221,9 +218,6 @@ func (c *creation) handOver(verb string, v Values) error {
 		return c.fail(c.undo(fmt.Errorf("verification after %s: %w", verb, err)))
 	}
 	if err := c.startBroker(); err != nil {
-		return c.fail(c.undo(err))
-	}
-	if err := c.verifyEgressGofer(); err != nil {
 		return c.fail(c.undo(err))
 	}
 	if err := c.startWatchdog(); err != nil {

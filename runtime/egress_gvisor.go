@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,30 +16,31 @@ import (
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/egress"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
 
 // Egress on runsc. gVisor's netstack with --network=none has a loopback
-// of its own that no host socket can listen on, so the broker listens on
-// a unix socket instead, in a directory of the container's state
-// directory bound read-only into the container; runsc gets
-// --host-uds=open for that container only, which lets its gofer connect
-// to a host socket on the sandbox's behalf (connect only, never bind).
-// Inside, bulkhead-egress-forward, bound read-only from beside bulkhead,
-// listens on specs.EgressProxyAddr and carries each connection to the
-// socket. It runs as egress_broker_user with no capabilities and
-// no_new_privs, so the job (another uid, no CAP_KILL) cannot signal or
-// trace it, and the socket is that user's, mode 0600, so the job cannot
-// connect to it directly either. A job that still got rid of the
-// forwarder would gain nothing: the policy is the broker's, outside.
+// of its own that no host socket can listen on, and letting the sandbox
+// connect to a host socket (runsc --host-uds=open) would open every
+// socket its filesystem shows, connected as host root. So the broker
+// listens on a unix socket in the container's root-only state directory,
+// never shown to the sandbox; at start bulkhead connects to it and
+// donates the connection to bulkhead-egress-forward as its standard
+// input (runsc exec imports a process's descriptors into the sandbox).
+// The forwarder, bound read-only from beside bulkhead, listens on
+// specs.EgressProxyAddr and carries each of the job's connections as a
+// stream multiplexed over that one connection (egress.MuxConfig). It
+// runs as egress_broker_user with no capabilities and no_new_privs, so
+// the job (another uid, no CAP_KILL) cannot signal or trace it; a job
+// that still got hold of the stream would speak to the same broker, whose
+// policy is outside.
 const (
 	egressForwarderBinary = "bulkhead-egress-forward"
 	egressForwarderPath   = "/.bulkhead/egress-forward"
-	egressSocketDir       = "/.bulkhead/egress"
-	egressSocketName      = "egress.sock"
-	// egressHostDir is the socket's directory below the state directory.
-	egressHostDir = "egress"
+	// egressSocketName is the broker's socket in the state directory.
+	egressSocketName = "egress.sock"
 	// egressCheckDestination is what the forwarder's --check asks for.
 	egressCheckDestination = "bulkhead-check.invalid:1"
 	// egressCheckDeadline bounds the wait for the forwarder to listen.
@@ -57,10 +57,10 @@ var egressForwarderSource = func() (string, error) {
 	return filepath.Join(filepath.Dir(self), egressForwarderBinary), nil
 }
 
-// addEgressForwarder gives a runsc container with egress the socket's
-// directory and the forwarder, both read-only, and asks for
-// --host-uds=open. It runs after addSeccompExec, which judged the
-// container's /.bulkhead and refused any caller's mount below it.
+// addEgressForwarder gives a runsc container with egress the forwarder,
+// read-only, and makes its init wait for it. It runs after
+// addSeccompExec, which judged the container's /.bulkhead and refused any
+// caller's mount below it.
 func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error {
 	src, err := egressForwarderSource()
 	if err != nil {
@@ -73,24 +73,14 @@ func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error
 	if why := ownFileRefusal(src, &st); why != "" {
 		return fmt.Errorf("mounts[%s]: %s", egressForwarderPath, why)
 	}
-	rootfs := at(p.Handed.Root.Path)
-	for _, place := range []struct {
-		path string
-		dir  bool
-	}{{egressSocketDir, true}, {egressForwarderPath, false}} {
-		if why := mountPointRefusal(rootfs, place.path, place.dir); why != "" {
-			return fmt.Errorf("mounts[%s]: %s", place.path, why)
-		}
+	if why := mountPointRefusal(at(p.Handed.Root.Path), egressForwarderPath, false); why != "" {
+		return fmt.Errorf("mounts[%s]: %s", egressForwarderPath, why)
 	}
-	p.EgressDir = filepath.Join(stateDir, egressHostDir)
+	p.EgressSocket = filepath.Join(stateDir, egressSocketName)
 	p.Handed.Mounts = append(p.Handed.Mounts,
-		rspec.Mount{Destination: egressSocketDir, Type: "bind", Source: p.EgressDir, Options: []string{"bind", "ro", "nosuid", "nodev", "noexec"}},
 		rspec.Mount{Destination: egressForwarderPath, Type: "bind", Source: src, Options: []string{"bind", "ro", "nosuid", "nodev"}})
-	p.decide(
-		specs.Decision{Rule: "egress", Field: "mounts[" + egressSocketDir + "]", Action: specs.Added, After: p.EgressDir + " ro,nosuid,nodev,noexec",
-			Layer: specs.LayerEgressBroker, Why: "gVisor's loopback is its own: the broker listens on a unix socket here, which runsc --host-uds=open lets the sandbox connect to"},
-		specs.Decision{Rule: "egress", Field: "mounts[" + egressForwarderPath + "]", Action: specs.Added, After: src + " ro,nosuid,nodev",
-			Layer: specs.LayerEgressBroker, Why: "HTTP clients take a proxy as host:port: this program, started at start as egress_broker_user, listens on " + specs.EgressProxyAddr + " and carries connections to the broker's socket"})
+	p.decide(specs.Decision{Rule: "egress", Field: "mounts[" + egressForwarderPath + "]", Action: specs.Added, After: src + " ro,nosuid,nodev",
+		Layer: specs.LayerEgressBroker, Why: "HTTP clients take a proxy as host:port: this program, started at start as egress_broker_user, listens on " + specs.EgressProxyAddr + " and carries connections over a stream to the broker that bulkhead hands it"})
 	if p.Handed.Process == nil || len(p.Handed.Process.Args) == 0 {
 		return fmt.Errorf("process.args: none, so nothing to start once the proxy listens")
 	}
@@ -127,74 +117,6 @@ func mountPointRefusal(rootfs, path string, dir bool) string {
 	return ""
 }
 
-// makeEgressDir makes the socket's directory before the hand-over: runsc
-// binds it when it creates the sandbox, the broker binds its socket in it
-// after verification.
-func (c *creation) makeEgressDir() error {
-	if c.plan.EgressDir == "" {
-		return nil
-	}
-	if err := os.Mkdir(c.plan.EgressDir, 0o755); err != nil {
-		return fmt.Errorf("egress: %w", err)
-	}
-	return nil
-}
-
-// egressSocket is the broker's socket on the host for a plan's EgressDir.
-func egressSocket(dir string) string { return filepath.Join(dir, egressSocketName) }
-
-// verifyEgressGofer checks from the host, once the broker listens, that
-// the sandbox has the way to it: runsc's gofer for the container runs
-// with --host-uds=open, and the socket in its view of the container's
-// filesystem is the broker's own. runsc 20221219 cannot exec into a
-// container before start, so the way through the forwarder is checked
-// at start (startEgressForwarder).
-func (c *creation) verifyEgressGofer() error {
-	if c.plan.EgressDir == "" {
-		return nil
-	}
-	gofer, err := goferPid(c.g, c.sel.Backend, c.rec.ID)
-	if err != nil {
-		return fmt.Errorf("verification after create: control egress: %w", err)
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", gofer))
-	if err != nil {
-		return fmt.Errorf("verification after create: control egress: the gofer %d: %w", gofer, err)
-	}
-	if !slices.Contains(strings.Split(string(cmdline), "\x00"), "--host-uds=open") {
-		return fmt.Errorf("verification after create: control egress: the gofer %d runs without --host-uds=open: the sandbox cannot reach the broker", gofer)
-	}
-	var host, inside unix.Stat_t
-	if err := unix.Lstat(egressSocket(c.plan.EgressDir), &host); err != nil {
-		return fmt.Errorf("verification after create: control egress: the broker's socket: %w", err)
-	}
-	seen := fmt.Sprintf("/proc/%d/root%s/%s", gofer, egressSocketDir, egressSocketName)
-	if err := unix.Lstat(seen, &inside); err != nil {
-		return fmt.Errorf("verification after create: control egress: the broker's socket in the sandbox's filesystem: %w", err)
-	}
-	if host.Dev != inside.Dev || host.Ino != inside.Ino || inside.Mode&unix.S_IFMT != unix.S_IFSOCK {
-		return fmt.Errorf("verification after create: control egress: %s%s/%s in the sandbox is not the broker's socket", "", egressSocketDir, egressSocketName)
-	}
-	return nil
-}
-
-// goferPid reads the pid of a runsc container's gofer from runsc's state
-// file (<id>_sandbox:<id>.state below runsc's root, field goferPid).
-func goferPid(g *Globals, b *backend.Backend, id string) (int, error) {
-	path := filepath.Join(state.BackendRoot(g.Root, b.Name), id+"_sandbox:"+id+".state")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, fmt.Errorf("runsc's state of %s: %w", id, err)
-	}
-	var st struct {
-		GoferPid int `json:"goferPid"`
-	}
-	if err := json.Unmarshal(data, &st); err != nil || st.GoferPid <= 0 {
-		return 0, fmt.Errorf("runsc's state %s names no gofer (%v)", path, err)
-	}
-	return st.GoferPid, nil
-}
-
 // forwarderProcess is a process of the forwarder as runsc exec takes it:
 // egress_broker_user, no capabilities, no_new_privs (and the container's
 // seccomp filter, which runEgressForwarder adds).
@@ -227,7 +149,7 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 	if err != nil {
 		return err
 	}
-	serve, err := forwarderProcess(p, specs.EgressProxyAddr, egressSocketDir+"/"+egressSocketName)
+	serve, err := forwarderProcess(p, "--serve", specs.EgressProxyAddr)
 	if err != nil {
 		return err
 	}
@@ -261,8 +183,20 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 		return err
 	}
 	defer errFile.Close()
+	// The forwarder's way to the broker: a connection to its socket, made
+	// here on the host and donated as the forwarder's standard input.
+	conn, err := egress.DialUnix(filepath.Join(dir, egressSocketName))
+	if err != nil {
+		return fmt.Errorf("the broker's socket: %w", err)
+	}
+	stream, err := conn.File()
+	conn.Close()
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
 	argv := g.backendArgv(b, "exec", "--detach", "--process", serveFile, "--pid-file", filepath.Join(dir, "egress-forward.pid"), id)
-	if err := runDetached(argv, errFile); err != nil {
+	if err := runDetached(argv, stream, errFile); err != nil {
 		msg, _ := os.ReadFile(errFile.Name())
 		return fmt.Errorf("start %s: %v: %s", egressForwarderPath, err, strings.TrimSpace(string(msg)))
 	}
@@ -290,12 +224,12 @@ func runQuiet(argv []string) ([]byte, error) {
 }
 
 // runDetached runs a backend whose children outlive it (runsc exec
-// --detach): no pipe, which they would hold open, only /dev/null and
-// errs.
-func runDetached(argv []string, errs *os.File) error {
+// --detach): no pipe, which they would hold open, only in as standard
+// input, /dev/null and errs.
+func runDetached(argv []string, in, errs *os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), backend.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stderr = errs
+	cmd.Stdin, cmd.Stderr = in, errs
 	return cmd.Run()
 }

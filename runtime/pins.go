@@ -69,10 +69,6 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 		if !specs.IsBind(*m) || merged[m.Source] {
 			continue
 		}
-		if m.Destination == egressSocketDir {
-			// The broker's socket directory, made in the state directory.
-			continue
-		}
 		if m.Destination == egressForwarderPath {
 			// addEgressForwarder's own bind, judged as seccomp-exec is.
 			m.Source = add("egress", "mounts["+m.Destination+"]", m.Source, false, true)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -82,9 +81,9 @@ type Plan struct {
 	HandOverBundle string
 	PidFile        string
 	OwnPidFile     bool
-	// EgressDir is the directory of the broker's unix socket, bound into
-	// a runsc container with egress (egress_gvisor.go); "" otherwise.
-	EgressDir string
+	// EgressSocket is the broker's unix socket of a runsc container with
+	// egress (egress_gvisor.go), in its state directory; "" otherwise.
+	EgressSocket string
 
 	globals *Globals
 
@@ -194,11 +193,6 @@ func (p *Plan) BackendArgv(verb string, v Values) (argv, dropped []string) {
 	flags, dropped := ForwardFlags(verb, v, b.IsGVisor(), "bundle", "pid-file")
 	args := append([]string{"--bundle", p.HandOverBundle, "--pid-file", p.PidFile}, flags...)
 	argv = p.globals.backendArgv(b, verb, append(args, p.ID)...)
-	if p.EgressDir != "" {
-		// The gofer this create starts may connect to the broker's socket.
-		// A global flag: before the verb, which precedes args and the id.
-		argv = slices.Insert(argv, len(argv)-len(args)-2, "--host-uds=open")
-	}
 	return argv, dropped
 }
 

@@ -48,7 +48,7 @@ var Controls = []Control{
 		"device cgroup, capabilities (EPERM)", nil, []string{"devices"}},
 	{"network", []string{"network"}, "new network namespace, no path, loopback only",
 		"netns (ENETUNREACH)", []string{"network namespace", "network interfaces"}, []string{"network"}},
-	{"egress", []string{"egress"}, "none (egress empty); a profile's egress list: an HTTP proxy outside the sandbox, on 127.0.0.1:3128 in its network namespace (on runsc through a forwarder in the sandbox to the broker's unix socket), to the listed names and ports only, never to loopback, link-local, private or the host's own addresses unless listed as an address; HTTP_PROXY and the package managers' variables point there",
+	{"egress", []string{"egress"}, "none (egress empty); a profile's egress list: an HTTP proxy outside the sandbox, on 127.0.0.1:3128 in its network namespace (on runsc through a forwarder in the sandbox, over a stream bulkhead hands it), to the listed names and ports only, never to loopback, link-local, private or the host's own addresses unless listed as an address; HTTP_PROXY and the package managers' variables point there",
 		"netns (ENETUNREACH; EHOSTUNREACH on runsc), egress broker (403)", nil, []string{"egress"}},
 	{"namespaces", []string{"namespaces"}, "pid, ipc, uts, mount, cgroup new; no user or time namespace; a path, or runsc's sandbox by CRI annotation, only of this pod's own running sandbox",
 		"namespaces", nil, nil},

@@ -1,14 +1,14 @@
 // Command bulkhead-egress-forward is the egress broker's address inside a
 // gVisor sandbox. runsc with --network=none gives the sandbox a loopback
-// of its own, in gVisor's netstack, that no host socket can listen on; a
-// host unix socket bound into the container is reachable (runsc
-// --host-uds=open). HTTP clients take a proxy as http://host:port only, so
-// this program listens on that address and carries each connection to the
-// socket, byte for byte. The policy is the broker's, outside: the program
-// holds nothing the job could use, so a job that kills or replaces it
-// gains nothing.
+// of its own, in gVisor's netstack, that no host socket can listen on.
+// HTTP clients take a proxy as http://host:port only, so this program
+// listens on that address and carries each connection, byte for byte, as
+// a stream multiplexed over its standard input: a connection to the
+// broker that bulkhead made on the host and runsc exec donated. The
+// policy is the broker's, outside: the program holds nothing the job
+// could use, so a job that kills or replaces it gains nothing.
 //
-//	bulkhead-egress-forward <listen host:port> <unix socket path>
+//	bulkhead-egress-forward --serve <listen host:port>
 //	bulkhead-egress-forward --check <host:port>
 //	bulkhead-egress-forward --await <host:port> -- <program> [args...]
 //
@@ -32,6 +32,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"bulkhead.dev/bulkhead/runtime/egressmux"
 )
 
 // CheckDestination is the tunnel --check asks for.
@@ -48,58 +52,70 @@ func main() {
 		// await returns only on failure.
 		fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", await(os.Args[2], os.Args[4:]))
 		os.Exit(125)
-	case len(os.Args) == 3:
-		// serve returns only on failure.
-		fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", serve(os.Args[1], os.Args[2]))
+	case len(os.Args) == 3 && os.Args[1] == "--serve":
+		// serve returns when the listener or the broker's stream ends.
+		fmt.Fprintln(os.Stderr, "bulkhead-egress-forward:", serve(os.Args[2], os.Stdin))
 		os.Exit(1)
 	default:
-		fmt.Fprintln(os.Stderr, "usage: bulkhead-egress-forward <listen host:port> <unix socket path> | --check <host:port> | --await <host:port> -- <program> [args...]")
+		fmt.Fprintln(os.Stderr, "usage: bulkhead-egress-forward --serve <listen host:port> | --check <host:port> | --await <host:port> -- <program> [args...]")
 		os.Exit(2)
 	}
 }
 
-func serve(addr, socket string) error {
+func serve(addr string, broker io.ReadWriteCloser) error {
+	session, err := yamux.Client(broker, egressmux.Config())
+	if err != nil {
+		return err
+	}
+	defer session.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
+	// No broker, no proxy: the job's clients then see refused
+	// connections rather than ones that hang.
+	go func() {
+		<-session.CloseChan()
+		ln.Close()
+	}()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
+			if session.IsClosed() {
+				return fmt.Errorf("the broker's stream ended")
+			}
 			return err
 		}
-		go forward(c, socket)
+		go forward(c.(*net.TCPConn), session)
 	}
 }
 
-// forward carries one connection to the socket and back, half-closing
-// each way as its side ends, so a CONNECT tunnel's shutdown reaches the
-// destination.
-func forward(c net.Conn, socket string) {
+// forward carries one connection as a stream and back, half-closing each
+// way as its side ends, so a CONNECT tunnel's shutdown reaches the
+// destination. A connection that sends nothing (the init's --await) opens
+// no stream, and so is no connection of the job's in the broker's audit.
+func forward(c *net.TCPConn, session *yamux.Session) {
 	defer c.Close()
-	// A connection that sends nothing (the init's --await) never reaches
-	// the broker, and so is no connection of the job's in its audit.
 	in := bufio.NewReader(c)
 	if _, err := in.Peek(1); err != nil {
 		return
 	}
-	u, err := net.Dial("unix", socket)
+	s, err := session.Open()
 	if err != nil {
-		// The job's client sees the connection close: no broker, no egress.
 		return
 	}
-	defer u.Close()
+	defer s.Close()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(u, in)
-		_ = u.(*net.UnixConn).CloseWrite()
+		_, _ = io.Copy(s, in)
+		_ = s.Close() // yamux's close is a half-close: the answer still comes
 	}()
 	go func() {
 		defer wg.Done()
-		_, _ = io.Copy(c, u)
-		_ = c.(*net.TCPConn).CloseWrite()
+		_, _ = io.Copy(c, s)
+		_ = c.CloseWrite()
 	}()
 	wg.Wait()
 }

@@ -83,16 +83,17 @@ func ListenIn(pid, pidfd int, addr string) (net.Listener, error) {
 }
 
 // ListenUnix opens the broker's unix socket at path for a runsc sandbox,
-// whose own loopback no host socket can reach: the socket is uid:gid's
-// (the broker's user, whom the forwarder in the sandbox runs as), mode
-// 0600, so the job cannot connect to it past the forwarder. The listener
-// leaves the file in place when closed: the broker that serves it is
-// another program image (ExecUnprivileged).
+// whose own loopback no host socket can reach. Only bulkhead connects to
+// it, as root, at start, to donate the connection to the sandbox's
+// forwarder: the socket is root's, mode 0600, in the container's root-only
+// state directory, and never shown to the sandbox. The listener leaves the
+// file in place when closed: the broker that serves it is another program
+// image (ExecUnprivileged).
 //
 // It binds through the directory's descriptor: a socket's path is
 // limited to 107 bytes, which a state directory below an engine's root
 // and a 64-character container id easily exceed.
-func ListenUnix(path string, uid, gid int) (net.Listener, error) {
+func ListenUnix(path string) (net.Listener, error) {
 	dir, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
@@ -104,14 +105,24 @@ func ListenUnix(path string, uid, gid int) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	err = unix.Fchmodat(dir, filepath.Base(path), 0o600, 0)
-	if err == nil {
-		err = unix.Fchownat(dir, filepath.Base(path), uid, gid, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	if err != nil {
+	if err := unix.Fchmodat(dir, filepath.Base(path), 0o600, 0); err != nil {
 		ln.Close()
 		_ = unix.Unlinkat(dir, filepath.Base(path), 0)
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
 	return ln, nil
+}
+
+// DialUnix connects to the broker's socket at path, however long.
+func DialUnix(path string) (*net.UnixConn, error) {
+	dir, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", path, err)
+	}
+	defer unix.Close(dir)
+	c, err := net.Dial("unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir, filepath.Base(path)))
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", path, err)
+	}
+	return c.(*net.UnixConn), nil
 }
