@@ -233,6 +233,9 @@ func (c *Config) validate(name string) error {
 			return fmt.Errorf("config %s: profile %s: backend %q is not defined under [backends]", name, n, p.Backend)
 		}
 	}
+	if err := c.validateBrokerUsers(); err != nil {
+		return fmt.Errorf("config %s: %w", name, err)
+	}
 	for n, b := range c.Backends {
 		if b.Path == "" {
 			return fmt.Errorf("config %s: backends.%s: path is empty", name, n)
@@ -240,6 +243,31 @@ func (c *Config) validate(name string) error {
 	}
 	if _, err := workspace.LimitsOf(c.changes()); err != nil {
 		return fmt.Errorf("config %s: %w", name, err)
+	}
+	return nil
+}
+
+// validateBrokerUsers refuses an egress_broker_user that any profile's
+// jobs may run as, not only its own profile's: brokers of every profile
+// run as their user on one host, and a job of another profile running as
+// that uid could signal or trace them, or as that gid reach their files.
+func (c *Config) validateBrokerUsers() error {
+	names := slices.Sorted(maps.Keys(c.Profiles))
+	for _, bn := range names {
+		broker := c.Profiles[bn]
+		uid, gid, err := broker.EgressBrokerIDs()
+		if err != nil {
+			return fmt.Errorf("profile %s: %w", bn, err)
+		}
+		for _, jn := range names {
+			job := c.Profiles[jn]
+			if job.JobMayUseUID(uid) {
+				return fmt.Errorf("profile %s: egress_broker_user %q: profile %s lets its jobs run as uid %d", bn, broker.EgressBrokerUser, jn, uid)
+			}
+			if job.JobMayUseGID(gid) {
+				return fmt.Errorf("profile %s: egress_broker_user %q: profile %s lets its jobs run as gid %d", bn, broker.EgressBrokerUser, jn, gid)
+			}
+		}
 	}
 	return nil
 }

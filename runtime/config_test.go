@@ -233,3 +233,29 @@ func TestConfigEgressRefusal(t *testing.T) {
 		t.Fatalf("a good list refused: %v", err)
 	}
 }
+
+// egress_broker_user is refused when any profile, not only its own, lets
+// its jobs run as that uid or gid: one line naming the file, both
+// profiles and the id.
+func TestConfigEgressBrokerUserOfAnotherProfile(t *testing.T) {
+	for _, c := range []struct{ content, want string }{
+		{"[profiles.build]\nallowed_uids = [\"60000-70000\"]\negress_broker_user = \"50000:50000\"\n",
+			`: profile default: egress_broker_user "65532:65532": profile build lets its jobs run as uid 65532`},
+		{"[profiles.install]\negress_broker_user = \"60001:60001\"\n[profiles.build]\nuid = 60001\n",
+			`: profile install: egress_broker_user "60001:60001": profile build lets its jobs run as uid 60001`},
+		{"[profiles.install]\negress_broker_user = \"60001:60002\"\n[profiles.build]\nallowed_gids = [\"60002\"]\n",
+			`: profile install: egress_broker_user "60001:60002": profile build lets its jobs run as gid 60002`},
+	} {
+		path := writeTestConfig(t, c.content)
+		_, err := LoadConfig(path, true)
+		if err == nil || !strings.HasPrefix(err.Error(), "config "+path+": ") || !strings.Contains(err.Error(), c.want) ||
+			strings.Contains(err.Error(), "\n") {
+			t.Errorf("%q: error %v, want one line starting with the file and saying %q", c.content, err, c.want)
+		}
+	}
+	// Broker and job ids apart across profiles are fine.
+	ok := "[profiles.install]\negress_broker_user = \"60001:60001\"\n[profiles.build]\nallowed_uids = [\"1000-2000\"]\nallowed_gids = [\"1000-2000\"]\n"
+	if _, err := LoadConfig(writeTestConfig(t, ok), true); err != nil {
+		t.Fatalf("separate ids refused: %v", err)
+	}
+}

@@ -117,8 +117,9 @@ type Profile struct {
 	EgressConnections int    `toml:"egress_connections" json:"egress_connections"`
 	EgressBytes       string `toml:"egress_bytes" json:"egress_bytes"`
 	// EgressBrokerUser is the "uid:gid" the broker runs as once it
-	// listens: never root and never an id the job may run as, so neither
-	// can signal, trace or read the other.
+	// listens: never root and never an id a job may run as, of this
+	// profile or (checked with the whole configuration) any other, so
+	// neither can signal, trace or read the other.
 	EgressBrokerUser string `toml:"egress_broker_user" json:"egress_broker_user"`
 }
 
@@ -337,14 +338,21 @@ func (p *Profile) EgressBrokerIDs() (uid, gid uint32, err error) {
 	if !ok || !uok || !gok || uids.lo != uids.hi || gids.lo != gids.hi || uids.lo == 0 || gids.lo == 0 {
 		return 0, 0, fmt.Errorf("egress_broker_user %q: want uid:gid, neither 0", p.EgressBrokerUser)
 	}
-	if allowedID(p.UID, p.AllowedUIDs, uids.lo) {
+	if p.JobMayUseUID(uids.lo) {
 		return 0, 0, fmt.Errorf("egress_broker_user %q: uid %d is one the job may run as", p.EgressBrokerUser, uids.lo)
 	}
-	if allowedID(p.GID, p.AllowedGIDs, gids.lo) {
+	if p.JobMayUseGID(gids.lo) {
 		return 0, 0, fmt.Errorf("egress_broker_user %q: gid %d is one the job may run as", p.EgressBrokerUser, gids.lo)
 	}
 	return uids.lo, gids.lo, nil
 }
+
+// JobMayUseUID tells whether the profile's jobs may run as uid id.
+func (p *Profile) JobMayUseUID(id uint32) bool { return allowedID(p.UID, p.AllowedUIDs, id) }
+
+// JobMayUseGID tells whether the profile's jobs may run with gid id, as
+// their group or a supplementary one.
+func (p *Profile) JobMayUseGID(id uint32) bool { return allowedID(p.GID, p.AllowedGIDs, id) }
 
 // validateTmpfsSizes checks that the tmpfs mounts the profile itself adds
 // fit in tmpfs_total: /tmp, the home, the build scratch and the /dev tmpfs

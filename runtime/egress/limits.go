@@ -19,35 +19,61 @@ type countedConn struct {
 	sent, received atomic.Int64
 }
 
-func (c *countedConn) spend(n int) error {
-	used := c.b.used.Add(int64(n))
-	if c.b.MaxBytes > 0 && used > c.b.MaxBytes {
-		return errBudget
+// take charges up to want bytes to the budget and returns how many it
+// charged: fewer when less is left, so the budget is never overrun, not
+// even by connections spending it at once.
+func (c *countedConn) take(want int) int {
+	if c.b.MaxBytes <= 0 {
+		c.b.used.Add(int64(want))
+		return want
 	}
-	return nil
+	for {
+		used := c.b.used.Load()
+		n := min(int64(want), max(c.b.MaxBytes-used, 0))
+		if c.b.used.CompareAndSwap(used, used+n) {
+			return int(n)
+		}
+	}
 }
 
+// Read takes no more than is left of the budget from the destination.
+// Bytes a concurrent connection spent meanwhile are not passed on: what
+// the job gets never adds up to more than MaxBytes.
 func (c *countedConn) Read(p []byte) (int, error) {
-	if c.b.MaxBytes > 0 && c.b.used.Load() >= c.b.MaxBytes {
-		return 0, errBudget
+	if c.b.MaxBytes > 0 {
+		left := c.b.MaxBytes - c.b.used.Load()
+		if left <= 0 {
+			return 0, errBudget
+		}
+		if int64(len(p)) > left {
+			p = p[:left]
+		}
 	}
 	n, err := c.Conn.Read(p)
-	c.received.Add(int64(n))
-	if err == nil {
-		err = c.spend(n)
-	} else {
-		_ = c.spend(n)
+	got := c.take(n)
+	c.received.Add(int64(got))
+	if got < n {
+		return got, errBudget
 	}
 	return n, err
 }
 
+// Write sends what is left of the budget of p and fails for the rest.
+// The bytes are charged before they are written, and what the
+// destination did not take is given back.
 func (c *countedConn) Write(p []byte) (int, error) {
-	if c.b.MaxBytes > 0 && c.b.used.Load()+int64(len(p)) > c.b.MaxBytes {
+	allowed := c.take(len(p))
+	if allowed == 0 && len(p) > 0 {
 		return 0, errBudget
 	}
-	n, err := c.Conn.Write(p)
+	n, err := c.Conn.Write(p[:allowed])
+	if n < allowed {
+		c.b.used.Add(int64(n - allowed))
+	}
 	c.sent.Add(int64(n))
-	_ = c.spend(n)
+	if err == nil && allowed < len(p) {
+		err = errBudget
+	}
 	return n, err
 }
 

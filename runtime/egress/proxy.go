@@ -115,29 +115,38 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.Address, c.Sent, c.Received, c.Verdict, c.Reason = b.tunnel(w, host, port)
 		return
 	}
-	var up net.Conn
 	if d == nil {
 		// Not the request's context: the server cancels that when the
 		// client half-closes after its request, as HTTP/1.0 clients and
 		// `nc` do, and the answer is still wanted. The lookup and the
 		// dial have their own timeouts.
+		var up net.Conn
 		up, d = b.connect(context.Background(), host, port)
+		if d == nil {
+			c.Address = up.RemoteAddr().String()
+			counted := &countedConn{Conn: up, b: b}
+			var err error
+			d, err = forward(w, r, counted)
+			up.Close()
+			c.Sent, c.Received = counted.sent.Load(), counted.received.Load()
+			if d == nil {
+				c.Verdict = "allowed"
+				if err != nil {
+					c.Reason = err.Error()
+					// The answer was cut after its header: closing the
+					// connection unfinished keeps a chunked answer from
+					// looking complete to the job.
+					panic(http.ErrAbortHandler)
+				}
+				return
+			}
+		}
 	}
-	if d != nil {
-		c.Verdict, c.Reason = d.verdict, d.reason
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Bulkhead-Egress", d.verdict)
-		w.WriteHeader(d.status)
-		io.WriteString(w, d.line(dest))
-		return
-	}
-	c.Verdict, c.Address = "allowed", up.RemoteAddr().String()
-	counted := &countedConn{Conn: up, b: b}
-	defer up.Close()
-	if err := forward(w, r, counted); err != nil {
-		c.Reason = err.Error()
-	}
-	c.Sent, c.Received = counted.sent.Load(), counted.received.Load()
+	c.Verdict, c.Reason = d.verdict, d.reason
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Bulkhead-Egress", d.verdict)
+	w.WriteHeader(d.status)
+	io.WriteString(w, d.line(dest))
 }
 
 // line is the one line a denied or failed request gets as its body.
@@ -360,19 +369,22 @@ func dropHopHeaders(h http.Header) {
 
 // forward sends a plain-HTTP request to up, in origin form with the
 // destination's own Host (a different Host header would reach another
-// site served at the same address), and copies the answer back.
-func forward(w http.ResponseWriter, r *http.Request, up *countedConn) error {
+// site served at the same address), and copies the answer back. A
+// failure before the answer's header is returned for the broker to
+// answer; one after it only as the error.
+func forward(w http.ResponseWriter, r *http.Request, up *countedConn) (*denial, error) {
 	out := r.Clone(r.Context())
 	out.RequestURI, out.Host, out.Close = "", "", true
 	dropHopHeaders(out.Header)
 	if err := out.Write(up); err != nil {
-		http.Error(w, "bulkhead egress broker: "+err.Error(), http.StatusBadGateway)
-		return err
+		return upstreamFailure(up, err), err
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(up), out)
+	// The limit sits below the buffer: the header, chunk lines and
+	// trailer are all parsed out of it.
+	limit := &framingLimit{r: up}
+	resp, err := http.ReadResponse(bufio.NewReader(limit), out)
 	if err != nil {
-		http.Error(w, "bulkhead egress broker: "+err.Error(), http.StatusBadGateway)
-		return err
+		return upstreamFailure(up, err), err
 	}
 	defer resp.Body.Close()
 	dropHopHeaders(resp.Header)
@@ -385,6 +397,16 @@ func forward(w http.ResponseWriter, r *http.Request, up *countedConn) error {
 		w.Header().Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
 	}
 	w.WriteHeader(resp.StatusCode)
-	_, err = io.Copy(w, resp.Body)
-	return err
+	_, err = io.Copy(w, delivered{body: resp.Body, limit: limit})
+	return nil, err
+}
+
+// upstreamFailure is the answer to a request the destination was not
+// sent in full or did not answer: the used-up budget is the job's doing,
+// the rest the destination's.
+func upstreamFailure(up *countedConn, err error) *denial {
+	if errors.Is(err, errBudget) {
+		return deny(fmt.Sprintf("the container used up its egress_bytes (%d bytes)", up.b.MaxBytes))
+	}
+	return fail(strings.ReplaceAll(err.Error(), "\n", " "))
 }
