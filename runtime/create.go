@@ -241,7 +241,13 @@ func (c *creation) judgeStdioOwner() error {
 	if p == nil {
 		return fmt.Errorf("the handed spec has no process")
 	}
-	return backend.JudgeStdioOwner(p.User.UID, p.Terminal)
+	if err := backend.JudgeStdioOwner(p.User.UID, p.Terminal); err != nil {
+		return err
+	}
+	if c.sel.Backend.IsGVisor() && !p.Terminal {
+		return backend.ShieldNullStdio()
+	}
+	return nil
 }
 
 // undo removes everything this creation made and returns cause, with any

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,11 +217,15 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 }
 
 // runQuiet runs a backend and returns its stdout, its stderr discarded,
-// within the backend's timeout.
+// within the backend's timeout. All three are pipes: runsc exec gives its
+// descriptors to the sandbox's user, and os/exec would hand it the host's
+// /dev/null for stdin and stderr.
 func runQuiet(argv []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), backend.Timeout)
 	defer cancel()
-	return exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stderr = strings.NewReader(""), io.Discard
+	return cmd.Output()
 }
 
 // runDetached runs a backend whose children outlive it (runsc exec
@@ -230,6 +235,9 @@ func runDetached(argv []string, in, errs *os.File) error {
 	ctx, cancel := context.WithTimeout(context.Background(), backend.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stderr = in, errs
+	// runsc gives every descriptor it is handed to the sandbox's user:
+	// only ones bulkhead made for this (never the host's /dev/null, which
+	// os/exec would open for an unset one).
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, errs, errs
 	return cmd.Run()
 }

@@ -78,6 +78,11 @@ func Exec(g *Globals, v Values, args []string) error {
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
+	if b.IsGVisor() && !policed.Terminal {
+		if err := backend.ShieldNullStdio(); err != nil {
+			return err
+		}
+	}
 	if b.IsGVisor() && profile.Mode == specs.Enforce {
 		d, err := execUnderFilter(c.handedBundle(), policed)
 		if err != nil {

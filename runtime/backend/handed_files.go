@@ -239,7 +239,9 @@ func JudgeHanded(preserveFds int) error {
 // keystrokes typed into it, a sudo password among them, until logout),
 // a memory device other than /dev/null (uid could chmod the host's
 // /dev/urandom). runsc is judged alike: the policy does not rest on a
-// backend's not chowning.
+// backend's not chowning. runsc chowns /dev/null too (to the sandbox's
+// host user), so for runsc ShieldNullStdio puts a private null device in
+// its place.
 func JudgeStdioOwner(uid uint32, terminal bool) error {
 	if terminal {
 		return nil
