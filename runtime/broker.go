@@ -249,7 +249,9 @@ func ServeBroker(serveFds string, ready *os.File) error {
 		}
 	}()
 	if ln.Addr().Network() == "unix" {
-		ln = egress.MuxListener(ln)
+		// Room for the connections the profile allows and a few being
+		// refused or closing: the rest wait, or are reset.
+		ln = egress.MuxListener(ln, b.MaxConns+8)
 	}
 	return b.Serve(ctx, ln)
 }

@@ -3,6 +3,7 @@ package egress
 import (
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/yamux"
 
@@ -21,6 +22,7 @@ import (
 // listener, as connections of the job.
 type muxListener struct {
 	net.Listener
+	max     int // streams a session may hold open, closing ones included
 	streams chan net.Conn
 	done    chan struct{}
 	once    sync.Once
@@ -28,9 +30,13 @@ type muxListener struct {
 }
 
 // MuxListener serves, on each connection ln accepts, a multiplexed
-// session, and accepts its streams.
-func MuxListener(ln net.Listener) net.Listener {
-	m := &muxListener{Listener: ln, streams: make(chan net.Conn), done: make(chan struct{})}
+// session, and accepts its streams while the session holds fewer than max
+// open. Each stream buffers up to a window (256 KiB) of what the job sends
+// before the broker reads it, outside the container's memory limit, so a
+// session past max gets no stream accepted until some close: its new ones
+// wait in yamux's backlog (egressmux.Config), and past that are reset.
+func MuxListener(ln net.Listener, max int) net.Listener {
+	m := &muxListener{Listener: ln, max: max, streams: make(chan net.Conn), done: make(chan struct{})}
 	go m.sessions()
 	return m
 }
@@ -54,6 +60,15 @@ func (m *muxListener) sessions() {
 func (m *muxListener) accept(s *yamux.Session) {
 	defer s.Close()
 	for {
+		for s.NumStreams() >= m.max {
+			select {
+			case <-s.CloseChan():
+				return
+			case <-m.done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
 		st, err := s.Accept()
 		if err != nil {
 			return

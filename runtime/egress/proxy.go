@@ -63,6 +63,9 @@ type Broker struct {
 // every connection and returns once their audit lines are written.
 func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 	b.conns = map[net.Conn]struct{}{}
+	audit, flush := LimitAudit(b.Audit)
+	b.Audit = audit
+	defer flush() // after every connection's line: b.wg is waited for below
 	srv := &http.Server{
 		Handler:           b,
 		ReadHeaderTimeout: 30 * time.Second,

@@ -21,6 +21,10 @@ func Config() *yamux.Config {
 	c.AcceptBacklog = 64
 	c.EnableKeepAlive = false
 	c.ConnectionWriteTimeout = 30 * time.Second
+	// A stream one end closed is reset after this, whatever the other
+	// end does: until then it holds up to a window of what that end
+	// sends and nobody reads (yamux's default is five minutes).
+	c.StreamCloseTimeout = 2 * time.Second
 	c.LogOutput = io.Discard
 	return c
 }
