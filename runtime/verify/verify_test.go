@@ -208,7 +208,9 @@ func createContainer(t *testing.T, backend string, flags []string, mutate func(*
 	t.Cleanup(func() { out.Close() })
 	args := append([]string{"--root", root}, flags...)
 	cmd := exec.Command(bin, append(args, "create", "--bundle", b, "--pid-file", pidFile, id)...)
-	cmd.Stdout, cmd.Stderr = out, out
+	// Not the host's /dev/null, which os/exec would give an unset stdin
+	// and runsc would chown to the sandbox's user.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), out, out
 	t.Cleanup(func() {
 		if o, err := exec.Command(bin, "--root", root, "delete", "--force", id).CombinedOutput(); err != nil {
 			t.Errorf("%s delete: %v: %s", backend, err, o)

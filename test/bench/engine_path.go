@@ -23,13 +23,21 @@ type cost struct {
 	maxRSS    int64 // KiB
 }
 
-// call runs one verb with stdio on /dev/null: a created init keeps the
-// descriptors it was given, and a pipe would hold the caller until the
-// container exits. A failure's reason is in the --log file.
+// call runs one verb with stdio on an empty pipe and a file beside the
+// log: a created init keeps the descriptors it was given, and an output
+// pipe would hold the caller until the container exits; the host's
+// /dev/null, os/exec's default, runsc would chown to the sandbox's user.
+// A failure's reason is in the --log file.
 func call(log, name string, args ...string) (cost, error) {
+	out, err := os.OpenFile(log+".stdio", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return cost{}, err
+	}
+	defer out.Close()
 	cmd := exec.Command(name, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), out, out
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	wall := time.Since(start)
 	if err != nil {
 		tail, _ := os.ReadFile(log)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"bulkhead.dev/bulkhead/test/bundle"
@@ -160,7 +161,9 @@ func handedBundle(bulkhead, root, backend, src, dst string) error {
 
 func timed(name string, args ...string) (time.Duration, error) {
 	start := time.Now()
-	out, err := exec.Command(name, args...).CombinedOutput()
+	cmd := exec.Command(name, args...)
+	cmd.Stdin = strings.NewReader("") // not /dev/null, which runsc would chown
+	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
 	if err != nil {
 		return 0, fmt.Errorf("%s %v: %v\n%s", name, args, err, out)
