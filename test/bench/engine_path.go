@@ -23,13 +23,19 @@ type cost struct {
 	maxRSS    int64 // KiB
 }
 
-// call runs one verb with stdio on an empty pipe and a file beside the
-// log: a created init keeps the descriptors it was given, and an output
-// pipe would hold the caller until the container exits; the host's
-// /dev/null, os/exec's default, runsc would chown to the sandbox's user.
-// A failure's reason is in the --log file.
+// call runs one verb with stdin on an empty pipe and output where it may
+// go: a created init keeps the descriptors it was given, and an output
+// pipe would hold the caller until the container exits. Plain runsc gets
+// a file beside the log, not the host's /dev/null (os/exec's default),
+// which it would chown to the sandbox's user; bulkhead refuses a file it
+// does not own for the container and guards /dev/null itself. A
+// failure's reason is in the --log file.
 func call(log, name string, args ...string) (cost, error) {
-	out, err := os.OpenFile(log+".stdio", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	where := log + ".stdio"
+	if filepath.Base(name) == "bulkhead" {
+		where = os.DevNull
+	}
+	out, err := os.OpenFile(where, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return cost{}, err
 	}
