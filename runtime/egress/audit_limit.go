@@ -28,12 +28,17 @@ const (
 // the wrapper and a flush that writes the count of lines left out, for
 // the broker's end.
 func LimitAudit(write func(Connection)) (audit func(Connection), flush func()) {
-	l := &auditLimit{write: write, tokens: auditBurst, last: time.Now()}
+	l := newAuditLimit(write, time.Now)
 	return l.audit, l.flush
+}
+
+func newAuditLimit(write func(Connection), now func() time.Time) *auditLimit {
+	return &auditLimit{write: write, now: now, tokens: auditBurst, last: now()}
 }
 
 type auditLimit struct {
 	write     func(Connection)
+	now       func() time.Time
 	mu        sync.Mutex
 	tokens    float64
 	last      time.Time
@@ -44,7 +49,7 @@ type auditLimit struct {
 func (l *auditLimit) audit(c Connection) {
 	c.Destination, c.Reason = cut(c.Destination), cut(c.Reason)
 	l.mu.Lock()
-	now := time.Now()
+	now := l.now()
 	l.tokens = min(auditBurst, l.tokens+now.Sub(l.last).Seconds()*auditRate)
 	l.last = now
 	if l.tokens < 1 {

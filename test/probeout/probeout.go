@@ -174,16 +174,40 @@ func Starved(out string, ws *Workspace) bool {
 	return starved
 }
 
+// Cut tells whether the output stops before the done line with every
+// control in it held: the rest of the stream was lost on its way out (on
+// a loaded host containerd 2's runc shim ended a `ctr run` with the
+// container's status 0 and its output cut short), which is no evidence
+// either way. A control that failed is not a cut.
+func Cut(out string, ws *Workspace) bool {
+	lines, done := Parse(out)
+	if done || len(lines) == 0 {
+		return false
+	}
+	for _, l := range lines {
+		if !ws.Held(l) {
+			return false
+		}
+	}
+	return true
+}
+
 // UntilEvidence runs the probe (run) again, at most twice more, while its
-// output is Starved, logging each such run; it returns the last output. A
-// control that failed on an observation is never run again.
+// output is Starved or Cut, logging each such run; it returns the last
+// output. A control that failed on an observation is never run again.
 func UntilEvidence(t testing.TB, ws *Workspace, run func(attempt int) string) string {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		out := run(attempt)
-		if attempt == 3 || !Starved(out, ws) {
+		switch {
+		case attempt == 3:
+			return out
+		case Starved(out, ws):
+			t.Logf("attempt %d: the cpu control has no evidence either way (the host gave the spin too little CPU); probing again", attempt)
+		case Cut(out, ws):
+			t.Logf("attempt %d: the probe's output stops before its done line, every control in it held; probing again:\n%s", attempt, out)
+		default:
 			return out
 		}
-		t.Logf("attempt %d: the cpu control has no evidence either way (the host gave the spin too little CPU); probing again", attempt)
 	}
 }

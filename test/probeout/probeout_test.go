@@ -29,3 +29,23 @@ func TestStarved(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	ws := &Workspace{Dir: t.TempDir()}
+	pass := `{"control":"pids","pass":true,"result":"pass"}` + "\n"
+	done := `{"control":"done"}` + "\n"
+	fail := `{"control":"seccomp","pass":false,"result":"fail","detail":"ptrace allowed"}` + "\n"
+	for _, c := range []struct {
+		name, out string
+		want      bool
+	}{
+		{"stops after held controls", pass + pass, true},
+		{"stops after a failed control", pass + fail, false},
+		{"ran to its done line", pass + done, false},
+		{"no output", "", false},
+	} {
+		if got := Cut(c.out, ws); got != c.want {
+			t.Errorf("%s: Cut %v, want %v", c.name, got, c.want)
+		}
+	}
+}
