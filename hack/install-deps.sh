@@ -6,10 +6,10 @@ set -euo pipefail
 # docker.io brings dockerd, containerd and tini for the engine tests (test/engine).
 want=(runc runsc busybox-static libseccomp-dev gcc libc6-dev pkg-config jq iproute2 util-linux containernetworking-plugins docker.io "$@")
 # The toolchains of the job tests (test/jobs): pytest and black for Python,
-# cargo (with rustc) for Rust. Go is the one building bulkhead. npm comes
+# pip for the egress clients' `pip download`, cargo (with rustc) for Rust. Go is the one building bulkhead. npm comes
 # with Debian's nodejs package, or is already there with another nodejs
 # (NodeSource's bundles it and conflicts with Debian's npm).
-want+=(python3-pytest black cargo)
+want+=(python3-pytest python3-pip black cargo)
 command -v npm >/dev/null 2>&1 || want+=(nodejs npm)
 missing=()
 for p in "${want[@]}"; do

@@ -43,7 +43,7 @@ func TestEgressClients(t *testing.T) {
 func egressClients(t *testing.T, backend string) {
 	needTools(t, "/usr/bin/git", "/usr/lib/git-core/git-http-backend", "/usr/bin/python3")
 	if err := exec.Command("/usr/bin/python3", "-m", "pip", "--version").Run(); err != nil {
-		t.Skipf("Debian's pip is not installed (hack/install-deps.sh installs python3-pip): %v", err)
+		t.Fatalf("Debian's pip is not installed (hack/install-deps.sh installs python3-pip): %v", err)
 	}
 	b := newBox(t, backend)
 	h := egresshost.New(t)
