@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // lifetimeConfig writes a root-owned, 0644 configuration whose default
@@ -32,61 +31,12 @@ func lifetimeConfig(t *testing.T, lifetime string) (string, string) {
 	return path, audit
 }
 
-// watchdogs lists the pids of the watchdog processes of id, found by
-// their command line.
-func watchdogs(t *testing.T, id string) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-		if len(args) > 2 && args[len(args)-1] == id && strings.Contains(string(data), "\x00watchdog\x00") {
-			pids = append(pids, pid)
-		}
-	}
-	// A child the watchdog forks (to ask the backend for the state) shows
-	// the watchdog's command line until it execs: it is no second watchdog.
-	var own []int
-	for _, pid := range pids {
-		if !slices.Contains(pids, parentOf(pid)) {
-			own = append(own, pid)
-		}
-	}
-	return own
-}
-
-// parentOf is the PPid of pid, 0 when it cannot be read.
-func parentOf(pid int) int {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "PPid:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n
-		}
-	}
-	return 0
-}
-
 // waitNoWatchdog fails unless every watchdog of id is gone within d.
 func waitNoWatchdog(t *testing.T, id string, d time.Duration) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for {
-		pids := watchdogs(t, id)
+		pids := leftover.Watchdogs(id)
 		if len(pids) == 0 {
 			return
 		}
@@ -184,7 +134,7 @@ func TestDeadlineRun(t *testing.T) {
 						return
 					case <-time.After(100 * time.Millisecond):
 					}
-					for _, pid := range watchdogs(t, id) {
+					for _, pid := range leftover.Watchdogs(id) {
 						if p := parentCmdline(pid); p != "" {
 							seen = p
 						}
@@ -231,7 +181,7 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 			id := uniqueID("forks-" + backend)
 			must(t, append(g, "create", "--bundle", b, id)...)
 			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-			if n := len(watchdogs(t, id)); n != 1 {
+			if n := len(leftover.Watchdogs(id)); n != 1 {
 				t.Fatalf("after create: %d watchdogs of %s, want 1", n, id)
 			}
 			in := inspect(t, g, id)
@@ -298,7 +248,7 @@ func TestDeadlineWatchdogLeaves(t *testing.T) {
 
 			id = uniqueID("early-delete-" + backend)
 			must(t, append(g, "run", "--detach", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
-			if n := len(watchdogs(t, id)); n != 1 {
+			if n := len(leftover.Watchdogs(id)); n != 1 {
 				t.Fatalf("running: %d watchdogs of %s, want 1", n, id)
 			}
 			must(t, append(g, "delete", "--force", id)...)
@@ -306,7 +256,7 @@ func TestDeadlineWatchdogLeaves(t *testing.T) {
 
 			id = uniqueID("created-delete-" + backend)
 			must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
-			if n := len(watchdogs(t, id)); n != 1 {
+			if n := len(leftover.Watchdogs(id)); n != 1 {
 				t.Fatalf("created: %d watchdogs of %s, want 1", n, id)
 			}
 			must(t, append(g, "delete", "--force", id)...)
@@ -348,7 +298,7 @@ func TestDeadlineAnnotation(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "max-lifetime") {
 		t.Fatalf("annotation forever: exit %d, stderr %q; want a refusal naming the annotation", r.code, r.stderr)
 	}
-	if n := len(watchdogs(t, id)); n != 0 {
+	if n := len(leftover.Watchdogs(id)); n != 0 {
 		t.Fatalf("refused create left %d watchdogs", n)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/egresshost"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // egressHost is a test host: a network namespace of its own, joined to
@@ -114,12 +115,6 @@ func createWithHosts(t *testing.T, hosts string, args ...string) result {
 	return result{r.Stdout, r.Stderr, r.Code}
 }
 
-// brokers lists the pids of the egress brokers of id, by command line.
-func brokers(t *testing.T, id string) []int {
-	t.Helper()
-	return egresshost.Brokers(id)
-}
-
 // egressLines are the audit log's egress events of id.
 func egressLines(t *testing.T, audit, id string) []map[string]any {
 	t.Helper()
@@ -187,7 +182,7 @@ func testEgressBroker(t *testing.T, backend string) {
 		t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
 	}
 	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-	pids := brokers(t, id)
+	pids := leftover.Brokers(id)
 	if len(pids) != 1 {
 		t.Fatalf("after create: brokers %v, want one", pids)
 	}
@@ -289,7 +284,7 @@ func testEgressBroker(t *testing.T, backend string) {
 	}
 
 	must(t, append(g, "delete", "--force", id)...)
-	if pids := brokers(t, id); len(pids) != 0 {
+	if pids := leftover.Brokers(id); len(pids) != 0 {
 		t.Fatalf("after delete: brokers %v still running", pids)
 	}
 	assertGone(t, root, backend, id)
@@ -416,7 +411,7 @@ touch "$(dirname "$bundle")/egress.sock"
 	if !strings.Contains(r.stderr, "egress") || !strings.Contains(r.stderr, want) {
 		t.Fatalf("create: exit %d, stderr %q; want the broker's failure to listen (%s)", r.code, r.stderr, want)
 	}
-	if pids := brokers(t, id); len(pids) != 0 {
+	if pids := leftover.Brokers(id); len(pids) != 0 {
 		t.Fatalf("after a failed create: brokers %v still running", pids)
 	}
 	assertGone(t, root, backend, id)
@@ -461,7 +456,7 @@ func TestEgressRunscPathMissing(t *testing.T) {
 		t.Fatalf("the broker saw connections with its socket gone: %v", lines)
 	}
 	must(t, append(g, "delete", "--force", id)...)
-	if pids := brokers(t, id); len(pids) != 0 {
+	if pids := leftover.Brokers(id); len(pids) != 0 {
 		t.Fatalf("after delete: brokers %v still running", pids)
 	}
 	assertGone(t, root, "runsc", id)
@@ -488,7 +483,7 @@ func TestEgressRun(t *testing.T) {
 				t.Fatalf("allowlisted name after run: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 			}
 			must(t, append(g, "delete", "--force", id)...)
-			if pids := brokers(t, id); len(pids) != 0 {
+			if pids := leftover.Brokers(id); len(pids) != 0 {
 				t.Fatalf("after delete: brokers %v still running", pids)
 			}
 		})
@@ -511,7 +506,7 @@ func TestEgressBrokerGoneAfterDeadline(t *testing.T) {
 				t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
 			}
 			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-			if pids := brokers(t, id); len(pids) != 1 {
+			if pids := leftover.Brokers(id); len(pids) != 1 {
 				t.Fatalf("after create: brokers %v, want one", pids)
 			}
 			must(t, append(g, "start", id)...)
@@ -522,9 +517,9 @@ func TestEgressBrokerGoneAfterDeadline(t *testing.T) {
 					t.Fatalf("%s not stopped 30 s after start with a 3 s lifetime", id)
 				}
 			}
-			for end := time.Now().Add(20 * time.Second); len(brokers(t, id)) != 0; time.Sleep(100 * time.Millisecond) {
+			for end := time.Now().Add(20 * time.Second); len(leftover.Brokers(id)) != 0; time.Sleep(100 * time.Millisecond) {
 				if time.Now().After(end) {
-					t.Fatalf("brokers %v of %s still running 20 s after the deadline killed it", brokers(t, id), id)
+					t.Fatalf("brokers %v of %s still running 20 s after the deadline killed it", leftover.Brokers(id), id)
 				}
 			}
 		})

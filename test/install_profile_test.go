@@ -11,6 +11,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/bundle"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // A job that asks for the install profile with the annotation gets the
@@ -56,11 +57,11 @@ func TestInstallProfileByAnnotation(t *testing.T) {
 	if r.code != 0 || r.stdout != "hello from the test host\n" {
 		t.Fatalf("install job fetching a listed registry: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
-	if pids := brokers(t, id); len(pids) != 1 {
+	if pids := leftover.Brokers(id); len(pids) != 1 {
 		t.Errorf("install job: brokers %v, want one", pids)
 	}
 	must(t, append(g, "delete", "--force", id)...)
-	if pids := brokers(t, id); len(pids) != 0 {
+	if pids := leftover.Brokers(id); len(pids) != 0 {
 		t.Errorf("after delete: brokers %v", pids)
 	}
 
@@ -68,7 +69,7 @@ func TestInstallProfileByAnnotation(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "bad address") && !strings.Contains(r.stderr, "unreachable") {
 		t.Errorf("default-profile job fetching the same name: exit %d, stderr %q; want no name and no route", r.code, r.stderr)
 	}
-	if pids := brokers(t, id); len(pids) != 0 {
+	if pids := leftover.Brokers(id); len(pids) != 0 {
 		t.Errorf("default-profile job: brokers %v, want none", pids)
 	}
 }

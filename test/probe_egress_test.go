@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // probeRow is one control of `bulkhead probe --format json`.
@@ -42,7 +44,7 @@ func probeEgress(t *testing.T, hosts string, g []string, args ...string) (probeR
 	if row.Name == "" {
 		t.Fatalf("probe report has no egress row:\n%s", r.stdout)
 	}
-	if pids := brokers(t, rep.ID); len(pids) != 0 {
+	if pids := leftover.Brokers(rep.ID); len(pids) != 0 {
 		t.Errorf("after the probe: brokers %v of %s still running", pids, rep.ID)
 	}
 	return rep, row, r

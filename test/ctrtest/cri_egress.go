@@ -7,6 +7,7 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/egresshost"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // EgressHandler is the CRI runtime handler of the egress tests: the runc
@@ -66,7 +67,7 @@ func PodEgress(t *testing.T, c CRI) {
 	if ifs := interfaces(t, pausePid); len(ifs) != 1 || ifs[0] != "lo" {
 		t.Errorf("pod network namespace has %v, want loopback only", ifs)
 	}
-	if pids := egresshost.Brokers(podID); len(pids) != 1 {
+	if pids := leftover.Brokers(podID); len(pids) != 1 {
 		t.Fatalf("brokers %v after runp, want the pod sandbox's", pids)
 	}
 	ctr := WriteJSON(t, "ctr.json", map[string]any{
@@ -81,7 +82,7 @@ func PodEgress(t *testing.T, c CRI) {
 	if got, want := netns(t, c.InfoPid(t, "inspect", cid)), netns(t, pausePid); got != want {
 		t.Fatalf("app netns %s, pod sandbox netns %s: the app does not share the pod's network", got, want)
 	}
-	if pids := egresshost.Brokers(podID); len(pids) != 1 {
+	if pids := leftover.Brokers(podID); len(pids) != 1 {
 		t.Errorf("brokers %v with the app running, want the pod sandbox's alone", pids)
 	}
 	h.Judge(t, c.Must(t, "exec", cid, "sh", "-c", h.Script())+"\n")
@@ -91,7 +92,7 @@ func PodEgress(t *testing.T, c CRI) {
 	c.Must(t, "stopp", podID)
 	c.Must(t, "rmp", podID)
 	c.LeftoversGone(t, cid, podID)
-	if pids := egresshost.Brokers(podID); len(pids) != 0 {
+	if pids := leftover.Brokers(podID); len(pids) != 0 {
 		t.Errorf("brokers %v still running after rmp", pids)
 	}
 	if n := egresshost.Verdicts(t, audit); n["allowed"] != 1 || n["denied"] != 2 {

@@ -8,6 +8,7 @@ import (
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/egresshost"
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // Egress runs a container through containerd's runc shim with bulkhead as
@@ -35,13 +36,13 @@ func Egress(t *testing.T, d *Daemon) {
 		d.Run(30*time.Second, "container", "rm", id)
 	}
 	t.Cleanup(stop)
-	if pids := egresshost.Brokers(id); len(pids) != 1 {
+	if pids := leftover.Brokers(id); len(pids) != 1 {
 		t.Fatalf("brokers %v after ctr run, want one", pids)
 	}
 	out := d.Must(t, "task", "exec", "--exec-id", "egress", id, "sh", "-c", h.Script())
 	h.Judge(t, out)
 	stop()
-	if pids := egresshost.Brokers(id); len(pids) != 0 {
+	if pids := leftover.Brokers(id); len(pids) != 0 {
 		t.Errorf("brokers %v still running after the task was deleted", pids)
 	}
 	if left := Leftovers(t, id); len(left) != 0 {

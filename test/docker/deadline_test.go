@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // TestDeadline: a runtime whose profile has max_lifetime = "3s" (through
@@ -46,8 +47,8 @@ func TestDeadline(t *testing.T) {
 	if !strings.Contains(string(data), `"event":"deadline","id":"`+id+`"`) {
 		t.Fatalf("no deadline event for %s in the audit log:\n%s", id, data)
 	}
-	if n := watchdogsOf(id); n != 0 {
-		t.Fatalf("%d watchdogs of %s left after the deadline", n, id)
+	if pids := leftover.Watchdogs(id); len(pids) != 0 {
+		t.Fatalf("watchdogs %v of %s left after the deadline", pids, id)
 	}
 
 	// The shim that ran it is still good for the rest of the lifecycle:
@@ -57,12 +58,12 @@ func TestDeadline(t *testing.T) {
 		t.Fatalf("docker exec after restart: %q", out)
 	}
 	pid, _ := strconv.Atoi(d.Must(t, "inspect", "-f", "{{.State.Pid}}", name))
-	if pid <= 0 || watchdogsOf(id) != 1 {
-		t.Fatalf("after docker start: pid %d, %d watchdogs; want a running container with one watchdog", pid, watchdogsOf(id))
+	if pid <= 0 || len(leftover.Watchdogs(id)) != 1 {
+		t.Fatalf("after docker start: pid %d, watchdogs %v; want a running container with one watchdog", pid, leftover.Watchdogs(id))
 	}
 	d.Must(t, "stop", "-t", "1", name)
 	d.Must(t, "rm", name)
-	if !engine.Eventually(3*time.Second, func() bool { return watchdogsOf(id) == 0 }) {
+	if !engine.Eventually(3*time.Second, func() bool { return len(leftover.Watchdogs(id)) == 0 }) {
 		t.Fatalf("watchdog of %s left after docker rm", id)
 	}
 
@@ -83,27 +84,8 @@ func TestDeadline(t *testing.T) {
 	// A container that ends first leaves no watchdog and no deadline event.
 	id = d.Must(t, "run", "-d", "--runtime=bulkhead-3s", image, "true")
 	d.Must(t, "wait", id)
-	if !engine.Eventually(3*time.Second, func() bool { return watchdogsOf(id) == 0 }) {
+	if !engine.Eventually(3*time.Second, func() bool { return len(leftover.Watchdogs(id)) == 0 }) {
 		t.Fatalf("watchdog of %s left after the container exited", id)
 	}
 	d.Must(t, "rm", id)
-}
-
-// watchdogsOf counts watchdog processes of id by their command line.
-func watchdogsOf(id string) int {
-	n := 0
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.Contains(string(data), "\x00watchdog\x00") && strings.HasSuffix(string(data), "\x00"+id+"\x00") {
-			n++
-		}
-	}
-	return n
 }

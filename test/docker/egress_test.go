@@ -7,6 +7,7 @@ import (
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/egresshost"
 	"bulkhead.dev/bulkhead/test/engine"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // TestEgressProfile: docker 20.10's CLI passes no annotations, so the
@@ -28,7 +29,7 @@ func TestEgressProfile(t *testing.T) {
 	for _, network := range []string{"bridge", "host"} {
 		t.Run(network, func(t *testing.T) {
 			cid := d.Must(t, "run", "-d", "--runtime=bulkhead-egress", "--network="+network, image, "sleep", "3600")
-			if pids := egresshost.Brokers(cid); len(pids) != 1 {
+			if pids := leftover.Brokers(cid); len(pids) != 1 {
 				d.Run(t, "rm", "-f", cid)
 				t.Fatalf("brokers %v after docker run, want one", pids)
 			}
@@ -36,7 +37,7 @@ func TestEgressProfile(t *testing.T) {
 			out := d.Must(t, "exec", cid, "sh", "-c", h.Script())
 			h.Judge(t, out+"\n")
 			d.Must(t, "rm", "-f", cid)
-			if pids := egresshost.Brokers(cid); len(pids) != 0 {
+			if pids := leftover.Brokers(cid); len(pids) != 0 {
 				t.Errorf("brokers %v still running after docker rm -f", pids)
 			}
 		})

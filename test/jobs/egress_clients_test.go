@@ -23,6 +23,7 @@ import (
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/egresshost"
+	"bulkhead.dev/bulkhead/test/leftover"
 )
 
 // Real clients behind the broker, on runc and on runsc: the job's git, pip and npm, unmodified, find
@@ -110,7 +111,7 @@ egress = ["git.test:443", "pypi.test:443", "npm.test:443", "%s:443"]
 		if p, bk := b.profileOf(t, id); p != "install" || bk != backend {
 			t.Fatalf("ran under profile %s on %s, want install on %s", p, bk, backend)
 		}
-		if pids := egresshost.Brokers(id); len(pids) != 0 {
+		if pids := leftover.Brokers(id); len(pids) != 0 {
 			t.Errorf("brokers %v still running after run", pids)
 		}
 		return o

@@ -3,35 +3,9 @@ package egresshost
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
-
-// Brokers lists the pids of the egress brokers of container id: the
-// broker verb, at each stage, ends its command line with the id (the
-// serving broker keeps no other of bulkhead's flags).
-func Brokers(id string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-		if len(args) > 2 && args[len(args)-1] == id && slices.Contains(args, "broker") && !slices.Contains(args, "--spawn") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
 
 // Verdicts counts the audit log's egress lines by outcome.
 func Verdicts(t *testing.T, audit string) map[string]int {
