@@ -102,6 +102,33 @@ func egressConfig(t *testing.T, h egressHost, extra string) (config, audit, host
 	return config, audit, hosts
 }
 
+// egressEnv is what each egress test starts from: the test host, a
+// configuration whose default profile lists it, a state root, the global
+// flags for one backend and a container id.
+type egressEnv struct {
+	host               egressHost
+	audit, hosts, root string
+	g                  []string
+	id                 string
+}
+
+// newEgressEnv sets up an egress test on backend; extra goes at the end of
+// the configuration, name is the id's prefix.
+func newEgressEnv(t *testing.T, backend, name, extra string) egressEnv {
+	t.Helper()
+	host := newEgressHost(t)
+	config, audit, hosts := egressConfig(t, host, extra)
+	root := stateRoot(t)
+	return egressEnv{
+		host:  host,
+		audit: audit,
+		hosts: hosts,
+		root:  root,
+		g:     []string{"--config", config, "--root", root, "--backend", backend},
+		id:    uniqueID(name),
+	}
+}
+
 // createWithHosts runs bulkhead create in a mount namespace of its own
 // where hosts is /etc/hosts. The broker it starts stays in that namespace
 // and resolves the test's names through the host's ordinary resolver
@@ -172,27 +199,23 @@ func TestEgressBroker(t *testing.T) {
 }
 
 func testEgressBroker(t *testing.T, backend string) {
-	h := newEgressHost(t)
-	config, audit, hosts := egressConfig(t, h, "")
-	root := stateRoot(t)
-	g := []string{"--config", config, "--root", root, "--backend", backend}
-	id := uniqueID("egress-" + backend)
-	b := egressBundle(t, h)
-	if r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...); r.code != 0 {
+	env := newEgressEnv(t, backend, "egress-"+backend, "")
+	b := egressBundle(t, env.host)
+	if r := createWithHosts(t, env.hosts, append(env.g, "create", "--bundle", b, env.id)...); r.code != 0 {
 		t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
 	}
-	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-	pids := leftover.Brokers(id)
+	t.Cleanup(func() { bulkhead(t, "", append(env.g, "delete", "--force", env.id)...) })
+	pids := leftover.Brokers(env.id)
 	if len(pids) != 1 {
 		t.Fatalf("after create: brokers %v, want one", pids)
 	}
-	assertOutsideContainer(t, pids[0], root, g, id)
+	assertOutsideContainer(t, pids[0], env.root, env.g, env.id)
 	assertUnprivileged(t, pids[0])
-	must(t, append(g, "start", id)...)
+	must(t, append(env.g, "start", env.id)...)
 
 	sh := func(script string) result {
 		t.Helper()
-		return bulkhead(t, "", append(g, "exec", id, "sh", "-c", script)...)
+		return bulkhead(t, "", append(env.g, "exec", env.id, "sh", "-c", script)...)
 	}
 	r := sh("wget -q -O- http://allowed.test/hello.txt")
 	if r.code != 0 || r.stdout != "hello from the test host\n" {
@@ -224,7 +247,7 @@ func testEgressBroker(t *testing.T, backend string) {
 	if backend == "runsc" {
 		unreachable = "No route to host"
 	}
-	for _, dst := range []string{h.addr, h.hostAddr, "1.1.1.1"} {
+	for _, dst := range []string{env.host.addr, env.host.hostAddr, "1.1.1.1"} {
 		r = sh("nc -w 2 " + dst + " 80 </dev/null")
 		if r.code == 0 || !strings.Contains(r.stderr, unreachable) {
 			t.Errorf("direct TCP connect to %s: exit %d, stderr %q; want %q", dst, r.code, r.stderr, unreachable)
@@ -260,7 +283,7 @@ func testEgressBroker(t *testing.T, backend string) {
 	if backend == "runsc" {
 		want++
 	}
-	lines := waitEgressLines(t, audit, id, want)
+	lines := waitEgressLines(t, env.audit, env.id, want)
 	var allowed, denied, checks int
 	for _, l := range lines {
 		switch {
@@ -268,7 +291,7 @@ func testEgressBroker(t *testing.T, backend string) {
 			checks++
 		case l["outcome"] == "allowed":
 			allowed++
-			if !strings.HasPrefix(l["address"].(string), h.addr+":") || l["bytes_received"].(float64) == 0 || l["bytes_sent"].(float64) == 0 {
+			if !strings.HasPrefix(l["address"].(string), env.host.addr+":") || l["bytes_received"].(float64) == 0 || l["bytes_sent"].(float64) == 0 {
 				t.Errorf("allowed line %v, want the test host's address and bytes both ways", l)
 			}
 		case l["outcome"] == "denied":
@@ -283,11 +306,11 @@ func testEgressBroker(t *testing.T, backend string) {
 			allowed, denied, checks, len(lines), want-6, lines)
 	}
 
-	must(t, append(g, "delete", "--force", id)...)
-	if pids := leftover.Brokers(id); len(pids) != 0 {
+	must(t, append(env.g, "delete", "--force", env.id)...)
+	if pids := leftover.Brokers(env.id); len(pids) != 0 {
 		t.Fatalf("after delete: brokers %v still running", pids)
 	}
-	assertGone(t, root, backend, id)
+	assertGone(t, env.root, backend, env.id)
 }
 
 // assertOutsideContainer checks that the broker is in none of the
@@ -366,7 +389,6 @@ func TestEgressBrokerFailedCreate(t *testing.T) {
 }
 
 func testEgressBrokerFailedCreate(t *testing.T, backend string) {
-	h := newEgressHost(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "squatter.pid")
 	hook := filepath.Join(dir, "take-place.sh")
@@ -396,33 +418,30 @@ touch "$(dirname "$bundle")/egress.sock"
 			}
 		}
 	})
-	config, audit, hosts := egressConfig(t, h, fmt.Sprintf("hooks_allowed = [%q]\n", hook))
-	root := stateRoot(t)
-	g := []string{"--config", config, "--root", root, "--backend", backend}
-	id := uniqueID("egress-fail-" + backend)
+	env := newEgressEnv(t, backend, "egress-fail-"+backend, fmt.Sprintf("hooks_allowed = [%q]\n", hook))
 	b := bundle.New(t, []string{"sleep", "3600"}, func(s *rspec.Spec) {
 		s.Hooks = &rspec.Hooks{CreateRuntime: []rspec.Hook{{Path: hook}}}
 	})
-	r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...)
+	r := createWithHosts(t, env.hosts, append(env.g, "create", "--bundle", b, env.id)...)
 	if r.code == 0 {
-		bulkhead(t, "", append(g, "delete", "--force", id)...)
+		bulkhead(t, "", append(env.g, "delete", "--force", env.id)...)
 		t.Fatalf("create succeeded with the broker's place taken")
 	}
 	if !strings.Contains(r.stderr, "egress") || !strings.Contains(r.stderr, want) {
 		t.Fatalf("create: exit %d, stderr %q; want the broker's failure to listen (%s)", r.code, r.stderr, want)
 	}
-	if pids := leftover.Brokers(id); len(pids) != 0 {
+	if pids := leftover.Brokers(env.id); len(pids) != 0 {
 		t.Fatalf("after a failed create: brokers %v still running", pids)
 	}
-	assertGone(t, root, backend, id)
+	assertGone(t, env.root, backend, env.id)
 	var refused bool
-	for _, e := range auditEvents(t, audit) {
-		if e["event"] == "create" && e["id"] == id && e["outcome"] == "refused" {
+	for _, e := range auditEvents(t, env.audit) {
+		if e["event"] == "create" && e["id"] == env.id && e["outcome"] == "refused" {
 			refused = true
 		}
 	}
 	if !refused {
-		t.Fatalf("no refused create of %s in the audit log", id)
+		t.Fatalf("no refused create of %s in the audit log", env.id)
 	}
 }
 
@@ -432,34 +451,30 @@ touch "$(dirname "$bundle")/egress.sock"
 // the broker's socket is gone between create and start.
 func TestEgressRunscPathMissing(t *testing.T) {
 	needRoot(t, "runsc", "ip", "unshare", "openssl", "curl")
-	h := newEgressHost(t)
-	config, audit, hosts := egressConfig(t, h, "")
-	root := stateRoot(t)
-	g := []string{"--config", config, "--root", root, "--backend", "runsc"}
-	id := uniqueID("egress-nopath")
+	env := newEgressEnv(t, "runsc", "egress-nopath", "")
 	b := bundle.New(t, []string{"sleep", "3600"})
-	if r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...); r.code != 0 {
+	if r := createWithHosts(t, env.hosts, append(env.g, "create", "--bundle", b, env.id)...); r.code != 0 {
 		t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
 	}
-	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-	if err := os.Remove(filepath.Join(root, "bulkhead", id, "egress.sock")); err != nil {
+	t.Cleanup(func() { bulkhead(t, "", append(env.g, "delete", "--force", env.id)...) })
+	if err := os.Remove(filepath.Join(env.root, "bulkhead", env.id, "egress.sock")); err != nil {
 		t.Fatal(err)
 	}
-	r := bulkhead(t, "", append(g, "start", id)...)
+	r := bulkhead(t, "", append(env.g, "start", env.id)...)
 	if r.code == 0 || !strings.Contains(r.stderr, "control egress") || !strings.Contains(r.stderr, "killed") {
 		t.Fatalf("start without the broker's socket: exit %d, stderr %q; want the egress control failing and the container killed", r.code, r.stderr)
 	}
-	if s := containerState(t, g, id); s.Status != "stopped" {
+	if s := containerState(t, env.g, env.id); s.Status != "stopped" {
 		t.Fatalf("after the failed start: %+v, want stopped", s)
 	}
-	if lines := egressLines(t, audit, id); len(lines) != 0 {
+	if lines := egressLines(t, env.audit, env.id); len(lines) != 0 {
 		t.Fatalf("the broker saw connections with its socket gone: %v", lines)
 	}
-	must(t, append(g, "delete", "--force", id)...)
-	if pids := leftover.Brokers(id); len(pids) != 0 {
+	must(t, append(env.g, "delete", "--force", env.id)...)
+	if pids := leftover.Brokers(env.id); len(pids) != 0 {
 		t.Fatalf("after delete: brokers %v still running", pids)
 	}
-	assertGone(t, root, "runsc", id)
+	assertGone(t, env.root, "runsc", env.id)
 }
 
 // run is create and start in one: the broker and, on runsc, the
@@ -468,22 +483,18 @@ func TestEgressRun(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			needRoot(t, backend, "ip", "unshare", "openssl", "curl")
-			h := newEgressHost(t)
-			config, _, hosts := egressConfig(t, h, "")
-			root := stateRoot(t)
-			g := []string{"--config", config, "--root", root, "--backend", backend}
-			id := uniqueID("egress-run-" + backend)
+			env := newEgressEnv(t, backend, "egress-run-"+backend, "")
 			b := bundle.New(t, []string{"sleep", "3600"})
-			if r := createWithHosts(t, hosts, append(g, "run", "--detach", "--bundle", b, id)...); r.code != 0 {
+			if r := createWithHosts(t, env.hosts, append(env.g, "run", "--detach", "--bundle", b, env.id)...); r.code != 0 {
 				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
 			}
-			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-			r := bulkhead(t, "", append(g, "exec", id, "wget", "-q", "-O-", "http://allowed.test/hello.txt")...)
+			t.Cleanup(func() { bulkhead(t, "", append(env.g, "delete", "--force", env.id)...) })
+			r := bulkhead(t, "", append(env.g, "exec", env.id, "wget", "-q", "-O-", "http://allowed.test/hello.txt")...)
 			if r.code != 0 || r.stdout != "hello from the test host\n" {
 				t.Fatalf("allowlisted name after run: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 			}
-			must(t, append(g, "delete", "--force", id)...)
-			if pids := leftover.Brokers(id); len(pids) != 0 {
+			must(t, append(env.g, "delete", "--force", env.id)...)
+			if pids := leftover.Brokers(env.id); len(pids) != 0 {
 				t.Fatalf("after delete: brokers %v still running", pids)
 			}
 		})
@@ -496,30 +507,26 @@ func TestEgressBrokerGoneAfterDeadline(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			needRoot(t, backend, "ip", "unshare", "openssl", "curl")
-			h := newEgressHost(t)
-			config, _, hosts := egressConfig(t, h, "max_lifetime = \"3s\"\n")
-			root := stateRoot(t)
-			g := []string{"--config", config, "--root", root, "--backend", backend}
-			id := uniqueID("egress-deadline-" + backend)
+			env := newEgressEnv(t, backend, "egress-deadline-"+backend, "max_lifetime = \"3s\"\n")
 			b := bundle.New(t, []string{"sleep", "3600"})
-			if r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...); r.code != 0 {
+			if r := createWithHosts(t, env.hosts, append(env.g, "create", "--bundle", b, env.id)...); r.code != 0 {
 				t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
 			}
-			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-			if pids := leftover.Brokers(id); len(pids) != 1 {
+			t.Cleanup(func() { bulkhead(t, "", append(env.g, "delete", "--force", env.id)...) })
+			if pids := leftover.Brokers(env.id); len(pids) != 1 {
 				t.Fatalf("after create: brokers %v, want one", pids)
 			}
-			must(t, append(g, "start", id)...)
+			must(t, append(env.g, "start", env.id)...)
 			// Waiting for events, not timing them: the watchdog's kill, then
 			// the broker's exit.
-			for end := time.Now().Add(30 * time.Second); containerState(t, g, id).Status != "stopped"; time.Sleep(100 * time.Millisecond) {
+			for end := time.Now().Add(30 * time.Second); containerState(t, env.g, env.id).Status != "stopped"; time.Sleep(100 * time.Millisecond) {
 				if time.Now().After(end) {
-					t.Fatalf("%s not stopped 30 s after start with a 3 s lifetime", id)
+					t.Fatalf("%s not stopped 30 s after start with a 3 s lifetime", env.id)
 				}
 			}
-			for end := time.Now().Add(20 * time.Second); len(leftover.Brokers(id)) != 0; time.Sleep(100 * time.Millisecond) {
+			for end := time.Now().Add(20 * time.Second); len(leftover.Brokers(env.id)) != 0; time.Sleep(100 * time.Millisecond) {
 				if time.Now().After(end) {
-					t.Fatalf("brokers %v of %s still running 20 s after the deadline killed it", leftover.Brokers(id), id)
+					t.Fatalf("brokers %v of %s still running 20 s after the deadline killed it", leftover.Brokers(env.id), env.id)
 				}
 			}
 		})
@@ -567,16 +574,12 @@ func TestEgressHostSocketsStayClosed(t *testing.T) {
 	for _, backend := range []string{"runsc"} {
 		t.Run(backend, func(t *testing.T) {
 			needRoot(t, backend, "ip", "unshare", "openssl", "curl")
-			h := newEgressHost(t)
-			config, _, hosts := egressConfig(t, h, "")
-			root := stateRoot(t)
-			g := []string{"--config", config, "--root", root, "--backend", backend}
-			id := uniqueID("egress-uds-" + backend)
+			env := newEgressEnv(t, backend, "egress-uds-"+backend, "")
 			share := t.TempDir()
 			if err := os.Chmod(share, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			b := egressBundle(t, h)
+			b := egressBundle(t, env.host)
 			s, err := bundle.Read(b)
 			if err != nil {
 				t.Fatal(err)
@@ -585,11 +588,11 @@ func TestEgressHostSocketsStayClosed(t *testing.T) {
 			if err := bundle.Write(b, s); err != nil {
 				t.Fatal(err)
 			}
-			if r := createWithHosts(t, hosts, append(g, "create", "--bundle", b, id)...); r.code != 0 {
+			if r := createWithHosts(t, env.hosts, append(env.g, "create", "--bundle", b, env.id)...); r.code != 0 {
 				t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
 			}
-			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-			must(t, append(g, "start", id)...)
+			t.Cleanup(func() { bulkhead(t, "", append(env.g, "delete", "--force", env.id)...) })
+			must(t, append(env.g, "start", env.id)...)
 
 			var reached atomic.Int32
 			for _, path := range []string{filepath.Join(share, "late.sock"), filepath.Join(b, "rootfs", "tmp-late.sock")} {
@@ -613,7 +616,7 @@ func TestEgressHostSocketsStayClosed(t *testing.T) {
 				}()
 			}
 			for _, inside := range []string{"/share/late.sock", "/tmp-late.sock"} {
-				r := bulkhead(t, "", append(g, "exec", id, "curl", "-sS", "--unix-socket", inside, "http://x/")...)
+				r := bulkhead(t, "", append(env.g, "exec", env.id, "curl", "-sS", "--unix-socket", inside, "http://x/")...)
 				if r.code != 7 {
 					t.Errorf("job connecting to the host socket at %s: exit %d, stderr %q; want curl's 7, no connection", inside, r.code, r.stderr)
 				}
