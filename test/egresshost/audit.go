@@ -7,19 +7,32 @@ import (
 	"testing"
 )
 
-// Verdicts counts the audit log's egress lines by outcome.
-func Verdicts(t *testing.T, audit string) map[string]int {
+// egressLine is what the tests read of an audit log's egress line.
+type egressLine struct{ Outcome, Destination string }
+
+// egressLines reads the audit log's egress lines.
+func egressLines(t *testing.T, audit string) []egressLine {
 	t.Helper()
 	data, err := os.ReadFile(audit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := map[string]int{}
+	var out []egressLine
 	for _, line := range strings.Split(string(data), "\n") {
-		var e struct{ Event, Outcome string }
+		var e struct{ Event, Outcome, Destination string }
 		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "egress" {
-			n[e.Outcome]++
+			out = append(out, egressLine{e.Outcome, e.Destination})
 		}
+	}
+	return out
+}
+
+// Verdicts counts the audit log's egress lines by outcome.
+func Verdicts(t *testing.T, audit string) map[string]int {
+	t.Helper()
+	n := map[string]int{}
+	for _, e := range egressLines(t, audit) {
+		n[e.Outcome]++
 	}
 	return n
 }
@@ -28,14 +41,9 @@ func Verdicts(t *testing.T, audit string) map[string]int {
 // once each.
 func AllowedDestinations(t *testing.T, audit string) map[string]bool {
 	t.Helper()
-	data, err := os.ReadFile(audit)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]bool{}
-	for _, line := range strings.Split(string(data), "\n") {
-		var e struct{ Event, Outcome, Destination string }
-		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "egress" && e.Outcome == "allowed" {
+	for _, e := range egressLines(t, audit) {
+		if e.Outcome == "allowed" {
 			out[e.Destination] = true
 		}
 	}
