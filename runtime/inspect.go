@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -44,16 +43,12 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
-	b, reg, err := owner(g, id)
+	b, _, rec, err := owner(g, id)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := reg.Get(id)
-	if errors.Is(err, os.ErrNotExist) {
+	if rec == nil {
 		return nil, fmt.Errorf("container %s: bulkhead has no record of it under %s", id, g.Root)
-	}
-	if err != nil {
-		return nil, err
 	}
 	in := &Inspection{ID: id, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode, Bundle: rec.Bundle,
 		Created: rec.Created, InitPid: rec.InitPid, CgroupsPath: rec.CgroupsPath, MaxLifetime: rec.MaxLifetime,

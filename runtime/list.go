@@ -89,7 +89,7 @@ func List(g *Globals, v Values, out io.Writer) error {
 // verb; for it bulkhead states only the spec versions it hands over, and
 // says where the document came from.
 func Features(g *Globals, out io.Writer) error {
-	b, _, err := owner(g, "")
+	b, _, _, err := owner(g, "")
 	if err != nil {
 		return err
 	}

@@ -17,37 +17,53 @@ import (
 
 // owner returns the backend that owns id: the one recorded at create, or,
 // for a container bulkhead has no record of, the backend the runtime entry
-// selects (so `state` of an unknown id gets the backend's own answer).
-func owner(g *Globals, id string) (*backend.Backend, *state.Registry, error) {
+// selects (so `state` of an unknown id gets the backend's own answer). The
+// record is returned as read, nil for none: a verb that needs it too reads
+// and decodes it once.
+func owner(g *Globals, id string) (*backend.Backend, *state.Registry, *state.Record, error) {
 	cfg, err := g.LoadConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return ownerIn(cfg, g, id)
+	b, reg, snap, err := ownerIn(cfg, g, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer snap.Close()
+	if snap == nil {
+		return b, reg, nil, nil
+	}
+	return b, reg, snap.Record, nil
 }
 
 // ownerIn is owner with the configuration already loaded: a verb that
-// needs it again (delete's audit line) decodes it once.
-func ownerIn(cfg *Config, g *Globals, id string) (*backend.Backend, *state.Registry, error) {
+// needs it again (delete's audit line) decodes it once. The record comes
+// as a snapshot (nil for none) the caller closes, so that delete can tell
+// after the backend's delete whether the record changed meanwhile.
+func ownerIn(cfg *Config, g *Globals, id string) (*backend.Backend, *state.Registry, *state.Snapshot, error) {
 	reg, err := state.OpenRegistry(g.Root)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if state.CheckID(id) == nil {
-		rec, err := reg.Get(id)
+		snap, err := reg.Snapshot(id)
 		if err == nil {
-			b, err := cfg.ResolveBackend(rec.Backend)
-			return b, reg, err
+			b, err := cfg.ResolveBackend(snap.Record.Backend)
+			if err != nil {
+				snap.Close()
+				return nil, nil, nil, err
+			}
+			return b, reg, snap, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	sel, err := Select(cfg, g, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return sel.Backend, reg, nil
+	return sel.Backend, reg, nil, nil
 }
 
 // Passthrough replaces bulkhead with the owning backend for verbs whose
@@ -58,7 +74,7 @@ func Passthrough(g *Globals, verb string, v Values, args []string) error {
 	if len(args) > 0 {
 		id = args[0]
 	}
-	b, _, err := owner(g, id)
+	b, _, _, err := owner(g, id)
 	if err != nil {
 		return err
 	}
@@ -91,10 +107,11 @@ func Delete(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
-	b, reg, err := ownerIn(cfg, g, id)
+	b, reg, snap, err := ownerIn(cfg, g, id)
 	if err != nil {
 		return err
 	}
+	defer snap.Close()
 	if err := state.CheckID(id); err != nil {
 		return err
 	}
@@ -103,7 +120,15 @@ func Delete(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
-	rec, recErr := reg.Get(id)
+	// The record as it is after the backend's delete: the one read above
+	// unless it was written since.
+	var rec *state.Record
+	var recErr error
+	if snap != nil {
+		rec, recErr = snap.Current()
+	} else {
+		rec, recErr = reg.Get(id)
+	}
 	if status != 0 {
 		if recErr != nil || backendKnows(g, b, id) {
 			return &BackendError{Verb: "delete", Status: status}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -22,16 +21,12 @@ func State(g *Globals, v Values, args []string, out io.Writer) error {
 		return Passthrough(g, "state", v, args)
 	}
 	id := args[0]
-	b, reg, err := owner(g, id)
+	b, _, rec, err := owner(g, id)
 	if err != nil {
 		return err
 	}
-	rec, err := reg.Get(id)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Passthrough(g, "state", v, args)
-		}
-		return err
+	if rec == nil {
+		return Passthrough(g, "state", v, args)
 	}
 	data, err := backend.Output(g.backendArgv(b, "state", id))
 	if err != nil {

@@ -25,7 +25,7 @@ func Update(g *Globals, v Values, id string) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		// Not bulkhead's container: the backend decides, as it would alone.
-		if b, _, err = owner(g, id); err != nil {
+		if b, _, _, err = owner(g, id); err != nil {
 			return err
 		}
 	case err != nil:

@@ -174,7 +174,7 @@ func BenchmarkForProfileUncached(b *testing.B) {
 	cacheDir = ""
 	defer func() { cacheDir = saved }()
 	for b.Loop() {
-		if _, err := ForProfile("", false, false); err != nil {
+		if _, _, err := forProfileCompiled("", nil, false, false); err != nil {
 			b.Fatal(err)
 		}
 	}

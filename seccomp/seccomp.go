@@ -48,14 +48,32 @@ func ForProfile(path string, compat, execWrites bool) (*rspec.LinuxSeccomp, erro
 // ForProfileCompiled is ForProfile that also returns what libseccomp
 // generates for the profile (see Compiled), in the same single pass.
 func ForProfileCompiled(path string, compat, execWrites bool) (*rspec.LinuxSeccomp, Compiled, error) {
+	var data []byte
+	if path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, Compiled{}, fmt.Errorf("seccomp profile: %w", err)
+		}
+	}
+	key := profileKey{path: path, content: string(data), compat: compat, execWrites: execWrites}
+	if p, c, ok := profiles.get(key); ok {
+		return p, c, nil
+	}
+	p, c, err := forProfileCompiled(path, data, compat, execWrites)
+	if err == nil {
+		profiles.put(key, p, c)
+	}
+	return p, c, err
+}
+
+// forProfileCompiled is ForProfileCompiled of the profile file's content
+// data (nil for the built-in profile), without the memo.
+func forProfileCompiled(path string, data []byte, compat, execWrites bool) (*rspec.LinuxSeccomp, Compiled, error) {
 	var p *rspec.LinuxSeccomp
 	if path == "" {
 		p = Default()
 	} else {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, Compiled{}, fmt.Errorf("seccomp profile: %w", err)
-		}
+		var err error
 		p, err = LoadMoby(data)
 		if err != nil {
 			return nil, Compiled{}, fmt.Errorf("seccomp profile %s: %w", path, err)

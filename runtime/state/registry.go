@@ -142,7 +142,7 @@ func (r *Registry) write(rec *Record) error {
 	if err != nil {
 		return err
 	}
-	return specs.WriteVolatile(filepath.Join(r.Dir(rec.ID), "record.json"), data, 0o600)
+	return specs.WriteVolatile(r.recordPath(rec.ID), data, 0o600)
 }
 
 // Modify changes the record of id under the lock; an id without a record
@@ -163,10 +163,17 @@ func (r *Registry) Modify(id string, change func(*Record)) error {
 
 // Get returns the record of id, or an error wrapping os.ErrNotExist.
 func (r *Registry) Get(id string) (*Record, error) {
-	data, err := os.ReadFile(filepath.Join(r.Dir(id), "record.json"))
+	data, err := os.ReadFile(r.recordPath(id))
 	if err != nil {
 		return nil, err
 	}
+	return decodeRecord(id, data)
+}
+
+// recordFile is the record's name in a container's state directory.
+const recordFile = "record.json"
+
+func decodeRecord(id string, data []byte) (*Record, error) {
 	var rec Record
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return nil, fmt.Errorf("record of %s: %w", id, err)
