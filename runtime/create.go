@@ -217,6 +217,7 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err != nil && c.sel.Profile.Mode == specs.Enforce {
 		return c.fail(c.undo(fmt.Errorf("verification after %s: %w", verb, err)))
 	}
+	c.rec.StartsByFifo = startsByFifo(b, c.handed)
 	if err := c.startBroker(); err != nil {
 		return c.fail(c.undo(err))
 	}

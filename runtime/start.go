@@ -17,9 +17,10 @@ import (
 // own seccomp filter once the workload starts.
 const gvisorFilterDeadline = 10 * time.Second
 
-// Start starts a created container. For runc it is the backend's own
-// start (Passthrough). gVisor's sandbox, the one host process that runs
-// the workload's system calls, installs its own seccomp filter and
+// Start starts a created container. For runc it is bulkhead releasing
+// the init as runc would (start_fifo.go), or else the backend's own
+// start. gVisor's sandbox, the one host process that runs the workload's
+// system calls, installs its own seccomp filter and
 // no_new_privs only when the workload starts, so create cannot see them:
 // bulkhead runs runsc's start as a child and then verifies the sandbox
 // process; a sandbox without them is killed and start fails naming the
@@ -37,6 +38,9 @@ func Start(g *Globals, v Values, id string) error {
 		return fmt.Errorf("%w; fix the configuration, or delete the container and create it again", err)
 	}
 	if !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
+		if handled, err := startByFifo(g, c, id); handled {
+			return err
+		}
 		return passthroughTo(g, c.backend, "start", v, []string{id})
 	}
 	status, err := backend.Run(g.backendArgv(c.backend, "start", id), 0)

@@ -47,6 +47,11 @@ type Record struct {
 	Deadline    *time.Time `json:"deadline,omitempty"`
 	// BrokerPid is the egress broker of a profile with egress.
 	BrokerPid int `json:"broker_pid,omitempty"`
+	// StartsByFifo says that runc's start has nothing to do for this
+	// container but release its init through exec.fifo, which bulkhead
+	// then does itself (runtime/start_fifo.go): runc, enforce mode, no
+	// poststart hook. A record without it is started by runc.
+	StartsByFifo bool `json:"starts_by_fifo,omitempty"`
 }
 
 // Registry maps (root, id) to the backend that owns the container. Every

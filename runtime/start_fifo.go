@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
+)
+
+// startsByFifo is whether runc's start would do nothing but release the
+// init, which create records: runc (1.2 and later run poststart hooks at
+// start) and no poststart hook in the handed spec.
+func startsByFifo(b *backend.Backend, handed *rspec.Spec) bool {
+	return b.Kind() == "runc" && (handed.Hooks == nil || len(handed.Hooks.Poststart) == 0)
+}
+
+// startByFifo releases a created runc container's init as `runc start`
+// does (libcontainer's exec: open the container's exec.fifo, read the one
+// byte the init writes, remove the fifo), in this process rather than a
+// second one: a runc process costs a start more than all of bulkhead's
+// own work for it. It handles a container only in the one state where
+// that is all runc would do. handled is false otherwise, and the caller
+// runs runc's start, which answers in runc's own words: a running,
+// stopped or paused container, an init that is not the verified one, a
+// state directory laid out otherwise, a notify socket to serve.
+func startByFifo(g *Globals, c *recorded, id string) (handled bool, err error) {
+	if !c.rec.StartsByFifo || c.backend.Kind() != "runc" || os.Getenv("NOTIFY_SOCKET") != "" {
+		return false, nil
+	}
+	dir := filepath.Join(state.BackendRoot(g.Root, c.backend.Name), id)
+	fifo := filepath.Join(dir, "exec.fifo")
+	if st, err := os.Lstat(fifo); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
+		return false, nil
+	}
+	if st, err := os.Lstat(filepath.Join(dir, "state.json")); err != nil || !st.Mode().IsRegular() {
+		return false, nil
+	}
+	if !state.StillRunning(c.rec) {
+		return false, nil
+	}
+	if frozen, err := cgroups.Frozen(c.rec.InitPid); err != nil || frozen {
+		return false, nil
+	}
+	return true, releaseInit(c.rec, fifo)
+}
+
+// initDeadPoll is how often a start waiting on the fifo looks whether
+// the init still lives, as libcontainer does.
+const initDeadPoll = 100 * time.Millisecond
+
+// releaseInit opens the fifo, which meets the init's waiting open. An
+// init that died first leaves no writer, so the open is given up once it
+// is seen dead, and then only a byte it wrote before dying counts.
+func releaseInit(rec *state.Record, fifo string) error {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_RDONLY, 0)
+		ch <- opened{f, err}
+	}()
+	tick := time.NewTicker(initDeadPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case o := <-ch:
+			return readExecFifo(o.f, o.err)
+		case <-tick.C:
+			if state.StillRunning(rec) {
+				continue
+			}
+			f, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+			if readExecFifo(f, err) != nil {
+				return errors.New("container process is already dead")
+			}
+			return nil
+		}
+	}
+}
+
+// readExecFifo reads until the init closes its end, at its exec of the
+// container's program, so that start returns once the program runs.
+// Nothing read means another start released the init first.
+func readExecFifo(f *os.File, err error) error {
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return errors.New("cannot start an already running container")
+	}
+	return os.Remove(f.Name())
+}
