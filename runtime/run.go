@@ -57,9 +57,13 @@ func Run(g *Globals, v Values, id string) error {
 	defer signal.Stop(sigs)
 
 	b := c.sel.Backend
-	status, err := backend.Run(g.backendArgv(b, "start", id), 0)
-	if err == nil && status != 0 {
-		err = &BackendError{Verb: "start", Status: status}
+	handled, err := startByFifo(g, b, c.rec, id)
+	if !handled {
+		var status int
+		status, err = backend.Run(g.backendArgv(b, "start", id), 0)
+		if err == nil && status != 0 {
+			err = &BackendError{Verb: "start", Status: status}
+		}
 	}
 	if err == nil && b.IsGVisor() && c.sel.Profile.Mode == specs.Enforce {
 		err = verifyGVisorStarted(g, b, id, c.rec.InitPid)

@@ -38,7 +38,7 @@ func Start(g *Globals, v Values, id string) error {
 		return fmt.Errorf("%w; fix the configuration, or delete the container and create it again", err)
 	}
 	if !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
-		if handled, err := startByFifo(g, c, id); handled {
+		if handled, err := startByFifo(g, c.backend, c.rec, id); handled {
 			return err
 		}
 		return passthroughTo(g, c.backend, "start", v, []string{id})

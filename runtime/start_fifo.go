@@ -32,11 +32,11 @@ func startsByFifo(b *backend.Backend, handed *rspec.Spec) bool {
 // runs runc's start, which answers in runc's own words: a running,
 // stopped or paused container, an init that is not the verified one, a
 // state directory laid out otherwise, a notify socket to serve.
-func startByFifo(g *Globals, c *recorded, id string) (handled bool, err error) {
-	if !c.rec.StartsByFifo || c.backend.Kind() != "runc" || os.Getenv("NOTIFY_SOCKET") != "" {
+func startByFifo(g *Globals, b *backend.Backend, rec *state.Record, id string) (handled bool, err error) {
+	if !rec.StartsByFifo || b.Kind() != "runc" || os.Getenv("NOTIFY_SOCKET") != "" {
 		return false, nil
 	}
-	dir := filepath.Join(state.BackendRoot(g.Root, c.backend.Name), id)
+	dir := filepath.Join(state.BackendRoot(g.Root, b.Name), id)
 	fifo := filepath.Join(dir, "exec.fifo")
 	if st, err := os.Lstat(fifo); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
 		return false, nil
@@ -44,13 +44,13 @@ func startByFifo(g *Globals, c *recorded, id string) (handled bool, err error) {
 	if st, err := os.Lstat(filepath.Join(dir, "state.json")); err != nil || !st.Mode().IsRegular() {
 		return false, nil
 	}
-	if !state.StillRunning(c.rec) {
+	if !state.StillRunning(rec) {
 		return false, nil
 	}
-	if frozen, err := cgroups.Frozen(c.rec.InitPid); err != nil || frozen {
+	if frozen, err := cgroups.Frozen(rec.InitPid); err != nil || frozen {
 		return false, nil
 	}
-	return true, releaseInit(c.rec, fifo)
+	return true, releaseInit(rec, fifo)
 }
 
 // initDeadPoll is how often a start waiting on the fifo looks whether
