@@ -115,8 +115,12 @@ func Delete(g *Globals, v Values, id string) error {
 	if err := state.CheckID(id); err != nil {
 		return err
 	}
-	flags, _ := ForwardFlags("delete", v, b.IsGVisor())
-	status, err := backend.Run(g.backendArgv(b, "delete", append(flags, id)...), 0)
+	status := 0
+	handled, err := deleteStopped(g, b, id)
+	if !handled {
+		flags, _ := ForwardFlags("delete", v, b.IsGVisor())
+		status, err = backend.Run(g.backendArgv(b, "delete", append(flags, id)...), 0)
+	}
 	if err != nil {
 		return err
 	}

@@ -111,11 +111,17 @@ func SameEnforcedProfile(rec *Record, p *specs.Profile) bool {
 // bulkhead verified: a pid alone may have been reused by now, its start
 // time (in clock ticks since boot) may not.
 func StillRunning(rec *Record) bool {
-	if rec.InitPid <= 1 || rec.InitStart == 0 {
+	return Alive(rec.InitPid, rec.InitStart)
+}
+
+// Alive is libcontainer's test of a container's init: pid runs, not as a
+// zombie, and started at start.
+func Alive(pid int, start uint64) bool {
+	if pid <= 1 || start == 0 {
 		return false
 	}
-	st, err := system.Stat(rec.InitPid)
-	return err == nil && st.StartTime == rec.InitStart && st.State != system.Zombie && st.State != system.Dead
+	st, err := system.Stat(pid)
+	return err == nil && st.StartTime == start && st.State != system.Zombie && st.State != system.Dead
 }
 
 // InitStart is the start time of pid as /proc/<pid>/stat gives it, 0 when
