@@ -1,8 +1,10 @@
 package test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -108,5 +110,94 @@ func TestStartAsRuncDoes(t *testing.T) {
 		}
 		must(t, append(g, "start", id)...)
 		waitStatus(t, g, id, "running")
+	})
+}
+
+// TestDeleteAsRuncDoes holds bulkhead's delete of a runc container to
+// what `runc delete` leaves: no cgroup in any hierarchy runc made one in,
+// no state of runc's, and runc's refusal of a running container.
+func TestDeleteAsRuncDoes(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	g := []string{"--root", root, "--backend", "runc"}
+	b := bundle.New(t, []string{"sleep", "300"})
+	create := func(t *testing.T, name string) (string, map[string]string) {
+		t.Helper()
+		id := uniqueID(name)
+		must(t, append(g, "create", "--bundle", b, id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		data, err := os.ReadFile(filepath.Join(root, "runc", id, "state.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			CgroupPaths map[string]string `json:"cgroup_paths"`
+		}
+		if err := json.Unmarshal(data, &st); err != nil || len(st.CgroupPaths) == 0 {
+			t.Fatalf("runc's state of %s names no cgroups (%v):\n%.300s", id, err, data)
+		}
+		return id, st.CgroupPaths
+	}
+	deleted := func(t *testing.T, id string, paths map[string]string) {
+		t.Helper()
+		for controller, p := range paths {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("the %q cgroup %s is still there after delete (%v)", controller, p, err)
+			}
+		}
+		assertGone(t, root, "runc", id)
+		out, err := exec.Command("runc", "--root", filepath.Join(root, "runc"), "list", "-q").Output()
+		if err != nil || strings.Contains(string(out), id) {
+			t.Errorf("runc list after delete: %q (%v)", out, err)
+		}
+	}
+
+	t.Run("stopped", func(t *testing.T) {
+		id, paths := create(t, "delete-stopped")
+		must(t, append(g, "start", id)...)
+		must(t, append(g, "kill", id, "KILL")...)
+		waitStatus(t, g, id, "stopped")
+		must(t, append(g, "delete", id)...)
+		deleted(t, id, paths)
+	})
+
+	t.Run("running", func(t *testing.T) {
+		id, paths := create(t, "delete-running")
+		must(t, append(g, "start", id)...)
+		r := bulkhead(t, "", append(g, "delete", id)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "is not stopped") {
+			t.Fatalf("delete of a running container: exit %d, stderr %q; want runc's refusal", r.code, r.stderr)
+		}
+		if s := containerState(t, g, id); s.Status != "running" {
+			t.Fatalf("after a refused delete: status %q, want running", s.Status)
+		}
+		must(t, append(g, "delete", "--force", id)...)
+		deleted(t, id, paths)
+	})
+
+	t.Run("created", func(t *testing.T) {
+		id, paths := create(t, "delete-created")
+		must(t, append(g, "delete", id)...)
+		deleted(t, id, paths)
+	})
+
+	t.Run("a state runc wrote with a key bulkhead does not know", func(t *testing.T) {
+		// As a later runc might write: its own delete must run, and
+		// remove everything all the same.
+		id, paths := create(t, "delete-unknown-state")
+		must(t, append(g, "start", id)...)
+		must(t, append(g, "kill", id, "KILL")...)
+		waitStatus(t, g, id, "stopped")
+		file := filepath.Join(root, "runc", id, "state.json")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append([]byte(`{"a_later_runc_field":true,`), data[1:]...)
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		must(t, append(g, "delete", id)...)
+		deleted(t, id, paths)
 	})
 }
