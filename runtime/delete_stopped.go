@@ -3,11 +3,15 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	ocgroups "github.com/opencontainers/cgroups"
+	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -32,13 +36,65 @@ func deleteStopped(g *Globals, b *backend.Backend, id string) (handled bool, err
 		return false, nil
 	}
 	var st runcState
-	if !st.decode(data) || !st.onlyDestroy() || state.Alive(st.InitPid, st.InitStart) {
+	if !st.decode(data) || state.Alive(st.InitPid, st.InitStart) {
+		return false, nil
+	}
+	if err := killLeftovers(g, b, id, st.CgroupPaths); err != nil {
+		return true, err
+	}
+	if !st.onlyDestroy() {
 		return false, nil
 	}
 	if err := ocgroups.RemovePaths(st.CgroupPaths); err != nil {
 		return true, err
 	}
 	return true, os.RemoveAll(dir)
+}
+
+// leftoversDeadline bounds the wait for killed leftovers to leave the
+// container's cgroups.
+const leftoversDeadline = 5 * time.Second
+
+// killLeftovers kills what still runs in a stopped container's cgroups.
+// runc calls a container stopped once its init is gone or a zombie, and a
+// zombie leader's other threads still run: a job that ends its main thread
+// with exit(2) keeps going. With a pid namespace of its own runc's delete
+// then kills nothing, and the threads would outlive the container. So a
+// stopped container whose groups still hold a task gets runc's kill --all
+// (freeze, kill, thaw) before anything is removed, whether bulkhead or
+// runc removes it.
+func killLeftovers(g *Globals, b *backend.Backend, id string, paths map[string]string) error {
+	if !holdsTasks(paths) {
+		return nil
+	}
+	logrus.Warnf("bulkhead: delete %s: the init has ended but its cgroup still holds processes; killing them", id)
+	if err := backend.Quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); err != nil {
+		return fmt.Errorf("delete %s: the init has ended but its cgroup still holds processes, and kill --all failed: %w", id, err)
+	}
+	for deadline := time.Now().Add(leftoversDeadline); holdsTasks(paths); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("delete %s: processes still in its cgroup %s after kill --all; kill them and delete again", id, leftoversDeadline)
+		}
+	}
+	return nil
+}
+
+// holdsTasks tells whether any process is in the groups, read from one
+// hierarchy (every task is in each) with runc's cgroup library; a group
+// that cannot be read counts as holding one.
+func holdsTasks(paths map[string]string) bool {
+	for _, controller := range []string{"pids", "", "memory", "freezer"} {
+		p, ok := paths[controller]
+		if !ok {
+			continue
+		}
+		pids, err := ocgroups.GetAllPids(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+		return err != nil || len(pids) > 0
+	}
+	return false
 }
 
 // runcState is what of runc's state.json (libcontainer's State) says what
@@ -60,6 +116,8 @@ type runcState struct {
 		} `json:"namespaces"`
 		Hooks map[string][]json.RawMessage `json:"Hooks"`
 	} `json:"config"`
+	// unknownKey is set by decode for a key runcStateKeys does not hold.
+	unknownKey bool
 }
 
 // cgroupRoot is where every group runc's cgroupfs driver makes lies.
@@ -80,9 +138,7 @@ func (s *runcState) decode(data []byte) bool {
 		return false
 	}
 	for k := range keys {
-		if !runcStateKeys[k] {
-			return false
-		}
+		s.unknownKey = s.unknownKey || !runcStateKeys[k]
 	}
 	return json.NewDecoder(bytes.NewReader(data)).Decode(s) == nil
 }
@@ -91,7 +147,7 @@ func (s *runcState) decode(data []byte) bool {
 // the state directory.
 func (s *runcState) onlyDestroy() bool {
 	c := &s.Config
-	if s.Rootless || s.IntelRdtPath != "" || c.Cgroups == nil || c.Cgroups.Systemd || c.Cgroups.Rootless ||
+	if s.unknownKey || s.Rootless || s.IntelRdtPath != "" || c.Cgroups == nil || c.Cgroups.Systemd || c.Cgroups.Rootless ||
 		len(s.CgroupPaths) == 0 || len(c.Hooks["poststop"]) > 0 {
 		return false
 	}

@@ -133,12 +133,17 @@ func (wd *Watch) run() error {
 			return nil
 		}
 		st := wd.status()
-		if st == "running" || st == "paused" {
-			break
+		if st == "created" {
+			continue
 		}
-		if st != "created" {
-			return nil // stopped or gone
+		// runc calls a container stopped once its init's leader is a
+		// zombie, while the init's other threads may still run: only a
+		// container with no process left ended before it was seen
+		// running. Anything else has started, and gets its deadline.
+		if st != "running" && st != "paused" && wd.nothingRuns() {
+			return nil
 		}
+		break
 	}
 	deadline := time.Now().Add(wd.Lifetime)
 	wd.setDeadline(deadline)
@@ -208,6 +213,13 @@ func (wd *Watch) expire(deadline time.Time) error {
 		return errors.New(e.Error)
 	}
 	return nil
+}
+
+// nothingRuns tells whether the backend lists no process of the
+// container; a backend that cannot say does not count as evidence.
+func (wd *Watch) nothingRuns() bool {
+	n, err := wd.countProcesses()
+	return err == nil && n == 0
 }
 
 // countProcesses asks the backend for the container's processes.
