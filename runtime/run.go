@@ -85,7 +85,7 @@ func Run(g *Globals, v Values, id string) error {
 			}
 			return
 		}
-		_ = backend.Quietly(g.backendArgv(b, "kill", id, strconv.Itoa(int(s.(unix.Signal)))))
+		_ = signalInit(g, b, c.rec, id, strconv.Itoa(int(s.(unix.Signal))))
 	})
 	// The backend's other processes (gVisor's gofer and sandbox) were
 	// re-parented to bulkhead too. Until they are reaped they are zombies,

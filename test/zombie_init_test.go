@@ -107,3 +107,16 @@ func TestDeadlineEndsWhatOutlivesTheInitsLeader(t *testing.T) {
 	must(t, append(g, "delete", id)...)
 	assertGone(t, root, "runc", id)
 }
+
+func TestKillReachesWhatOutlivesTheInitsLeader(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	g := []string{"--root", root, "--backend", "runc"}
+	id, pid, _ := zombieInitContainer(t, g, "zombie-kill")
+	// An engine's stop, once the init ignored TERM as a pid namespace's
+	// init does: KILL for the init, without --all.
+	must(t, append(g, "kill", id, "KILL")...)
+	waitThreadsGone(t, pid, 10*time.Second, "kill KILL")
+	must(t, append(g, "delete", id)...)
+	assertGone(t, root, "runc", id)
+}

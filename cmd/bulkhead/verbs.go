@@ -89,6 +89,8 @@ func dispatch(g *runtime.Globals, verb string, c *cli.Context) error {
 		return runtime.List(g, c, os.Stdout)
 	case "features":
 		return runtime.Features(g, os.Stdout)
+	case "kill":
+		return runtime.Kill(g, c, args)
 	default:
 		return runtime.Passthrough(g, verb, c, args)
 	}
