@@ -58,8 +58,9 @@ func startByFifo(g *Globals, b *backend.Backend, rec *state.Record, id string) (
 const initDeadPoll = 100 * time.Millisecond
 
 // releaseInit opens the fifo, which meets the init's waiting open. An
-// init that died first leaves no writer, so the open is given up once it
-// is seen dead, and then only a byte it wrote before dying counts.
+// init that died first, or a start that released it first, leaves no
+// writer, so the open is given up once the init is seen dead or the fifo
+// gone; of a dead init only a byte it wrote before dying counts.
 func releaseInit(rec *state.Record, fifo string) error {
 	type opened struct {
 		f   *os.File
@@ -77,6 +78,11 @@ func releaseInit(rec *state.Record, fifo string) error {
 		case o := <-ch:
 			return readExecFifo(o.f, o.err)
 		case <-tick.C:
+			if _, err := os.Lstat(fifo); errors.Is(err, os.ErrNotExist) {
+				// Another start released the init and removed the fifo
+				// after this one's open began: no writer will come.
+				return errors.New("cannot start an already running container")
+			}
 			if state.StillRunning(rec) {
 				continue
 			}
@@ -93,6 +99,10 @@ func releaseInit(rec *state.Record, fifo string) error {
 // container's program, so that start returns once the program runs.
 // Nothing read means another start released the init first.
 func readExecFifo(f *os.File, err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		// Another start released the init and removed the fifo first.
+		return errors.New("cannot start an already running container")
+	}
 	if err != nil {
 		return err
 	}
