@@ -1,22 +1,21 @@
 package runtime
 
 import (
-	"fmt"
-	"os"
+	"encoding/json"
 
-	"github.com/opencontainers/runc/libcontainer/system"
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
 )
 
-// Kill is the kill verb. A job can end its init's leader thread with
-// exit(2) while its other threads work on: runc then calls the container
-// stopped and refuses a signal for its init, so an engine's stop would
-// report success and leave the work running. Such a container's signal
-// goes to every process of it (runc's kill --all), as it would have
-// reached the init's whole thread group.
+// Kill is the kill verb. runc refuses a signal for a container it calls
+// stopped, which it does once the init is gone or its leader a zombie.
+// Processes of the container can still run then: the other threads of an
+// init that ended its main thread with exit(2), or what an init forked in
+// a pid namespace it joined (a pod's), which the init's end does not end.
+// An engine's stop would report success and leave them working. Such a
+// container's signal goes to every process of it (runc's kill --all).
 func Kill(g *Globals, v Values, args []string) error {
 	id := ""
 	if len(args) > 0 {
@@ -26,8 +25,8 @@ func Kill(g *Globals, v Values, args []string) error {
 	if err != nil {
 		return err
 	}
-	if rec != nil && !v.Bool("all") && onlyLeaderGone(b, rec) {
-		logrus.Warnf("bulkhead: kill %s: the init's leader has exited but its threads run; signalling every process", id)
+	if rec != nil && !v.Bool("all") && outlivesInit(g, b, rec, id) {
+		logrus.Warnf("bulkhead: kill %s: the init has ended but processes of the container run; signalling every one", id)
 		return execBackend(g.backendArgv(b, "kill", append([]string{"--all"}, args...)...))
 	}
 	return passthroughTo(g, b, "kill", v, args)
@@ -37,24 +36,20 @@ func Kill(g *Globals, v Values, args []string) error {
 // to a container's init (run).
 func signalInit(g *Globals, b *backend.Backend, rec *state.Record, id, sig string) error {
 	args := []string{id, sig}
-	if onlyLeaderGone(b, rec) {
+	if outlivesInit(g, b, rec, id) {
 		args = append([]string{"--all"}, args...)
 	}
 	return backend.Quietly(g.backendArgv(b, "kill", args...))
 }
 
-// onlyLeaderGone tells whether a runc container's init is the verified
-// process with its leader a zombie and another of its threads alive.
-// runsc's sandbox is the recorded pid there, and gVisor judges its own
-// processes.
-func onlyLeaderGone(b *backend.Backend, rec *state.Record) bool {
-	if b.Kind() != "runc" || rec.InitPid <= 1 {
+// outlivesInit tells whether a runc container's verified init no longer
+// runs while the backend still lists processes of the container. runsc's
+// sandbox is the recorded pid there, and gVisor judges its own processes.
+func outlivesInit(g *Globals, b *backend.Backend, rec *state.Record, id string) bool {
+	if b.Kind() != "runc" || rec.InitPid <= 1 || state.StillRunning(rec) {
 		return false
 	}
-	st, err := system.Stat(rec.InitPid)
-	if err != nil || st.StartTime != rec.InitStart || st.State != system.Zombie {
-		return false
-	}
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", rec.InitPid))
-	return err == nil && len(tasks) > 1
+	out, err := backend.Output(g.backendArgv(b, "ps", "--format", "json", id))
+	var pids []int
+	return err == nil && json.Unmarshal(out, &pids) == nil && len(pids) > 0
 }

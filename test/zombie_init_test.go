@@ -57,11 +57,18 @@ func liveThreads(pid int) []string {
 		if err != nil {
 			continue
 		}
-		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && len(stat) > i+2 && stat[i+2] != 'Z' && stat[i+2] != 'X' {
+		if !zombieStat(stat) {
 			out = append(out, e.Name())
 		}
 	}
 	return out
+}
+
+// zombieStat tells whether /proc/<pid>/stat content is a zombie's or a
+// dead task's.
+func zombieStat(stat []byte) bool {
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || len(stat) <= i+2 || stat[i+2] == 'Z' || stat[i+2] == 'X'
 }
 
 // waitThreadsGone fails unless pid has no live thread within d.

@@ -129,8 +129,14 @@ func (wd *Watch) run() error {
 		if time.Since(begin) > 30*time.Second {
 			every = time.Second
 		}
-		if wd.initExited(every) || wd.deleted() {
+		if wd.deleted() {
 			return nil
+		}
+		if wd.initExited(every) {
+			if wd.ended() {
+				return nil
+			}
+			break
 		}
 		st := wd.status()
 		if st == "created" {
@@ -150,13 +156,28 @@ func (wd *Watch) run() error {
 	// Running: the init's pidfd wakes the watchdog when the container ends
 	// first. gVisor's sandbox process may outlive the container's init, so
 	// its status is asked every second too.
+	initGone := false
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
 			break
 		}
-		if wd.initExited(min(left, time.Second)) || wd.deleted() {
+		if initGone {
+			time.Sleep(min(left, time.Second))
+			if wd.deleted() || wd.nothingRuns() {
+				return nil
+			}
+			continue
+		}
+		if wd.deleted() {
 			return nil
+		}
+		if wd.initExited(min(left, time.Second)) {
+			if wd.ended() {
+				return nil
+			}
+			initGone = true
+			continue
 		}
 		if wd.Backend.IsGVisor() && time.Until(deadline) > 0 {
 			if st := wd.status(); st != "running" && st != "paused" {
@@ -213,6 +234,16 @@ func (wd *Watch) expire(deadline time.Time) error {
 		return errors.New(e.Error)
 	}
 	return nil
+}
+
+// ended tells, once the init has exited, whether the container has. In
+// a pid namespace of its own the kernel ends every process with the init;
+// a runc container that joined another's (a pod's) keeps what its init
+// forked, which then lives on in the container's cgroups until the
+// deadline. gVisor's sandbox is the init here, and its end is the
+// container's.
+func (wd *Watch) ended() bool {
+	return wd.Backend.IsGVisor() || wd.deleted() || wd.nothingRuns()
 }
 
 // nothingRuns tells whether the backend lists no process of the
