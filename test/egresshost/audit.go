@@ -41,9 +41,21 @@ func Verdicts(t *testing.T, audit string) map[string]int {
 // once each.
 func AllowedDestinations(t *testing.T, audit string) map[string]bool {
 	t.Helper()
+	return destinations(t, audit, "allowed")
+}
+
+// DeniedDestinations lists the destinations of the audit log's denied egress lines,
+// once each.
+func DeniedDestinations(t *testing.T, audit string) map[string]bool {
+	t.Helper()
+	return destinations(t, audit, "denied")
+}
+
+func destinations(t *testing.T, audit, outcome string) map[string]bool {
+	t.Helper()
 	out := map[string]bool{}
 	for _, e := range egressLines(t, audit) {
-		if e.Outcome == "allowed" {
+		if e.Outcome == outcome {
 			out[e.Destination] = true
 		}
 	}
