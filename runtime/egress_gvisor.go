@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,7 +202,7 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 	}
 	var answer string
 	for deadline := time.Now().Add(egressCheckDeadline); ; time.Sleep(100 * time.Millisecond) {
-		out, err := runQuiet(g.backendArgv(b, "exec", "--process", checkFile, id))
+		out, err := backend.Query(g.backendArgv(b, "exec", "--process", checkFile, id))
 		answer = string(out)
 		if err == nil && strings.HasPrefix(answer, "HTTP/1.1 403") && strings.Contains(answer, egressCheckDestination+" is not in the profile's egress list") {
 			return nil
@@ -228,23 +227,7 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 // jobEnded tells whether the backend calls the container stopped. gVisor
 // follows every thread and process of the job, so its stopped is the end.
 func jobEnded(g *Globals, b *backend.Backend, id string) bool {
-	out, err := runQuiet(g.backendArgv(b, "state", id))
-	var st struct {
-		Status string `json:"status"`
-	}
-	return err == nil && json.Unmarshal(out, &st) == nil && st.Status == "stopped"
-}
-
-// runQuiet runs a backend and returns its stdout, its stderr discarded,
-// within the backend's timeout. All three are pipes: runsc exec gives its
-// descriptors to the sandbox's user, and os/exec would hand it the host's
-// /dev/null for stdin and stderr.
-func runQuiet(argv []string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), backend.Timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stderr = strings.NewReader(""), io.Discard
-	return cmd.Output()
+	return backend.Status(g.backendArgv(b, "state", id)) == "stopped"
 }
 
 // runDetached runs a backend whose children outlive it (runsc exec

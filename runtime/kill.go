@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
-
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -49,7 +47,6 @@ func outlivesInit(g *Globals, b *backend.Backend, rec *state.Record, id string) 
 	if b.Kind() != "runc" || rec.InitPid <= 1 || state.StillRunning(rec) {
 		return false
 	}
-	out, err := backend.Output(g.backendArgv(b, "ps", "--format", "json", id))
-	var pids []int
-	return err == nil && json.Unmarshal(out, &pids) == nil && len(pids) > 0
+	n, err := backend.CountProcesses(g.backendArgv(b, "ps", "--format", "json", id))
+	return err == nil && n > 0
 }

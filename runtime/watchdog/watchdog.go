@@ -1,12 +1,9 @@
 package watchdog
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -109,15 +106,7 @@ func (wd *Watch) deleted() bool {
 
 // status is the backend's status of the container, "" when it has none.
 func (wd *Watch) status() string {
-	out, err := exec.Command(wd.Backend.Path, wd.Argv("state", wd.ID)[1:]...).Output()
-	if err != nil {
-		return ""
-	}
-	var s struct {
-		Status string `json:"status"`
-	}
-	_ = json.Unmarshal(out, &s)
-	return s.Status
+	return backend.Status(wd.Argv("state", wd.ID))
 }
 
 func (wd *Watch) run() error {
@@ -255,13 +244,5 @@ func (wd *Watch) nothingRuns() bool {
 
 // countProcesses asks the backend for the container's processes.
 func (wd *Watch) countProcesses() (int, error) {
-	out, err := exec.Command(wd.Backend.Path, wd.Argv("ps", "--format", "json", wd.ID)[1:]...).Output()
-	if err != nil {
-		return 0, err
-	}
-	var procs []json.RawMessage
-	if err := json.Unmarshal(bytes.TrimSpace(out), &procs); err != nil {
-		return 0, fmt.Errorf("ps output %q: %w", out, err)
-	}
-	return len(procs), nil
+	return backend.CountProcesses(wd.Argv("ps", "--format", "json", wd.ID))
 }
