@@ -171,14 +171,14 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	if p.PlanErr != nil {
 		return p, nil
 	}
-	if p.RewrittenJSON, err = specs.Marshal(p.Handed); err != nil {
+	if p.RewrittenJSON, err = specs.MarshalHanded(p.Handed); err != nil {
 		return nil, err
 	}
 	p.HandedJSON = p.RewrittenJSON
 	if p.Enforce() {
 		p.Pins, more = planPins(p.Handed, p.Workspaces, at, stateDir)
 		p.decide(more...)
-		if p.HandedJSON, err = specs.Marshal(p.Handed); err != nil {
+		if p.HandedJSON, err = specs.MarshalHanded(p.Handed); err != nil {
 			return nil, err
 		}
 	}

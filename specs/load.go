@@ -59,9 +59,17 @@ func LoadAt(bundle, dir string) (*rspec.Spec, []byte, error) {
 	return s, data, nil
 }
 
-// Marshal is the JSON form bulkhead writes back.
+// Marshal is the JSON form bulkhead shows a person (check's diff).
 func Marshal(s *rspec.Spec) ([]byte, error) {
 	return json.MarshalIndent(s, "", "\t")
+}
+
+// MarshalHanded is the JSON form bulkhead hands to a backend and digests
+// for the audit log: compact, since only programs read it, and indenting
+// a spec with the policy's seccomp profile in it cost about 0.3 ms of
+// every create.
+func MarshalHanded(s *rspec.Spec) ([]byte, error) {
+	return json.Marshal(s)
 }
 
 // WriteAtomic replaces path with data through a temp file in the same
