@@ -125,7 +125,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	}
 
 	c.rec = &state.Record{ID: id, Backend: sel.Backend.Name, BackendPath: sel.Backend.Path, Bundle: bundle,
-		Profile: sel.Profile.Name, Mode: sel.Profile.Mode, Decisions: decisions}
+		Profile: sel.Profile.Name, Mode: sel.Profile.Mode}
 	c.rec.Created = nowUTC()
 	if a := spec.Annotations; a[specs.AnnotationCRIContainerType] == "sandbox" && a[specs.AnnotationCRISandboxID] == id {
 		c.rec.Pod = state.PodOf(a)
@@ -209,13 +209,15 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err == nil {
 		report, err = verify.Container(pid, exp)
 	}
-	c.rec.Checks = report
 	c.audit.Checks = report
 	if err == nil {
 		err = report.Err()
 	}
 	if err != nil && c.sel.Profile.Mode == specs.Enforce {
 		return c.fail(c.undo(fmt.Errorf("verification after %s: %w", verb, err)))
+	}
+	if err := c.reg.WriteFindings(c.rec.ID, &state.Findings{Decisions: c.audit.Decisions, Checks: report}); err != nil {
+		return c.fail(c.undo(err))
 	}
 	c.rec.StartsByFifo = startsByFifo(b, c.handed)
 	if err := c.startBroker(); err != nil {

@@ -106,9 +106,9 @@ func doctorLive(ctx context.Context, g *Globals, opt doctor.Options, name string
 	}
 	reg, err := state.OpenRegistry(g.Root)
 	if err == nil {
-		var rec *state.Record
-		if rec, err = reg.Get(id); err == nil {
-			return liveVerdict(c, verify.Report(rec.Checks), took)
+		var f *state.Findings
+		if f, err = reg.Findings(id); err == nil {
+			return liveVerdict(c, verify.Report(f.Checks), took)
 		}
 	}
 	c.Status, c.Found = doctor.StatusFail, fmt.Sprintf("created in %s but its record is unreadable: %v", took, err)

@@ -43,7 +43,7 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
-	b, _, rec, err := owner(g, id)
+	b, reg, rec, err := owner(g, id)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,12 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 	}
 	in := &Inspection{ID: id, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode, Bundle: rec.Bundle,
 		Created: rec.Created, InitPid: rec.InitPid, CgroupsPath: rec.CgroupsPath, MaxLifetime: rec.MaxLifetime,
-		Deadline: rec.Deadline, WatchdogPid: rec.WatchdogPid, Decisions: rec.Decisions, Checks: rec.Checks}
+		Deadline: rec.Deadline, WatchdogPid: rec.WatchdogPid}
+	f, err := reg.Findings(id)
+	if err != nil {
+		return nil, err
+	}
+	in.Decisions, in.Checks = f.Decisions, f.Checks
 	in.Status = "unknown to " + b.Name
 	if out, err := backend.Output(g.backendArgv(b, "state", id)); err == nil {
 		var s struct {

@@ -227,7 +227,7 @@ func TestCheckAndCreatePlanAlike(t *testing.T) {
 			if !report.Runs {
 				t.Fatalf("create accepted, check says it would refuse: %v", report.Refusals)
 			}
-			assertSameDecisions(t, report.Decisions, created.rec.Decisions)
+			assertSameDecisions(t, report.Decisions, created.audit.Decisions)
 			if argv, _ := created.plan.BackendArgv("create", noValues{}); !reflect.DeepEqual(argv, report.Argv) {
 				t.Fatalf("backend argv: create %q, check %q", argv, report.Argv)
 			}

@@ -217,7 +217,11 @@ func (p *probeRun) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("record of %s: %w", p.rep.ID, err)
 	}
-	p.rep.Verification = rec.Checks
+	f, err := reg.Findings(p.rep.ID)
+	if err != nil {
+		return err
+	}
+	p.rep.Verification = f.Checks
 	if rec.CgroupsPath != "" {
 		p.cgroupsPath = rec.CgroupsPath
 	}

@@ -11,12 +11,12 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
-	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 )
 
-// Record is what bulkhead remembers of a container it created: which
-// backend owns it, and what the policy decided.
+// Record is what bulkhead remembers of a container it created and every
+// verb reads: which backend owns it and what polices it. What the policy
+// decided and verification found are its Findings, kept beside it.
 type Record struct {
 	ID          string     `json:"id"`
 	Backend     string     `json:"backend"`
@@ -32,9 +32,7 @@ type Record struct {
 	CgroupsPath string `json:"cgroups_path,omitempty"`
 	// Pod is set on a CRI pod sandbox: the containers of this pod, and
 	// only they, may join its namespaces (see podSandbox).
-	Pod       *Pod             `json:"pod,omitempty"`
-	Decisions []specs.Decision `json:"decisions,omitempty"`
-	Checks    []verify.Check   `json:"checks,omitempty"`
+	Pod *Pod `json:"pod,omitempty"`
 	// Seccomp is the filter handed over when it is not the profile's own
 	// (the profile's narrowed by the caller's), which exec'd processes
 	// run under too.
@@ -143,7 +141,9 @@ func (r *Registry) Update(rec *Record) error {
 }
 
 func (r *Registry) write(rec *Record) error {
-	data, err := json.MarshalIndent(rec, "", "  ")
+	// Compact: the record is read by bulkhead (and `inspect` for a
+	// person), and it is written twice per create.
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
