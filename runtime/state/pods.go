@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/opencontainers/runc/libcontainer/system"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -120,18 +119,18 @@ func Alive(pid int, start uint64) bool {
 	if pid <= 1 || start == 0 {
 		return false
 	}
-	st, err := system.Stat(pid)
-	return err == nil && st.StartTime == start && st.State != system.Zombie && st.State != system.Dead
+	st, started, err := procStat(pid)
+	return err == nil && started == start && st != 'Z' && st != 'X'
 }
 
 // InitStart is the start time of pid as /proc/<pid>/stat gives it, 0 when
 // it cannot be read.
 func InitStart(pid int) uint64 {
-	st, err := system.Stat(pid)
+	_, start, err := procStat(pid)
 	if err != nil {
 		return 0
 	}
-	return st.StartTime
+	return start
 }
 
 func parseNamespacePath(path string) (pid int, kind string, ok bool) {
