@@ -123,24 +123,43 @@ type runcState struct {
 // cgroupRoot is where every group runc's cgroupfs driver makes lies.
 const cgroupRoot = "/sys/fs/cgroup/"
 
-// runcStateKeys are the top-level keys of the state runc 1.0 to 1.3
-// write. A state with any other was written by a runc that may do more
-// on delete, which it then does itself.
-var runcStateKeys = map[string]bool{
-	"id": true, "init_process_pid": true, "init_process_start": true, "created": true, "config": true,
-	"rootless": true, "cgroup_paths": true, "namespace_paths": true, "external_descriptors": true,
-	"intel_rdt_path": true,
+// runcStateFile is runc's state.json with every top-level key runc 1.0 to
+// 1.3 write, decoded with unknown keys refused: a state with any other was
+// written by a runc that may do more on delete, which it then does
+// itself. The config stays raw but for the members onlyDestroy reads, so
+// its large parts (mounts, the seccomp profile) are scanned, not decoded.
+type runcStateFile struct {
+	ID                  json.RawMessage            `json:"id"`
+	InitPid             int                        `json:"init_process_pid"`
+	InitStart           uint64                     `json:"init_process_start"`
+	Created             json.RawMessage            `json:"created"`
+	Config              map[string]json.RawMessage `json:"config"`
+	Rootless            bool                       `json:"rootless"`
+	CgroupPaths         map[string]string          `json:"cgroup_paths"`
+	NamespacePaths      json.RawMessage            `json:"namespace_paths"`
+	ExternalDescriptors json.RawMessage            `json:"external_descriptors"`
+	IntelRdtPath        string                     `json:"intel_rdt_path"`
 }
 
 func (s *runcState) decode(data []byte) bool {
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(data, &keys) != nil {
-		return false
+	var f runcStateFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&f) != nil {
+		// A key runc 1.0 to 1.3 do not write, or no JSON: runc deletes
+		// it, after leftovers are killed by the groups read leniently.
+		s.unknownKey = true
+		return json.Unmarshal(data, s) == nil
 	}
-	for k := range keys {
-		s.unknownKey = s.unknownKey || !runcStateKeys[k]
+	s.InitPid, s.InitStart, s.Rootless, s.CgroupPaths, s.IntelRdtPath = f.InitPid, f.InitStart, f.Rootless, f.CgroupPaths, f.IntelRdtPath
+	members := map[string]any{"cgroups": &s.Config.Cgroups, "namespaces": &s.Config.Namespaces, "hooks": &s.Config.Hooks}
+	for key, raw := range f.Config {
+		// Matched as encoding/json matches a struct's fields.
+		if dst, ok := members[strings.ToLower(key)]; ok && json.Unmarshal(raw, dst) != nil {
+			return false
+		}
 	}
-	return json.NewDecoder(bytes.NewReader(data)).Decode(s) == nil
+	return true
 }
 
 // onlyDestroy is whether runc's delete would only remove the cgroups and

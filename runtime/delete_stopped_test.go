@@ -27,6 +27,8 @@ func TestRuncStateOnlyDestroy(t *testing.T) {
 		{"a group outside the cgroup mounts", `"/sys/fs/cgroup/pids/bulkhead/c"`, `"/etc"`, false},
 		{"no groups", `"cgroup_paths":{"pids":"/sys/fs/cgroup/pids/bulkhead/c","":"/sys/fs/cgroup/unified/bulkhead/c"}`, `"cgroup_paths":{}`, false},
 		{"not JSON", `{"id"`, `{id`, false},
+		{"the config's other members", `"config":{`, `"config":{"mounts":[{"source":"/x"}],"seccomp":{"default_action":2},`, true},
+		{"a poststop hook under a key in another case", `"Hooks":{"poststart":null,"poststop":null}`, `"hooks":{"poststop":[{"path":"/bin/true"}]}`, false},
 	} {
 		data := plain
 		if tc.old != "" {
@@ -39,5 +41,18 @@ func TestRuncStateOnlyDestroy(t *testing.T) {
 		if got := st.decode([]byte(data)) && st.onlyDestroy(); got != tc.want {
 			t.Errorf("%s: decode and onlyDestroy = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A state with a key bulkhead does not know still names its groups, whose
+// leftovers are killed before runc deletes it.
+func TestRuncStateUnknownKeyKeepsGroups(t *testing.T) {
+	var st runcState
+	data := `{"id":"c","later":1,"init_process_pid":7,"cgroup_paths":{"pids":"/sys/fs/cgroup/pids/bulkhead/c"},"config":{}}`
+	if !st.decode([]byte(data)) {
+		t.Fatal("decode failed")
+	}
+	if !st.unknownKey || st.onlyDestroy() || st.InitPid != 7 || st.CgroupPaths["pids"] != "/sys/fs/cgroup/pids/bulkhead/c" {
+		t.Fatalf("decoded %+v", st)
 	}
 }
