@@ -193,9 +193,12 @@ func (wd *Watch) expire(deadline time.Time) error {
 	count, countErr := wd.countProcesses()
 	argv := wd.Argv("kill", "--all", wd.ID, "KILL")
 	killErr := backend.Quietly(argv)
-	// The kill reaches every process of the container; wait for the init to
-	// go so the audit line says what happened, not what was asked.
-	gone := wd.initExited(5 * time.Second)
+	// The kill reaches every process of the container; wait for them to go
+	// so the audit line says what happened, not what was asked: the init,
+	// and on runc whatever ps lists, since the init may have been gone
+	// before the kill (a zombie leader's threads, a pod member's orphans).
+	gone := wd.initExited(killWait)
+	left := !wd.Backend.IsGVisor() && !wd.nothingRunsWithin(killWait)
 	d := deadline.UTC()
 	e := &audit.Entry{Event: "deadline", ID: wd.ID, Backend: wd.Backend.Name, Deadline: &d, Outcome: "killed"}
 	if rec, err := wd.Reg.Get(wd.ID); err == nil {
@@ -212,7 +215,11 @@ func (wd *Watch) expire(deadline time.Time) error {
 		errs = append(errs, "kill --all: "+killErr.Error())
 	}
 	if !gone && wd.pidfd >= 0 {
-		errs = append(errs, fmt.Sprintf("init %d still there 5 s after kill", wd.Pid))
+		errs = append(errs, fmt.Sprintf("init %d still there %s after kill", wd.Pid, killWait))
+		e.Outcome = "kill failed"
+	}
+	if left {
+		errs = append(errs, fmt.Sprintf("the backend still lists processes of the container, or cannot list them, %s after kill", killWait))
 		e.Outcome = "kill failed"
 	}
 	e.Error = strings.Join(errs, "; ")
@@ -233,6 +240,22 @@ func (wd *Watch) expire(deadline time.Time) error {
 // container's.
 func (wd *Watch) ended() bool {
 	return wd.Backend.IsGVisor() || wd.deleted() || wd.nothingRuns()
+}
+
+// killWait bounds the wait for a killed container's processes to go.
+const killWait = 5 * time.Second
+
+// nothingRunsWithin waits up to d for the backend to list no process of
+// the container, or for the container to be deleted.
+func (wd *Watch) nothingRunsWithin(d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		if wd.deleted() || wd.nothingRuns() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // nothingRuns tells whether the backend lists no process of the
