@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,13 +18,11 @@ import (
 // in the container's cgroups, and runc calls the container stopped. Its
 // lifetime and a kill must reach it all the same.
 
-// podMemberWithOrphan starts a pod sandbox and a container of the pod in
-// its pid namespace whose init leaves a process behind and exits, and
-// returns the container's id and the pids runc still lists for it once it
-// calls the container stopped.
-func podMemberWithOrphan(t *testing.T, g []string, name string, mutate func(*rspec.Spec)) (string, []int) {
+// startPod starts a pod sandbox and a container of the pod running args
+// in the sandbox's pid namespace, and returns their ids.
+func startPod(t *testing.T, g []string, name string, args []string, mutate func(*rspec.Spec)) (sid, id string) {
 	t.Helper()
-	sid := uniqueID(name + "-pod")
+	sid = uniqueID(name + "-pod")
 	pod := map[string]string{
 		"io.kubernetes.cri.sandbox-id":        sid,
 		"io.kubernetes.cri.sandbox-uid":       "uid-" + sid,
@@ -50,7 +49,7 @@ func podMemberWithOrphan(t *testing.T, g []string, name string, mutate func(*rsp
 		return pid
 	}
 	sandboxPid := start(sid, []string{"sleep", "600"}, annotate("sandbox"))
-	id := uniqueID(name)
+	id = uniqueID(name)
 	joinPod := func(s *rspec.Spec) {
 		for i, ns := range s.Linux.Namespaces {
 			if ns.Type == rspec.PIDNamespace {
@@ -58,7 +57,20 @@ func podMemberWithOrphan(t *testing.T, g []string, name string, mutate func(*rsp
 			}
 		}
 	}
-	start(id, []string{"sh", "-c", "sleep 3600 & sleep 1"}, annotate("container"), joinPod, mutate)
+	start(id, args, annotate("container"), joinPod, mutate)
+	return sid, id
+}
+
+// orphanMaker is a pod member's init that leaves a process behind and
+// exits.
+var orphanMaker = []string{"sh", "-c", "sleep 3600 & sleep 1"}
+
+// podMemberWithOrphan starts a pod member whose init leaves a process
+// behind and exits, and returns the container's id and the pids runc
+// still lists for it once it calls the container stopped.
+func podMemberWithOrphan(t *testing.T, g []string, name string, mutate func(*rspec.Spec)) (string, []int) {
+	t.Helper()
+	_, id := startPod(t, g, name, orphanMaker, mutate)
 	waitStatus(t, g, id, "stopped")
 	left := listedPids(t, g, id)
 	if len(left) == 0 {
@@ -121,4 +133,35 @@ func TestKillReachesAPodMembersOrphan(t *testing.T) {
 	waitPidsGone(t, left, 10*time.Second, "kill KILL")
 	must(t, append(g, "delete", id)...)
 	assertGone(t, root, "runc", id)
+}
+
+// In gVisor a pod member's processes end with its init, whichever pid
+// namespace they share: the watchdog and kill rest on it for runsc, where
+// the container's end is its init's. The pod's sandbox sees the orphan
+// while the member's init runs, and must not once the member stopped.
+func TestGVisorPodMemberOrphanEndsWithItsInit(t *testing.T) {
+	needRoot(t, "runsc")
+	root := stateRoot(t)
+	g := []string{"--root", root, "--backend", "runsc"}
+	// The init exits once told to, after the sandbox has seen its child.
+	init := []string{"sh", "-c", "sleep 3600 & until [ -e /tmp/done ]; do sleep 0.1; done"}
+	sid, id := startPod(t, g, "gvisor-orphan", init, func(*rspec.Spec) {})
+	sandboxSees := func() (bool, string) {
+		out := must(t, append(g, "exec", sid, "ps", "-o", "pid,args")...)
+		return strings.Contains(out, "sleep 3600"), out
+	}
+	if seen, out := sandboxSees(); !seen {
+		t.Fatalf("the pod's sandbox does not see the member's processes: the test proves nothing\n%s", out)
+	}
+	must(t, append(g, "exec", id, "touch", "/tmp/done")...)
+	waitStatus(t, g, id, "stopped")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		seen, out := sandboxSees()
+		if !seen {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the member's init ended 10 s ago and its child still runs in the pod's sandbox:\n%s", out)
+		}
+	}
 }
