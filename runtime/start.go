@@ -37,6 +37,9 @@ func Start(g *Globals, v Values, id string) error {
 		// verified once started: nothing starts on it.
 		return fmt.Errorf("%w; fix the configuration, or delete the container and create it again", err)
 	}
+	if err := judgeMemberStdio(c); err != nil {
+		return err
+	}
 	if !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
 		if handled, err := startByFifo(g, c.backend, c.rec, id); handled {
 			return err
@@ -55,6 +58,43 @@ func Start(g *Globals, v Values, id string) error {
 	}
 	if c.rec.BrokerPid != 0 {
 		return startEgressForwarder(g, c.backend, &c.profile, id)
+	}
+	return nil
+}
+
+// judgeMemberStdio judges the stdio a start hands a pod member on runsc.
+// runsc creates a container that joins a pod's sandbox only at start,
+// with start's own stdio, which the sandbox gives to the container's
+// user for good as runc's init gives create's: so they are judged as
+// create judges its own (judgeStdioOwner), and the host's /dev/null is
+// shielded. Engines start with /dev/null on every descriptor.
+func judgeMemberStdio(c *recorded) error {
+	if !c.backend.IsGVisor() {
+		return nil
+	}
+	spec, _, err := specs.Load(c.handedBundle())
+	if err != nil {
+		return err
+	}
+	if spec.Annotations[specs.AnnotationCRIContainerType] != "container" {
+		return nil // a sandbox of its own: its stdio was handed at create
+	}
+	p := spec.Process
+	if p == nil {
+		return fmt.Errorf("start %s: the handed spec has no process", c.rec.ID)
+	}
+	judge := backend.JudgeHanded(0)
+	if judge == nil {
+		judge = backend.JudgeStdioOwner(p.User.UID, p.Terminal)
+	}
+	if judge != nil {
+		if c.profile.Mode == specs.Enforce {
+			return fmt.Errorf("start %s, a container of a gVisor pod: %w", c.rec.ID, judge)
+		}
+		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", judge)
+	}
+	if !p.Terminal {
+		return backend.ShieldNullStdio()
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package test
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -68,6 +70,47 @@ func TestDevNullStaysRoots(t *testing.T) {
 			}
 			t.Cleanup(func() { bulkhead(t, "", append(eg, "delete", "--force", eid)...) })
 			withNull(t, append(eg, "start", eid)...)
+
+			// runsc hands a pod member's start its stdio.
+			p := startPodSandbox(t, g, "null-pod-"+backend)
+			member := p.createMember(t, "null-member-"+backend, []string{"sleep", "600"}, backend == "runc")
+			withNull(t, append(g, "start", member)...)
 		})
+	}
+}
+
+// runsc creates a container of a gVisor pod only at start, with start's
+// stdio, which it gives to the container's user for good: start judges
+// them as create judges its own. A root-only file stays root's, and the
+// member does not read it.
+func TestPodMemberStartStdio(t *testing.T) {
+	needRoot(t, "runsc")
+	g := []string{"--root", stateRoot(t), "--backend", "runsc"}
+	p := startPodSandbox(t, g, "start-stdio")
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id := p.createMember(t, "start-stdio", []string{"cat"}, false)
+	r := binaries.Cmd{StdinFile: f}.Run(t, binaries.Bulkhead(t), append(g, "start", id)...)
+	var st syscall.Stat_t
+	if err := syscall.Stat(secret, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid != 0 || st.Gid != 0 {
+		t.Fatalf("start with a root-only file on stdin (exit %d): the file is now %d:%d's\n%s", r.Code, st.Uid, st.Gid, r.Stderr)
+	}
+	if r.Code == 0 || !strings.Contains(r.Stderr, "stdin") {
+		t.Fatalf("start with a root-only file on stdin: exit %d, want a refusal naming stdin\n%s", r.Code, r.Stderr)
+	}
+	// A pipe is the container's to read.
+	r = binaries.Cmd{Stdin: "hello\n"}.Run(t, binaries.Bulkhead(t), append(g, "start", id)...)
+	if r.Code != 0 {
+		t.Fatalf("start with a pipe on stdin: exit %d\n%s", r.Code, r.Stderr)
 	}
 }
