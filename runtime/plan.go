@@ -130,7 +130,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	if p.PidFile == "" {
 		p.PidFile, p.OwnPidFile = filepath.Join(stateDir, "init.pid"), true
 	}
-	p.Ctx = specContext(g, &sel.Profile, in.Bundle, in.Registry, in.Original, in.ID, spec.Annotations)
+	p.Ctx = specContext(g, &sel.Profile, sel.Backend.Name, in.Bundle, in.Registry, in.Original, in.ID, spec.Annotations)
 	rewritten, decisions, err := specs.Apply(p.Ctx, spec)
 	p.Lifetime, p.Decisions, p.RuleErr = withLifetime(&sel.Profile, spec.Annotations, decisions, err)
 	p.Handed = spec

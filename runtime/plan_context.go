@@ -7,20 +7,20 @@ import (
 )
 
 // specContext is what the rules know besides the spec, the same for
-// create and check: the profile, the bundle, the container's id ("" for
-// check, where the engine's per-container files then match no
-// container), and the host facts they ask for.
-func specContext(g *Globals, p *specs.Profile, bundle string, reg *state.Registry, original []byte, id string, annotations map[string]string) *specs.Context {
+// create and check: the profile, the backend's name, the bundle, the
+// container's id ("" for check, where the engine's per-container files
+// then match no container), and the host facts they ask for.
+func specContext(g *Globals, p *specs.Profile, backendName, bundle string, reg *state.Registry, original []byte, id string, annotations map[string]string) *specs.Context {
 	return &specs.Context{
 		Profile:           p,
 		Bundle:            bundle,
 		Original:          original,
 		ID:                id,
-		JoinableNamespace: reg.JoinableFor(p, annotations),
-		JoinableSandbox:   reg.SandboxFor(p, annotations),
+		JoinableNamespace: reg.JoinableFor(p, backendName, annotations),
+		JoinableSandbox:   reg.SandboxFor(p, backendName, annotations),
 		CgroupTaken:       cgroups.Taken,
 		CgroupPopulated:   func(path string) (bool, error) { return cgroups.Populated(path) },
-		PodCgroupParent:   reg.PodCgroupParentFor(p, annotations),
+		PodCgroupParent:   reg.PodCgroupParentFor(p, backendName, annotations),
 		SystemdCgroup:     g.SystemdCgroup,
 	}
 }

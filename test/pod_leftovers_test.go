@@ -18,47 +18,82 @@ import (
 // in the container's cgroups, and runc calls the container stopped. Its
 // lifetime and a kill must reach it all the same.
 
-// startPod starts a pod sandbox and a container of the pod running args
-// in the sandbox's pid namespace, and returns their ids.
-func startPod(t *testing.T, g []string, name string, args []string, mutate func(*rspec.Spec)) (sid, id string) {
+// pod is a CRI pod sandbox bulkhead created and started.
+type pod struct {
+	g           []string
+	sid         string
+	annotations map[string]string
+	sandboxPid  int
+}
+
+// startPodSandbox creates and starts a pod's sandbox.
+func startPodSandbox(t *testing.T, g []string, name string) *pod {
 	t.Helper()
-	sid = uniqueID(name + "-pod")
-	pod := map[string]string{
+	sid := uniqueID(name + "-pod")
+	p := &pod{g: g, sid: sid, annotations: map[string]string{
 		"io.kubernetes.cri.sandbox-id":        sid,
 		"io.kubernetes.cri.sandbox-uid":       "uid-" + sid,
 		"io.kubernetes.cri.sandbox-namespace": "ns1",
 		"io.kubernetes.cri.sandbox-name":      name,
-	}
-	annotate := func(kind string) func(*rspec.Spec) {
-		return func(s *rspec.Spec) {
-			if s.Annotations == nil {
-				s.Annotations = map[string]string{}
-			}
-			s.Annotations["io.kubernetes.cri.container-type"] = kind
-			for k, v := range pod {
-				s.Annotations[k] = v
-			}
+	}}
+	p.sandboxPid = p.create(t, sid, "sandbox", []string{"sleep", "600"})
+	must(t, append(g, "start", sid)...)
+	return p
+}
+
+// create creates a container of the pod of the kind CRI names
+// (sandbox or container) and returns its init's pid.
+func (p *pod) create(t *testing.T, id, kind string, args []string, mutate ...func(*rspec.Spec)) int {
+	t.Helper()
+	must(t, append(p.g, "create", "--bundle", bundle.New(t, args, append([]func(*rspec.Spec){p.annotate(kind)}, mutate...)...), id)...)
+	t.Cleanup(func() { bulkhead(t, "", append(p.g, "delete", "--force", id)...) })
+	return containerState(t, p.g, id).Pid
+}
+
+// annotate gives a spec the CRI annotations of a container of the pod of
+// the kind CRI names (sandbox or container).
+func (p *pod) annotate(kind string) func(*rspec.Spec) {
+	return func(s *rspec.Spec) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations["io.kubernetes.cri.container-type"] = kind
+		for k, v := range p.annotations {
+			s.Annotations[k] = v
 		}
 	}
-	start := func(id string, args []string, mutate ...func(*rspec.Spec)) int {
-		t.Helper()
-		must(t, append(g, "create", "--bundle", bundle.New(t, args, mutate...), id)...)
-		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-		pid := containerState(t, g, id).Pid
-		must(t, append(g, "start", id)...)
-		return pid
-	}
-	sandboxPid := start(sid, []string{"sleep", "600"}, annotate("sandbox"))
-	id = uniqueID(name)
-	joinPod := func(s *rspec.Spec) {
-		for i, ns := range s.Linux.Namespaces {
-			if ns.Type == rspec.PIDNamespace {
-				s.Linux.Namespaces[i].Path = fmt.Sprintf("/proc/%d/ns/pid", sandboxPid)
-			}
+}
+
+// joinPid points a spec's pid namespace at the sandbox's init's.
+func (p *pod) joinPid(s *rspec.Spec) {
+	for i, ns := range s.Linux.Namespaces {
+		if ns.Type == rspec.PIDNamespace {
+			s.Linux.Namespaces[i].Path = fmt.Sprintf("/proc/%d/ns/pid", p.sandboxPid)
 		}
 	}
-	start(id, args, annotate("container"), joinPod, mutate)
-	return sid, id
+}
+
+// createMember creates a container of the pod; on runc it joins the
+// sandbox's pid namespace, as a pod that shares its processes does (gVisor
+// puts it into the sandbox by the annotations alone).
+func (p *pod) createMember(t *testing.T, name string, args []string, runc bool, mutate ...func(*rspec.Spec)) string {
+	t.Helper()
+	id := uniqueID(name)
+	if runc {
+		mutate = append(mutate, p.joinPid)
+	}
+	p.create(t, id, "container", args, mutate...)
+	return id
+}
+
+// startPod starts a pod sandbox and a container of the pod running args
+// (in the sandbox's pid namespace on runc), and returns their ids.
+func startPod(t *testing.T, g []string, name string, args []string, runc bool, mutate ...func(*rspec.Spec)) (sid, id string) {
+	t.Helper()
+	p := startPodSandbox(t, g, name)
+	id = p.createMember(t, name, args, runc, mutate...)
+	must(t, append(g, "start", id)...)
+	return p.sid, id
 }
 
 // orphanMaker is a pod member's init that leaves a process behind and
@@ -70,7 +105,7 @@ var orphanMaker = []string{"sh", "-c", "sleep 3600 & sleep 1"}
 // still lists for it once it calls the container stopped.
 func podMemberWithOrphan(t *testing.T, g []string, name string, mutate func(*rspec.Spec)) (string, []int) {
 	t.Helper()
-	_, id := startPod(t, g, name, orphanMaker, mutate)
+	_, id := startPod(t, g, name, orphanMaker, true, mutate)
 	waitStatus(t, g, id, "stopped")
 	left := listedPids(t, g, id)
 	if len(left) == 0 {
@@ -135,9 +170,8 @@ func TestKillReachesAPodMembersOrphan(t *testing.T) {
 	assertGone(t, root, "runc", id)
 }
 
-// In gVisor a pod member's processes end with its init, whichever pid
-// namespace they share: the watchdog and kill rest on it for runsc, where
-// the container's end is its init's. The pod's sandbox sees the orphan
+// In gVisor a pod member's processes end with its init: the watchdog and
+// kill rest on it for runsc, where the container's end is its init's. The pod's sandbox sees the orphan
 // while the member's init runs, and must not once the member stopped.
 func TestGVisorPodMemberOrphanEndsWithItsInit(t *testing.T) {
 	needRoot(t, "runsc")
@@ -145,7 +179,7 @@ func TestGVisorPodMemberOrphanEndsWithItsInit(t *testing.T) {
 	g := []string{"--root", root, "--backend", "runsc"}
 	// The init exits once told to, after the sandbox has seen its child.
 	init := []string{"sh", "-c", "sleep 3600 & until [ -e /tmp/done ]; do sleep 0.1; done"}
-	sid, id := startPod(t, g, "gvisor-orphan", init, func(*rspec.Spec) {})
+	sid, id := startPod(t, g, "gvisor-orphan", init, false)
 	sandboxSees := func() (bool, string) {
 		out := must(t, append(g, "exec", sid, "ps", "-o", "pid,args")...)
 		return strings.Contains(out, "sleep 3600"), out
@@ -163,5 +197,25 @@ func TestGVisorPodMemberOrphanEndsWithItsInit(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the member's init ended 10 s ago and its child still runs in the pod's sandbox:\n%s", out)
 		}
+	}
+}
+
+// A runc container may join only a runc pod sandbox's namespaces: a runsc
+// sandbox's init is runsc-sandbox, a host process in the host's pid
+// namespace, and a runc member joining it would see and signal every
+// process on the host.
+func TestPodMemberJoinsNoOtherBackendsSandbox(t *testing.T) {
+	needRoot(t, "runc", "runsc")
+	root := stateRoot(t)
+	p := startPodSandbox(t, []string{"--root", root, "--backend", "runsc"}, "cross-backend")
+	id := uniqueID("cross-backend")
+	member := bundle.New(t, []string{"sleep", "600"}, p.annotate("container"), p.joinPid)
+	r := bulkhead(t, "", "--root", root, "--backend", "runc", "create", "--bundle", member, id)
+	if r.code == 0 {
+		bulkhead(t, "", "--root", root, "delete", "--force", id)
+		t.Fatal("a runc container joined a runsc pod sandbox's pid namespace")
+	}
+	if !strings.Contains(r.stderr, "linux.namespaces") {
+		t.Fatalf("refused, but not by the namespaces rule:\n%s", r.stderr)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -31,11 +32,13 @@ func PodOf(a map[string]string) *Pod {
 // podSandbox returns the record of the pod sandbox a container of a pod
 // may join, or nil: the spec must be a CRI container whose sandbox id
 // names a sandbox bulkhead created as the pod's own (same pod uid,
-// namespace and name), enforced under this profile, whose init is still
-// the process it verified. Any other container, whatever paths or ids its
-// spec names, joins nothing: another tenant's container under the same
-// root and profile is not its pod.
-func (r *Registry) podSandbox(p *specs.Profile, a map[string]string) *Record {
+// namespace and name), enforced under this profile on the same backend,
+// whose init is still the process it verified. Any other container,
+// whatever paths or ids its spec names, joins nothing: another tenant's
+// container under the same root and profile is not its pod, and a runsc
+// sandbox's init is a host process (runsc-sandbox, in the host's pid
+// namespace) whose namespaces are no pod's.
+func (r *Registry) podSandbox(p *specs.Profile, backendName string, a map[string]string) *Record {
 	id := a[specs.AnnotationCRISandboxID]
 	if a[specs.AnnotationCRIContainerType] != "container" || CheckID(id) != nil {
 		return nil
@@ -44,34 +47,47 @@ func (r *Registry) podSandbox(p *specs.Profile, a map[string]string) *Record {
 	if err != nil || rec.Pod == nil || PodOf(a) == nil || *rec.Pod != *PodOf(a) {
 		return nil
 	}
-	if !SameEnforcedProfile(rec, p) || !StillRunning(rec) {
+	if rec.Backend != backendName || !SameEnforcedProfile(rec, p) || !StillRunning(rec) {
 		return nil
 	}
 	return rec
 }
 
-// joinableFor returns the rule's test for a namespace path: only
-// /proc/<pid>/ns/<kind> of the init of this container's own pod sandbox
-// (podSandbox). So a job cannot reach the host's namespaces, those of a
-// container outside bulkhead's control, those of one that ran under a
-// weaker profile or in audit mode, or those of another pod.
-func (r *Registry) JoinableFor(p *specs.Profile, a map[string]string) func(rspec.LinuxNamespaceType, string) bool {
+// JoinableFor returns the rule's test for a namespace path of a container
+// on backend backendName: only /proc/<pid>/ns/<kind> of the init of this
+// container's own pod sandbox (podSandbox), and never a namespace
+// bulkhead itself runs in. So a job cannot reach the host's namespaces,
+// those of a container outside bulkhead's control, those of one that ran
+// under a weaker profile, in audit mode or on another backend, or those
+// of another pod.
+func (r *Registry) JoinableFor(p *specs.Profile, backendName string, a map[string]string) func(rspec.LinuxNamespaceType, string) bool {
 	return func(kind rspec.LinuxNamespaceType, path string) bool {
 		pid, nsKind, ok := parseNamespacePath(path)
 		if !ok || nsKind != nsFileName(kind) {
 			return false
 		}
-		rec := r.podSandbox(p, a)
-		return rec != nil && rec.InitPid == pid
+		rec := r.podSandbox(p, backendName, a)
+		return rec != nil && rec.InitPid == pid && !ownNamespace(path, nsKind)
 	}
 }
 
-// sandboxFor returns the annotations rule's test for a CRI sandbox id:
+// ownNamespace tells whether the namespace at path is the one of that kind
+// bulkhead runs in (the host's, for an engine's runtime); a namespace that
+// cannot be compared counts as one.
+func ownNamespace(path, nsKind string) bool {
+	var theirs, ours unix.Stat_t
+	if unix.Stat(path, &theirs) != nil || unix.Stat("/proc/self/ns/"+nsKind, &ours) != nil {
+		return true
+	}
+	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
+}
+
+// SandboxFor returns the annotations rule's test for a CRI sandbox id:
 // runsc puts a container whose annotations name a sandbox into that
 // gVisor sandbox, so the id must be this container's own pod sandbox.
-func (r *Registry) SandboxFor(p *specs.Profile, a map[string]string) func(string) bool {
+func (r *Registry) SandboxFor(p *specs.Profile, backendName string, a map[string]string) func(string) bool {
 	return func(id string) bool {
-		rec := r.podSandbox(p, a)
+		rec := r.podSandbox(p, backendName, a)
 		return rec != nil && rec.ID == id
 	}
 }
@@ -81,9 +97,9 @@ func (r *Registry) SandboxFor(p *specs.Profile, a map[string]string) func(string
 // limits the pod's containers share by design; "" for none. A sandbox
 // made under the systemd driver recorded slice:prefix:name, and its group
 // is its scope's: the pod's slice is then the one above.
-func (r *Registry) PodCgroupParentFor(p *specs.Profile, a map[string]string) func() string {
+func (r *Registry) PodCgroupParentFor(p *specs.Profile, backendName string, a map[string]string) func() string {
 	return func() string {
-		rec := r.podSandbox(p, a)
+		rec := r.podSandbox(p, backendName, a)
 		if rec == nil {
 			return ""
 		}

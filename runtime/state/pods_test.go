@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -25,17 +26,22 @@ func TestJoinableFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Real processes stand in for the sandboxes' inits: a record holds
-	// only while its pid is still the process that started then.
-	pod, other, audited, lax, reused, plain := sleeper(t), sleeper(t), sleeper(t), sleeper(t), sleeper(t), sleeper(t)
+	// Real processes stand in for the sandboxes' inits, each in namespaces
+	// of its own: a record holds only while its pid is still the process
+	// that started then. hostly stays in the test's namespaces, as a runsc
+	// sandbox's init stays in the host's pid namespace.
+	pod, other, audited, lax, reused, plain, gvisor := nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t)
+	hostly := sleeper(t)
 	web := &Pod{UID: "uid-web", Namespace: "default", Name: "web"}
 	for _, rec := range []*Record{
-		{ID: "pod", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: InitStart(pod), Pod: web},
-		{ID: "other", Profile: "default", Mode: specs.Enforce, InitPid: other, InitStart: InitStart(other), Pod: &Pod{UID: "uid-other", Namespace: "default", Name: "other"}},
-		{ID: "audited", Profile: "default", Mode: specs.Audit, InitPid: audited, InitStart: InitStart(audited), Pod: web},
-		{ID: "lax", Profile: "lax", Mode: specs.Enforce, InitPid: lax, InitStart: InitStart(lax), Pod: web},
-		{ID: "reused", Profile: "default", Mode: specs.Enforce, InitPid: reused, InitStart: InitStart(reused) - 1, Pod: web},
-		{ID: "plain", Profile: "default", Mode: specs.Enforce, InitPid: plain, InitStart: InitStart(plain)},
+		{ID: "pod", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: InitStart(pod), Pod: web},
+		{ID: "other", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: other, InitStart: InitStart(other), Pod: &Pod{UID: "uid-other", Namespace: "default", Name: "other"}},
+		{ID: "audited", Backend: "runc", Profile: "default", Mode: specs.Audit, InitPid: audited, InitStart: InitStart(audited), Pod: web},
+		{ID: "lax", Backend: "runc", Profile: "lax", Mode: specs.Enforce, InitPid: lax, InitStart: InitStart(lax), Pod: web},
+		{ID: "reused", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: reused, InitStart: InitStart(reused) - 1, Pod: web},
+		{ID: "plain", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: plain, InitStart: InitStart(plain)},
+		{ID: "gvisor", Backend: "runsc", Profile: "default", Mode: specs.Enforce, InitPid: gvisor, InitStart: InitStart(gvisor), Pod: web},
+		{ID: "hostly", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: hostly, InitStart: InitStart(hostly), Pod: web},
 	} {
 		if err := reg.Add(rec); err != nil {
 			t.Fatal(err)
@@ -63,19 +69,40 @@ func TestJoinableFor(t *testing.T) {
 		{"another profile", podAnnotations("lax", "uid-web"), rspec.NetworkNamespace, nsPath(lax, "net"), false},
 		{"the pid now belongs to another process", podAnnotations("reused", "uid-web"), rspec.NetworkNamespace, nsPath(reused, "net"), false},
 		{"dot dot", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/../1/ns/net", pod), false},
+		{"own pod's sandbox on another backend", podAnnotations("gvisor", "uid-web"), rspec.PIDNamespace, nsPath(gvisor, "pid"), false},
+		{"own pod's sandbox, in the host's namespaces", podAnnotations("hostly", "uid-web"), rspec.PIDNamespace, nsPath(hostly, "pid"), false},
+		{"own pod's pid", podAnnotations("pod", "uid-web"), rspec.PIDNamespace, nsPath(pod, "pid"), true},
 	}
 	for _, c := range cases {
-		if got := reg.JoinableFor(&def, c.annotations)(c.kind, c.path); got != c.want {
+		if got := reg.JoinableFor(&def, "runc", c.annotations)(c.kind, c.path); got != c.want {
 			t.Errorf("%s: %s %s: joinable %v, want %v", c.name, c.kind, c.path, got, c.want)
 		}
 	}
-	sandbox := reg.SandboxFor(&def, podAnnotations("pod", "uid-web"))
+	sandbox := reg.SandboxFor(&def, "runc", podAnnotations("pod", "uid-web"))
 	if !sandbox("pod") || sandbox("other") {
 		t.Error("sandboxFor: own pod's sandbox not joinable, or another's joinable")
 	}
-	if reg.SandboxFor(&def, podAnnotations("other", "uid-web"))("other") {
+	if reg.SandboxFor(&def, "runc", podAnnotations("other", "uid-web"))("other") {
 		t.Error("sandboxFor: another pod's sandbox joinable by naming its id")
 	}
+	if !reg.SandboxFor(&def, "runsc", podAnnotations("gvisor", "uid-web"))("gvisor") || reg.SandboxFor(&def, "runc", podAnnotations("gvisor", "uid-web"))("gvisor") {
+		t.Error("sandboxFor: a gVisor pod's sandbox not joinable on runsc, or joinable on runc")
+	}
+}
+
+// nsSleeper is sleeper in network, ipc, uts and pid namespaces of its own,
+// as a pod sandbox's init is.
+func nsSleeper(t *testing.T) int {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the sandboxes' inits get namespaces of their own")
+	}
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWPID}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
 }
 
 func nsPath(pid int, kind string) string { return fmt.Sprintf("/proc/%d/ns/%s", pid, kind) }
@@ -109,11 +136,11 @@ func TestPodCgroupParentFor(t *testing.T) {
 	} {
 		pid := sleeper(t)
 		pod := &Pod{UID: "uid-" + c.id, Namespace: "default", Name: "web"}
-		if err := reg.Add(&Record{ID: c.id, Profile: "default", Mode: specs.Enforce, InitPid: pid, InitStart: InitStart(pid),
+		if err := reg.Add(&Record{ID: c.id, Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: pid, InitStart: InitStart(pid),
 			Pod: pod, CgroupsPath: c.cgroupsPath}); err != nil {
 			t.Fatal(err)
 		}
-		if got := reg.PodCgroupParentFor(&def, podAnnotations(c.id, "uid-"+c.id))(); got != c.want {
+		if got := reg.PodCgroupParentFor(&def, "runc", podAnnotations(c.id, "uid-"+c.id))(); got != c.want {
 			t.Errorf("%s: %q: pod group %q, want %q", c.id, c.cgroupsPath, got, c.want)
 		}
 	}
