@@ -197,12 +197,20 @@ func (p *Plan) BackendArgv(verb string, v Values) (argv, dropped []string) {
 }
 
 // FlagRefusal is enforce mode's refusal of the caller's verb flags that
-// loosen the boundary the handed spec sets; nil when there are none or in
-// audit mode, which promises the backend's own behaviour.
+// loosen the boundary the handed spec sets, and of a restore the host
+// cannot verify; nil when there are none or in audit mode, which promises
+// the backend's own behaviour.
 func (p *Plan) FlagRefusal(verb string, v Values) error {
 	weak := WeakeningFlags(verb, v)
 	if w := p.globals.rootlessWeakens(); w != "" {
 		weak = append(weak, w)
+	}
+	if verb == "restore" && p.Selection.Backend.IsGVisor() {
+		// CRIU's image is of host processes, whose restored state the
+		// verification after restore reads; a gVisor image holds the
+		// sandbox's tasks, which the host cannot see into.
+		weak = append(weak, "restore on "+p.Selection.Backend.Name+": a gVisor checkpoint image carries its tasks' identity, "+
+			"capabilities and seccomp filter, which the sandbox restores and the host cannot verify; create the container afresh, or restore on runc")
 	}
 	if !p.Enforce() || len(weak) == 0 {
 		return nil
