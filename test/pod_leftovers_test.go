@@ -219,3 +219,20 @@ func TestPodMemberJoinsNoOtherBackendsSandbox(t *testing.T) {
 		t.Fatalf("refused, but not by the namespaces rule:\n%s", r.stderr)
 	}
 }
+
+// A gVisor pod member's init is the pod's sandbox process, which outlives
+// the member: its deadline kills the member's tasks, leaves the pod
+// running, and the audit log says killed.
+func TestGVisorPodMemberMeetsTheDeadline(t *testing.T) {
+	needRoot(t, "runsc")
+	config, audit := lifetimeConfig(t, "2m")
+	g := []string{"--config", config, "--root", stateRoot(t), "--backend", "runsc"}
+	sid, id := startPod(t, g, "gvisor-deadline", []string{"sleep", "3600"}, false, withLifetimeAnnotation("3s"))
+	waitStatus(t, g, id, "stopped")
+	if e := deadlineEvent(t, audit, id); e["outcome"] != "killed" {
+		t.Fatalf("deadline event %v, want outcome killed", e)
+	}
+	if s := containerState(t, g, sid).Status; s != "running" {
+		t.Fatalf("the pod's sandbox is %s after its member's deadline, want running", s)
+	}
+}

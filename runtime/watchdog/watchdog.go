@@ -168,10 +168,11 @@ func (wd *Watch) run() error {
 			initGone = true
 			continue
 		}
-		if wd.Backend.IsGVisor() && time.Until(deadline) > 0 {
-			if st := wd.status(); st != "running" && st != "paused" {
-				return nil
-			}
+		// Only runsc's word that the container stopped ends the watch: a
+		// status it cannot give (its sandbox not answering) keeps the
+		// deadline.
+		if wd.Backend.IsGVisor() && time.Until(deadline) > 0 && wd.status() == "stopped" {
+			return nil
 		}
 	}
 	return wd.expire(deadline)
@@ -193,12 +194,27 @@ func (wd *Watch) expire(deadline time.Time) error {
 	count, countErr := wd.countProcesses()
 	argv := wd.Argv("kill", "--all", wd.ID, "KILL")
 	killErr := backend.Quietly(argv)
+	var errs []string
 	// The kill reaches every process of the container; wait for them to go
-	// so the audit line says what happened, not what was asked: the init,
-	// and on runc whatever ps lists, since the init may have been gone
+	// so the audit line says what happened, not what was asked. On runc:
+	// the init, and whatever ps lists, since the init may have been gone
 	// before the kill (a zombie leader's threads, a pod member's orphans).
-	gone := wd.initExited(killWait)
-	left := !wd.Backend.IsGVisor() && !wd.nothingRunsWithin(killWait)
+	// On runsc: the container stopped, or its sandbox process gone (a pod
+	// member's init is the pod's sandbox process, which outlives it).
+	var gone, left bool
+	if wd.Backend.IsGVisor() {
+		gone = wd.gvisorStoppedWithin(killWait)
+		if !gone && wd.pidfd >= 0 && unix.PidfdSendSignal(wd.pidfd, unix.SIGKILL, nil, 0) == nil {
+			// The sandbox did not stop its container (its control server
+			// not answering): the sandbox process is the container's
+			// kernel, and every task of it ends with it.
+			errs = append(errs, "kill --all did not stop the container; its gVisor sandbox process was killed")
+			gone = wd.initExited(killWait)
+		}
+	} else {
+		gone = wd.initExited(killWait)
+		left = !wd.nothingRunsWithin(killWait)
+	}
 	d := deadline.UTC()
 	e := &audit.Entry{Event: "deadline", ID: wd.ID, Backend: wd.Backend.Name, Deadline: &d, Outcome: "killed"}
 	if rec, err := wd.Reg.Get(wd.ID); err == nil {
@@ -207,14 +223,13 @@ func (wd *Watch) expire(deadline time.Time) error {
 	if countErr == nil {
 		e.Killed = &count
 	}
-	var errs []string
 	if countErr != nil {
 		errs = append(errs, "count processes: "+countErr.Error())
 	}
 	if killErr != nil {
 		errs = append(errs, "kill --all: "+killErr.Error())
 	}
-	if !gone && wd.pidfd >= 0 {
+	if !gone && (wd.pidfd >= 0 || wd.Backend.IsGVisor()) {
 		errs = append(errs, fmt.Sprintf("init %d still there %s after kill", wd.Pid, killWait))
 		e.Outcome = "kill failed"
 	}
@@ -240,6 +255,19 @@ func (wd *Watch) expire(deadline time.Time) error {
 // container's.
 func (wd *Watch) ended() bool {
 	return wd.Backend.IsGVisor() || wd.deleted() || wd.nothingRuns()
+}
+
+// gvisorStoppedWithin waits up to d for runsc to call the container
+// stopped, its sandbox process to end, or the container to be deleted.
+func (wd *Watch) gvisorStoppedWithin(d time.Duration) bool {
+	for deadline := time.Now().Add(d); ; {
+		if wd.deleted() || wd.status() == "stopped" || wd.initExited(100*time.Millisecond) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 // killWait bounds the wait for a killed container's processes to go.
