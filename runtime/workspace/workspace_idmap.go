@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
-	"github.com/containerd/containerd/v2/core/mount"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -78,29 +79,35 @@ func ownersAllowed(s idShift, mode uint32, p *specs.Profile) error {
 // "no id".
 const maxID = 1<<32 - 1
 
-// SwapMapping is a user namespace id map ("inside:outside:count,…") that
-// swaps a and b and maps every other id to itself.
-func SwapMapping(a, b uint32) string {
-	if a == b {
-		return fmt.Sprintf("0:0:%d", uint64(maxID))
-	}
-	lo, hi := min(a, b), max(a, b)
-	var m string
+// SwapIDMaps is a user namespace id map that swaps a and b and maps every
+// other id to itself.
+func SwapIDMaps(a, b uint32) []syscall.SysProcIDMap {
+	var m []syscall.SysProcIDMap
 	add := func(in, out, n uint64) {
-		if n == 0 {
-			return
+		if n > 0 {
+			m = append(m, syscall.SysProcIDMap{ContainerID: int(in), HostID: int(out), Size: int(n)})
 		}
-		if m != "" {
-			m += ","
-		}
-		m += fmt.Sprintf("%d:%d:%d", in, out, n)
 	}
-	add(0, 0, uint64(lo))
-	add(uint64(lo), uint64(hi), 1)
-	add(uint64(lo)+1, uint64(lo)+1, uint64(hi)-uint64(lo)-1)
-	add(uint64(hi), uint64(lo), 1)
-	add(uint64(hi)+1, uint64(hi)+1, maxID-uint64(hi)-1)
+	if a == b {
+		add(0, 0, maxID)
+		return m
+	}
+	lo, hi := uint64(min(a, b)), uint64(max(a, b))
+	add(0, 0, lo)
+	add(lo, hi, 1)
+	add(lo+1, lo+1, hi-lo-1)
+	add(hi, lo, 1)
+	add(hi+1, hi+1, maxID-hi-1)
 	return m
+}
+
+// SwapMapping is SwapIDMaps in uid_map's words ("inside:outside:count,…").
+func SwapMapping(a, b uint32) string {
+	var parts []string
+	for _, e := range SwapIDMaps(a, b) {
+		parts = append(parts, fmt.Sprintf("%d:%d:%d", e.ContainerID, e.HostID, e.Size))
+	}
+	return strings.Join(parts, ",")
 }
 
 // shifted is the owner the sandbox sees for an id of the source.
@@ -120,20 +127,32 @@ var errNoIDMap = errors.New("an overlay workspace whose source the sandbox user 
 	"and overlayfs on id-mapped lower layers (Linux 5.19+)")
 
 // mountIDMappedLower mounts the source (a pin: runtime/pins.go) at target
-// with the shift applied, for the overlay's lowerdir.
+// with the shift applied, for the overlay's lowerdir: a clone of the
+// source's mount, read-only, nosuid, nodev and id-mapped through a user
+// namespace that holds the shift (open_tree, mount_setattr, move_mount).
 func mountIDMappedLower(source, target string, s idShift) error {
 	if err := os.Mkdir(target, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
-	userns, err := mount.GetUsernsFD(SwapMapping(s.UIDFrom, s.UIDTo), SwapMapping(s.GIDFrom, s.GIDTo))
+	userns, err := usernsWith(SwapIDMaps(s.UIDFrom, s.UIDTo), SwapIDMaps(s.GIDFrom, s.GIDTo))
 	if err != nil {
 		return fmt.Errorf("%w: user namespace for the id map: %v", errNoIDMap, err)
 	}
 	defer userns.Close()
-	err = mount.IDMapMountWithAttrs(source, target, int(userns.Fd()),
-		unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV, 0)
+	tree, err := unix.OpenTree(unix.AT_FDCWD, source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
-		return fmt.Errorf("%w: %v", errNoIDMap, err)
+		return fmt.Errorf("%w: open_tree %s: %v", errNoIDMap, source, err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{
+		Attr_set:  unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Userns_fd: uint64(userns.Fd()),
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		return fmt.Errorf("%w: mount_setattr %s: %v", errNoIDMap, source, err)
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("workspace: move_mount to %s: %v", target, err)
 	}
 	return nil
 }
