@@ -8,6 +8,15 @@ var requiredNamespaces = []rspec.LinuxNamespaceType{
 	rspec.PIDNamespace, rspec.IPCNamespace, rspec.UTSNamespace, rspec.MountNamespace, rspec.CgroupNamespace,
 }
 
+// podSharedNamespaces are those a pod's containers may join from its
+// sandbox, as CRI shares them. A mount namespace is never shared: runc
+// would mount the container's root and pivot into it inside the other
+// namespace, whoever runs there; nor a cgroup namespace, which CRI makes
+// per container.
+var podSharedNamespaces = []rspec.LinuxNamespaceType{
+	rspec.PIDNamespace, rspec.IPCNamespace, rspec.UTSNamespace, rspec.NetworkNamespace,
+}
+
 func ruleNamespaces(c *Context, s *rspec.Spec) []Decision {
 	l := ensureLinux(s)
 	var ds []Decision
@@ -26,6 +35,10 @@ func ruleNamespaces(c *Context, s *rspec.Spec) []Decision {
 		switch {
 		case ns.Path == "":
 			d.Why = "a new namespace of its own"
+		case !hasNamespaceType(podSharedNamespaces, ns.Type):
+			d.Action, d.After = Refused, ""
+			d.Why = "a container never joins another's " + string(ns.Type) + " namespace (" + ns.Path +
+				"): the backend would set up this container's root in it; remove the path"
 		case c.joinable(ns.Type, ns.Path):
 			d.Why = "the pod sandbox's namespace, which bulkhead created under this policy"
 		default:

@@ -149,14 +149,19 @@ func InitStart(pid int) uint64 {
 	return start
 }
 
+// parseNamespacePath reads /proc/<pid>/ns/<kind>, written exactly so: the
+// kernel resolves a path as it walks it, so a "..", a "." or a doubled
+// slash would be judged here as one path and opened by the backend as
+// another (/proc/<pid>/root/../ns/mnt is a file in that process's root,
+// which its owner wrote).
 func parseNamespacePath(path string) (pid int, kind string, ok bool) {
-	parts := strings.Split(filepath.Clean(path), "/")
+	parts := strings.Split(path, "/")
 	// "", "proc", pid, "ns", kind
-	if len(parts) != 5 || parts[1] != "proc" || parts[3] != "ns" {
+	if len(parts) != 5 || parts[0] != "" || parts[1] != "proc" || parts[3] != "ns" || parts[4] == "" {
 		return 0, "", false
 	}
 	pid, err := strconv.Atoi(parts[2])
-	if err != nil || pid <= 1 {
+	if err != nil || pid <= 1 || strconv.Itoa(pid) != parts[2] {
 		return 0, "", false
 	}
 	return pid, parts[4], true
