@@ -72,11 +72,18 @@ type GlobalFlag struct {
 // the command lines rendered from them carry them.
 var GlobalFlags = []GlobalFlag{
 	{Flag: Flag{Name: "root", Kind: String, Default: state.DefaultRoot, Usage: "root directory for container state"},
-		Read: func(g *Globals, v Values) { g.Root = v.String("root") },
+		// Absolute from the start, as runc makes it: every path below it
+		// (the pins, the bundle handed over, the mounts looked up in
+		// mountinfo, which names them only absolutely) is derived from it.
+		Read: func(g *Globals, v Values) {
+			g.Root = v.String("root")
+			if abs, err := filepath.Abs(g.Root); err == nil {
+				g.Root = abs
+			}
+		},
 		Render: func(g *Globals, t Target) []string {
 			if t == ForSelf {
-				root, _ := filepath.Abs(g.Root)
-				return []string{"--root", root}
+				return []string{"--root", g.Root}
 			}
 			return nil // per backend: backendArgv
 		}},

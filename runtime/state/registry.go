@@ -71,6 +71,9 @@ func OpenRegistry(root string) (*Registry, error) {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		real, err = filepath.Abs(real)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
@@ -90,6 +93,9 @@ func View(root string) *Registry {
 	dir := Dir(root)
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
 	return &Registry{dir: dir}
 }

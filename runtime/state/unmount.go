@@ -41,6 +41,11 @@ func UnmountUnder(dir string) error {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil // nothing can be mounted below a directory that is gone
 	}
+	if err == nil {
+		// mountinfo names mount points absolutely: a relative dir would
+		// match none, and RemoveTree would walk into every one.
+		real, err = filepath.Abs(real)
+	}
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", dir, err)
 	}
