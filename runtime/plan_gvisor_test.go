@@ -116,3 +116,33 @@ func TestTranslateForGVisor(t *testing.T) {
 		t.Errorf("translated spec fails runc's validation: %v", err)
 	}
 }
+
+// TestGVisorNprocCarriesTheLimit: inside gVisor RLIMIT_NPROC is the
+// profile's process limit, so neither its soft nor its hard value may
+// stay above that limit.
+func TestGVisorNprocCarriesTheLimit(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		soft, hard uint64
+		want       uint64
+	}{
+		{"both above", 1000, 1000, 64},
+		{"soft above", 100000, 10, 64},
+		{"hard above", 10, 100000, 64},
+		{"both below", 10, 20, 0},
+	} {
+		limit := int64(64)
+		s := &rspec.Spec{
+			Process: &rspec.Process{Rlimits: []rspec.POSIXRlimit{{Type: "RLIMIT_NPROC", Soft: c.soft, Hard: c.hard}}},
+			Linux:   &rspec.Linux{Resources: &rspec.LinuxResources{Pids: &rspec.LinuxPids{Limit: &limit}}},
+		}
+		backend.TranslateForGVisor(s)
+		r := s.Process.Rlimits[0]
+		if c.want != 0 && (r.Soft != c.want || r.Hard != c.want) {
+			t.Errorf("%s: RLIMIT_NPROC %d/%d, want %d/%d", c.name, r.Soft, r.Hard, c.want, c.want)
+		}
+		if c.want == 0 && (r.Soft != c.soft || r.Hard != c.hard) {
+			t.Errorf("%s: RLIMIT_NPROC %d/%d, want it kept at %d/%d", c.name, r.Soft, r.Hard, c.soft, c.hard)
+		}
+	}
+}

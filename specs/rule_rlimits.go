@@ -36,16 +36,31 @@ func ruleRlimits(c *Context, s *rspec.Spec) []Decision {
 func clampRlimits(p *rspec.Process) []Decision {
 	var ds []Decision
 	core := false
+	seen := map[string]bool{}
 	for i := range p.Rlimits {
 		r := &p.Rlimits[i]
 		field := "process.rlimits[" + r.Type + "]"
 		before := fmt.Sprintf("soft=%d hard=%d", r.Soft, r.Hard)
 		ceiling, ok := rlimitCeilings[r.Type]
-		if !ok {
-			ds = append(ds, Decision{Rule: "rlimits", Field: field, Action: Refused, Before: before, Layer: LayerNone,
-				Why: "rlimit " + r.Type + " is not on the allowlist; remove it"})
+		refuse := func(why string) {
+			ds = append(ds, Decision{Rule: "rlimits", Field: field, Action: Refused, Before: before, Layer: LayerNone, Why: why})
+		}
+		switch {
+		case !ok:
+			refuse("rlimit " + r.Type + " is not on the allowlist; remove it")
+			continue
+		case seen[r.Type]:
+			// Which entry a backend applies last is its own: gVisor would
+			// keep one the rules never judged.
+			refuse("rlimit " + r.Type + " is given twice; keep one entry")
+			continue
+		case r.Soft > r.Hard:
+			// The kernel refuses it (EINVAL); gVisor applies the soft limit
+			// and lets the hard one, which the rules judged, pass unenforced.
+			refuse(fmt.Sprintf("soft limit %d is above the hard limit %d; set soft at most hard", r.Soft, r.Hard))
 			continue
 		}
+		seen[r.Type] = true
 		if r.Type == "RLIMIT_CORE" {
 			core = true
 		}

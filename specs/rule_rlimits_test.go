@@ -25,6 +25,21 @@ func TestRuleRlimits(t *testing.T) {
 			wantRlimit(t, s, "RLIMIT_NOFILE", maxNofile, maxNofile)
 			wantRlimit(t, s, "RLIMIT_NPROC", 20, 20)
 		}},
+		{name: "soft above hard refused", spec: func(s *rspec.Spec) {
+			s.Process.Rlimits = []rspec.POSIXRlimit{{Type: "RLIMIT_NPROC", Soft: 100000, Hard: 10}}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			wantDecision(t, ds, "process.rlimits[RLIMIT_NPROC]", Refused)
+		}},
+		{name: "a type twice refused", spec: func(s *rspec.Spec) {
+			s.Process.Rlimits = []rspec.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 10, Hard: 10}, {Type: "RLIMIT_NOFILE", Soft: 1 << 20, Hard: 1 << 20}}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			for _, d := range ds {
+				if d.Field == "process.rlimits[RLIMIT_NOFILE]" && d.Action == Refused {
+					return
+				}
+			}
+			t.Fatalf("the second RLIMIT_NOFILE is not refused: %s", dump(ds))
+		}},
 		{name: "stricter nofile kept", spec: func(s *rspec.Spec) {
 			s.Process.Rlimits = []rspec.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 4096}}
 		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {

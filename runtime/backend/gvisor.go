@@ -73,7 +73,7 @@ func translatePidsForGVisor(s *rspec.Spec) []specs.Decision {
 	why := "runsc: gVisor's kernel enforces RLIMIT_NPROC per sandbox; it carries the profile's process limit"
 	for i, r := range s.Process.Rlimits {
 		if r.Type == "RLIMIT_NPROC" {
-			if r.Hard > nproc.Hard {
+			if r.Hard > nproc.Hard || r.Soft > nproc.Soft {
 				s.Process.Rlimits[i] = nproc
 				ds = append(ds, specs.Decision{Rule: "pids", Field: field, Action: specs.Tightened,
 					Before: fmt.Sprintf("%d/%d", r.Soft, r.Hard), After: after, Layer: specs.LayerRlimit, Why: why})

@@ -220,6 +220,11 @@ func testDefaultDeny(t *testing.T, entry string) {
 				t.Errorf("RLIMIT_RTPRIO: %q, want 0", v)
 			}
 		}},
+		// gVisor applied the soft limit and let the hard one, which the
+		// rules judged, go unenforced: 5000 threads under a limit of 64.
+		{name: "NPROC soft above hard", refuse: "rlimits", mutate: func(s *rspec.Spec) {
+			s.Process.Rlimits = append(s.Process.Rlimits, rspec.POSIXRlimit{Type: "RLIMIT_NPROC", Soft: 100000, Hard: 10})
+		}},
 		{name: "netDevices", refuse: "spec_fields", mutate: func(s *rspec.Spec) {
 			s.Linux.NetDevices = map[string]rspec.LinuxNetDevice{"lo": {Name: "hostlo"}}
 		}},
