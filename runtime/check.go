@@ -100,7 +100,7 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := os.ReadFile(specPath)
+	data, err := specs.ReadRegular(specPath, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("check: %w", err)
 	}

@@ -147,7 +147,7 @@ func detachGVisorExec(g *Globals, b *backend.Backend, v Values, process, id stri
 // applied (runc's own rules: args replace, env appends, caps add).
 func execProcess(v Values, args []string, bundle string) (*rspec.Process, error) {
 	if path := v.String("process"); path != "" {
-		data, err := os.ReadFile(path)
+		data, err := specs.ReadRegular(path, true)
 		if err != nil {
 			return nil, fmt.Errorf("exec --process: %w", err)
 		}

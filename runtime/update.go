@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -86,14 +87,13 @@ func (c *recorded) clampResources(id string, r *rspec.LinuxResources) error {
 func requestedResources(v Values) (*rspec.LinuxResources, error) {
 	r := &rspec.LinuxResources{Memory: &rspec.LinuxMemory{}, CPU: &rspec.LinuxCPU{}, Pids: &rspec.LinuxPids{}, BlockIO: &rspec.LinuxBlockIO{}}
 	if in := v.String("resources"); in != "" {
-		var src io.Reader = os.Stdin
+		var src io.Reader = io.LimitReader(os.Stdin, specs.MaxSpecFile)
 		if in != "-" {
-			f, err := os.Open(in)
+			data, err := specs.ReadRegular(in, true)
 			if err != nil {
 				return nil, fmt.Errorf("update --resources: %w", err)
 			}
-			defer f.Close()
-			src = f
+			src = bytes.NewReader(data)
 		}
 		if err := json.NewDecoder(src).Decode(r); err != nil {
 			return nil, fmt.Errorf("update --resources: %w", err)

@@ -48,7 +48,7 @@ func Load(bundle string) (*rspec.Spec, []byte, error) {
 // bundle (such as its opened descriptor's), and naming bundle in errors.
 func LoadAt(bundle, dir string) (*rspec.Spec, []byte, error) {
 	path := filepath.Join(dir, "config.json")
-	data, err := os.ReadFile(path)
+	data, err := ReadRegular(path, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle %s: %w", bundle, err)
 	}

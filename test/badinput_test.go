@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	bhstate "bulkhead.dev/bulkhead/runtime/state"
@@ -31,6 +32,26 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(badToml, []byte("default_profile = \"default\"\nno_such_key = 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// What root would read without end, block on, or read for the
+	// bundle's author: a config.json that is no regular file of its own.
+	zeroes, fifo, shadow, huge := bundle.New(t, []string{"true"}), bundle.New(t, []string{"true"}), bundle.New(t, []string{"true"}), bundle.New(t, []string{"true"})
+	for b, link := range map[string]string{zeroes: "/dev/zero", shadow: "/etc/shadow"} {
+		if err := os.Remove(filepath.Join(b, "config.json")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(link, filepath.Join(b, "config.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(fifo, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(fifo, "config.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(huge, "config.json"), 64<<20); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	cases := []struct {
 		name string
@@ -49,6 +70,11 @@ func TestBadInput(t *testing.T) {
 		{"unknown config key", []string{"--config", badToml, "create", "--bundle", good, "x10"}, "no_such_key"},
 		{"invalid id", []string{"create", "--bundle", good, "../escape"}, "invalid container id"},
 		{"no id", []string{"create", "--bundle", good}, "container id"},
+		{"config.json a symlink to /dev/zero", []string{"create", "--bundle", zeroes, "x11"}, "is a symlink"},
+		{"config.json a symlink to /etc/shadow", []string{"create", "--bundle", shadow, "x12"}, "is a symlink"},
+		{"config.json a FIFO", []string{"create", "--bundle", fifo, "x13"}, "not a regular file"},
+		{"config.json a FIFO, checked", []string{"check", "--bundle", fifo}, "not a regular file"},
+		{"config.json of 64 MiB", []string{"create", "--bundle", huge, "x14"}, "more than"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // BinaryName is the static boundary probe (cmd/bulkhead-probe).
@@ -206,6 +208,6 @@ func (b *Bundle) HostFolderUnchanged() bool {
 	if err != nil || len(entries) != 1 || entries[0].Name() != "README" {
 		return false
 	}
-	data, err := os.ReadFile(filepath.Join(b.workspace, "README"))
+	data, err := specs.ReadRegular(filepath.Join(b.workspace, "README"), false)
 	return err == nil && string(data) == workspaceReadme
 }
