@@ -250,7 +250,9 @@ func runContainer(t *testing.T, backend []string, b string) []byte {
 	args := append(append([]string{backend[0], "--root", root}, backend[1:]...), "run", "--bundle", b, id)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Not the host's /dev/null, which os/exec gives an unset stdin and
+	// runsc chowns to the container's user.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	t.Logf("%s: %v in %s", strings.Join(args, " "), err, time.Since(start).Round(time.Millisecond))
