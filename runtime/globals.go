@@ -83,7 +83,8 @@ var GlobalFlags = []GlobalFlag{
 		},
 		Render: func(g *Globals, t Target) []string {
 			if t == ForSelf {
-				return []string{"--root", g.Root}
+				root, _ := filepath.Abs(g.Root)
+				return []string{"--root", root}
 			}
 			return nil // per backend: backendArgv
 		}},
