@@ -207,6 +207,9 @@ func (c *creation) handOver(verb string, v Values) error {
 	var report verify.Report
 	exp, err := verify.Expect(&c.sel.Profile, c.handed, b.Kind())
 	if err == nil {
+		if sb := c.plan.PodSandbox; sb != nil {
+			exp.JoinedInit(sb.InitPid, func() bool { return state.StillRunning(sb) })
+		}
 		report, err = verify.Container(pid, exp)
 	}
 	c.audit.Checks = report

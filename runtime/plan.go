@@ -53,8 +53,12 @@ type Plan struct {
 	Selection *Selection
 	// Ctx is what the rules knew; the pins judge the host paths with it
 	// again at hand-over.
-	Ctx       *specs.Context
-	Decisions []specs.Decision
+	Ctx *specs.Context
+	// PodSandbox is the record of the pod sandbox whose namespaces the
+	// rules let this container join, nil for none: verification holds
+	// the joined namespaces to that process.
+	PodSandbox *state.Record
+	Decisions  []specs.Decision
 	// Handed is the spec the backend gets: the rewritten one in enforce
 	// mode, with host paths pinned, the caller's in audit mode.
 	// HandedJSON is it as written into the bundle the backend reads.
@@ -131,6 +135,7 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		p.PidFile, p.OwnPidFile = filepath.Join(stateDir, "init.pid"), true
 	}
 	p.Ctx = specContext(g, &sel.Profile, sel.Backend.Name, in.Bundle, in.Registry, in.Original, in.ID, spec.Annotations)
+	p.PodSandbox = in.Registry.PodSandbox(&sel.Profile, sel.Backend.Name, spec.Annotations)
 	rewritten, decisions, err := specs.Apply(p.Ctx, spec)
 	p.Lifetime, p.Decisions, p.RuleErr = withLifetime(&sel.Profile, spec.Annotations, decisions, err)
 	p.Handed = spec

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -105,9 +106,15 @@ func TestParseArgv(t *testing.T) {
 			if !reflect.DeepEqual(p.forwarded, c.forwarded) {
 				t.Errorf("forwarded %q, want %q", p.forwarded, c.forwarded)
 			}
-			if p.g.Root != c.root || p.g.Log != c.log || p.g.Profile != c.profile || p.g.Backend != c.backend {
+			// A relative --root is taken from the caller's directory, as runc
+			// takes it.
+			root := c.root
+			if root != "" && !filepath.IsAbs(root) {
+				root, _ = filepath.Abs(root)
+			}
+			if p.g.Root != root || p.g.Log != c.log || p.g.Profile != c.profile || p.g.Backend != c.backend {
 				t.Errorf("globals root %q log %q profile %q backend %q, want %q %q %q %q",
-					p.g.Root, p.g.Log, p.g.Profile, p.g.Backend, c.root, c.log, c.profile, c.backend)
+					p.g.Root, p.g.Log, p.g.Profile, p.g.Backend, root, c.log, c.profile, c.backend)
 			}
 		})
 	}

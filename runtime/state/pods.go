@@ -29,7 +29,7 @@ func PodOf(a map[string]string) *Pod {
 		Name: a["io.kubernetes.cri.sandbox-name"]}
 }
 
-// podSandbox returns the record of the pod sandbox a container of a pod
+// PodSandbox returns the record of the pod sandbox a container of a pod
 // may join, or nil: the spec must be a CRI container whose sandbox id
 // names a sandbox bulkhead created as the pod's own (same pod uid,
 // namespace and name), enforced under this profile on the same backend,
@@ -38,7 +38,7 @@ func PodOf(a map[string]string) *Pod {
 // container under the same root and profile is not its pod, and a runsc
 // sandbox's init is a host process (runsc-sandbox, in the host's pid
 // namespace) whose namespaces are no pod's.
-func (r *Registry) podSandbox(p *specs.Profile, backendName string, a map[string]string) *Record {
+func (r *Registry) PodSandbox(p *specs.Profile, backendName string, a map[string]string) *Record {
 	id := a[specs.AnnotationCRISandboxID]
 	if a[specs.AnnotationCRIContainerType] != "container" || CheckID(id) != nil {
 		return nil
@@ -55,7 +55,7 @@ func (r *Registry) podSandbox(p *specs.Profile, backendName string, a map[string
 
 // JoinableFor returns the rule's test for a namespace path of a container
 // on backend backendName: only /proc/<pid>/ns/<kind> of the init of this
-// container's own pod sandbox (podSandbox), and never a namespace
+// container's own pod sandbox (PodSandbox), and never a namespace
 // bulkhead itself runs in. So a job cannot reach the host's namespaces,
 // those of a container outside bulkhead's control, those of one that ran
 // under a weaker profile, in audit mode or on another backend, or those
@@ -66,7 +66,7 @@ func (r *Registry) JoinableFor(p *specs.Profile, backendName string, a map[strin
 		if !ok || nsKind != nsFileName(kind) {
 			return false
 		}
-		rec := r.podSandbox(p, backendName, a)
+		rec := r.PodSandbox(p, backendName, a)
 		return rec != nil && rec.InitPid == pid && !ownNamespace(path, nsKind)
 	}
 }
@@ -87,19 +87,19 @@ func ownNamespace(path, nsKind string) bool {
 // gVisor sandbox, so the id must be this container's own pod sandbox.
 func (r *Registry) SandboxFor(p *specs.Profile, backendName string, a map[string]string) func(string) bool {
 	return func(id string) bool {
-		rec := r.podSandbox(p, backendName, a)
+		rec := r.PodSandbox(p, backendName, a)
 		return rec != nil && rec.ID == id
 	}
 }
 
 // PodCgroupParentFor returns the cgroups_path rule's pod group: the group
-// above the cgroup of this container's own pod sandbox (podSandbox), whose
+// above the cgroup of this container's own pod sandbox (PodSandbox), whose
 // limits the pod's containers share by design; "" for none. A sandbox
 // made under the systemd driver recorded slice:prefix:name, and its group
 // is its scope's: the pod's slice is then the one above.
 func (r *Registry) PodCgroupParentFor(p *specs.Profile, backendName string, a map[string]string) func() string {
 	return func() string {
-		rec := r.podSandbox(p, backendName, a)
+		rec := r.PodSandbox(p, backendName, a)
 		if rec == nil {
 			return ""
 		}

@@ -31,7 +31,7 @@ type Record struct {
 	InitStart   uint64 `json:"init_start,omitempty"`
 	CgroupsPath string `json:"cgroups_path,omitempty"`
 	// Pod is set on a CRI pod sandbox: the containers of this pod, and
-	// only they, may join its namespaces (see podSandbox).
+	// only they, may join its namespaces (see PodSandbox).
 	Pod *Pod `json:"pod,omitempty"`
 	// Seccomp is the filter handed over when it is not the profile's own
 	// (the profile's narrowed by the caller's), which exec'd processes

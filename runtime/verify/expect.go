@@ -40,6 +40,10 @@ type Expectation struct {
 	// CPUs is the largest quota/period ratio.
 	CPUs float64
 
+	// Namespaces are the handed spec's namespaces (runc, crun): each new
+	// or the one of the process it joins.
+	Namespaces []Namespace
+
 	// WorkloadRan says the process may already have run code of its own
 	// (an exec'd process), which may have stacked filters of its own on
 	// bulkhead's: they can only deny more.
@@ -78,6 +82,9 @@ func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, er
 	}
 	if handed != nil {
 		e.tighten(handed)
+		if kind != "runsc" {
+			e.Namespaces = expectNamespaces(handed)
+		}
 	}
 	return e, nil
 }

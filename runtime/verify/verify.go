@@ -99,6 +99,9 @@ func Container(pid int, e *Expectation) (Report, error) {
 		if err := verifyNetns(&r, pid, e.LoopbackOnly, true); err != nil {
 			return r, err
 		}
+		if err := verifyNamespaces(&r, pid, e.Namespaces); err != nil {
+			return r, err
+		}
 		if err := verifyRootfs(&r, pid, e); err != nil {
 			return r, err
 		}

@@ -261,6 +261,8 @@ func harden(pids int64) func(*rspec.Spec) {
 		s.Linux.Resources.Pids = &rspec.LinuxPids{Limit: &pids}
 		s.Linux.Resources.Memory = &rspec.LinuxMemory{Limit: &mem, Swap: &mem}
 		s.Linux.Resources.CPU = &rspec.LinuxCPU{Quota: &quota, Period: &period}
+		// The namespaces rule adds a cgroup namespace runc's default lacks.
+		s.Linux.Namespaces = append(s.Linux.Namespaces, rspec.LinuxNamespace{Type: rspec.CgroupNamespace})
 	}
 }
 
