@@ -177,6 +177,19 @@ var credentialDirs = [][]string{
 	{".config", "gcloud"}, {".config", "gh"}, {".git-credentials"}, {".password-store"},
 }
 
+// CredentialEntryIn names the credential file or directory found at the
+// top of dir ("" for none): a tree holding one is a home directory,
+// wherever it lives and whatever /etc/passwd says.
+func CredentialEntryIn(dir string) string {
+	for _, cred := range credentialDirs {
+		name := filepath.Join(append([]string{dir}, cred...)...)
+		if _, err := os.Lstat(name); err == nil {
+			return strings.Join(cred, "/")
+		}
+	}
+	return ""
+}
+
 func lexicalRefusal(p string) string {
 	if p == "/" {
 		return "host / exposes every host file"
@@ -194,6 +207,9 @@ func lexicalRefusal(p string) string {
 	}
 	if p == "/root" || p == "/home" || homeDir().MatchString(p) {
 		return p + " is a home directory, full of the owner's credentials and history"
+	}
+	if h := homeOfAUser(p, passwdHomes()); h != "" {
+		return p + " is or holds " + h + ", a user's home directory (/etc/passwd), full of the owner's credentials and history"
 	}
 	if c := credentialIn(p); c != "" {
 		return c + " holds credentials"

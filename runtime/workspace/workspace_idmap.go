@@ -75,6 +75,18 @@ func ownersAllowed(s idShift, mode uint32, p *specs.Profile) error {
 	return nil
 }
 
+// notAHome refuses to id-map a tree that holds credentials at its top (a
+// home directory, wherever it lives): the map gives the sandbox its
+// owner's rights, so the owner's 0600 keys would be the sandbox's, where
+// a read-only bind shows it only what others may read.
+func notAHome(dir string) error {
+	if c := specs.CredentialEntryIn(dir); c != "" {
+		return fmt.Errorf("it holds %s, as a home directory does, and the id map would give the sandbox its owner's rights over it; "+
+			"give the job a checkout without it, or bind it read-only", c)
+	}
+	return nil
+}
+
 // maxID is one past the highest valid id (4294967294): (uid_t)-1 means
 // "no id".
 const maxID = 1<<32 - 1
