@@ -86,8 +86,8 @@ var Fields = []FieldClass{
 
 	{"root.path", Allowlisted, "root", "inside the bundle, or the engine's own layer for this container"},
 	{"root.readonly", Forced, "readonly_rootfs", "true"},
-	{"hostname", Contained, "spec_fields", "set in the container's own UTS namespace"},
-	{"domainname", Contained, "spec_fields", "set in the container's own UTS namespace"},
+	{"hostname", Contained, "sysctl", "set in the container's own UTS namespace; refused in a joined one"},
+	{"domainname", Contained, "sysctl", "set in the container's own UTS namespace; refused in a joined one"},
 
 	{"mounts[].destination", Allowlisted, "mounts", "kernel filesystems only at their own place (proc at /proc, sysfs at /sys)"},
 	{"mounts[].type", Allowlisted, "mounts", "bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup"},

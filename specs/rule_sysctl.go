@@ -9,6 +9,8 @@ import (
 
 // ruleSysctl keeps only sysctls that the kernel scopes to a namespace the
 // container has of its own; any other key would be written to the host.
+// The hostname and domainname are the UTS namespace's kernel.hostname and
+// kernel.domainname, and are judged alike.
 func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
 	l := ensureLinux(s)
 	keys := make([]string, 0, len(l.Sysctl))
@@ -33,6 +35,15 @@ func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
 		}
 		ds = append(ds, d)
 	}
+	for _, f := range []struct {
+		field string
+		value *string
+	}{{"hostname", &s.Hostname}, {"domainname", &s.Domainname}} {
+		if *f.value != "" && !ownNamespace(c, l, rspec.UTSNamespace) {
+			ds = append(ds, Decision{Rule: "sysctl", Field: f.field, Action: Refused, Before: *f.value, Layer: LayerNone,
+				Why: f.field + " is written into the uts namespace, which this container joins or shares; set it on the pod's sandbox, or remove it"})
+		}
+	}
 	return ds
 }
 
@@ -49,14 +60,18 @@ func sysctlNamespace(k string) (rspec.LinuxNamespaceType, bool) {
 	return "", false
 }
 
-// ownNamespace: a new namespace, or a pod sandbox's that bulkhead created.
+// ownNamespace: a new namespace of the container's own. A pod sandbox's,
+// even one the container may join, is not: it is named by its init's
+// pid, which the backend resolves only when it joins, and the backend
+// writes sysctls and the hostname before bulkhead can verify which
+// namespace that was. CRI sets them on the sandbox, never on a member.
 func ownNamespace(c *Context, l *rspec.Linux, t rspec.LinuxNamespaceType) bool {
 	found := false
 	for _, ns := range l.Namespaces {
 		if ns.Type != t {
 			continue
 		}
-		if ns.Path != "" && !c.joinable(t, ns.Path) {
+		if ns.Path != "" {
 			return false
 		}
 		found = true

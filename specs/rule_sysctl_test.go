@@ -42,3 +42,34 @@ func TestRuleSysctl(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleSysctlJoinedNamespace: a pod member's namespace, though the
+// member may join it, is not its own to write: the backend resolves its
+// path by pid only when it joins, and writes sysctls and the hostname
+// before bulkhead can verify whose namespace that was.
+func TestRuleSysctlJoinedNamespace(t *testing.T) {
+	c := testContext()
+	c.JoinableNamespace = func(rspec.LinuxNamespaceType, string) bool { return true }
+	joined := []rspec.LinuxNamespace{{Type: rspec.NetworkNamespace, Path: "/proc/4242/ns/net"},
+		{Type: rspec.IPCNamespace, Path: "/proc/4242/ns/ipc"}, {Type: rspec.UTSNamespace, Path: "/proc/4242/ns/uts"}}
+	for _, key := range []string{"net.ipv4.ip_forward", "kernel.shmmni", "kernel.hostname"} {
+		s := hostileSpec()
+		s.Linux.Namespaces = joined
+		s.Linux.Sysctl = map[string]string{key: "1"}
+		wantDecision(t, ruleSysctl(c, s), "linux.sysctl["+key+"]", Refused)
+	}
+	for _, f := range []struct {
+		field string
+		set   func(*rspec.Spec)
+	}{{"hostname", func(s *rspec.Spec) { s.Hostname = "pwned" }}, {"domainname", func(s *rspec.Spec) { s.Domainname = "pwned" }}} {
+		s := hostileSpec()
+		s.Linux.Namespaces = joined
+		s.Linux.Sysctl = nil
+		f.set(s)
+		wantDecision(t, ruleSysctl(c, s), f.field, Refused)
+		s.Linux.Namespaces = []rspec.LinuxNamespace{{Type: rspec.UTSNamespace}}
+		if ds := ruleSysctl(c, s); len(ds) != 0 {
+			t.Errorf("%s in the container's own uts namespace: %s", f.field, dump(ds))
+		}
+	}
+}

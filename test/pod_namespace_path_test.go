@@ -118,10 +118,54 @@ func TestPodMemberJoinsOnlyTheSandboxsOwnNamespaces(t *testing.T) {
 		t.Errorf("the host service's root is now %q (%v), was %q", rootAfter, err, rootBefore)
 	}
 
+	// A member may join the sandbox's namespaces but not write them: the
+	// backend resolves the path by pid only when it joins, and sets the
+	// hostname and sysctls there before bulkhead can verify whose
+	// namespace it was. CRI sets them on the sandbox alone.
+	hostnameBefore := sandboxHostname(t, p.sandboxPid)
+	for _, c := range []struct {
+		name, field string
+		mutate      func(*rspec.Spec)
+	}{
+		{"hostname", "hostname", func(s *rspec.Spec) { s.Hostname = "written-by-member" }},
+		{"sysctl", "linux.sysctl[net.ipv4.ip_unprivileged_port_start]", func(s *rspec.Spec) {
+			s.Linux.Sysctl = map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"}
+		}},
+	} {
+		t.Run("a joined namespace's "+c.name, func(t *testing.T) {
+			id := uniqueID("nspath-write")
+			member := bundle.New(t, []string{"sleep", "600"}, p.annotate("container"),
+				join(rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/ns/net", p.sandboxPid)),
+				join(rspec.UTSNamespace, fmt.Sprintf("/proc/%d/ns/uts", p.sandboxPid)), c.mutate)
+			r := bulkhead(t, "", append(g, "create", "--bundle", member, id)...)
+			if r.code == 0 {
+				bulkhead(t, "", append(g, "delete", "--force", id)...)
+				t.Fatalf("a pod member wrote %s into its sandbox's namespace", c.field)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if !strings.Contains(lines[len(lines)-1], c.field) {
+				t.Fatalf("refused, but not naming %s:\n%s", c.field, r.stderr)
+			}
+		})
+	}
+	if got := sandboxHostname(t, p.sandboxPid); got != hostnameBefore {
+		t.Errorf("the sandbox's hostname is now %q, was %q", got, hostnameBefore)
+	}
+
 	// The sandbox's own network namespace, by its exact path, is the pod's.
 	id := uniqueID("nspath-ok")
 	member := bundle.New(t, []string{"sleep", "600"}, p.annotate("container"),
 		join(rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/ns/net", p.sandboxPid)))
 	must(t, append(g, "create", "--bundle", member, id)...)
 	bulkhead(t, "", append(g, "delete", "--force", id)...)
+}
+
+// sandboxHostname is the hostname of pid's uts namespace.
+func sandboxHostname(t *testing.T, pid int) string {
+	t.Helper()
+	out, err := exec.Command("nsenter", "-t", fmt.Sprint(pid), "-u", "hostname").Output()
+	if err != nil {
+		t.Fatalf("hostname of %d: %v", pid, err)
+	}
+	return strings.TrimSpace(string(out))
 }
