@@ -40,7 +40,7 @@ var Controls = []Control{
 		"mount flags, tmpfs size (ENOSPC)", nil, nil},
 	{"host mounts", []string{"host_mounts"}, "bind sources only below bind_roots or the engine's files for this container, never a socket or a tree holding one; engine state, homes (/home/<name>, /root, and any user's home in /etc/passwd, or a tree holding one), credential dirs refused; binds ro,nosuid,nodev, not recursive",
 		"mount flags (EROFS)", nil, nil},
-	{"workspaces", []string{"workspace"}, "a bind at /workspace is a copy-on-write overlay of 128m, noexec unless the profile has a build scratch; the source owner's files are the sandbox user's (id-mapped lower layer) when workspace_owners names the owner, the source is open to others and holds no credentials (.ssh, .aws, …) at its top",
+	{"workspaces", []string{"workspace"}, "a bind at /workspace is a copy-on-write overlay of 128m, noexec unless the profile has a build scratch; the source owner's files are the sandbox user's (id-mapped lower layer) when workspace_owners names the owner, the source is open to others, holds no credentials (.ssh, .aws, …) at its top and lies in no hidden directory of a home (~/.local)",
 		"overlay upper on a capped tmpfs (ENOSPC), noexec (EACCES); host folder unchanged", nil, []string{"workspace"}},
 	{"/proc and /sys", []string{"masked_paths"}, "Docker's masked and read-only paths; sysfs and cgroup read-only",
 		"masked mounts", nil, []string{"masked-proc", "proc-sys"}},

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/moby/sys/user"
@@ -30,6 +31,23 @@ var passwdHomes = sync.OnceValue(func() []string {
 func homeOfAUser(p string, homes []string) string {
 	for _, h := range homes {
 		if under(h, p) {
+			return h
+		}
+	}
+	return ""
+}
+
+// HomeAbove is the home directory p lies below ("" for none): /root, a
+// /home/<name>, or a home /etc/passwd lists.
+func HomeAbove(p string) string {
+	homes := append([]string{"/root"}, passwdHomes()...)
+	if rest, ok := strings.CutPrefix(p, "/home/"); ok {
+		if name, _, ok := strings.Cut(rest, "/"); ok {
+			homes = append(homes, "/home/"+name)
+		}
+	}
+	for _, h := range homes {
+		if p != h && under(p, h) {
 			return h
 		}
 	}

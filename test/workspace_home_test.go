@@ -63,3 +63,43 @@ func TestWorkspaceHomeRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkspaceHiddenHomeDirRefused: below a home, a hidden directory
+// (~/.local, with the owner's 0700 keyrings in it) is the owner's
+// application state: the id map would hand the sandbox the keys a
+// read-only bind keeps from it. It is refused as a workspace; a read-only
+// bind of it elsewhere still shows only what others may read.
+func TestWorkspaceHiddenHomeDirRefused(t *testing.T) {
+	needRoot(t, "runc")
+	home := filepath.Join("/home", uniqueID("bh-home"))
+	t.Cleanup(func() { os.RemoveAll(home) })
+	keyring := filepath.Join(home, ".local", "share", "keyrings", "login.keyring")
+	if err := os.MkdirAll(filepath.Dir(keyring), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyring, []byte("KEYRING-SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(keyring), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.Walk(home, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, 1000, 1000)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := workspaceConfig(t, "")
+	g := []string{"--config", cfg, "--root", stateRoot(t), "--backend", "runc"}
+	script := "cat /workspace/share/keyrings/login.keyring"
+	r := bulkhead(t, "", append(g, "run", "--bundle", workspaceBundle(t, filepath.Join(home, ".local"), script), uniqueID("wshidden"))...)
+	if r.code == 0 || strings.Contains(r.stdout, "KEYRING-SECRET") {
+		t.Fatalf("a home's hidden directory was id-mapped: exit %d, stdout %q", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stderr, ".local") {
+		t.Errorf("the refusal does not name .local:\n%s", r.stderr)
+	}
+}

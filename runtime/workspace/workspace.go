@@ -99,6 +99,9 @@ func Plan(p *specs.Profile, handed *rspec.Spec, at func(string) string, stateDir
 				if err := notAHome(real); err != nil {
 					return nil, ds, fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
 				}
+				if err := privateBelow(real); err != nil {
+					return nil, ds, fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
+				}
 			}
 		}
 		ws = append(ws, w)

@@ -87,6 +87,30 @@ func notAHome(dir string) error {
 	return nil
 }
 
+// privateBelow refuses to id-map a source below a home whose path there
+// passes through a hidden directory (~/.local, ~/.cargo, ~/.config/app):
+// those hold the owner's application state and keys, not a checkout, and
+// where a read-only bind shows the sandbox only what others may read, the
+// id map shows it all. A checkout below a home (/home/runner/work/…, a
+// CI runner's) stays the job's to edit.
+func privateBelow(real string) error {
+	home := specs.HomeAbove(real)
+	if home == "" {
+		return nil
+	}
+	rel, err := filepath.Rel(home, real)
+	if err != nil {
+		return err
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if strings.HasPrefix(part, ".") {
+			return fmt.Errorf("it lies in %s, a hidden directory of the home %s, which holds the owner's application state and keys, not a checkout; "+
+				"give the job a checkout outside it, or bind it read-only", part, home)
+		}
+	}
+	return nil
+}
+
 // maxID is one past the highest valid id (4294967294): (uid_t)-1 means
 // "no id".
 const maxID = 1<<32 - 1

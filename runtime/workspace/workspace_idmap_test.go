@@ -67,3 +67,23 @@ func TestOwnersAllowedPrivateSource(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateBelow: below a home, a hidden directory is the owner's
+// application state, not a checkout; anywhere else, and outside hidden
+// directories, a source may be id-mapped.
+func TestPrivateBelow(t *testing.T) {
+	for p, refused := range map[string]bool{
+		"/home/alice/.local/share":    true,
+		"/home/alice/.cargo":          true,
+		"/home/alice/src/.config/x":   true,
+		"/root/.cargo":                true,
+		"/home/runner/work/repo/repo": false,
+		"/home/alice/src/project":     false,
+		"/srv/checkouts/.hidden":      false,
+		"/builds/group/project":       false,
+	} {
+		if err := privateBelow(p); (err != nil) != refused {
+			t.Errorf("privateBelow(%s) = %v, refused want %v", p, err, refused)
+		}
+	}
+}
