@@ -103,6 +103,13 @@ func (c *creation) pinHostPaths() error {
 			return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd)
 		}
 		switch {
+		case p.Rule == "workspace":
+			judge = func(real string, fd int, _ *unix.Stat_t) string {
+				if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
+					return why
+				}
+				return workspace.JudgeSource(real, "/proc/self/fd/"+strconv.Itoa(fd))
+			}
 		case p.Own:
 			judge = func(real string, _ int, st *unix.Stat_t) string { return ownFileRefusal(real, st) }
 		case p.Root:

@@ -208,6 +208,9 @@ func lexicalRefusal(p string) string {
 	if p == "/root" || p == "/home" || homeDir().MatchString(p) {
 		return p + " is a home directory, full of the owner's credentials and history"
 	}
+	if h := namedHome(p); h == p {
+		return p + " is a home directory, full of the owner's credentials and history"
+	}
 	if h := homeOfAUser(p, passwdHomes()); h != "" {
 		return p + " is or holds " + h + ", a user's home directory (/etc/passwd), full of the owner's credentials and history"
 	}

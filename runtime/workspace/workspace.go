@@ -96,13 +96,10 @@ func Plan(p *specs.Profile, handed *rspec.Spec, at func(string) string, stateDir
 				if err := ownersAllowed(shift, st.Mode, p); err != nil {
 					return nil, ds, fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
 				}
-				if err := notAHome(real); err != nil {
-					return nil, ds, fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
-				}
-				if err := privateBelow(real); err != nil {
-					return nil, ds, fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
-				}
 			}
+		}
+		if why := JudgeSource(real, real); why != "" {
+			return nil, ds, fmt.Errorf("workspace %s: source %s: %s", w.Destination, w.Named, why)
 		}
 		ws = append(ws, w)
 		before := m.Source + " " + strings.Join(m.Options, ",")
@@ -183,9 +180,6 @@ func mountOverlay(w *Workspace, p *specs.Profile, flags uintptr) error {
 		uid, gid = w.Shift.UIDTo, w.Shift.GIDTo
 		if !w.Shift.identity() {
 			if err := ownersAllowed(*w.Shift, st.Mode, p); err != nil {
-				return fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
-			}
-			if err := notAHome(w.Source); err != nil {
 				return fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
 			}
 			if err := mountIDMappedLower(w.Source, w.lowerOf(), *w.Shift); err != nil {

@@ -75,6 +75,22 @@ func ownersAllowed(s idShift, mode uint32, p *specs.Profile) error {
 	return nil
 }
 
+// JudgeSource is the refusal of a workspace source whose real path is
+// real and which dir reaches (the path itself, or the descriptor it was
+// opened by, /proc/self/fd/N), "" for none: a home's private area is
+// no one's workspace. The plan judges the path; the pin judges what it
+// opened, by the path the kernel gives that descriptor, so a path
+// swapped in between changes nothing.
+func JudgeSource(real, dir string) string {
+	if err := notAHome(dir); err != nil {
+		return err.Error()
+	}
+	if err := privateBelow(real); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 // notAHome refuses to id-map a tree that holds credentials at its top (a
 // home directory, wherever it lives): the map gives the sandbox its
 // owner's rights, so the owner's 0600 keys would be the sandbox's, where

@@ -1,8 +1,13 @@
 package workspace
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -85,5 +90,44 @@ func TestPrivateBelow(t *testing.T) {
 		if err := privateBelow(p); (err != nil) != refused {
 			t.Errorf("privateBelow(%s) = %v, refused want %v", p, err, refused)
 		}
+	}
+}
+
+// TestJudgeSourceByDescriptor: the pin judges what it opened, through its
+// descriptor: a credential entry at the top of the opened directory, and
+// the path the kernel gives the descriptor, refuse it whatever path led
+// there.
+func TestJudgeSourceByDescriptor(t *testing.T) {
+	base := t.TempDir()
+	withKeys := filepath.Join(base, "checkout")
+	if err := os.MkdirAll(filepath.Join(withKeys, ".aws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "innocent")
+	if err := os.Symlink(withKeys, link); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(link, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	self := "/proc/self/fd/" + strconv.Itoa(fd)
+	real, err := os.Readlink(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := JudgeSource(real, self); !strings.Contains(why, ".aws") {
+		t.Errorf("a source holding .aws, opened through a symlink: %q", why)
+	}
+	clean := filepath.Join(base, "clean")
+	if err := os.Mkdir(clean, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if why := JudgeSource("/home/alice/.local/share", clean); !strings.Contains(why, ".local") {
+		t.Errorf("a descriptor whose path is a hidden directory of a home: %q", why)
+	}
+	if why := JudgeSource(clean, clean); why != "" {
+		t.Errorf("a plain checkout refused: %s", why)
 	}
 }
