@@ -2,7 +2,6 @@ package state
 
 import (
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -62,12 +61,12 @@ func (r *Registry) PodSandbox(p *specs.Profile, backendName string, a map[string
 // of another pod.
 func (r *Registry) JoinableFor(p *specs.Profile, backendName string, a map[string]string) func(rspec.LinuxNamespaceType, string) bool {
 	return func(kind rspec.LinuxNamespaceType, path string) bool {
-		pid, nsKind, ok := parseNamespacePath(path)
-		if !ok || nsKind != nsFileName(kind) {
+		pid, ok := specs.NamespacePathPid(path, kind)
+		if !ok {
 			return false
 		}
 		rec := r.PodSandbox(p, backendName, a)
-		return rec != nil && rec.InitPid == pid && !ownNamespace(path, nsKind)
+		return rec != nil && rec.InitPid == pid && !ownNamespace(path, specs.NamespaceFile(kind))
 	}
 }
 
@@ -147,33 +146,4 @@ func InitStart(pid int) uint64 {
 		return 0
 	}
 	return start
-}
-
-// parseNamespacePath reads /proc/<pid>/ns/<kind>, written exactly so: the
-// kernel resolves a path as it walks it, so a "..", a "." or a doubled
-// slash would be judged here as one path and opened by the backend as
-// another (/proc/<pid>/root/../ns/mnt is a file in that process's root,
-// which its owner wrote).
-func parseNamespacePath(path string) (pid int, kind string, ok bool) {
-	parts := strings.Split(path, "/")
-	// "", "proc", pid, "ns", kind
-	if len(parts) != 5 || parts[0] != "" || parts[1] != "proc" || parts[3] != "ns" || parts[4] == "" {
-		return 0, "", false
-	}
-	pid, err := strconv.Atoi(parts[2])
-	if err != nil || pid <= 1 || strconv.Itoa(pid) != parts[2] {
-		return 0, "", false
-	}
-	return pid, parts[4], true
-}
-
-func nsFileName(kind rspec.LinuxNamespaceType) string {
-	switch kind {
-	case rspec.NetworkNamespace:
-		return "net"
-	case rspec.MountNamespace:
-		return "mnt"
-	default:
-		return string(kind)
-	}
 }

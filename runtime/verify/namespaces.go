@@ -2,10 +2,10 @@ package verify
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // Namespace is one namespace of the handed spec as the kernel must have
@@ -31,45 +31,25 @@ type Namespace struct {
 	JoinRuns func() bool
 }
 
-// nsFiles maps the spec's namespace types to their /proc/<pid>/ns names;
-// user and time namespaces are never handed over.
-var nsFiles = map[rspec.LinuxNamespaceType]string{
-	rspec.PIDNamespace: "pid", rspec.NetworkNamespace: "net", rspec.MountNamespace: "mnt",
-	rspec.IPCNamespace: "ipc", rspec.UTSNamespace: "uts", rspec.CgroupNamespace: "cgroup",
-}
-
 func expectNamespaces(s *rspec.Spec) []Namespace {
 	if s.Linux == nil {
 		return nil
 	}
 	var ns []Namespace
 	for _, n := range s.Linux.Namespaces {
-		file, ok := nsFiles[n.Type]
-		if !ok {
-			continue
+		if n.Type == rspec.UserNamespace || n.Type == rspec.TimeNamespace {
+			continue // never handed over
 		}
-		e := Namespace{File: file}
+		e := Namespace{File: specs.NamespaceFile(n.Type)}
 		if n.Path != "" {
-			e.JoinPid = joinedPid(n.Path, file)
+			e.JoinPid = -1
+			if pid, ok := specs.NamespacePathPid(n.Path, n.Type); ok {
+				e.JoinPid = pid
+			}
 		}
 		ns = append(ns, e)
 	}
 	return ns
-}
-
-// joinedPid is the pid of /proc/<pid>/ns/<file>, written exactly so; -1
-// for any other path.
-func joinedPid(path, file string) int {
-	rest, ok := strings.CutPrefix(path, "/proc/")
-	if !ok {
-		return -1
-	}
-	pidText, ok := strings.CutSuffix(rest, "/ns/"+file)
-	pid, err := strconv.Atoi(pidText)
-	if !ok || err != nil || pid <= 1 || strconv.Itoa(pid) != pidText {
-		return -1
-	}
-	return pid
 }
 
 // JoinedInit says the namespaces joined from pid are those of a process

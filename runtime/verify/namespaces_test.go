@@ -10,23 +10,6 @@ import (
 	"time"
 )
 
-// TestJoinedPid: only /proc/<pid>/ns/<file>, written exactly so, names a
-// process.
-func TestJoinedPid(t *testing.T) {
-	for path, want := range map[string]int{
-		"/proc/42/ns/net":         42,
-		"/proc/42/ns/ipc":         -1, // another file than the type's
-		"/proc/42/root/../ns/net": -1,
-		"/proc/042/ns/net":        -1,
-		"/proc/1/ns/net":          -1,
-		"/var/run/netns/cni-1":    -1,
-	} {
-		if got := joinedPid(path, "net"); got != want {
-			t.Errorf("joinedPid(%s) = %d, want %d", path, got, want)
-		}
-	}
-}
-
 // TestVerifyNamespaces runs real processes: a container's init in new
 // namespaces, one in the test's own, and a pod member in its sandbox's
 // namespaces. A joined namespace holds only while the sandbox's init is
