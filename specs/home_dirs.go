@@ -14,7 +14,7 @@ import (
 // /home/<name>. Each is listed as written and, where that is a symlink or
 // lies below one, as resolved: sources are judged by their resolved
 // path. An unreadable file lists none, and the spelling-based refusal
-// (homeDir) still stands.
+// (namedHome) still stands.
 var passwdHomes = sync.OnceValue(func() []string {
 	users, err := user.ParsePasswdFile("/etc/passwd")
 	if err != nil {

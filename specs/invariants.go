@@ -99,7 +99,7 @@ func CheckInvariantsContext(c *Context, s *rspec.Spec) error {
 	}
 	errs = append(errs, checkNamespaces(c, l)...)
 	for k := range l.Sysctl {
-		if ns, ok := sysctlNamespace(strings.ReplaceAll(k, "/", ".")); !ok || !ownNamespace(c, l, ns) {
+		if ns, ok := sysctlNamespace(strings.ReplaceAll(k, "/", ".")); !ok || !ownNamespace(l, ns) {
 			bad("linux.sysctl: %s", k)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -165,8 +166,6 @@ var engineSocket = sync.OnceValue(func() *regexp.Regexp {
 })
 
 // sshAgent matches OpenSSH's default agent socket, /tmp/ssh-XXXX/agent.PID.
-var homeDir = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/home/[^/]+$`) })
-
 var sshAgent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/tmp/ssh-[^/]+(/agent\.[^/]*)?$`) })
 
 // credentialDirs are component sequences that name credentials wherever
@@ -205,10 +204,7 @@ func lexicalRefusal(p string) string {
 	if sshAgent().MatchString(p) || p == "/tmp" {
 		return "host /tmp holds SSH agent sockets, which let the job sign in as the operator"
 	}
-	if p == "/root" || p == "/home" || homeDir().MatchString(p) {
-		return p + " is a home directory, full of the owner's credentials and history"
-	}
-	if h := namedHome(p); h == p {
+	if slices.Contains(homeParents(), p) || namedHome(p) == p {
 		return p + " is a home directory, full of the owner's credentials and history"
 	}
 	if h := homeOfAUser(p, passwdHomes()); h != "" {

@@ -27,7 +27,7 @@ func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
 		case !ok:
 			d.Action, d.After = Refused, ""
 			d.Why = "sysctl " + k + " is not namespaced: it would change the host kernel; remove it from the container's configuration"
-		case !ownNamespace(c, l, ns):
+		case !ownNamespace(l, ns):
 			d.Action, d.After = Refused, ""
 			d.Why = "sysctl " + k + " belongs to the " + string(ns) + " namespace, which this container shares; remove it or give the container its own " + string(ns) + " namespace"
 		default:
@@ -39,7 +39,7 @@ func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
 		field string
 		value *string
 	}{{"hostname", &s.Hostname}, {"domainname", &s.Domainname}} {
-		if *f.value != "" && !ownNamespace(c, l, rspec.UTSNamespace) {
+		if *f.value != "" && !ownNamespace(l, rspec.UTSNamespace) {
 			ds = append(ds, Decision{Rule: "sysctl", Field: f.field, Action: Refused, Before: *f.value, Layer: LayerNone,
 				Why: f.field + " is written into the uts namespace, which this container joins or shares; set it on the pod's sandbox, or remove it"})
 		}
@@ -65,7 +65,7 @@ func sysctlNamespace(k string) (rspec.LinuxNamespaceType, bool) {
 // pid, which the backend resolves only when it joins, and the backend
 // writes sysctls and the hostname before bulkhead can verify which
 // namespace that was. CRI sets them on the sandbox, never on a member.
-func ownNamespace(c *Context, l *rspec.Linux, t rspec.LinuxNamespaceType) bool {
+func ownNamespace(l *rspec.Linux, t rspec.LinuxNamespaceType) bool {
 	found := false
 	for _, ns := range l.Namespaces {
 		if ns.Type != t {
