@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,10 +37,10 @@ func TestIDMappedLower(t *testing.T) {
 		}
 	}
 	target := filepath.Join(dir, "lower")
+	if !kernelAtLeast(t, 5, 19) {
+		t.Skip("needs Linux 5.19 or later: id-mapped lower layers of an overlay")
+	}
 	if err := mountIDMappedLower(src, target, idShift{UIDFrom: 1000, UIDTo: 65534, GIDFrom: 1000, GIDTo: 65534}); err != nil {
-		if errors.Is(err, errNoIDMap) {
-			t.Skipf("this kernel or file system has no id-mapped mounts: %v", err)
-		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
@@ -94,4 +95,18 @@ func childrenOf(t *testing.T, pid int) string {
 		}
 	}
 	return strings.Join(all, " ")
+}
+
+// kernelAtLeast tells whether the running kernel is major.minor or later.
+func kernelAtLeast(t *testing.T, major, minor int) bool {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var ma, mi int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi); err != nil {
+		t.Fatalf("kernel release %q: %v", u.Release, err)
+	}
+	return ma > major || ma == major && mi >= minor
 }
