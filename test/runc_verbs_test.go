@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -42,11 +43,20 @@ func TestStartAsRuncDoes(t *testing.T) {
 		id := create(t, "start-exec")
 		pid := containerState(t, g, id).Pid
 		must(t, append(g, "start", id)...)
-		// The exec of the program names its file before it closes the
-		// fifo, whose end start waits for; its arguments come later.
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		// start returns once the init has taken the fifo's byte and closed
+		// its end, as runc's start does; runc's init closes it just before
+		// its execve (runc 1.5 explicitly), so the program's file shows
+		// moments later. An init start never released stays runc's
+		// ("/", its read-only clone) and fails this.
+		var exe string
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && exe == "/bin/busybox" {
+				break
+			}
+		}
 		if err != nil || exe != "/bin/busybox" {
-			t.Fatalf("right after start, the init %d runs %q (%v), want the program, /bin/busybox", pid, exe, err)
+			t.Fatalf("after start, the init %d runs %q (%v), want the program, /bin/busybox", pid, exe, err)
 		}
 		if s := containerState(t, g, id); s.Status != "running" {
 			t.Fatalf("right after start: status %q, want running", s.Status)
