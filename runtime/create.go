@@ -174,7 +174,7 @@ func (c *creation) handOver(verb string, v Values) error {
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
-	if err := c.judgeStdioOwner(); err != nil {
+	if err := c.judgeStdioOwner(v.String("console-socket") != ""); err != nil {
 		if c.sel.Profile.Mode == specs.Enforce {
 			return c.fail(c.undo(err))
 		}
@@ -240,17 +240,18 @@ func (c *creation) handOver(verb string, v Values) error {
 	return nil
 }
 
-// judgeStdioOwner refuses stdio runc would give to the uid the
+// judgeStdioOwner refuses stdio the backend would give to the uid the
 // container's process runs as (the spec handed to the backend).
-func (c *creation) judgeStdioOwner() error {
+func (c *creation) judgeStdioOwner(consoleSocket bool) error {
 	p := c.handed.Process
 	if p == nil {
 		return fmt.Errorf("the handed spec has no process")
 	}
-	if err := backend.JudgeStdioOwner(p.User.UID, p.Terminal); err != nil {
+	ownTerminal := c.sel.Backend.OwnTerminal(p.Terminal, consoleSocket)
+	if err := backend.JudgeStdioOwner(p.User.UID, ownTerminal); err != nil {
 		return err
 	}
-	if c.sel.Backend.IsGVisor() && !p.Terminal {
+	if c.sel.Backend.IsGVisor() && !ownTerminal {
 		return backend.ShieldNullStdio()
 	}
 	return nil

@@ -70,7 +70,11 @@ func Exec(g *Globals, v Values, args []string) error {
 	if profile.Mode == specs.Audit {
 		policed = proc
 	}
-	if err := backend.JudgeStdioOwner(policed.User.UID, policed.Terminal); err != nil {
+	ownTerminal := b.OwnTerminal(policed.Terminal, v.String("console-socket") != "")
+	if err := backend.JudgeStdioOwner(policed.User.UID, ownTerminal); err != nil {
+		if policed.Terminal {
+			err = fmt.Errorf("%w; without --console-socket %s makes these descriptors the terminal itself: pass a console socket, or exec without -t", err, b.Name)
+		}
 		if profile.Mode == specs.Enforce {
 			entry.Outcome, entry.Error = "refused", err.Error()
 			_ = audit.Write(cfg.AuditLog, &entry)
@@ -78,7 +82,7 @@ func Exec(g *Globals, v Values, args []string) error {
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
-	if b.IsGVisor() && !policed.Terminal {
+	if b.IsGVisor() && !ownTerminal {
 		if err := backend.ShieldNullStdio(); err != nil {
 			return err
 		}

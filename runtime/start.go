@@ -85,7 +85,9 @@ func judgeMemberStdio(c *recorded) error {
 	}
 	judge := backend.JudgeHanded(0)
 	if judge == nil {
-		judge = backend.JudgeStdioOwner(p.User.UID, p.Terminal)
+		// start takes no console socket: the caller's stdio is judged
+		// whatever the spec's terminal says.
+		judge = backend.JudgeStdioOwner(p.User.UID, false)
 	}
 	if judge != nil {
 		if c.profile.Mode == specs.Enforce {
@@ -93,10 +95,7 @@ func judgeMemberStdio(c *recorded) error {
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", judge)
 	}
-	if !p.Terminal {
-		return backend.ShieldNullStdio()
-	}
-	return nil
+	return backend.ShieldNullStdio()
 }
 
 // verifyGVisorStarted waits for the sandbox process to hold a seccomp

@@ -230,9 +230,9 @@ func JudgeHanded(preserveFds int) error {
 //     containerd's CRI io FIFOs) in directories only root can enter, and
 //     runc chowns them by design; such a FIFO carries the container's
 //     stream and nothing else;
-//   - terminal is set: runc dups a pty of its own over the init's stdio
-//     before the chown (setupConsole), so the caller's descriptors are
-//     never the init's.
+//   - ownTerminal is set: the backend puts a pty of its own in place of
+//     the caller's descriptors (OwnTerminal), so they are never the
+//     process's.
 //
 // Everything else is refused: a regular file (the host's file itself),
 // a pty slave or serial tty (the caller's terminal: uid would read the
@@ -242,8 +242,8 @@ func JudgeHanded(preserveFds int) error {
 // backend's not chowning. runsc chowns /dev/null too (to the sandbox's
 // host user), so for runsc ShieldNullStdio puts a private null device in
 // its place.
-func JudgeStdioOwner(uid uint32, terminal bool) error {
-	if terminal {
+func JudgeStdioOwner(uid uint32, ownTerminal bool) error {
+	if ownTerminal {
 		return nil
 	}
 	for fd := 0; fd < len(streamNames); fd++ {
@@ -252,6 +252,19 @@ func JudgeStdioOwner(uid uint32, terminal bool) error {
 		}
 	}
 	return nil
+}
+
+// OwnTerminal tells whether b gives a process whose spec sets terminal a
+// pty of its own, so that none of the caller's stdio reaches it. runc
+// always does: with a console socket it sends the master there, without
+// one (exec -t) it proxies the caller's stdio to a pty its init made, and
+// either way the init dups the pty over its stdio before the chown
+// (setupConsole). runsc does only when given a console socket: without
+// one it makes the caller's own descriptors the process's terminal and
+// chowns them to the sandbox's user. Any other backend is trusted with a
+// console socket only.
+func (b *Backend) OwnTerminal(terminal, consoleSocket bool) bool {
+	return terminal && (consoleSocket || b.Kind() == "runc")
 }
 
 // judgeStdioOwnerFile judges one stdio descriptor for JudgeStdioOwner.

@@ -138,3 +138,24 @@ func TestJudgeStdioOwner(t *testing.T) {
 		})
 	}
 }
+
+// Only runc is known to put a pty of its own in place of the caller's
+// stdio without a console socket; runsc makes them the terminal itself.
+func TestOwnTerminal(t *testing.T) {
+	cases := []struct {
+		backend                 Backend
+		terminal, socket, owned bool
+	}{
+		{Backend{Name: "runc", Path: "/usr/sbin/runc"}, true, false, true},
+		{Backend{Name: "runc", Path: "/usr/sbin/runc"}, false, true, false},
+		{Backend{Name: "runsc", Path: "/usr/bin/runsc"}, true, false, false},
+		{Backend{Name: "gvisor", Path: "/opt/runsc"}, true, false, false},
+		{Backend{Name: "runsc", Path: "/usr/bin/runsc"}, true, true, true},
+		{Backend{Name: "crun", Path: "/usr/bin/crun"}, true, false, false},
+	}
+	for _, c := range cases {
+		if got := c.backend.OwnTerminal(c.terminal, c.socket); got != c.owned {
+			t.Errorf("%s OwnTerminal(terminal %v, console socket %v) = %v, want %v", c.backend.Path, c.terminal, c.socket, got, c.owned)
+		}
+	}
+}
