@@ -54,7 +54,7 @@ func CheckInvariantsContext(c *Context, s *rspec.Spec) error {
 			}
 		}
 	}
-	if !filepath.IsAbs(proc.Cwd) || underProc(filepath.Clean(proc.Cwd)) {
+	if !filepath.IsAbs(proc.Cwd) || madeByRuntime(filepath.Clean(proc.Cwd)) {
 		bad("process.cwd: %q", proc.Cwd)
 	}
 	core := false

@@ -60,6 +60,7 @@ func TestApplyProcessCwd(t *testing.T) {
 		refused     bool
 	}{
 		{"", "/proc/self/fd/7", true},
+		{"", "/dev/fd/7", true},
 		{"", "/work", false},
 		{bundle, "/work", true},
 		{bundle, "/srv", false},

@@ -27,11 +27,14 @@ func rootfsPath(c *Context, r *rspec.Root) string {
 	return filepath.Join(c.Bundle, r.Path)
 }
 
-// checkCwd refuses a working directory under /proc: a cwd of
-// /proc/self/fd/N starts the process inside a directory descriptor leaked
-// from the runtime, on the host (CVE-2024-21626). The rootfs check follows
-// the image's own symlinks; it is validation, since the image could change
-// before runc resolves the path again.
+// checkCwd refuses a working directory in a tree the kernel or the
+// runtime makes: a cwd of /proc/self/fd/N starts the process inside a
+// directory descriptor leaked from the runtime, on the host
+// (CVE-2024-21626), and so does /dev/fd/N, since runc makes /dev/fd a link
+// to /proc/self/fd in the container's /dev; /sys holds no working
+// directory either. The rootfs check follows the image's own symlinks; it
+// is validation, since the image could change before runc resolves the
+// path again.
 func checkCwd(p *rspec.Process, rootfs string) []Decision {
 	const rule, field = "cwd", "process.cwd"
 	if p.Cwd == "" {
@@ -46,8 +49,8 @@ func checkCwd(p *rspec.Process, rootfs string) []Decision {
 	if !filepath.IsAbs(p.Cwd) {
 		return refuse("cwd must be an absolute path inside the container; set an absolute working directory")
 	}
-	if underProc(filepath.Clean(p.Cwd)) {
-		return refuse("a cwd under /proc can reach host directories through leaked descriptors (CVE-2024-21626); set a working directory in the image")
+	if madeByRuntime(filepath.Clean(p.Cwd)) {
+		return refuse("a cwd under /proc, /dev or /sys can reach host directories through leaked descriptors (/proc/self/fd, /dev/fd; CVE-2024-21626); set a working directory in the image")
 	}
 	if rootfs != "" {
 		resolved, err := securejoin.SecureJoin(rootfs, p.Cwd)
@@ -55,14 +58,16 @@ func checkCwd(p *rspec.Process, rootfs string) []Decision {
 			return refuse("cwd does not resolve inside the rootfs: " + err.Error())
 		}
 		rel := "/" + strings.TrimPrefix(strings.TrimPrefix(resolved, rootfs), "/")
-		if underProc(rel) {
-			return refuse("cwd resolves through the image's symlinks to " + rel + " under /proc (CVE-2024-21626); fix the image or choose another working directory")
+		if madeByRuntime(rel) {
+			return refuse("cwd resolves through the image's symlinks to " + rel + ", under /proc, /dev or /sys (CVE-2024-21626); fix the image or choose another working directory")
 		}
 	}
 	return []Decision{{Rule: rule, Field: field, Action: Kept, Before: p.Cwd, After: p.Cwd,
-		Layer: LayerNone, Why: "validation only: cwd is absolute and not under /proc"}}
+		Layer: LayerNone, Why: "validation only: cwd is absolute and not under /proc, /dev or /sys"}}
 }
 
-func underProc(p string) bool {
-	return under(p, "/proc")
+// madeByRuntime tells whether p lies in a tree the runtime mounts over the
+// image: /proc, /dev (a tmpfs with runc's /dev/fd -> /proc/self/fd) or /sys.
+func madeByRuntime(p string) bool {
+	return under(p, "/proc") || under(p, "/dev") || under(p, "/sys")
 }

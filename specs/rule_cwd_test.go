@@ -20,6 +20,7 @@ func TestRuleCwd(t *testing.T) {
 	mustSymlink(t, "/proc/self/fd/7", filepath.Join(rootfs, "leak"))
 	mustSymlink(t, "../proc", filepath.Join(rootfs, "work/up"))
 	mustSymlink(t, "/etc", filepath.Join(rootfs, "cfg"))
+	mustSymlink(t, "/dev/fd/7", filepath.Join(rootfs, "devleak"))
 
 	inBundle := func(c *Context) { c.Bundle = bundle }
 	cases := []struct {
@@ -37,6 +38,12 @@ func TestRuleCwd(t *testing.T) {
 		{"/leak", Refused},
 		{"/work/up/self", Refused},
 		{"/procfs", Kept},
+		{"/dev/fd/7", Refused},
+		{"/dev/stdin", Refused},
+		{"/dev/../dev/fd/3", Refused},
+		{"/devleak", Refused},
+		{"/sys/fs/cgroup", Refused},
+		{"/devices", Kept},
 	}
 	var rc []ruleCase
 	for _, tc := range cases {
