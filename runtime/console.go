@@ -12,9 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// consoleProxy gives `run` of a terminal container what runc run gives
-// it when the caller passes no console socket: bulkhead receives the pty
-// master itself and joins it to its own stdio.
+// consoleProxy gives `run` of a terminal container, and runsc's `exec -t`,
+// what runc gives them when the caller passes no console socket: bulkhead
+// receives the pty master itself and joins it to its own stdio, so that
+// the caller's descriptors are never the process's.
 type consoleProxy struct {
 	dir    string
 	ln     *net.UnixListener
@@ -54,21 +55,37 @@ func (p *consoleProxy) receive() {
 
 // attach waits for the backend to send the master, then copies bulkhead's
 // stdin to it and its output to bulkhead's stdout, with bulkhead's own
-// terminal in raw mode so keys reach the container unchanged.
-func (p *consoleProxy) attach() error {
+// terminal in raw mode so keys reach the container unchanged. It stops
+// waiting when gone is closed (nil: the backend has already returned).
+func (p *consoleProxy) attach(gone <-chan struct{}) error {
 	var master *os.File
 	select {
 	case master = <-p.master:
+	case <-gone:
 	case <-time.After(10 * time.Second):
 	}
 	if master == nil {
-		return fmt.Errorf("run: the backend sent no terminal on the console socket")
+		return fmt.Errorf("the backend sent no terminal on the console socket")
 	}
 	pty, err := console.ConsoleFromFile(master)
 	if err != nil {
 		master.Close()
-		return fmt.Errorf("run: terminal: %w", err)
+		return fmt.Errorf("terminal: %w", err)
 	}
+	p.join(pty)
+	return nil
+}
+
+// localConsole joins a pty master bulkhead made itself to its stdio.
+func localConsole(master console.Console) *consoleProxy {
+	p := &consoleProxy{}
+	p.join(master)
+	return p
+}
+
+// join copies bulkhead's stdin to the master and the master's output to
+// bulkhead's stdout.
+func (p *consoleProxy) join(pty console.Console) {
 	p.pty = pty
 	if tty, err := console.ConsoleFromFile(os.Stdin); err == nil {
 		if err := tty.SetRaw(); err == nil {
@@ -82,7 +99,6 @@ func (p *consoleProxy) attach() error {
 		_, _ = io.Copy(os.Stdout, pty)
 		close(p.copied)
 	}()
-	return nil
 }
 
 // resize gives the container's terminal the size of bulkhead's own.
@@ -107,8 +123,10 @@ func (p *consoleProxy) close() {
 	if p.pty != nil {
 		p.pty.Close()
 	}
-	p.ln.Close()
-	os.RemoveAll(p.dir)
+	if p.ln != nil {
+		p.ln.Close()
+		os.RemoveAll(p.dir)
+	}
 }
 
 // recvFd receives one file descriptor sent with SCM_RIGHTS, as a backend

@@ -70,7 +70,10 @@ func Exec(g *Globals, v Values, args []string) error {
 	if profile.Mode == specs.Audit {
 		policed = proc
 	}
-	ownTerminal := b.OwnTerminal(policed.Terminal, v.String("console-socket") != "")
+	// runsc makes an exec's own stdio its terminal (runtime/exec_terminal.go):
+	// bulkhead hands it a pty of its own making, never the caller's.
+	ptyOfOurs := b.IsGVisor() && policed.Terminal
+	ownTerminal := ptyOfOurs || b.OwnTerminal(policed.Terminal, v.String("console-socket") != "")
 	if err := backend.JudgeStdioOwner(policed.User.UID, ownTerminal); err != nil {
 		if policed.Terminal {
 			err = fmt.Errorf("%w; without --console-socket %s makes these descriptors the terminal itself: pass a console socket, or exec without -t", err, b.Name)
@@ -105,8 +108,11 @@ func Exec(g *Globals, v Values, args []string) error {
 	if err != nil {
 		return err
 	}
+	if ptyOfOurs {
+		return gvisorExecOnPty(g, b, v, path, id)
+	}
 	if b.IsGVisor() && v.Bool("detach") {
-		return detachGVisorExec(g, b, v, path, id)
+		return detachGVisorExec(g, b, v, path, id, nil)
 	}
 	if v.Bool("detach") && profile.Mode == specs.Enforce {
 		return execDetachedVerified(g, c, v, policed, path, id)
@@ -127,12 +133,17 @@ func Exec(g *Globals, v Values, args []string) error {
 // where its flag parser no longer sees it, and fails. bulkhead starts the
 // attached exec in a session of its own instead and writes that process's
 // pid, which is also what runsc would have written.
-func detachGVisorExec(g *Globals, b *backend.Backend, v Values, process, id string) error {
-	flags, _ := ForwardFlags("exec", v, true, append(processFlags, "detach", "pid-file")...)
+// stdio, when not nil, is the process's stdin, stdout and stderr in place
+// of bulkhead's own.
+func detachGVisorExec(g *Globals, b *backend.Backend, v Values, process, id string, stdio *os.File) error {
+	flags, _ := ForwardFlags("exec", v, true, append(processFlags, "detach", "pid-file", "console-socket")...)
 	rest := append([]string{"--process", process}, flags...)
 	argv := g.backendArgv(b, "exec", append(rest, id)...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if stdio != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio, stdio, stdio
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("exec %s: %w", id, err)

@@ -16,13 +16,15 @@ import (
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
-// `exec -t` without a console socket: runc makes a pty of its own and
-// proxies the caller's stdio to it, but runsc makes the caller's own
-// descriptors the process's terminal and chowns them to the sandbox's
-// user, for good: a root-owned file given as stdout became nobody's, and
-// `2>/dev/null` would have given away the host's /dev/null. The caller's
-// terminal, stdout and stderr stay root's on both backends; runsc's exec
-// is refused, runc's runs.
+// runsc makes an exec's own stdio its terminal and chowns those
+// descriptors to the sandbox's user, for good: a root-owned file given as
+// stdout became nobody's, and `2>/dev/null` would have given away the
+// host's /dev/null. It reads --console-socket only when it detaches
+// itself, so an engine's `exec -t -d --console-socket` got no terminal.
+// On both backends the caller's terminal, stdout and stderr stay root's
+// and the process's output comes through a pty: joined to bulkhead's
+// stdio without a console socket (as runc exec -t does), sent to the
+// console socket with one.
 func TestExecTerminalKeepsTheCallersStdio(t *testing.T) {
 	needRoot(t, backends...)
 	for _, backend := range backends {
@@ -47,32 +49,58 @@ func TestExecTerminalKeepsTheCallersStdio(t *testing.T) {
 			defer slave.Close()
 			dir := t.TempDir()
 			out, errOut := rootFile(t, filepath.Join(dir, "out")), rootFile(t, filepath.Join(dir, "err"))
+			stillRoots := func(t *testing.T, how string, runErr error) {
+				t.Helper()
+				for _, f := range []string{slavePath, out.Name(), errOut.Name()} {
+					var st syscall.Stat_t
+					if err := syscall.Stat(f, &st); err != nil {
+						t.Fatal(err)
+					}
+					if st.Uid != 0 || st.Gid != 0 {
+						t.Errorf("%s (%v): %s is now %d:%d's", how, runErr, f, st.Uid, st.Gid)
+					}
+				}
+			}
 
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), append(g, "exec", "-t", id, "echo", "from-the-tty")...)
+			cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), append(g, "exec", "-t", id, "sh", "-c", "echo from-the-tty; exit 3")...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, out, errOut
 			runErr := cmd.Run()
 			stdout, _ := os.ReadFile(out.Name())
 			stderr, _ := os.ReadFile(errOut.Name())
-
-			for _, f := range []string{slavePath, out.Name(), errOut.Name()} {
-				var st syscall.Stat_t
-				if err := syscall.Stat(f, &st); err != nil {
-					t.Fatal(err)
-				}
-				if st.Uid != 0 || st.Gid != 0 {
-					t.Errorf("exec -t (%v): %s is now %d:%d's\nstderr: %s", runErr, f, st.Uid, st.Gid, stderr)
-				}
+			stillRoots(t, "exec -t", runErr)
+			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 || !strings.Contains(string(stdout), "from-the-tty") {
+				t.Fatalf("exec -t: %v, want the process's status 3 and its output\nstdout: %s\nstderr: %s", runErr, stdout, stderr)
 			}
-			switch backend {
-			case "runc":
-				if runErr != nil || !strings.Contains(string(stdout), "from-the-tty") {
-					t.Fatalf("exec -t on runc, whose pty is its own: %v\nstdout: %s\nstderr: %s", runErr, stdout, stderr)
-				}
-			default:
-				if runErr == nil || !strings.Contains(string(stderr), "stdin (descriptor 0) is a pty slave") {
-					t.Fatalf("exec -t on runsc without a console socket: %v, want a refusal naming stdin\nstdout: %s\nstderr: %s", runErr, stdout, stderr)
+
+			// An engine's exec: detached, the terminal sent to its socket.
+			socket, master := consoleSocket(t)
+			cmd = exec.CommandContext(ctx, binaries.Bulkhead(t), append(g, "exec", "-t", "-d", "--console-socket", socket, id, "sh", "-c", "echo via-the-socket; sleep 1")...)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, out, errOut
+			runErr = cmd.Run()
+			stillRoots(t, "exec -t -d --console-socket", runErr)
+			if runErr != nil {
+				stderr, _ := os.ReadFile(errOut.Name())
+				t.Fatalf("exec -t -d --console-socket: %v\n%s", runErr, stderr)
+			}
+			var m *os.File
+			select {
+			case m = <-master:
+			case <-time.After(30 * time.Second):
+			}
+			if m == nil {
+				t.Fatal("exec -t -d --console-socket: no terminal came to the socket")
+			}
+			defer m.Close()
+			_ = m.SetReadDeadline(time.Now().Add(30 * time.Second))
+			var got []byte
+			buf := make([]byte, 256)
+			for !strings.Contains(string(got), "via-the-socket") {
+				n, err := m.Read(buf)
+				got = append(got, buf[:n]...)
+				if err != nil {
+					t.Fatalf("the terminal sent to the socket: %v after %q", err, got)
 				}
 			}
 		})

@@ -32,6 +32,12 @@ func Run(argv []string, preserveFds int) (int, error) {
 // from watch is returned after the backend ended (watch kills what must
 // not run).
 func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func(exited <-chan struct{}) error) (int, error) {
+	return SuperviseOn(nil, argv, preserveFds, timeout, watch)
+}
+
+// SuperviseOn is Supervise with stdio as the backend's stdin, stdout and
+// stderr (nil: bulkhead's own).
+func SuperviseOn(stdio *os.File, argv []string, preserveFds int, timeout time.Duration, watch func(exited <-chan struct{}) error) (int, error) {
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -43,6 +49,9 @@ func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if stdio != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio, stdio, stdio
+	}
 	cmd.ExtraFiles = preserved
 	logrus.Debugf("bulkhead: running %v", argv)
 	forwarding.start()
