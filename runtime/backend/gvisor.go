@@ -17,11 +17,15 @@ import (
 const gvisorThreads = 192
 
 // gvisorPidsPerProcess is what one process of the workload costs in the
-// host's pids cgroup under the ptrace platform (a stub process and its
-// threads). Measured: the probe's 64 processes took a sandbox to 217 host
-// pids, about 90 of gVisor's own and 2 per process; 3 leaves room for a
-// loaded host, where the Sentry starts more threads.
-const gvisorPidsPerProcess = 3
+// host's pids cgroup under the ptrace platform: a stub process per address
+// space, with a thread in it for every Sentry thread that has run one of
+// its tasks. Measured on 2 CPUs, 40 processes started from an exec'd shell
+// took a sandbox from 30 to 476 host pids, about 11 each, and 64 (stopped
+// there by RLIMIT_NPROC) to 831. At 3 a sandbox died at its host limit
+// once an exec'd shell had started 20: gVisor's own thread creation failed
+// before the workload met RLIMIT_NPROC. The workload's bound is
+// RLIMIT_NPROC inside; this one only keeps the Sentry's threads bounded.
+const gvisorPidsPerProcess = 16
 
 // GVisorHostPids is the host pids.max of a sandbox whose workload may have
 // limit processes (enforced inside by RLIMIT_NPROC): at the host limit,
