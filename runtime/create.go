@@ -248,7 +248,7 @@ func (c *creation) judgeStdioOwner(consoleSocket bool) error {
 		return fmt.Errorf("the handed spec has no process")
 	}
 	ownTerminal := c.sel.Backend.OwnTerminal(p.Terminal, consoleSocket)
-	if err := backend.JudgeStdioOwner(p.User.UID, ownTerminal); err != nil {
+	if err := c.sel.Backend.JudgeStdioOwner(p.User.UID, ownTerminal); err != nil {
 		return err
 	}
 	if c.sel.Backend.IsGVisor() && !ownTerminal {

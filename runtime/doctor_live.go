@@ -87,7 +87,7 @@ func doctorLive(ctx context.Context, g *Globals, opt doctor.Options, name string
 		return c
 	}
 	defer logFile.Close()
-	if err := giveToContainer(logFile, &sel.Profile); err != nil {
+	if err := giveToContainer(logFile, sel); err != nil {
 		c.Status, c.Found = doctor.StatusFail, err.Error()
 		return c
 	}

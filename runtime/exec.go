@@ -74,7 +74,7 @@ func Exec(g *Globals, v Values, args []string) error {
 	// bulkhead hands it a pty of its own making, never the caller's.
 	ptyOfOurs := b.IsGVisor() && policed.Terminal
 	ownTerminal := ptyOfOurs || b.OwnTerminal(policed.Terminal, v.String("console-socket") != "")
-	if err := backend.JudgeStdioOwner(policed.User.UID, ownTerminal); err != nil {
+	if err := b.JudgeStdioOwner(policed.User.UID, ownTerminal); err != nil {
 		if policed.Terminal {
 			err = fmt.Errorf("%w; without --console-socket %s makes these descriptors the terminal itself: pass a console socket, or exec without -t", err, b.Name)
 		}

@@ -184,7 +184,7 @@ func (p *probeRun) run(ctx context.Context) error {
 		return err
 	}
 	defer errFile.Close()
-	if err := giveToContainer(errFile, &p.sel.Profile); err != nil {
+	if err := giveToContainer(errFile, p.sel); err != nil {
 		outW.Close()
 		return err
 	}
@@ -307,18 +307,21 @@ func probeLogTail(path string) string {
 }
 
 // giveToContainer makes a file bulkhead hands its probe's container as
-// stdio the uid's the container runs as: runc's init would chown it to
-// that uid anyway, and create refuses a stdio file that is not already
-// that uid's (backend.JudgeStdioOwner). The file lies in a directory
-// only root may enter and is removed with it. The probe's bundle asks
-// for root, which the identity rule replaces with the profile's uid in
-// enforce mode; in audit mode the container runs as root.
-func giveToContainer(f *os.File, prof *specs.Profile) error {
+// stdio the uid's the backend would give it to anyway (runc: the uid the
+// container runs as; runsc: its sandbox's host user), since create
+// refuses a stdio file that is not already that uid's
+// (Backend.JudgeStdioOwner). The file lies in a directory only root may
+// enter and is removed with it. The probe's bundle asks for root, which
+// the identity rule replaces with the profile's uid in enforce mode; in
+// audit mode the container runs as root.
+func giveToContainer(f *os.File, sel *Selection) error {
+	prof := &sel.Profile
 	if prof.Mode != specs.Enforce {
 		return nil
 	}
-	if err := f.Chown(int(prof.UID), -1); err != nil {
-		return fmt.Errorf("give %s to the container's uid %d: %w", f.Name(), prof.UID, err)
+	uid := sel.Backend.StdioOwner(prof.UID)
+	if err := f.Chown(int(uid), -1); err != nil {
+		return fmt.Errorf("give %s to uid %d: %w", f.Name(), uid, err)
 	}
 	return nil
 }

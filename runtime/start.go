@@ -87,7 +87,7 @@ func judgeMemberStdio(c *recorded) error {
 	if judge == nil {
 		// start takes no console socket: the caller's stdio is judged
 		// whatever the spec's terminal says.
-		judge = backend.JudgeStdioOwner(p.User.UID, false)
+		judge = c.backend.JudgeStdioOwner(p.User.UID, false)
 	}
 	if judge != nil {
 		if c.profile.Mode == specs.Enforce {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/console"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
@@ -117,4 +118,81 @@ func rootFile(t *testing.T, path string) *os.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
+}
+
+// runsc gives every stdio descriptor to its sandbox's host user (nobody),
+// whatever uid the process runs as: a job allowed to run as 1000 (a CI
+// runner's user) turned uid 1000's own log, handed as stdout, into
+// nobody's, which every default sandbox and the host's nobody services
+// run as. On runsc such a file is refused at create and exec; on runc,
+// whose init leaves a file of the process's own uid alone, it is the
+// job's to write. Either way the file stays 1000's.
+func TestStdioOfTheProcesssUidStaysItsOwn(t *testing.T) {
+	needRoot(t, backends...)
+	config, _ := workspaceConfig(t, "[profiles.default]\nallowed_uids = [\"1000\"]\nallowed_gids = [\"1000\"]\n")
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			g := []string{"--config", config, "--root", stateRoot(t), "--backend", backend}
+			log := filepath.Join(t.TempDir(), "build.log")
+			if err := os.WriteFile(log, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(log, 1000, 1000); err != nil {
+				t.Fatal(err)
+			}
+			asUser := func(s *rspec.Spec) { s.Process.User = rspec.User{UID: 1000, GID: 1000} }
+			owner := func() uint32 {
+				var st syscall.Stat_t
+				if err := syscall.Stat(log, &st); err != nil {
+					t.Fatal(err)
+				}
+				return st.Uid
+			}
+			withLog := func(args ...string) (int, string) {
+				f, err := os.OpenFile(log, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				var stderr strings.Builder
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), append(g, args...)...)
+				cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), f, &stderr
+				cmd.WaitDelay = 5 * time.Second
+				_ = cmd.Run()
+				return cmd.ProcessState.ExitCode(), stderr.String()
+			}
+
+			id := uniqueID("own-uid-" + backend)
+			code, stderr := withLog("run", "--bundle", bundle.New(t, []string{"sh", "-c", "id -u"}, asUser), id)
+			if uid := owner(); uid != 1000 {
+				t.Fatalf("run with uid 1000's file as stdout (exit %d): the file is now %d's\n%s", code, uid, stderr)
+			}
+			switch backend {
+			case "runc":
+				if code != 0 {
+					t.Fatalf("run on runc with the process's own file as stdout: exit %d\n%s", code, stderr)
+				}
+			default:
+				if code == 0 || !strings.Contains(stderr, "runsc would give it to the sandbox's host user, uid 65534") {
+					t.Fatalf("run on runsc with uid 1000's file as stdout: exit %d, want a refusal naming runsc's host user\n%s", code, stderr)
+				}
+			}
+
+			id = uniqueID("own-uid-exec-" + backend)
+			if r := bulkhead(t, "", append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "600"}, asUser), id)...); r.code != 0 {
+				t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
+			}
+			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+			must(t, append(g, "start", id)...)
+			code, stderr = withLog("exec", id, "id", "-u")
+			if uid := owner(); uid != 1000 {
+				t.Fatalf("exec with uid 1000's file as stdout (exit %d): the file is now %d's\n%s", code, uid, stderr)
+			}
+			if backend != "runc" && (code == 0 || !strings.Contains(stderr, "uid 65534")) {
+				t.Fatalf("exec on runsc with uid 1000's file as stdout: exit %d, want a refusal\n%s", code, stderr)
+			}
+		})
+	}
 }

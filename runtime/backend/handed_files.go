@@ -242,16 +242,35 @@ func JudgeHanded(preserveFds int) error {
 // backend's not chowning. runsc chowns /dev/null too (to the sandbox's
 // host user), so for runsc ShieldNullStdio puts a private null device in
 // its place.
-func JudgeStdioOwner(uid uint32, ownTerminal bool) error {
+func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 	if ownTerminal {
 		return nil
 	}
+	owner, whom := uid, "runc would give it to the container's uid"
+	if b.IsGVisor() {
+		owner, whom = gvisorStdioOwner, "runsc would give it to the sandbox's host user, uid"
+	}
 	for fd := 0; fd < len(streamNames); fd++ {
-		if err := judgeStdioOwnerFile(fd, uid); err != nil {
+		if err := judgeStdioOwnerFile(fd, owner, whom); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// gvisorStdioOwner is the host user runsc gives every stdio descriptor it
+// hands a sandbox (nobody), whatever uid the process runs as inside: a
+// file of uid 1000 handed to a process of uid 1000 became 65534's.
+const gvisorStdioOwner = 65534
+
+// StdioOwner is the uid b leaves the caller's stdio descriptors to for a
+// process that runs as uid: runc's init chowns them to that uid, runsc to
+// its sandbox's host user.
+func (b *Backend) StdioOwner(uid uint32) uint32 {
+	if b.IsGVisor() {
+		return gvisorStdioOwner
+	}
+	return uid
 }
 
 // OwnTerminal tells whether b gives a process whose spec sets terminal a
@@ -267,8 +286,9 @@ func (b *Backend) OwnTerminal(terminal, consoleSocket bool) bool {
 	return terminal && (consoleSocket || b.Kind() == "runc")
 }
 
-// judgeStdioOwnerFile judges one stdio descriptor for JudgeStdioOwner.
-func judgeStdioOwnerFile(fd int, uid uint32) error {
+// judgeStdioOwnerFile judges one stdio descriptor for JudgeStdioOwner:
+// whom names who the backend gives it to, uid.
+func judgeStdioOwnerFile(fd int, uid uint32, whom string) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("%s (descriptor %d): fstat: %w", streamNames[fd], fd, err)
@@ -294,7 +314,7 @@ func judgeStdioOwnerFile(fd int, uid uint32) error {
 	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
 		what += " (" + target + ")"
 	}
-	return fmt.Errorf("%s (descriptor %d) is %s owned by uid %d; runc would give it to the container's uid %d, for good, "+
+	return fmt.Errorf("%s (descriptor %d) is %s owned by uid %d; %s %d, for good, "+
 		"on the host; hand a pipe: cat file | bulkhead run ..., bulkhead run ... | cat > out",
-		streamNames[fd], fd, what, st.Uid, uid)
+		streamNames[fd], fd, what, st.Uid, whom, uid)
 }

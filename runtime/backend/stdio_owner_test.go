@@ -12,14 +12,20 @@ import (
 )
 
 // stdioOwnerEnv makes the test binary a child that judges its own stdio
-// for the uid the variable holds ("terminal" appended: process.terminal).
+// for the uid the variable holds (",runsc" appended: for runsc;
+// ",terminal": a pty of the backend's own).
 const stdioOwnerEnv = "BULKHEAD_TEST_STDIO_OWNER"
 
 func stdioOwnerChild(arg string) {
-	uidText, terminal := strings.CutSuffix(arg, ",terminal")
+	arg, terminal := strings.CutSuffix(arg, ",terminal")
+	uidText, runsc := strings.CutSuffix(arg, ",runsc")
+	b := &Backend{Name: "runc", Path: "/usr/sbin/runc"}
+	if runsc {
+		b = &Backend{Name: "runsc", Path: "/usr/bin/runsc"}
+	}
 	uid, err := strconv.ParseUint(uidText, 10, 32)
 	if err == nil {
-		err = JudgeStdioOwner(uint32(uid), terminal)
+		err = b.JudgeStdioOwner(uint32(uid), terminal)
 	}
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
@@ -109,6 +115,10 @@ func TestJudgeStdioOwner(t *testing.T) {
 		{"/dev/urandom", openFile(t, "/dev/urandom", os.O_RDONLY), nil, sandbox, "stdin (descriptor 0) is /dev/urandom (/dev/urandom) owned by uid 0"},
 		{"the caller's terminal", slave, nil, sandbox, "stdin (descriptor 0) is a pty slave (/dev/pts/"},
 		{"root's file under a terminal of runc's own", root, root, sandbox + ",terminal", "ok"},
+		// runsc gives stdio to its host user, not to the process's uid.
+		{"the process's own file on runsc", ownedFile(t, 1000), nil, "1000,runsc",
+			"owned by uid 1000; runsc would give it to the sandbox's host user, uid 65534"},
+		{"nobody's file on runsc", ownedFile(t, 65534), nil, "1000,runsc", "ok"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
