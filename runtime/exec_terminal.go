@@ -57,7 +57,7 @@ func gvisorExecOnPty(g *Globals, b *backend.Backend, v Values, process, id strin
 		<-exited
 		return nil
 	}
-	status, err := backend.SuperviseOn(slave, argv, 0, 0, watch)
+	status, err := backend.SuperviseOn(slave, argv, v.Int("preserve-fds"), 0, watch)
 	if err != nil {
 		return err
 	}
