@@ -1,8 +1,10 @@
 package egress
 
 import (
-	"net"
+	"fmt"
 	"net/netip"
+	"syscall"
+	"unsafe"
 )
 
 // A name may lead only to a public unicast address: the broker is the
@@ -50,8 +52,8 @@ var specialPrefixes = []struct {
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 // refusedAddress says why a is no destination a name may lead to, "" when
-// it may be one. own are the host's addresses.
-func refusedAddress(a netip.Addr, own []netip.Addr) string {
+// it may be one. own are what the host takes for itself (hostLocal).
+func refusedAddress(a netip.Addr, own []netip.Prefix) string {
 	a = a.WithZone("").Unmap()
 	if nat64.Contains(a) {
 		b := a.As16()
@@ -69,27 +71,67 @@ func refusedAddress(a netip.Addr, own []netip.Addr) string {
 		}
 	}
 	for _, o := range own {
-		if o.WithZone("").Unmap() == a {
+		if o.Contains(a) {
 			return "an address of the host itself"
 		}
 	}
 	return ""
 }
 
-// hostAddresses are the addresses of the host's interfaces, read at each
-// connection: an interface may come up after the broker started.
-func hostAddresses() ([]netip.Addr, error) {
-	addrs, err := net.InterfaceAddrs()
+// hostLocal is every address the host's kernel delivers to itself, read
+// at each connection (an address may come up after the broker started):
+// the local, broadcast and anycast routes of all its routing tables. The
+// interfaces' addresses are not all of them: a `local` route (what cloud
+// guest agents add for a load balancer's address) and every address of a
+// prefix on lo are the host's too, and a service listening on 0.0.0.0
+// answers on each.
+func hostLocal() ([]netip.Prefix, error) {
+	rib, err := syscall.NetlinkRIB(syscall.RTM_GETROUTE, syscall.AF_UNSPEC)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("routes: %w", err)
 	}
-	var out []netip.Addr
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok {
-			if ip, ok := netip.AddrFromSlice(n.IP); ok {
-				out = append(out, ip.Unmap())
+	msgs, err := syscall.ParseNetlinkMessage(rib)
+	if err != nil {
+		return nil, fmt.Errorf("routes: %w", err)
+	}
+	var out []netip.Prefix
+	for _, m := range msgs {
+		if m.Header.Type != syscall.RTM_NEWROUTE || len(m.Data) < syscall.SizeofRtMsg {
+			continue
+		}
+		rt := (*syscall.RtMsg)(unsafe.Pointer(&m.Data[0]))
+		if rt.Type != syscall.RTN_LOCAL && rt.Type != syscall.RTN_BROADCAST && rt.Type != syscall.RTN_ANYCAST {
+			continue
+		}
+		attrs, err := syscall.ParseNetlinkRouteAttr(&m)
+		if err != nil {
+			return nil, fmt.Errorf("routes: %w", err)
+		}
+		// A route without a destination is one for every address of its
+		// family (`ip route add local 0.0.0.0/0 dev lo`).
+		dst := netip.IPv4Unspecified()
+		if rt.Family == syscall.AF_INET6 {
+			dst = netip.IPv6Unspecified()
+		}
+		for _, a := range attrs {
+			if a.Attr.Type == syscall.RTA_DST {
+				ip, ok := netip.AddrFromSlice(a.Value)
+				if !ok {
+					return nil, fmt.Errorf("routes: a destination of %d bytes", len(a.Value))
+				}
+				dst = ip
 			}
 		}
+		p, err := dst.Prefix(int(rt.Dst_len))
+		if err != nil {
+			return nil, fmt.Errorf("routes: %s/%d: %w", dst, rt.Dst_len, err)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		// Every host has at least its loopback route: none read is a
+		// table not read, and judging against nothing would pass all.
+		return nil, fmt.Errorf("routes: no local route in the kernel's tables")
 	}
 	return out, nil
 }

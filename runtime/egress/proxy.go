@@ -46,10 +46,10 @@ type Broker struct {
 	MaxBytes int64
 	// Audit gets every connection once it ends.
 	Audit func(Connection)
-	// Resolve, HostAddrs and Dial default to the host's resolver, its
-	// interfaces' addresses and a TCP dial.
+	// Resolve, HostLocal and Dial default to the host's resolver, the
+	// addresses its kernel takes for its own (hostLocal) and a TCP dial.
 	Resolve   func(ctx context.Context, host string) ([]netip.Addr, error)
-	HostAddrs func() ([]netip.Addr, error)
+	HostLocal func() ([]netip.Prefix, error)
 	Dial      func(ctx context.Context, addr string) (net.Conn, error)
 
 	used  atomic.Int64 // bytes carried
@@ -248,9 +248,9 @@ func (b *Broker) vet(ctx context.Context, host string, port uint16) ([]netip.Add
 	if err != nil || len(addrs) == 0 {
 		return nil, fail(fmt.Sprintf("cannot resolve %s: %v", name, err))
 	}
-	hostAddrs := b.HostAddrs
+	hostAddrs := b.HostLocal
 	if hostAddrs == nil {
-		hostAddrs = hostAddresses
+		hostAddrs = hostLocal
 	}
 	own, err := hostAddrs()
 	if err != nil {

@@ -36,7 +36,7 @@ func testBroker(t *testing.T, allow []string, names map[string]string, mutate ..
 			}
 			return []netip.Addr{netip.MustParseAddr(a)}, nil
 		},
-		HostAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("203.0.114.77")}, nil },
+		HostLocal: func() ([]netip.Prefix, error) { return []netip.Prefix{netip.MustParsePrefix("203.0.114.77/32")}, nil },
 	}
 	for _, m := range mutate {
 		m(b)
