@@ -201,7 +201,8 @@ func isRepoMeta(name string) bool { return strings.EqualFold(name, ".git") }
 // scanChanges compares an upper layer with its lower layer. It never
 // follows a link in either, opens only regular files (checked on the
 // descriptor), and reads no more than b allows.
-func scanChanges(upperDir, lowerDir string, b *budget) ([]Change, error) {
+// reader is the sandbox user (nil: unknown).
+func scanChanges(upperDir, lowerDir string, b *budget, reader *idShift) ([]Change, error) {
 	up, err := openLayer(upperDir)
 	if err != nil {
 		return nil, err
@@ -212,7 +213,7 @@ func scanChanges(upperDir, lowerDir string, b *budget) ([]Change, error) {
 		return nil, err
 	}
 	defer low.Close()
-	s := &scanner{up: up, low: low, b: b, links: map[inode]linked{}}
+	s := &scanner{up: up, low: low, b: b, reader: reader, links: map[inode]linked{}}
 	if err := s.dir("", false, 1); err != nil {
 		return nil, err
 	}
@@ -232,6 +233,7 @@ type linked struct {
 type scanner struct {
 	up, low *layer
 	b       *budget
+	reader  *idShift
 	out     []Change
 	links   map[inode]linked
 }
@@ -359,6 +361,10 @@ func (s *scanner) dir(rel string, hidden bool, depth int) error {
 func (s *scanner) file(c *Change, st *unix.Stat_t) {
 	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
 		c.Rejected = "setuid/setgid bit: never exported"
+		return
+	}
+	if !upperReadable(st, s.reader) {
+		c.Rejected = unreadableReason
 		return
 	}
 	key := inode{st.Dev, st.Ino}

@@ -93,7 +93,7 @@ func scanSets(sets []layerSet, b *budget) ([]workspaceChanges, []string, error) 
 	var wcs []workspaceChanges
 	var rejected []string
 	for _, s := range sets {
-		changes, err := scanChanges(s.Upper, s.Lower, b)
+		changes, err := scanChanges(s.Upper, s.Lower, b, s.Shift)
 		if err != nil {
 			return nil, nil, fmt.Errorf("workspace %s: %w", s.Destination, err)
 		}
@@ -301,6 +301,10 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 			case unix.S_IFREG:
 				if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
 					reject(p, "setuid/setgid bit: never exported")
+					continue
+				}
+				if !upperReadable(st, s.Shift) {
+					reject(p, unreadableReason)
 					continue
 				}
 				key := inode{st.Dev, st.Ino}

@@ -42,8 +42,11 @@ type Kept struct {
 	Deleted    time.Time  `json:"deleted"`
 	Expires    time.Time  `json:"expires"`
 	Workspaces []layerSet `json:"workspaces"`
-	Changes    int        `json:"changes"`
-	Rejected   []string   `json:"rejected,omitempty"`
+	// SandboxUsers are the workspaces' id maps, in the same order: the
+	// kept tar shows no file the sandbox user could not read.
+	SandboxUsers []*idShift `json:"sandbox_users,omitempty"`
+	Changes      int        `json:"changes"`
+	Rejected     []string   `json:"rejected,omitempty"`
 	// Bytes is the disk the entry takes, counted against changes_quota.
 	Bytes  int64      `json:"bytes"`
 	Dir    string     `json:"dir"`
@@ -230,10 +233,11 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, err
 		}
-		if err := copyLayer(s.Upper, dst, files, disk); err != nil {
+		if err := copyLayer(s.Upper, dst, files, disk, s.Shift); err != nil {
 			return nil, fmt.Errorf("copy upper layer of %s: %w", s.Destination, err)
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
+		r.SandboxUsers = append(r.SandboxUsers, s.Shift)
 	}
 	copied, err := diskUsage(tmp)
 	if err != nil {
@@ -361,10 +365,11 @@ const blockSize = 4096
 
 // copyLayer copies an upper layer beneath src to dst: files, dirs,
 // symlinks (as links, never followed), whiteouts and opaque markers.
-// Device nodes, fifos, sockets and setuid/setgid files are left out. A
-// file's holes stay holes, a hard link's later names are links to its
-// first copy, and the walk stops at the limits of b and disk.
-func copyLayer(src, dst string, b *budget, disk *diskBudget) error {
+// Device nodes, fifos, sockets, setuid/setgid files and files the sandbox
+// user (reader) could not read are left out. A file's holes stay holes, a
+// hard link's later names are links to its first copy, and the walk stops
+// at the limits of b and disk.
+func copyLayer(src, dst string, b *budget, disk *diskBudget, reader *idShift) error {
 	up, err := openLayer(src)
 	if err != nil {
 		return err
@@ -395,7 +400,8 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget) error {
 			// as diskUsage counts it; a hard link's later name makes none.
 			_, linked := links[inode{st.Dev, st.Ino}]
 			kind := st.Mode & unix.S_IFMT
-			if isWhiteout(st) || kind == unix.S_IFLNK || (kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && !linked) {
+			copied := kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && upperReadable(st, reader)
+			if isWhiteout(st) || kind == unix.S_IFLNK || (copied && !linked) {
 				if err := disk.take(blockSize); err != nil {
 					return err
 				}
@@ -428,7 +434,7 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget) error {
 				if err := os.Symlink(t, out); err != nil {
 					return err
 				}
-			case st.Mode&unix.S_IFMT == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0:
+			case copied:
 				key := inode{st.Dev, st.Ino}
 				if first, ok := links[key]; ok {
 					if err := os.Link(first, out); err != nil {
@@ -522,6 +528,9 @@ func readRetained(dir string) (*Kept, error) {
 	r.Dir = dir
 	for i, s := range r.Workspaces {
 		s.Upper = filepath.Join(dir, strconv.Itoa(i), "upper")
+		if i < len(r.SandboxUsers) {
+			s.Shift = r.SandboxUsers[i]
+		}
 		// meta.json does not hold the prefix: it is liveSets' again, so
 		// the kept tar names each workspace's entries apart.
 		if len(r.Workspaces) > 1 {
