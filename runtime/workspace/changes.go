@@ -38,6 +38,9 @@ type Change struct {
 
 	upperRel string // the path in the upper layer, "" for deletions
 	lowerRel string // the path in the lower layer, "" when absent
+	// upper is the upper-layer file as it was judged: a read of its
+	// content must find this inode, not one swapped in since.
+	upper *unix.Stat_t
 }
 
 // resolveBeneath refuses every symlink on the way and any escape from the
@@ -363,10 +366,12 @@ func (s *scanner) file(c *Change, st *unix.Stat_t) {
 		c.Rejected = "setuid/setgid bit: never exported"
 		return
 	}
-	if !upperReadable(st, s.reader) {
+	if !upperReadable(st, s.reader) || s.up.hasAccessACL(c.upperRel) {
 		c.Rejected = unreadableReason
 		return
 	}
+	judged := *st
+	c.upper = &judged
 	key := inode{st.Dev, st.Ino}
 	if st.Nlink > 1 {
 		if l, ok := s.links[key]; ok {

@@ -303,7 +303,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 					reject(p, "setuid/setgid bit: never exported")
 					continue
 				}
-				if !upperReadable(st, s.Shift) {
+				if !upperReadable(st, s.Shift) || up.hasAccessACL(p) {
 					reject(p, unreadableReason)
 					continue
 				}

@@ -48,7 +48,7 @@ func TestReadFileFifoDoesNotBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.root.Close()
-	if _, err := l.readSmall("f", 1<<20); err == nil {
+	if _, err := l.readSmall("f", nil, 1<<20); err == nil {
 		t.Fatal("a fifo was read as a file")
 	}
 }

@@ -49,18 +49,23 @@ type patchSource struct {
 // replaces a file it cannot read (a root-owned 0600 token in a user's
 // checkout, which its own directory lets it remove) would otherwise have
 // the file's content printed in the patch, which CI logs and reviews show.
-func (ps patchSource) sandboxCouldRead(rel string) bool {
+// It returns the file as judged, which the read of the old side must
+// find again.
+func (ps patchSource) sandboxCouldRead(rel string) (*unix.Stat_t, bool) {
 	if ps.reader == nil {
-		return false
+		return nil, false
 	}
 	st, err := ps.low.lstat(rel)
 	if err != nil {
-		return false
+		return nil, false
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && ps.low.hasAccessACL(rel) {
+		return nil, false
 	}
 	r := ps.reader
 	seen := *st
 	seen.Uid, seen.Gid = shifted(st.Uid, r.UIDFrom, r.UIDTo), shifted(st.Gid, r.GIDFrom, r.GIDTo)
-	return readableBy(&seen, r.UIDTo, r.GIDTo)
+	return st, readableBy(&seen, r.UIDTo, r.GIDTo)
 }
 
 // readableBy tells whether a process of uid and gid, with no capability
@@ -98,18 +103,24 @@ func upperReadable(st *unix.Stat_t, reader *idShift) bool {
 // leaves the upper layer.
 const unreadableReason = "not readable by the sandbox user (a file it could not read, moved or renamed): never exported"
 
-func (ps patchSource) content(c Change, old bool) ([]byte, error) {
+// content reads one side of a change. judged is the lower file as
+// sandboxCouldRead judged it (old side); the new side must be the upper
+// inode the scan judged.
+func (ps patchSource) content(c Change, old bool, judged *unix.Stat_t) ([]byte, error) {
 	if old {
 		if c.Type == "symlink" {
 			t, err := ps.low.readlink(c.lowerRel)
 			return []byte(t), err
 		}
-		return ps.low.readSmall(c.lowerRel, maxPatchFile)
+		return ps.low.readSmall(c.lowerRel, judged, maxPatchFile)
 	}
 	if c.Type == "symlink" {
 		return []byte(c.Target), nil
 	}
-	return ps.up.readSmall(c.upperRel, maxPatchFile)
+	if c.upper == nil {
+		return nil, fmt.Errorf("%s: not judged when scanned", c.upperRel)
+	}
+	return ps.up.readSmall(c.upperRel, c.upper, maxPatchFile)
 }
 
 // writePatch writes the changes as a git-style patch (`git apply` takes it
@@ -139,18 +150,22 @@ func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (s
 			continue
 		}
 		var oldData, newData []byte
-		if c.Kind != "added" && !ps.sandboxCouldRead(c.lowerRel) {
-			skipped = append(skipped, rejectLine(p, "its old content was not readable by the sandbox user, so the patch does not show it; use --format tar"))
-			continue
+		var lower *unix.Stat_t
+		if c.Kind != "added" {
+			var readable bool
+			if lower, readable = ps.sandboxCouldRead(c.lowerRel); !readable {
+				skipped = append(skipped, rejectLine(p, "its old content was not readable by the sandbox user, so the patch does not show it; use --format tar"))
+				continue
+			}
 		}
 		if c.Kind != "added" {
-			if oldData, err = ps.content(c, true); err != nil {
+			if oldData, err = ps.content(c, true, lower); err != nil {
 				skipped = append(skipped, rejectLine(p, "old side: "+err.Error()+"; use --format tar"))
 				continue
 			}
 		}
 		if c.Kind != "deleted" {
-			if newData, err = ps.content(c, false); err != nil {
+			if newData, err = ps.content(c, false, nil); err != nil {
 				skipped = append(skipped, rejectLine(p, err.Error()+"; use --format tar"))
 				continue
 			}

@@ -176,8 +176,10 @@ func (l *layer) hashRegular(rel string, want *unix.Stat_t) (sum string, binary b
 
 // readSmall reads a regular file of at most limit bytes whole, for the
 // text patch; larger files are refused before any byte is read.
-func (l *layer) readSmall(rel string, limit int64) ([]byte, error) {
-	f, st, err := l.openRegular(rel, nil)
+// want is the inode the caller judged (nil: none to compare): a file
+// swapped in since is not read.
+func (l *layer) readSmall(rel string, want *unix.Stat_t, limit int64) ([]byte, error) {
+	f, st, err := l.openRegular(rel, want)
 	if err != nil {
 		return nil, err
 	}
@@ -186,4 +188,19 @@ func (l *layer) readSmall(rel string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%d bytes, more than the %d a text patch shows", st.Size, limit)
 	}
 	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// hasAccessACL tells whether the regular file rel carries a POSIX access
+// ACL. Its mode bits then do not say who may read it: a named entry can
+// deny the sandbox user a file the bits let anyone read. Such a file is
+// taken as one the sandbox could not read, and so is one whose ACL cannot
+// be told.
+func (l *layer) hasAccessACL(rel string) bool {
+	p, err := l.open(rel, unix.O_PATH)
+	if err != nil {
+		return true
+	}
+	defer p.Close()
+	_, err = unix.Getxattr("/proc/self/fd/"+strconv.Itoa(int(p.Fd())), "system.posix_acl_access", nil)
+	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP)
 }

@@ -400,7 +400,7 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget, reader *idShift) er
 			// as diskUsage counts it; a hard link's later name makes none.
 			_, linked := links[inode{st.Dev, st.Ino}]
 			kind := st.Mode & unix.S_IFMT
-			copied := kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && upperReadable(st, reader)
+			copied := kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && upperReadable(st, reader) && !up.hasAccessACL(p)
 			if isWhiteout(st) || kind == unix.S_IFLNK || (copied && !linked) {
 				if err := disk.take(blockSize); err != nil {
 					return err

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,4 +145,95 @@ func TestExportHidesWhatTheSandboxMovedButCouldNotRead(t *testing.T) {
 			t.Errorf("kept copy: %s there = %v, want %v", name, err == nil, want)
 		}
 	}
+}
+
+// TestPatchReadsTheFileItJudged: the scan judged the job's own file A and
+// the patch read A again by path, later: a job swapping a root-owned 0600
+// token into A between the two (a loop of renames) had the token printed
+// as A's new content. The patch reads only the inode the scan judged.
+func TestPatchReadsTheFileItJudged(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.ws.Shift = &idShift{UIDFrom: 1000, UIDTo: 65534, GIDFrom: 1000, GIDTo: 65534}
+	a := h.file("A", []byte("harmless\n"))
+	if err := os.Chown(a, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	b := newBudget(defaultChangeLimits)
+	wcs, rejected, err := scanSets(liveSets([]Workspace{h.ws}), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The swap, between the scan and the read.
+	token := filepath.Join(h.upperDir, ".swap")
+	if err := os.WriteFile(token, []byte("SECRET-swapped\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(token, a); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	rejected, err = writePatchSets(&out, wcs, rejected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "SECRET-swapped") {
+		t.Fatalf("the patch shows a file swapped in after the scan:\n%s", out.String())
+	}
+	if joined := strings.Join(rejected, "\n"); !strings.Contains(joined, "A: A: replaced while bulkhead read it") {
+		t.Errorf("A is not named as replaced: %q", rejected)
+	}
+}
+
+// TestExportHidesWhatAnACLDenies: a file whose mode bits let anyone read
+// it, with an ACL entry denying the checkout's owner (the sandbox user
+// through the id map), was judged readable by its bits and left in every
+// export, old side and new. A file with an access ACL is taken as one the
+// sandbox could not read.
+func TestExportHidesWhatAnACLDenies(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.ws.Shift = &idShift{UIDFrom: 1000, UIDTo: 65534, GIDFrom: 1000, GIDTo: 65534}
+	denied := func(p, body string) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Setxattr(p, "system.posix_acl_access", denyACL(1000), 0); err != nil {
+			if errors.Is(err, unix.EOPNOTSUPP) {
+				t.Skipf("the test's filesystem takes no ACL: %v", err)
+			}
+			t.Fatal(err)
+		}
+	}
+	denied(filepath.Join(h.ws.Source, "deleted"), "SECRET-acl-old\n")
+	whiteout(t, h, "deleted")
+	denied(filepath.Join(h.upperDir, "moved"), "SECRET-acl-new\n")
+	for _, format := range []string{"patch", "tar"} {
+		out, rejected, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		if strings.Contains(out, "SECRET-acl") {
+			t.Errorf("%s shows what an ACL denies the sandbox:\n%s", format, out)
+		}
+		if !strings.Contains(strings.Join(rejected, "\n"), "moved: "+unreadableReason) {
+			t.Errorf("%s: moved is not named as left out: %q", format, rejected)
+		}
+	}
+}
+
+// denyACL is a POSIX access ACL (the kernel's xattr form) of rw-r--r--
+// with a named entry giving uid nothing.
+func denyACL(uid uint32) []byte {
+	const version = 2
+	entry := func(tag, perm uint16, id uint32) []byte {
+		return binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint16(binary.LittleEndian.AppendUint16(nil, tag), perm), id)
+	}
+	const undefined = ^uint32(0)
+	acl := binary.LittleEndian.AppendUint32(nil, version)
+	acl = append(acl, entry(0x01, 6, undefined)...) // owner rw
+	acl = append(acl, entry(0x02, 0, uid)...)       // the named user: nothing
+	acl = append(acl, entry(0x04, 4, undefined)...) // group r
+	acl = append(acl, entry(0x10, 4, undefined)...) // mask r
+	acl = append(acl, entry(0x20, 4, undefined)...) // other r
+	return acl
 }
