@@ -65,7 +65,11 @@ func TestWorkspaceRenamedUnreadableStaysIn(t *testing.T) {
 
 			must(t, append(g, "delete", id)...)
 			leaks("changes export", bulkhead(t, "", append(g, "changes", "export", id)...).stdout)
-			leaks("changes export --format tar", bulkhead(t, "", append(g, "changes", "export", "--format", "tar", id)...).stdout)
+			kept := bulkhead(t, "", append(g, "changes", "export", "--format", "tar", id)...).stdout
+			leaks("changes export --format tar", kept)
+			if !strings.Contains(kept, "mine\n") {
+				t.Errorf("changes export --format tar does not carry the job's own private file")
+			}
 		})
 	}
 }

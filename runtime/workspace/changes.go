@@ -351,8 +351,14 @@ func (s *scanner) dir(rel string, hidden bool, depth int) error {
 		default:
 			c.Rejected = c.Type + ": never exported"
 		}
+		// Copied up (touch, chown) but equal in content and mode: no
+		// change. Not for a lower file the sandbox could not read, whose
+		// replacement by the same bytes would otherwise tell the job's
+		// guess right from wrong.
 		if c.Kind == "modified" && c.Rejected == "" && c.OldMode == c.Mode && s.sameAsLower(c, lst) {
-			continue // copied up (touch, chown) but equal in content and mode
+			if _, readable := lowerReadable(s.low, c.lowerRel, s.reader); readable {
+				continue
+			}
 		}
 		s.out = append(s.out, c)
 	}
@@ -366,7 +372,7 @@ func (s *scanner) file(c *Change, st *unix.Stat_t) {
 		c.Rejected = "setuid/setgid bit: never exported"
 		return
 	}
-	if !upperReadable(st, s.reader) || s.up.hasAccessACL(c.upperRel) {
+	if !upperReadable(st, s.reader) || s.up.hasAccessACL(c.upperRel, st) {
 		c.Rejected = unreadableReason
 		return
 	}

@@ -26,6 +26,10 @@ type layerSet struct {
 	// Shift is the workspace's id map: whom the sandbox saw as owner of
 	// each lower file, so the patch never shows content it could not read.
 	Shift *idShift `json:"-"`
+	// judged says that the upper layer is a kept copy whose files were
+	// judged against the sandbox user when they were copied (as root's,
+	// which they are now, they would all look unreadable).
+	judged bool
 }
 
 // ChangeReport is the json form of export and diff.
@@ -303,7 +307,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 					reject(p, "setuid/setgid bit: never exported")
 					continue
 				}
-				if !upperReadable(st, s.Shift) || up.hasAccessACL(p) {
+				if !s.judged && (!upperReadable(st, s.Shift) || up.hasAccessACL(p, st)) {
 					reject(p, unreadableReason)
 					continue
 				}

@@ -52,20 +52,7 @@ type patchSource struct {
 // It returns the file as judged, which the read of the old side must
 // find again.
 func (ps patchSource) sandboxCouldRead(rel string) (*unix.Stat_t, bool) {
-	if ps.reader == nil {
-		return nil, false
-	}
-	st, err := ps.low.lstat(rel)
-	if err != nil {
-		return nil, false
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFREG && ps.low.hasAccessACL(rel) {
-		return nil, false
-	}
-	r := ps.reader
-	seen := *st
-	seen.Uid, seen.Gid = shifted(st.Uid, r.UIDFrom, r.UIDTo), shifted(st.Gid, r.GIDFrom, r.GIDTo)
-	return st, readableBy(&seen, r.UIDTo, r.GIDTo)
+	return lowerReadable(ps.low, rel, ps.reader)
 }
 
 // readableBy tells whether a process of uid and gid, with no capability

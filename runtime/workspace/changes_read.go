@@ -190,17 +190,41 @@ func (l *layer) readSmall(rel string, want *unix.Stat_t, limit int64) ([]byte, e
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
-// hasAccessACL tells whether the regular file rel carries a POSIX access
-// ACL. Its mode bits then do not say who may read it: a named entry can
-// deny the sandbox user a file the bits let anyone read. Such a file is
-// taken as one the sandbox could not read, and so is one whose ACL cannot
-// be told.
-func (l *layer) hasAccessACL(rel string) bool {
+// hasAccessACL tells whether the regular file rel, the inode judged as
+// st, carries a POSIX access ACL. Its mode bits then do not say who may
+// read it: a named entry can deny the sandbox user a file the bits let
+// anyone read. Such a file is taken as one the sandbox could not read, and
+// so is one whose ACL cannot be told or whose name leads to another inode
+// by now (the read that follows must find st's inode too).
+func (l *layer) hasAccessACL(rel string, st *unix.Stat_t) bool {
 	p, err := l.open(rel, unix.O_PATH)
 	if err != nil {
 		return true
 	}
 	defer p.Close()
+	var now unix.Stat_t
+	if err := unix.Fstat(int(p.Fd()), &now); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+		return true
+	}
 	_, err = unix.Getxattr("/proc/self/fd/"+strconv.Itoa(int(p.Fd())), "system.posix_acl_access", nil)
 	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP)
+}
+
+// lowerReadable tells whether the sandbox user (reader; nil: unknown, and
+// then no) could read the lower file rel, by its owner as the id map
+// showed it, its mode bits and its ACL, and returns the file as judged.
+func lowerReadable(low *layer, rel string, reader *idShift) (*unix.Stat_t, bool) {
+	if reader == nil {
+		return nil, false
+	}
+	st, err := low.lstat(rel)
+	if err != nil {
+		return nil, false
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFREG && low.hasAccessACL(rel, st) {
+		return nil, false
+	}
+	seen := *st
+	seen.Uid, seen.Gid = shifted(st.Uid, reader.UIDFrom, reader.UIDTo), shifted(st.Gid, reader.GIDFrom, reader.GIDTo)
+	return st, readableBy(&seen, reader.UIDTo, reader.GIDTo)
 }

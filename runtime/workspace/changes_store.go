@@ -42,8 +42,9 @@ type Kept struct {
 	Deleted    time.Time  `json:"deleted"`
 	Expires    time.Time  `json:"expires"`
 	Workspaces []layerSet `json:"workspaces"`
-	// SandboxUsers are the workspaces' id maps, in the same order: the
-	// kept tar shows no file the sandbox user could not read.
+	// SandboxUsers are the workspaces' id maps, in the same order, by
+	// which each file was judged when copied: the kept tar shows no file
+	// the sandbox user could not read.
 	SandboxUsers []*idShift `json:"sandbox_users,omitempty"`
 	Changes      int        `json:"changes"`
 	Rejected     []string   `json:"rejected,omitempty"`
@@ -400,7 +401,7 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget, reader *idShift) er
 			// as diskUsage counts it; a hard link's later name makes none.
 			_, linked := links[inode{st.Dev, st.Ino}]
 			kind := st.Mode & unix.S_IFMT
-			copied := kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && upperReadable(st, reader) && !up.hasAccessACL(p)
+			copied := kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && upperReadable(st, reader) && !up.hasAccessACL(p, st)
 			if isWhiteout(st) || kind == unix.S_IFLNK || (copied && !linked) {
 				if err := disk.take(blockSize); err != nil {
 					return err
@@ -528,9 +529,10 @@ func readRetained(dir string) (*Kept, error) {
 	r.Dir = dir
 	for i, s := range r.Workspaces {
 		s.Upper = filepath.Join(dir, strconv.Itoa(i), "upper")
-		if i < len(r.SandboxUsers) {
-			s.Shift = r.SandboxUsers[i]
-		}
+		// An entry that names its sandbox users was judged file by file
+		// when copied; one kept before that is judged now, by what anyone
+		// could read.
+		s.judged = i < len(r.SandboxUsers)
 		// meta.json does not hold the prefix: it is liveSets' again, so
 		// the kept tar names each workspace's entries apart.
 		if len(r.Workspaces) > 1 {

@@ -237,3 +237,72 @@ func denyACL(uid uint32) []byte {
 	acl = append(acl, entry(0x20, 4, undefined)...) // other r
 	return acl
 }
+
+// TestACLJudgedOnTheJudgedInode: the ACL was read by name, after the mode
+// was judged on an lstat: a job swapping its own file and an ACL'd one in
+// a loop had the ACL looked up on its file and the ACL'd one read. The
+// lookup now answers for the judged inode only.
+func TestACLJudgedOnTheJudgedInode(t *testing.T) {
+	h := newHostileWorkspace(t)
+	acl := h.file("A", []byte("SECRET-acl\n"))
+	if err := unix.Setxattr(acl, "system.posix_acl_access", denyACL(1000), 0); err != nil {
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			t.Skipf("the test's filesystem takes no ACL: %v", err)
+		}
+		t.Fatal(err)
+	}
+	h.file("B", []byte("mine\n"))
+	up, err := openLayer(h.upperDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	judged, err := up.lstat("A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !up.hasAccessACL("A", judged) {
+		t.Fatal("the ACL'd file is not taken as having one")
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(h.upperDir, "A"), unix.AT_FDCWD, filepath.Join(h.upperDir, "B"), unix.RENAME_EXCHANGE); err != nil {
+		t.Fatal(err)
+	}
+	if !up.hasAccessACL("A", judged) {
+		t.Fatal("after the swap A names a file without an ACL, and the judged inode passed as one without")
+	}
+}
+
+// TestReplacedByTheSameBytesIsAChange: a copied-up file equal to its lower
+// original is no change, but for a lower file the sandbox could not read
+// that told the job whether its guess of the content was right (listed
+// when wrong, silent when right).
+func TestReplacedByTheSameBytesIsAChange(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.ws.Shift = &idShift{UIDFrom: 1000, UIDTo: 65534, GIDFrom: 1000, GIDTo: 65534}
+	for name, uid := range map[string]int{"token": 0, "readme": 1000} {
+		lower := filepath.Join(h.ws.Source, name)
+		if err := os.WriteFile(lower, []byte("GUESSED\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(lower, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		upper := h.file(name, []byte("GUESSED\n"))
+		if err := os.Chmod(upper, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(upper, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := h.export("json", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"path":"token"`) && !strings.Contains(out, `"path": "token"`) {
+		t.Errorf("the replaced unreadable token is not listed:\n%s", out)
+	}
+	if strings.Contains(out, "readme") {
+		t.Errorf("a readable file copied up unchanged is listed:\n%s", out)
+	}
+}
