@@ -55,41 +55,6 @@ func (ps patchSource) sandboxCouldRead(rel string) (*unix.Stat_t, bool) {
 	return lowerReadable(ps.low, rel, ps.reader)
 }
 
-// readableBy tells whether a process of uid and gid, with no capability
-// and no other group, could read a file of st's owner and mode. A link's
-// target is no secret of its mode.
-func readableBy(st *unix.Stat_t, uid, gid uint32) bool {
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return true
-	}
-	switch {
-	case st.Uid == uid:
-		return st.Mode&0o400 != 0
-	case st.Gid == gid:
-		return st.Mode&0o040 != 0
-	}
-	return st.Mode&0o004 != 0
-}
-
-// upperReadable tells whether the sandbox user could read the upper-layer
-// file st. The job writes the upper layer, but not all of it is the job's:
-// overlayfs copies a lower file up with the mounter's credentials, so a
-// root-owned 0600 token the job renamed (its directory lets it) lies
-// there with root's owner and mode, and its content would leave in the
-// export as if the job had written it. The upper layer carries no id map:
-// its owners are the ones the sandbox saw. With the user unknown, only
-// what anyone could read passes.
-func upperReadable(st *unix.Stat_t, reader *idShift) bool {
-	if reader == nil {
-		return readableBy(st, ^uint32(0), ^uint32(0))
-	}
-	return readableBy(st, reader.UIDTo, reader.GIDTo)
-}
-
-// unreadableReason is why a file the sandbox user could not read never
-// leaves the upper layer.
-const unreadableReason = "not readable by the sandbox user (a file it could not read, moved or renamed): never exported"
-
 // content reads one side of a change. judged is the lower file as
 // sandboxCouldRead judged it (old side); the new side must be the upper
 // inode the scan judged.
