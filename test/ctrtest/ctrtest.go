@@ -387,8 +387,11 @@ func SurvivesRestart(t *testing.T, d *Daemon, runtimeArgs ...string) {
 	}) {
 		t.Fatalf("after a containerd restart the task is gone or not running:\n%s\ncontainerd log:\n%s", tasks, d.LogTail(20))
 	}
-	r := d.Run(time.Minute, "task", "exec", "--exec-id", "after-restart", id, "id", "-u")
-	if r.Code != 0 || strings.TrimSpace(r.Stdout) != "65534" {
-		t.Errorf("exec after restart: %s\ncontainerd log:\n%s", r, d.LogTail(20))
+	// The verdict is the exit status: containerd 1.6's shim IO can lose a
+	// short-lived process's output (seen under load: exit 0, no stdout),
+	// and the status comes from the shim's wait, which restart is about.
+	r := d.Run(time.Minute, "task", "exec", "--exec-id", "after-restart", id, "sh", "-c", `test "$(id -u)" = 65534`)
+	if r.Code != 0 {
+		t.Errorf("exec after restart, as uid 65534: %s\ncontainerd log:\n%s", r, d.LogTail(20))
 	}
 }
