@@ -55,13 +55,11 @@ func (p *consoleProxy) receive() {
 
 // attach waits for the backend to send the master, then copies bulkhead's
 // stdin to it and its output to bulkhead's stdout, with bulkhead's own
-// terminal in raw mode so keys reach the container unchanged. It stops
-// waiting when gone is closed (nil: the backend has already returned).
-func (p *consoleProxy) attach(gone <-chan struct{}) error {
+// terminal in raw mode so keys reach the container unchanged.
+func (p *consoleProxy) attach() error {
 	var master *os.File
 	select {
 	case master = <-p.master:
-	case <-gone:
 	case <-time.After(10 * time.Second):
 	}
 	if master == nil {

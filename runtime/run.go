@@ -45,7 +45,7 @@ func Run(g *Globals, v Values, id string) error {
 		return err
 	}
 	if tty != nil {
-		if err := tty.attach(nil); err != nil {
+		if err := tty.attach(); err != nil {
 			_ = Delete(g, forceValues{}, id)
 			return err
 		}

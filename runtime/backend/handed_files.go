@@ -246,12 +246,12 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 	if ownTerminal {
 		return nil
 	}
-	owner, whom := uid, "runc would give it to the container's uid"
+	whom := "runc would give it to the container's uid"
 	if b.IsGVisor() {
-		owner, whom = gvisorStdioOwner, "runsc would give it to the sandbox's host user, uid"
+		whom = "runsc would give it to the sandbox's host user, uid"
 	}
 	for fd := 0; fd < len(streamNames); fd++ {
-		if err := judgeStdioOwnerFile(fd, owner, whom); err != nil {
+		if err := judgeStdioOwnerFile(fd, b.StdioOwner(uid), whom); err != nil {
 			return err
 		}
 	}

@@ -42,12 +42,11 @@ type Kept struct {
 	Deleted    time.Time  `json:"deleted"`
 	Expires    time.Time  `json:"expires"`
 	Workspaces []layerSet `json:"workspaces"`
-	// SandboxUsers are the workspaces' id maps, in the same order, by
-	// which each file was judged when copied: the kept tar shows no file
-	// the sandbox user could not read.
-	SandboxUsers []*idShift `json:"sandbox_users,omitempty"`
-	Changes      int        `json:"changes"`
-	Rejected     []string   `json:"rejected,omitempty"`
+	// JudgedAtCopy says each file was judged against the sandbox user when
+	// copied, so the kept tar shows none it could not read.
+	JudgedAtCopy bool     `json:"judged_at_copy,omitempty"`
+	Changes      int      `json:"changes"`
+	Rejected     []string `json:"rejected,omitempty"`
 	// Bytes is the disk the entry takes, counted against changes_quota.
 	Bytes  int64      `json:"bytes"`
 	Dir    string     `json:"dir"`
@@ -238,8 +237,8 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 			return nil, fmt.Errorf("copy upper layer of %s: %w", s.Destination, err)
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
-		r.SandboxUsers = append(r.SandboxUsers, s.Shift)
 	}
+	r.JudgedAtCopy = true
 	copied, err := diskUsage(tmp)
 	if err != nil {
 		return nil, err
@@ -529,10 +528,9 @@ func readRetained(dir string) (*Kept, error) {
 	r.Dir = dir
 	for i, s := range r.Workspaces {
 		s.Upper = filepath.Join(dir, strconv.Itoa(i), "upper")
-		// An entry that names its sandbox users was judged file by file
-		// when copied; one kept before that is judged now, by what anyone
-		// could read.
-		s.judged = i < len(r.SandboxUsers)
+		// An entry judged file by file when copied is not judged again;
+		// one kept before that is, by what anyone could read.
+		s.judged = r.JudgedAtCopy
 		// meta.json does not hold the prefix: it is liveSets' again, so
 		// the kept tar names each workspace's entries apart.
 		if len(r.Workspaces) > 1 {
