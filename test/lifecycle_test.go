@@ -301,8 +301,8 @@ func TestRunRefusesADirectoryAsStdin(t *testing.T) {
 
 // TestRunRefusesAFileRuncWouldChown: runc's init chowns a stdio file to
 // the container's uid (65534 under the default profile), so `run` with a
-// root-owned file as stdout is refused and the file keeps its owner; a
-// file already 65534's, and a pipe, are handed over.
+// root-owned file or named FIFO as stdout is refused and keeps its owner;
+// a file already 65534's, and a pipe, are handed over.
 func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
@@ -355,6 +355,26 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(rootOwned.Name()); len(data) != 0 {
 		t.Fatalf("the container ran with the file as stdout: %q", data)
+	}
+	assertGone(t, root, "runc", id)
+
+	// A named FIFO a host service reads is a file too: runc would give
+	// it to the sandbox's uid, and the sandbox would write to the service.
+	fifo := filepath.Join(t.TempDir(), "service.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	service, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer service.Close()
+	code, stderr = runWithStdout(service)
+	if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a named FIFO ("+fifo+") owned by uid 0; runc would give it to the container's uid 65534") {
+		t.Fatalf("run with a root-owned named FIFO as stdout: exit %d\nstderr: %s", code, stderr)
+	}
+	if uid := ownerOf(service); uid != 0 {
+		t.Fatalf("the refused run gave the FIFO to uid %d", uid)
 	}
 	assertGone(t, root, "runc", id)
 

@@ -223,13 +223,12 @@ func JudgeHanded(preserveFds int) error {
 // process of uid 65534, inside the sandbox and out. A descriptor is
 // allowed only where that chown gives nothing away:
 //   - it is already uid's (or /dev/null): runc leaves it alone;
-//   - it is a pipe or a socket: an anonymous pipe and every socket
-//     descriptor are inodes no host path reaches. A named FIFO is let
-//     through too: engines create their own root-owned FIFOs for the
-//     container's stdio (Docker's /run/docker/containerd/<id>/init-stdout,
-//     containerd's CRI io FIFOs) in directories only root can enter, and
-//     runc chowns them by design; such a FIFO carries the container's
-//     stream and nothing else;
+//   - it is an anonymous pipe or a socket: inodes no host path reaches.
+//     Engines hand pipes: containerd's shims (Docker's, CRI's, ctr's and
+//     bulkhead's own) open their FIFOs themselves and give the backend
+//     pipes they copy from. A named FIFO is refused like a file: a host
+//     service reading /run/app.fifo would take the sandbox's writes, and
+//     after the chown every process of uid on the host may open it;
 //   - ownTerminal is set: the backend puts a pty of its own in place of
 //     the caller's descriptors (OwnTerminal), so they are never the
 //     process's.
@@ -256,6 +255,13 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 		}
 	}
 	return nil
+}
+
+// anonymousPipe tells a pipe (pipefs, reached by no path) from a named
+// FIFO, which has the same file type but lives where its path is.
+func anonymousPipe(fd int) bool {
+	var fs unix.Statfs_t
+	return unix.Fstatfs(fd, &fs) == nil && fs.Type == unix.PIPEFS_MAGIC
 }
 
 // gvisorStdioOwner is the host user runsc gives every stdio descriptor it
@@ -295,7 +301,9 @@ func judgeStdioOwnerFile(fd int, uid uint32, whom string) error {
 	}
 	kind := st.Mode & unix.S_IFMT
 	switch {
-	case st.Uid == uid, kind == unix.S_IFIFO, kind == unix.S_IFSOCK:
+	case st.Uid == uid, kind == unix.S_IFSOCK:
+		return nil
+	case kind == unix.S_IFIFO && anonymousPipe(fd):
 		return nil
 	case kind == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3:
 		return nil // /dev/null, which runc never chowns
@@ -304,6 +312,8 @@ func judgeStdioOwnerFile(fd int, uid uint32, whom string) error {
 	switch kind {
 	case unix.S_IFREG:
 		what = "a regular file"
+	case unix.S_IFIFO:
+		what = "a named FIFO"
 	case unix.S_IFCHR:
 		if name, _ := handedCharDevice(unix.Major(st.Rdev), unix.Minor(st.Rdev)); name != "" {
 			what = name

@@ -97,6 +97,13 @@ func TestJudgeStdioOwner(t *testing.T) {
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	ownedFifo := filepath.Join(t.TempDir(), "own-stdout")
+	if err := unix.Mkfifo(ownedFifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(ownedFifo, 65534, -1); err != nil {
+		t.Fatal(err)
+	}
 	slave := os.NewFile(uintptr(openPtySlave(t)), "pty-slave")
 	cases := []struct {
 		name    string
@@ -110,7 +117,9 @@ func TestJudgeStdioOwner(t *testing.T) {
 		{"a file already the container's", ownedFile(t, 65534), ownedFile(t, 65534), sandbox, "ok"},
 		{"root's file for a root container", root, root, "0", "ok"},
 		{"a pipe", pr, pw, sandbox, "ok"},
-		{"an engine's named FIFO", openFile(t, fifo, os.O_RDWR), nil, sandbox, "ok"},
+		{"root's named FIFO", openFile(t, fifo, os.O_RDWR), nil, sandbox,
+			"stdin (descriptor 0) is a named FIFO (" + fifo + ") owned by uid 0; runc would give it"},
+		{"a named FIFO already the container's", openFile(t, ownedFifo, os.O_RDWR), nil, sandbox, "ok"},
 		{"/dev/null", openFile(t, os.DevNull, os.O_RDWR), nil, sandbox, "ok"},
 		{"/dev/urandom", openFile(t, "/dev/urandom", os.O_RDONLY), nil, sandbox, "stdin (descriptor 0) is /dev/urandom (/dev/urandom) owned by uid 0"},
 		{"the caller's terminal", slave, nil, sandbox, "stdin (descriptor 0) is a pty slave (/dev/pts/"},
