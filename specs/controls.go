@@ -68,7 +68,7 @@ var Controls = []Control{
 		"watchdog outside the sandbox, backend kill --all", nil, nil},
 	{"environment", []string{"environment"}, "secret-looking variables removed, names recorded",
 		"none: they never arrive", nil, []string{"environment"}},
-	{"cwd", []string{"cwd"}, "inside the rootfs, never under /proc",
+	{"cwd", []string{"cwd"}, "never resolves under /proc, /dev or /sys, through the image's links or a bind's",
 		"none: refused before start", nil, nil},
 	{"spec fields", []string{"unknown_fields", "spec_fields"}, "every field classified (bulkhead controls --fields); unknown or refused fields refused",
 		"none: refused before start", nil, nil},

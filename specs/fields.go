@@ -59,7 +59,7 @@ var Fields = []FieldClass{
 	{"process.args[]", Contained, "spec_fields", "the workload's command, run inside the boundary"},
 	{"process.commandLine", Denied, "spec_fields", "Windows only"},
 	{"process.env[]", Allowlisted, "environment", "variables whose name or value looks like a credential are removed"},
-	{"process.cwd", Allowlisted, "cwd", "an absolute path inside the rootfs, never under /proc"},
+	{"process.cwd", Allowlisted, "cwd", "an absolute path that does not resolve (through the image's or a bind's links) under /proc, /dev or /sys"},
 	{"process.capabilities.bounding[]", Forced, "capabilities", "empty"},
 	{"process.capabilities.effective[]", Forced, "capabilities", "empty"},
 	{"process.capabilities.inheritable[]", Forced, "capabilities", "empty"},

@@ -11,20 +11,21 @@ import (
 // ApplyProcess polices the process of `exec --process`: the engine takes
 // its capabilities, user and environment from that file, not from
 // config.json, so the process-level controls must hold there too. When
-// c.Bundle is set, cwd is also resolved inside the container's rootfs as
-// its (rewritten) config.json names it.
+// c.Bundle is set, cwd is also resolved in the container's rootfs and
+// binds as its (rewritten) config.json names them: a workspace's bind
+// there is the live overlay, with what the job wrote.
 func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, error) {
 	out, err := cloneProcess(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	rootfs := ""
+	var view *containerView
 	if c.Bundle != "" {
 		s, _, err := Load(c.Bundle)
 		if err != nil {
 			return nil, nil, fmt.Errorf("exec: cwd cannot be resolved: %w", err)
 		}
-		rootfs = rootfsPath(c, s.Root)
+		view = viewOf(c, s)
 	}
 	var ds []Decision
 	ds = append(ds, refuseUnclassified(reflect.ValueOf(out), "process")...)
@@ -33,7 +34,7 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	ds = append(ds, demoteUser(c.Profile, out)...)
 	ds = append(ds, dropSecretEnv(c.Profile, out)...)
 	ds = append(ds, proxyEnv(c.Profile, out)...)
-	ds = append(ds, checkCwd(out, rootfs)...)
+	ds = append(ds, checkCwd(out, view)...)
 	ds = append(ds, clampRlimits(out)...)
 	ds = append(ds, raiseOOMScoreAdj(out)...)
 	ds = append(ds, limitScheduling(out)...)

@@ -62,3 +62,60 @@ func mustSymlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRuleCwdThroughMounts: cwd resolves as the container will see it,
+// through the links in a bind's source as through the image's, and a
+// bind hides what the image has beneath it.
+func TestRuleCwdThroughMounts(t *testing.T) {
+	bundle := t.TempDir()
+	rootfs := filepath.Join(bundle, "rootfs")
+	checkout := t.TempDir()
+	cache := t.TempDir()
+	for _, d := range []string{filepath.Join(rootfs, "workspace"), filepath.Join(checkout, "src"), filepath.Join(cache, "deps")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What the checkout's author (or the job, before an exec) wrote.
+	mustSymlink(t, "/proc/self/fd/7", filepath.Join(checkout, "evil"))
+	mustSymlink(t, "../../dev/fd", filepath.Join(checkout, "src/up"))
+	mustSymlink(t, "/etc", filepath.Join(checkout, "cfg"))
+	mustSymlink(t, "/workspace/evil", filepath.Join(cache, "chain"))
+	// Hidden under the bind at /workspace: never what runc resolves.
+	mustSymlink(t, "/proc/self/fd/7", filepath.Join(rootfs, "workspace/hidden"))
+	mustSymlink(t, "/tmp/x", filepath.Join(rootfs, "scratch"))
+
+	spec := &rspec.Spec{
+		Root: &rspec.Root{Path: "rootfs"},
+		Mounts: []rspec.Mount{
+			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs"},
+			{Destination: "/workspace", Type: "bind", Source: checkout, Options: []string{"rbind", "ro"}},
+			{Destination: "/workspace/.cache", Source: cache, Options: []string{"bind"}},
+		},
+	}
+	c := testContext()
+	c.Bundle = bundle
+	for _, tc := range []struct {
+		cwd     string
+		refused bool
+	}{
+		{"/workspace", false},
+		{"/workspace/src", false},
+		{"/workspace/cfg", false},
+		{"/workspace/new/dir", false},
+		{"/workspace/hidden", false},
+		{"/tmp/build", false},
+		{"/scratch", false},
+		{"/workspace/evil", true},
+		{"/workspace/evil/..", true}, // the kernel walks .. from the leaked directory
+		{"/workspace/src/up/3", true},
+		{"/workspace/.cache/chain", true},
+		{"/workspace/.cache/deps", false},
+	} {
+		p := &rspec.Process{Cwd: tc.cwd}
+		ds := checkCwd(p, viewOf(c, spec))
+		if got := len(ds) == 1 && ds[0].Action == Refused; got != tc.refused {
+			t.Errorf("cwd %s: refused=%v, want %v: %s", tc.cwd, got, tc.refused, dump(ds))
+		}
+	}
+}
