@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 
 	"github.com/opencontainers/runc/libcontainer/specconv"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -40,12 +41,33 @@ func FindBinary(self string) (string, error) {
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
+		if err := checkOwnedBySelf(p, st); err != nil {
+			return "", err
+		}
 		if err := CheckStatic(p); err != nil {
 			return "", err
 		}
 		return p, nil
 	}
 	return "", fmt.Errorf("probe: no %s next to %s or on PATH (make build puts it in bin/)", BinaryName, self)
+}
+
+// checkOwnedBySelf refuses a probe binary that a user other than the one
+// running bulkhead (or root) could have written: the probe's report is
+// the evidence each control is judged by, so a probe rewritten by someone
+// else could report a boundary that is not there.
+func checkOwnedBySelf(path string, st os.FileInfo) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("probe binary %s: no owner to check", path)
+	}
+	if euid := uint32(os.Geteuid()); sys.Uid != 0 && sys.Uid != euid {
+		return fmt.Errorf("probe binary %s is owned by uid %d; it must be root's (or yours): chown root %s", path, sys.Uid, path)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("probe binary %s: mode %04o lets others write it; run chmod go-w %s", path, st.Mode().Perm(), path)
+	}
+	return nil
 }
 
 // CheckStatic refuses an ELF file that asks for a dynamic loader.
