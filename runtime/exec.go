@@ -15,6 +15,7 @@ import (
 
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -59,7 +60,18 @@ func Exec(g *Globals, v Values, args []string) error {
 	// resolved in it as at create; the caller's config.json, never
 	// rewritten, may name another root by now.
 	ctx := &specs.Context{Profile: &profile, Bundle: c.handedBundle()}
+	// On runc the cwd is resolved in the running container's own tree,
+	// which holds what the job wrote (a link in /tmp, its home, its
+	// workspace); the host cannot see into gVisor's, where no host
+	// descriptor is there to reach.
+	live := !b.IsGVisor() && rec.InitPid > 0 && state.Alive(rec.InitPid, rec.InitStart)
+	if live {
+		ctx.LiveRoot = fmt.Sprintf("/proc/%d/root", rec.InitPid)
+	}
 	policed, decisions, err := specs.ApplyProcess(ctx, proc)
+	if err == nil && live && !state.Alive(rec.InitPid, rec.InitStart) {
+		err = fmt.Errorf("exec: container %s stopped while its cwd was resolved", id)
+	}
 	entry := audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name, Backend: b.Name,
 		Mode: profile.Mode, Decisions: decisions, Outcome: "exec"}
 	if err != nil && profile.Mode == specs.Enforce {

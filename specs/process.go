@@ -10,22 +10,27 @@ import (
 
 // ApplyProcess polices the process of `exec --process`: the engine takes
 // its capabilities, user and environment from that file, not from
-// config.json, so the process-level controls must hold there too. When
-// c.Bundle is set, cwd is also resolved in the container's rootfs and
-// binds as its (rewritten) config.json names them: a workspace's bind
-// there is the live overlay, with what the job wrote.
+// config.json, so the process-level controls must hold there too. cwd is
+// also resolved in the container: through c.LiveRoot, the running
+// container's tree, when set, else in the rootfs and binds its
+// (rewritten) config.json in c.Bundle names.
 func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, error) {
 	out, err := cloneProcess(p)
 	if err != nil {
 		return nil, nil, err
 	}
-	var view *containerView
-	if c.Bundle != "" {
+	var resolve func(string) (string, error)
+	switch {
+	case c.LiveRoot != "":
+		resolve = liveResolver(c.LiveRoot)
+	case c.Bundle != "":
 		s, _, err := Load(c.Bundle)
 		if err != nil {
 			return nil, nil, fmt.Errorf("exec: cwd cannot be resolved: %w", err)
 		}
-		view = viewOf(c, s)
+		if v := viewOf(c, s); v != nil {
+			resolve = v.resolve
+		}
 	}
 	var ds []Decision
 	ds = append(ds, refuseUnclassified(reflect.ValueOf(out), "process")...)
@@ -34,7 +39,7 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	ds = append(ds, demoteUser(c.Profile, out)...)
 	ds = append(ds, dropSecretEnv(c.Profile, out)...)
 	ds = append(ds, proxyEnv(c.Profile, out)...)
-	ds = append(ds, checkCwd(out, view)...)
+	ds = append(ds, checkCwd(out, resolve)...)
 	ds = append(ds, clampRlimits(out)...)
 	ds = append(ds, raiseOOMScoreAdj(out)...)
 	ds = append(ds, limitScheduling(out)...)

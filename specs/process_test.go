@@ -55,18 +55,28 @@ func TestApplyProcessCwd(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A running container's tree, where the job made a link in its /tmp,
+	// which no spec names.
+	live := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(live, "tmp/build"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, "/proc/self/fd/5", filepath.Join(live, "tmp/x"))
 	for _, tc := range []struct {
-		bundle, cwd string
-		refused     bool
+		bundle, live, cwd string
+		refused           bool
 	}{
-		{"", "/proc/self/fd/7", true},
-		{"", "/dev/fd/7", true},
-		{"", "/work", false},
-		{bundle, "/work", true},
-		{bundle, "/srv", false},
+		{"", "", "/proc/self/fd/7", true},
+		{"", "", "/dev/fd/7", true},
+		{"", "", "/work", false},
+		{bundle, "", "/work", true},
+		{bundle, "", "/srv", false},
+		{bundle, live, "/tmp/x", true},
+		{bundle, live, "/tmp/x/..", true},
+		{bundle, live, "/tmp/build", false},
 	} {
 		c := testContext()
-		c.Bundle = tc.bundle
+		c.Bundle, c.LiveRoot = tc.bundle, tc.live
 		_, ds, err := ApplyProcess(c, &rspec.Process{Args: []string{"sh"}, Cwd: tc.cwd})
 		var re *RefusalError
 		if got := errors.As(err, &re); got != tc.refused {

@@ -11,6 +11,10 @@ type Context struct {
 	// Bundle is the absolute path of the bundle; root.path and cwd resolve
 	// against it.
 	Bundle string
+	// LiveRoot is where the host sees a running container's tree
+	// (/proc/<pid>/root of its init): an exec's cwd resolves there, through
+	// whatever the job wrote. Empty where there is none.
+	LiveRoot string
 	// JoinableNamespace reports whether a namespace path belongs to a
 	// container bulkhead itself created under a policy at least as strict
 	// (a pod's sandbox). Nil means no path may be joined.

@@ -1,16 +1,20 @@
 package specs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 func ruleCwd(c *Context, s *rspec.Spec) []Decision {
-	return checkCwd(ensureProcess(s), viewOf(c, s))
+	var resolve func(string) (string, error)
+	if v := viewOf(c, s); v != nil {
+		resolve = v.resolve
+	}
+	return checkCwd(ensureProcess(s), resolve)
 }
 
 // rootfsPath is where root.path lies on the host, "" when it cannot be
@@ -33,12 +37,13 @@ func rootfsPath(c *Context, r *rspec.Root) string {
 // directory descriptor leaked from the runtime, on the host
 // (CVE-2024-21626), and so does /dev/fd/N, since runc makes /dev/fd a link
 // to /proc/self/fd in the container's /dev; /sys holds no working
-// directory either. The path is resolved as the container will see it
-// (view, nil when unknown): the image's symlinks and those in a bind's
-// source (a checkout the job's author wrote, a workspace the job wrote
-// before an exec) alike. It is validation, since the files could change
-// before the backend resolves the path again.
-func checkCwd(p *rspec.Process, view *containerView) []Decision {
+// directory either. resolve (nil when the tree is unknown) gives the path
+// as the container will see it: through the image's symlinks and those in
+// a bind's source (a checkout the job's author wrote), or, at an exec,
+// through the running container's own tree (what the job wrote in its
+// workspace, /tmp or home). It is validation, since the files could
+// change before the backend resolves the path again.
+func checkCwd(p *rspec.Process, resolve func(string) (string, error)) []Decision {
 	const rule, field = "cwd", "process.cwd"
 	if p.Cwd == "" {
 		p.Cwd = "/"
@@ -55,91 +60,70 @@ func checkCwd(p *rspec.Process, view *containerView) []Decision {
 	if madeByRuntime(filepath.Clean(p.Cwd)) {
 		return refuse("a cwd under /proc, /dev or /sys can reach host directories through leaked descriptors (/proc/self/fd, /dev/fd; CVE-2024-21626); set a working directory in the image")
 	}
-	if view != nil {
-		resolved, err := securejoin.SecureJoinVFS("/", p.Cwd, view)
+	if resolve != nil {
+		resolved, err := resolve(p.Cwd)
 		if err != nil {
 			return refuse("cwd does not resolve inside the container: " + err.Error())
 		}
 		if madeByRuntime(resolved) {
-			return refuse("cwd resolves through symlinks in the image or a mounted directory to " + resolved + ", under /proc, /dev or /sys (CVE-2024-21626); fix the link or choose another working directory")
+			return refuse("cwd leads through symlinks in the container into " + resolved + ", made by the runtime: beyond it lie leaked host descriptors (CVE-2024-21626); fix the link or choose another working directory")
 		}
 	}
 	return []Decision{{Rule: rule, Field: field, Action: Kept, Before: p.Cwd, After: p.Cwd,
 		Layer: LayerNone, Why: "validation only: cwd is absolute and does not resolve under /proc, /dev or /sys"}}
 }
 
-// containerView reads the container's tree as its mounts will show it,
-// for resolving a path there: a path is read from the bind that holds it
-// (the deepest destination, the last of equal ones), else from the rootfs.
-// A path on any other mount (a fresh tmpfs, the runtime's /proc) has no
-// file to read before the container runs, and reads as missing.
-type containerView struct {
-	rootfs string
-	binds  []rspec.Mount
-	others []string // destinations of mounts that are not binds
+// liveResolver resolves a path in a running container's tree as the
+// host sees it through root (/proc/<pid>/root of its init), every link
+// followed inside it.
+func liveResolver(root string) func(string) (string, error) {
+	return func(p string) (string, error) { return resolveIn(liveTree(root), p) }
 }
 
-// viewOf is the view of s's rootfs and mounts, nil when the rootfs cannot
-// be located.
-func viewOf(c *Context, s *rspec.Spec) *containerView {
-	rootfs := rootfsPath(c, s.Root)
-	if rootfs == "" {
-		return nil
+// resolveIn resolves p in a container's tree read through fs, every link
+// followed inside it. A path that enters /proc, /dev or /sys on the way is
+// that tree: what lies beyond it is the runtime's or the host's (a
+// leaked descriptor's directory, from which .. walks the host's tree),
+// never the image's, so resolving stops there.
+func resolveIn(fs securejoin.VFS, p string) (string, error) {
+	resolved, err := securejoin.SecureJoinVFS("/", p, fs)
+	var in runtimeTreeError
+	if errors.As(err, &in) {
+		return string(in), nil
 	}
-	v := &containerView{rootfs: rootfs}
-	for _, m := range s.Mounts {
-		if !isBind(m) {
-			v.others = append(v.others, filepath.Clean(m.Destination))
-			continue
-		}
-		if !filepath.IsAbs(m.Source) && c.Bundle != "" {
-			m.Source = filepath.Join(c.Bundle, m.Source)
-		}
-		m.Destination = filepath.Clean(m.Destination)
-		v.binds = append(v.binds, m)
-	}
-	return v
+	return resolved, err
 }
 
-// hostPath is where the file at the container's path p is read on the
-// host; false when no host file backs it.
-func (v *containerView) hostPath(p string) (string, bool) {
-	p = filepath.Clean("/" + p)
-	held, from := "", ""
-	for _, m := range v.binds {
-		if under(p, m.Destination) && len(m.Destination) >= len(held) {
-			held, from = m.Destination, m.Source
-		}
+// liveTree is a running container's tree read through root, as a
+// securejoin.VFS over the container's paths.
+type liveTree string
+
+// runtimeTreeError stops a resolution where it enters /proc, /dev or
+// /sys.
+type runtimeTreeError string
+
+func (e runtimeTreeError) Error() string { return string(e) + " is made by the runtime" }
+
+// inRuntimeTree is the error for a path the resolution must not read.
+func inRuntimeTree(p string) error {
+	if p = filepath.Clean("/" + p); madeByRuntime(p) {
+		return runtimeTreeError(p)
 	}
-	for _, d := range v.others {
-		if under(p, d) && len(d) > len(held) {
-			return "", false
-		}
-	}
-	if held == "" {
-		return filepath.Join(v.rootfs, p), true
-	}
-	if !filepath.IsAbs(from) {
-		return "", false
-	}
-	return filepath.Join(from, strings.TrimPrefix(p, held)), true
+	return nil
 }
 
-// Lstat and Readlink make containerView a securejoin.VFS.
-func (v *containerView) Lstat(p string) (os.FileInfo, error) {
-	h, ok := v.hostPath(p)
-	if !ok {
-		return nil, &os.PathError{Op: "lstat", Path: p, Err: os.ErrNotExist}
+func (root liveTree) Lstat(p string) (os.FileInfo, error) {
+	if err := inRuntimeTree(p); err != nil {
+		return nil, err
 	}
-	return os.Lstat(h)
+	return os.Lstat(string(root) + filepath.Clean("/"+p))
 }
 
-func (v *containerView) Readlink(p string) (string, error) {
-	h, ok := v.hostPath(p)
-	if !ok {
-		return "", &os.PathError{Op: "readlink", Path: p, Err: os.ErrNotExist}
+func (root liveTree) Readlink(p string) (string, error) {
+	if err := inRuntimeTree(p); err != nil {
+		return "", err
 	}
-	return os.Readlink(h)
+	return os.Readlink(string(root) + filepath.Clean("/"+p))
 }
 
 // madeByRuntime tells whether p lies in a tree the runtime mounts over the

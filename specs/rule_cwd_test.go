@@ -36,6 +36,9 @@ func TestRuleCwd(t *testing.T) {
 		{"/proc", Refused},
 		{"/work/../proc/1/cwd", Refused},
 		{"/leak", Refused},
+		// The kernel walks .. from the leaked directory, up the host's tree.
+		{"/leak/../../../../etc", Refused},
+		{"/work/up/../../../../etc", Refused},
 		{"/work/up/self", Refused},
 		{"/procfs", Kept},
 		{"/dev/fd/7", Refused},
@@ -113,9 +116,39 @@ func TestRuleCwdThroughMounts(t *testing.T) {
 		{"/workspace/.cache/deps", false},
 	} {
 		p := &rspec.Process{Cwd: tc.cwd}
-		ds := checkCwd(p, viewOf(c, spec))
+		ds := checkCwd(p, viewOf(c, spec).resolve)
 		if got := len(ds) == 1 && ds[0].Action == Refused; got != tc.refused {
 			t.Errorf("cwd %s: refused=%v, want %v: %s", tc.cwd, got, tc.refused, dump(ds))
+		}
+	}
+}
+
+// A bind lands where its destination resolves when runc mounts it:
+// through a link in the image, or in the source of a bind mounted before
+// it. The cwd is judged where it really is then.
+func TestRuleCwdBindMovedByALink(t *testing.T) {
+	bundle := t.TempDir()
+	rootfs := filepath.Join(bundle, "rootfs")
+	if err := os.MkdirAll(filepath.Join(rootfs, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, "/x", filepath.Join(rootfs, "b"))
+	leaky, checkout := t.TempDir(), t.TempDir()
+	mustSymlink(t, "/proc/self", filepath.Join(leaky, "y"))
+	mustSymlink(t, "/x", filepath.Join(checkout, "l"))
+	c := testContext()
+	c.Bundle = bundle
+	for name, mounts := range map[string][]rspec.Mount{
+		"through the image's link": {{Destination: "/b", Type: "bind", Source: leaky, Options: []string{"bind", "ro"}}},
+		"through an earlier bind's link": {
+			{Destination: "/a", Type: "bind", Source: checkout, Options: []string{"bind", "ro"}},
+			{Destination: "/a/l", Type: "bind", Source: leaky, Options: []string{"bind", "ro"}},
+		},
+	} {
+		spec := &rspec.Spec{Root: &rspec.Root{Path: "rootfs"}, Mounts: mounts}
+		ds := checkCwd(&rspec.Process{Cwd: "/x/y"}, viewOf(c, spec).resolve)
+		if len(ds) != 1 || ds[0].Action != Refused {
+			t.Errorf("%s: cwd /x/y kept: %s", name, dump(ds))
 		}
 	}
 }

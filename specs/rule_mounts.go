@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
-
 	units "github.com/docker/go-units"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -67,7 +65,7 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 	}
 	dev := false
 	var total int64
-	rootfs := rootfsPath(c, s.Root)
+	view := newContainerView(c, s)
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
 		dst := cleanAbs(m.Destination)
@@ -84,18 +82,23 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, why))
 			continue
 		}
-		// runc resolves the destination through the image's symlinks; a
-		// link can move a mount the lexical checks allowed into /proc or
-		// /sys, or onto a place the policy lays out. Judge where it lands.
-		if resolved, ok := resolveInRootfs(rootfs, dst); ok && resolved != dst {
+		// runc resolves the destination through the links beneath it:
+		// the image's, and those in the sources of binds mounted before
+		// it. A link can move a mount the lexical checks allowed into
+		// /proc or /sys, or onto a place the policy lays out. Judge where
+		// it lands.
+		if resolved, ok := resolveInView(view, dst); ok && resolved != dst {
 			if why := mountPlaceProblem(typ, resolved); why != "" {
-				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through the image's symlinks to "+resolved+": "+why))
+				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through symlinks in the image or an earlier bind's source to "+resolved+": "+why))
 				continue
 			}
 			if isPolicyPlace(resolved) {
-				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through the image's symlinks to "+resolved+", a place the policy lays out; name it directly"))
+				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through symlinks in the image or an earlier bind's source to "+resolved+", a place the policy lays out; name it directly"))
 				continue
 			}
+		}
+		if view != nil {
+			view.add(*m)
 		}
 		if bad := unknownOptions(typ, m.Options); len(bad) > 0 {
 			ds = append(ds, refuseMount(field, fmtList(m.Options), "mount options "+fmtList(bad)+" are not on the allowlist for "+typ+"; remove them"))
@@ -297,13 +300,13 @@ func isPolicyPlace(p string) bool {
 	return false
 }
 
-// resolveInRootfs is dst as runc will find it: through the image's own
-// symlinks, never leaving the rootfs. Not ok when the rootfs is unknown
-// (no bundle), the path cannot be resolved, or it lies below a place the
-// policy lays out, where a fresh filesystem, not the image, holds the
-// path at mount time.
-func resolveInRootfs(rootfs, dst string) (string, bool) {
-	if rootfs == "" {
+// resolveInView is dst as runc will find it: through the links of the
+// image and of the binds before it, never leaving the container. Not ok
+// when the rootfs is unknown (no bundle), the path cannot be resolved, or
+// it lies below a place the policy lays out, where a fresh filesystem,
+// not the image, holds the path at mount time.
+func resolveInView(view *containerView, dst string) (string, bool) {
+	if view == nil {
 		return "", false
 	}
 	for _, p := range []string{"/tmp", "/dev", "/proc", "/sys"} {
@@ -311,9 +314,9 @@ func resolveInRootfs(rootfs, dst string) (string, bool) {
 			return "", false
 		}
 	}
-	resolved, err := securejoin.SecureJoin(rootfs, dst)
+	resolved, err := view.resolve(dst)
 	if err != nil {
 		return "", false
 	}
-	return "/" + strings.TrimPrefix(strings.TrimPrefix(resolved, rootfs), "/"), true
+	return resolved, true
 }

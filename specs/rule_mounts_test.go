@@ -159,3 +159,39 @@ func TestRuleMountsFollowImageLinks(t *testing.T) {
 	}
 	runRule(t, ruleMounts, rc)
 }
+
+// A link in the source of a bind mounted earlier moves a later mount as
+// a link in the image does: runc resolves each destination through the
+// tree as it stands when it mounts it.
+func TestRuleMountsFollowEarlierBindsLinks(t *testing.T) {
+	bundle := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bundle, "rootfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkout := t.TempDir()
+	mustSymlink(t, "/sys/kernel", filepath.Join(checkout, "l"))
+	mustSymlink(t, "/srv/data", filepath.Join(checkout, "fine"))
+	c := testContext()
+	c.Bundle = bundle
+	for _, tc := range []struct {
+		dst     string
+		refused bool
+	}{
+		{"/a/l/debug", true},
+		{"/a/fine", false},
+	} {
+		s := hostileSpec()
+		s.Root = &rspec.Root{Path: "rootfs"}
+		s.Mounts = append(s.Mounts,
+			rspec.Mount{Destination: "/a", Type: "bind", Source: checkout, Options: []string{"bind", "ro"}},
+			rspec.Mount{Destination: tc.dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m"}})
+		ds := ruleMounts(c, s)
+		d, ok := find(ds, "mounts["+tc.dst+"]")
+		if got := ok && d.Action == Refused; got != tc.refused {
+			t.Errorf("%s: refused %v, want %v: %+v", tc.dst, got, tc.refused, d)
+		}
+		if tc.refused && !strings.Contains(d.Why, "an earlier bind's source to /sys:") {
+			t.Errorf("%s: refusal does not say where it lands: %s", tc.dst, d.Why)
+		}
+	}
+}

@@ -15,9 +15,9 @@ import (
 // A working directory is resolved as the container will see it: through a
 // link a checkout's author committed (`evil -> /proc/self/fd/7`, the
 // descriptor runc leaked in CVE-2024-21626) and through one the job made
-// in its workspace before an exec, not only through the image's. Both are
-// refused before the backend runs; a real directory in the workspace is
-// still a working directory.
+// in its workspace or /tmp before an exec, not only through the image's.
+// Each is refused before the backend runs; a real directory in the
+// workspace is still a working directory.
 func TestWorkspaceCwdThroughALink(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -29,7 +29,7 @@ func TestWorkspaceCwdThroughALink(t *testing.T) {
 			root := stateRoot(t)
 			cfg, _ := workspaceConfig(t, "")
 			g := []string{"--config", cfg, "--root", root, "--backend", backend}
-			const refusal = "cwd resolves through symlinks in the image or a mounted directory to /proc/self/fd/"
+			const refusal = "cwd leads through symlinks in the container into /proc, made by the runtime"
 
 			id := uniqueID("wscwd-" + backend)
 			b := bundle.New(t, []string{"pwd"}, func(s *rspec.Spec) {
@@ -44,7 +44,7 @@ func TestWorkspaceCwdThroughALink(t *testing.T) {
 			assertGone(t, root, backend, id)
 
 			id = uniqueID("wscwd-exec-" + backend)
-			runToStart := workspaceBundle(t, src, "ln -s /proc/self/fd/5 /workspace/made; sleep 300")
+			runToStart := workspaceBundle(t, src, "ln -s /proc/self/fd/5 /workspace/made; ln -s /proc/self /tmp/x; sleep 300")
 			must(t, append(g, "create", "--bundle", runToStart, id)...)
 			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
 			must(t, append(g, "start", id)...)
@@ -58,6 +58,15 @@ func TestWorkspaceCwdThroughALink(t *testing.T) {
 			r = bulkhead(t, "", append(g, "exec", "--cwd", "/workspace/made", id, "pwd")...)
 			if r.code == 0 || !strings.Contains(r.stderr, refusal) {
 				t.Fatalf("exec --cwd through the job's own link: exit %d, stdout %q, want the cwd refused\n%s", r.code, r.stdout, r.stderr)
+			}
+			if backend == "runc" {
+				// A link in the job's own /tmp, which no spec names: runc
+				// resolves it in the container, and so does the rule. Inside
+				// gVisor the link leads to gVisor's own /proc.
+				r = bulkhead(t, "", append(g, "exec", "--cwd", "/tmp/x", id, "pwd")...)
+				if r.code == 0 || !strings.Contains(r.stderr, "cwd leads through symlinks in the container into /proc, made by the runtime") {
+					t.Fatalf("exec --cwd through the job's link in /tmp: exit %d, stdout %q, want the cwd refused\n%s", r.code, r.stdout, r.stderr)
+				}
 			}
 			r = bulkhead(t, "", append(g, "exec", "--cwd", "/workspace/sub", id, "pwd")...)
 			if r.code != 0 || strings.TrimSpace(r.stdout) != "/workspace/sub" {

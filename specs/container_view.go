@@ -1,0 +1,118 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// containerView reads the container's tree as runc will lay it out, for
+// resolving a path there before any of it exists: the rootfs, and over
+// it each mount in the spec's order at the place its destination
+// resolves to through what lies beneath it then (the image's links and
+// those in the sources of earlier binds alike, as runc follows them). A
+// path is read from the last mount whose place holds it, else from the
+// rootfs; a path on a mount other than a bind (a fresh tmpfs, the
+// runtime's /proc) has no file before the container runs and reads as
+// missing.
+type containerView struct {
+	rootfs, bundle string
+	mounts         []viewMount
+}
+
+type viewMount struct {
+	place  string // the destination as resolved
+	source string // the host directory of a bind, "" for any other mount
+}
+
+// newContainerView is the view of s's rootfs alone, nil when the rootfs
+// cannot be located.
+func newContainerView(c *Context, s *rspec.Spec) *containerView {
+	rootfs := rootfsPath(c, s.Root)
+	if rootfs == "" {
+		return nil
+	}
+	return &containerView{rootfs: rootfs, bundle: c.Bundle}
+}
+
+// viewOf is the view of s's rootfs with all of its mounts.
+func viewOf(c *Context, s *rspec.Spec) *containerView {
+	v := newContainerView(c, s)
+	if v == nil {
+		return nil
+	}
+	for _, m := range s.Mounts {
+		v.add(m)
+	}
+	return v
+}
+
+// resolve is the path p names in the container, every link on the way
+// followed inside it.
+func (v *containerView) resolve(p string) (string, error) {
+	return resolveIn(v, p)
+}
+
+// add lays m over the view at the place its destination resolves to
+// now, and returns that place. A destination that does not resolve is
+// laid at its lexical place.
+func (v *containerView) add(m rspec.Mount) string {
+	place, err := v.resolve(m.Destination)
+	if err != nil {
+		place = cleanAbs(m.Destination)
+	}
+	vm := viewMount{place: place}
+	if isBind(m) {
+		vm.source = m.Source
+		if !filepath.IsAbs(vm.source) && v.bundle != "" {
+			vm.source = filepath.Join(v.bundle, vm.source)
+		}
+		if !filepath.IsAbs(vm.source) {
+			vm.source = ""
+		}
+	}
+	v.mounts = append(v.mounts, vm)
+	return place
+}
+
+// hostPath is where the file at the container's path p is read on the
+// host; false when no host file backs it.
+func (v *containerView) hostPath(p string) (string, bool) {
+	p = filepath.Clean("/" + p)
+	for i := len(v.mounts) - 1; i >= 0; i-- {
+		m := v.mounts[i]
+		if !under(p, m.place) {
+			continue
+		}
+		if m.source == "" {
+			return "", false
+		}
+		return filepath.Join(m.source, strings.TrimPrefix(p, m.place)), true
+	}
+	return filepath.Join(v.rootfs, p), true
+}
+
+// Lstat and Readlink make containerView a securejoin.VFS.
+func (v *containerView) Lstat(p string) (os.FileInfo, error) {
+	if err := inRuntimeTree(p); err != nil {
+		return nil, err
+	}
+	h, ok := v.hostPath(p)
+	if !ok {
+		return nil, &os.PathError{Op: "lstat", Path: p, Err: os.ErrNotExist}
+	}
+	return os.Lstat(h)
+}
+
+func (v *containerView) Readlink(p string) (string, error) {
+	if err := inRuntimeTree(p); err != nil {
+		return "", err
+	}
+	h, ok := v.hostPath(p)
+	if !ok {
+		return "", &os.PathError{Op: "readlink", Path: p, Err: os.ErrNotExist}
+	}
+	return os.Readlink(h)
+}
