@@ -82,12 +82,12 @@ func CheckInvariantsContext(c *Context, s *rspec.Spec) error {
 	if l.Seccomp == nil {
 		bad("linux.seccomp: absent")
 	}
-	for _, want := range dockerMaskedPaths {
+	for _, want := range DefaultMaskedPaths {
 		if !hasOpt(l.MaskedPaths, want) {
 			bad("linux.maskedPaths: %s missing", want)
 		}
 	}
-	for _, want := range dockerReadonlyPaths {
+	for _, want := range DefaultReadonlyPaths {
 		if !hasOpt(l.ReadonlyPaths, want) {
 			bad("linux.readonlyPaths: %s missing", want)
 		}

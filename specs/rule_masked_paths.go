@@ -2,15 +2,16 @@ package specs
 
 import rspec "github.com/opencontainers/runtime-spec/specs-go"
 
-// Docker's lists (moby oci/defaults.go): files of /proc and /sys that
-// reveal or change host state outside the container's namespaces.
+// DefaultMaskedPaths and DefaultReadonlyPaths are Docker's lists (moby
+// oci/defaults.go): files of /proc and /sys that reveal or change host
+// state outside the container's namespaces. Every profile's spec has them.
 var (
-	dockerMaskedPaths = []string{
+	DefaultMaskedPaths = []string{
 		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
 		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
 		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
 	}
-	dockerReadonlyPaths = []string{
+	DefaultReadonlyPaths = []string{
 		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
 	}
 )
@@ -18,9 +19,9 @@ var (
 func ruleMaskedPaths(c *Context, s *rspec.Spec) []Decision {
 	l := ensureLinux(s)
 	var ds []Decision
-	ds = append(ds, ensurePaths(&l.MaskedPaths, dockerMaskedPaths, "linux.maskedPaths",
+	ds = append(ds, ensurePaths(&l.MaskedPaths, DefaultMaskedPaths, "linux.maskedPaths",
 		"hidden behind an empty mount: they reveal host hardware, keys and kernel memory"))
-	ds = append(ds, ensurePaths(&l.ReadonlyPaths, dockerReadonlyPaths, "linux.readonlyPaths",
+	ds = append(ds, ensurePaths(&l.ReadonlyPaths, DefaultReadonlyPaths, "linux.readonlyPaths",
 		"read-only: writing them changes the host kernel, not the container"))
 	for i := range s.Mounts {
 		m := &s.Mounts[i]

@@ -13,12 +13,12 @@ func TestRuleMaskedPaths(t *testing.T) {
 			wantDecision(t, ds, "linux.readonlyPaths", Added)
 			wantDecision(t, ds, "mounts[/sys]", Tightened)
 			wantDecision(t, ds, "mounts[/sys/fs/cgroup]", Tightened)
-			for _, p := range dockerMaskedPaths {
+			for _, p := range DefaultMaskedPaths {
 				if !hasOpt(s.Linux.MaskedPaths, p) {
 					t.Fatalf("%s not masked", p)
 				}
 			}
-			for _, p := range dockerReadonlyPaths {
+			for _, p := range DefaultReadonlyPaths {
 				if !hasOpt(s.Linux.ReadonlyPaths, p) {
 					t.Fatalf("%s not read-only", p)
 				}
@@ -32,7 +32,7 @@ func TestRuleMaskedPaths(t *testing.T) {
 		{name: "caller's extra kept", spec: func(s *rspec.Spec) {
 			s.Linux.MaskedPaths = []string{"/proc/kcore", "/custom"}
 		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
-			if !hasOpt(s.Linux.MaskedPaths, "/custom") || len(s.Linux.MaskedPaths) != len(dockerMaskedPaths)+1 {
+			if !hasOpt(s.Linux.MaskedPaths, "/custom") || len(s.Linux.MaskedPaths) != len(DefaultMaskedPaths)+1 {
 				t.Fatalf("masked %v", s.Linux.MaskedPaths)
 			}
 		}},

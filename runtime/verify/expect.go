@@ -44,6 +44,12 @@ type Expectation struct {
 	// or the one of the process it joins.
 	Namespaces []Namespace
 
+	// Mounts are the handed spec's mounts (runc, crun); MaskedPaths and
+	// ReadonlyPaths the profile's, with the handed spec's. Inside gVisor
+	// the host sees none of them.
+	Mounts                     []MountExpectation
+	MaskedPaths, ReadonlyPaths []string
+
 	// WorkloadRan says the process may already have run code of its own
 	// (an exec'd process), which may have stacked filters of its own on
 	// bulkhead's: they can only deny more.
@@ -84,7 +90,11 @@ func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, er
 		e.tighten(handed)
 		if kind != "runsc" {
 			e.Namespaces = expectNamespaces(handed)
+			e.Mounts = expectMounts(handed)
 		}
+	}
+	if kind != "runsc" {
+		e.MaskedPaths, e.ReadonlyPaths = expectPaths(handed)
 	}
 	return e, nil
 }

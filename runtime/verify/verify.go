@@ -105,6 +105,9 @@ func Container(pid int, e *Expectation) (Report, error) {
 		if err := verifyRootfs(&r, pid, e); err != nil {
 			return r, err
 		}
+		if err := verifyMounts(&r, pid, e); err != nil {
+			return r, err
+		}
 	case "runsc":
 		if err := verifyNetns(&r, pid, true, false); err != nil {
 			return r, err

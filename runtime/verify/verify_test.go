@@ -3,9 +3,11 @@ package verify
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -263,6 +265,15 @@ func harden(pids int64) func(*rspec.Spec) {
 		s.Linux.Resources.CPU = &rspec.LinuxCPU{Quota: &quota, Period: &period}
 		// The namespaces rule adds a cgroup namespace runc's default lacks.
 		s.Linux.Namespaces = append(s.Linux.Namespaces, rspec.LinuxNamespace{Type: rspec.CgroupNamespace})
+		// The masked_paths rule adds Docker's paths and makes cgroupfs
+		// read-only.
+		s.Linux.MaskedPaths = specs.DefaultMaskedPaths
+		s.Linux.ReadonlyPaths = specs.DefaultReadonlyPaths
+		for i := range s.Mounts {
+			if m := &s.Mounts[i]; m.Type == "sysfs" || m.Type == "cgroup" {
+				m.Options = append(slices.DeleteFunc(m.Options, func(o string) bool { return o == "rw" }), "ro")
+			}
+		}
 	}
 }
 
@@ -347,6 +358,14 @@ func TestVerifyRuncMismatch(t *testing.T) {
 			}
 		}
 		s.Linux.Namespaces = ns
+		// /proc/interrupts unmasked, /proc/sys writable, cgroupfs writable.
+		s.Linux.MaskedPaths = slices.DeleteFunc(slices.Clone(s.Linux.MaskedPaths), func(p string) bool { return p == "/proc/interrupts" })
+		s.Linux.ReadonlyPaths = slices.DeleteFunc(slices.Clone(s.Linux.ReadonlyPaths), func(p string) bool { return p == "/proc/sys" })
+		for i := range s.Mounts {
+			if m := &s.Mounts[i]; m.Type == "cgroup" {
+				m.Options = slices.DeleteFunc(slices.Clone(m.Options), func(o string) bool { return o == "ro" })
+			}
+		}
 	})
 	want := specOf(harden(64))
 	r, err := verifyWith(t, pid, want, "runc")
@@ -361,7 +380,8 @@ func TestVerifyRuncMismatch(t *testing.T) {
 	for _, c := range failed {
 		got[c.Control] = true
 	}
-	for _, c := range []string{"capabilities", "uid", "gid", "network namespace", "network interfaces", "read-only root", "pids"} {
+	for _, c := range []string{"capabilities", "uid", "gid", "network namespace", "network interfaces", "read-only root", "pids",
+		"mount flags", "masked paths", "read-only paths"} {
 		if !got[c] {
 			t.Errorf("mismatch of %s not detected", c)
 		}
@@ -419,5 +439,31 @@ func TestVerifyRunsc(t *testing.T) {
 	}
 	if got := controls(r.Failed()); got != "runsc seccomp" {
 		t.Errorf("failed controls %q, want runsc seccomp", got)
+	}
+}
+
+func TestExpectMounts(t *testing.T) {
+	s := &rspec.Spec{Mounts: []rspec.Mount{
+		{Destination: "/tmp", Type: "tmpfs", Options: []string{"nosuid", "size=16m", "mode=1777"}},
+		{Destination: "/sys/", Type: "sysfs", Options: []string{"nosuid", "noexec", "nodev"}},
+		{Destination: "/etc/hosts", Type: "bind", Source: "/x", Options: []string{"bind", "ro", "nosuid", "nodev"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Options: []string{"size=65536k", "noexec"}},
+	}}
+	got := expectMounts(s)
+	want := []MountExpectation{
+		// Every profile's /tmp is noexec, nosuid and nodev, whatever the spec says.
+		{Destination: "/tmp", Type: "tmpfs", Flags: []string{"nosuid", "nodev", "noexec"}, TmpfsBytes: 16 << 20},
+		// sysfs is read-only in every profile.
+		{Destination: "/sys", Type: "sysfs", Flags: []string{"nosuid", "nodev", "noexec", "ro"}},
+		{Destination: "/etc/hosts", Type: "bind", Flags: []string{"ro", "nosuid", "nodev"}},
+		{Destination: "/dev/shm", Type: "tmpfs", Flags: []string{"noexec"}, TmpfsBytes: 64 << 20},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("expectMounts:\n got %v\nwant %v", got, want)
+	}
+	for v, n := range map[string]int64{"16384k": 16 << 20, "1g": 1 << 30, "4096": 4096} {
+		if got, err := parseTmpfsSize(v); err != nil || got != n {
+			t.Errorf("parseTmpfsSize(%q) = %d, %v; want %d", v, got, err, n)
+		}
 	}
 }

@@ -174,6 +174,36 @@ func lie(mode, path string) error {
 		linux["namespaces"] = kept
 	case "readonly":
 		s["root"].(map[string]any)["readonly"] = false
+	case "tmp-exec", "sysfs-rw":
+		dest, drop := "/tmp", "noexec"
+		if mode == "sysfs-rw" {
+			dest, drop = "/sys", "ro"
+		}
+		for _, m := range s["mounts"].([]any) {
+			m := m.(map[string]any)
+			if m["destination"] != dest {
+				continue
+			}
+			var kept []any
+			for _, o := range m["options"].([]any) {
+				if o != drop {
+					kept = append(kept, o)
+				}
+			}
+			m["options"] = kept
+		}
+	case "masked", "readonly-paths":
+		field, path := "maskedPaths", "/proc/interrupts"
+		if mode == "readonly-paths" {
+			field, path = "readonlyPaths", "/proc/sys"
+		}
+		var kept []any
+		for _, p := range linux[field].([]any) {
+			if p != path {
+				kept = append(kept, p)
+			}
+		}
+		linux[field] = kept
 	case "uid":
 		user := process["user"].(map[string]any)
 		user["uid"] = float64(0)
@@ -235,7 +265,8 @@ func writeLiar(t *testing.T, mode, key string) (config string) {
 
 // TestFailClosed: a backend that drops or weakens one control of the spec
 // in turn (pids, memory, swap, cpu, no_new_privs, seccomp, the network
-// namespace, the read-only root, uid, groups, capabilities). create must
+// namespace, the read-only root, /tmp's noexec, sysfs read-only, a masked
+// path, a read-only path, uid, groups, capabilities). create must
 // fail non-zero naming the control with expected and observed values, and
 // afterwards there is no container, no cgroup, no record, and config.json
 // is the caller's byte for byte.
@@ -254,6 +285,10 @@ func TestFailClosed(t *testing.T) {
 		{"seccomp-other", "seccomp", "the profile's filter", "another filter"},
 		{"netns", "network namespace", "a network namespace other than the host's", "net:["},
 		{"readonly", "read-only root", "/ mounted ro", "/ mounted rw"},
+		{"tmp-exec", "mount flags", "every mount with the flags and size handed", "/tmp rw,nosuid,nodev,relatime without noexec"},
+		{"sysfs-rw", "mount flags", "every mount with the flags and size handed", "/sys rw,nosuid,nodev,noexec,relatime without ro"},
+		{"masked", "masked paths", "every masked path covered or absent", "/proc/interrupts not masked"},
+		{"readonly-paths", "read-only paths", "every read-only path mounted ro or absent", "/proc/sys not mounted read-only"},
 		{"uid", "uid", "Uid 65534 65534 65534 65534, none 0", "Uid 0 0 0 0"},
 		{"groups", "groups", "no supplementary groups, no group 0", "Groups 0"},
 		{"caps", "capabilities", "CapBnd 0000000000000000", "CapBnd 0000000000000001"},
@@ -298,6 +333,9 @@ func createMustFail(t *testing.T, cfg, backendKey string) string {
 	cmd := exec.CommandContext(ctx, binaries.Bulkhead(t), "--root", root, "--config", cfg, "create", "--bundle", b, id)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A create that wrongly succeeds leaves an init holding the output
+	// pipes until it is started: do not wait for them.
+	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	t.Cleanup(func() {
 		// Whatever the assertions say, leave this host clean.
