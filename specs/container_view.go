@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	securejoin "github.com/cyphar/filepath-securejoin"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -49,17 +50,26 @@ func viewOf(c *Context, s *rspec.Spec) *containerView {
 	return v
 }
 
-// resolve is the path p names in the container, every link on the way
-// followed inside it.
+// resolve is the path p names in the container once it runs, every link
+// on the way followed inside it; resolving stops where it enters /proc,
+// /dev or /sys (resolveIn).
 func (v *containerView) resolve(p string) (string, error) {
-	return resolveIn(v, p)
+	return resolveIn(runningTree{v}, p)
+}
+
+// place is where runc mounts a destination p: through every link of the
+// tree as it stands then. /proc, /dev and /sys are fresh filesystems at
+// that time, read as empty.
+func (v *containerView) place(p string) (string, error) {
+	return securejoin.SecureJoinVFS("/", p, v)
 }
 
 // add lays m over the view at the place its destination resolves to
 // now, and returns that place. A destination that does not resolve is
-// laid at its lexical place.
+// laid at its lexical place. A bind's source is read where the host
+// resolves it, as runc opens it there.
 func (v *containerView) add(m rspec.Mount) string {
-	place, err := v.resolve(m.Destination)
+	place, err := v.place(m.Destination)
 	if err != nil {
 		place = cleanAbs(m.Destination)
 	}
@@ -68,6 +78,9 @@ func (v *containerView) add(m rspec.Mount) string {
 		vm.source = m.Source
 		if !filepath.IsAbs(vm.source) && v.bundle != "" {
 			vm.source = filepath.Join(v.bundle, vm.source)
+		}
+		if real, err := filepath.EvalSymlinks(vm.source); err == nil {
+			vm.source = real
 		}
 		if !filepath.IsAbs(vm.source) {
 			vm.source = ""
@@ -96,9 +109,6 @@ func (v *containerView) hostPath(p string) (string, bool) {
 
 // Lstat and Readlink make containerView a securejoin.VFS.
 func (v *containerView) Lstat(p string) (os.FileInfo, error) {
-	if err := inRuntimeTree(p); err != nil {
-		return nil, err
-	}
 	h, ok := v.hostPath(p)
 	if !ok {
 		return nil, &os.PathError{Op: "lstat", Path: p, Err: os.ErrNotExist}
@@ -107,12 +117,27 @@ func (v *containerView) Lstat(p string) (os.FileInfo, error) {
 }
 
 func (v *containerView) Readlink(p string) (string, error) {
-	if err := inRuntimeTree(p); err != nil {
-		return "", err
-	}
 	h, ok := v.hostPath(p)
 	if !ok {
 		return "", &os.PathError{Op: "readlink", Path: p, Err: os.ErrNotExist}
 	}
 	return os.Readlink(h)
+}
+
+// runningTree is the view as a running container's paths resolve, which
+// must not be read into /proc, /dev or /sys (resolveIn).
+type runningTree struct{ v *containerView }
+
+func (t runningTree) Lstat(p string) (os.FileInfo, error) {
+	if err := inRuntimeTree(p); err != nil {
+		return nil, err
+	}
+	return t.v.Lstat(p)
+}
+
+func (t runningTree) Readlink(p string) (string, error) {
+	if err := inRuntimeTree(p); err != nil {
+		return "", err
+	}
+	return t.v.Readlink(p)
 }

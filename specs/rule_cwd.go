@@ -66,7 +66,7 @@ func checkCwd(p *rspec.Process, resolve func(string) (string, error)) []Decision
 			return refuse("cwd does not resolve inside the container: " + err.Error())
 		}
 		if madeByRuntime(resolved) {
-			return refuse("cwd leads through symlinks in the container into " + resolved + ", made by the runtime: beyond it lie leaked host descriptors (CVE-2024-21626); fix the link or choose another working directory")
+			return refuse("cwd leads through symlinks in the container into " + resolved + " (under /proc, /dev or /sys, made by the runtime: beyond it lie leaked host descriptors, CVE-2024-21626); fix the link or choose another working directory")
 		}
 	}
 	return []Decision{{Rule: rule, Field: field, Action: Kept, Before: p.Cwd, After: p.Cwd,

@@ -152,3 +152,26 @@ func TestRuleCwdBindMovedByALink(t *testing.T) {
 		}
 	}
 }
+
+// runc opens a bind's source where the host resolves it: a source given
+// through a host link is read at the directory it names.
+func TestRuleCwdBindSourceThroughAHostLink(t *testing.T) {
+	bundle := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bundle, "rootfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	host := t.TempDir()
+	if err := os.Mkdir(filepath.Join(host, "realdir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, "realdir", filepath.Join(host, "lnk"))
+	mustSymlink(t, "/proc/self/fd", filepath.Join(host, "realdir/sub"))
+	spec := &rspec.Spec{Root: &rspec.Root{Path: "rootfs"},
+		Mounts: []rspec.Mount{{Destination: "/data", Type: "bind", Source: filepath.Join(host, "lnk"), Options: []string{"bind", "ro"}}}}
+	c := testContext()
+	c.Bundle = bundle
+	ds := checkCwd(&rspec.Process{Cwd: "/data/sub"}, viewOf(c, spec).resolve)
+	if len(ds) != 1 || ds[0].Action != Refused {
+		t.Errorf("cwd /data/sub kept: %s", dump(ds))
+	}
+}

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	units "github.com/docker/go-units"
@@ -65,7 +66,10 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 	}
 	dev := false
 	var total int64
-	view := newContainerView(c, s)
+	moved := placements(newContainerView(c, s), s.Mounts)
+	if why, ok := moved[-1]; ok {
+		ds = append(ds, refuseMount("mounts[/dev]", "the image's /dev", why))
+	}
 	for i := range s.Mounts {
 		m := &s.Mounts[i]
 		dst := cleanAbs(m.Destination)
@@ -82,23 +86,9 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, why))
 			continue
 		}
-		// runc resolves the destination through the links beneath it:
-		// the image's, and those in the sources of binds mounted before
-		// it. A link can move a mount the lexical checks allowed into
-		// /proc or /sys, or onto a place the policy lays out. Judge where
-		// it lands.
-		if resolved, ok := resolveInView(view, dst); ok && resolved != dst {
-			if why := mountPlaceProblem(typ, resolved); why != "" {
-				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through symlinks in the image or an earlier bind's source to "+resolved+": "+why))
-				continue
-			}
-			if isPolicyPlace(resolved) {
-				ds = append(ds, refuseMount(field, m.Type+" "+m.Source, dst+" resolves through symlinks in the image or an earlier bind's source to "+resolved+", a place the policy lays out; name it directly"))
-				continue
-			}
-		}
-		if view != nil {
-			view.add(*m)
+		if why := moved[i]; why != "" {
+			ds = append(ds, refuseMount(field, m.Type+" "+m.Source, why))
+			continue
 		}
 		if bad := unknownOptions(typ, m.Options); len(bad) > 0 {
 			ds = append(ds, refuseMount(field, fmtList(m.Options), "mount options "+fmtList(bad)+" are not on the allowlist for "+typ+"; remove them"))
@@ -300,23 +290,57 @@ func isPolicyPlace(p string) bool {
 	return false
 }
 
-// resolveInView is dst as runc will find it: through the links of the
-// image and of the binds before it, never leaving the container. Not ok
-// when the rootfs is unknown (no bundle), the path cannot be resolved, or
-// it lies below a place the policy lays out, where a fresh filesystem,
-// not the image, holds the path at mount time.
-func resolveInView(view *containerView, dst string) (string, bool) {
+// placements judges where each mount lands: runc resolves a destination
+// through the links beneath it when it mounts it, the image's and those
+// in the sources of binds mounted before it, in the order mount_order
+// gives them (parents first), so the view is built in that order. A link
+// can move a mount the lexical checks allowed into /proc or /sys, or onto
+// a place the policy lays out; and a link at or above a place runc lays
+// out itself (/dev, /proc, /sys, /tmp) moves what runc writes there,
+// partly through plain host paths (runc 1.1's /dev/ptmx and /dev/fd
+// links land in the host directory a /dev link names). The reasons are
+// keyed by index in mounts; -1 is the /dev tmpfs the mounts rule adds
+// when there is none. Nothing is judged when the rootfs is unknown.
+func placements(view *containerView, mounts []rspec.Mount) map[int]string {
+	moved := map[int]string{}
 	if view == nil {
-		return "", false
+		return moved
 	}
-	for _, p := range []string{"/tmp", "/dev", "/proc", "/sys"} {
-		if dst != p && under(dst, p) {
-			return "", false
+	judge := func(i int, m rspec.Mount) {
+		dst := cleanAbs(m.Destination)
+		typ := m.Type
+		if isBind(m) {
+			typ = "bind"
 		}
+		resolved, err := view.place(dst)
+		if err == nil && resolved != dst {
+			via := dst + " resolves through symlinks in the image or an earlier bind's source to " + resolved
+			switch {
+			case mountPlaceProblem(typ, resolved) != "":
+				moved[i] = via + ": " + mountPlaceProblem(typ, resolved)
+			case isPolicyPlace(resolved):
+				moved[i] = via + ", a place the policy lays out; name it directly"
+			case underRuntimePlace(dst):
+				moved[i] = via + ": runc lays out " + dst + " itself and would follow the link; make it a directory in the image"
+			}
+		}
+		view.add(m)
 	}
-	resolved, err := view.resolve(dst)
-	if err != nil {
-		return "", false
+	if !slices.ContainsFunc(mounts, func(m rspec.Mount) bool { return cleanAbs(m.Destination) == "/dev" }) {
+		judge(-1, defaultDevTmpfs)
 	}
-	return resolved, true
+	order := make([]int, len(mounts))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return compareMountDepth(mounts[a], mounts[b]) })
+	for _, i := range order {
+		judge(i, mounts[i])
+	}
+	return moved
+}
+
+// underRuntimePlace: at or below a place runc or the policy lays out.
+func underRuntimePlace(p string) bool {
+	return under(p, "/dev") || under(p, "/proc") || under(p, "/sys") || under(p, "/tmp")
 }

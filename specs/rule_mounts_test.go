@@ -190,8 +190,68 @@ func TestRuleMountsFollowEarlierBindsLinks(t *testing.T) {
 		if got := ok && d.Action == Refused; got != tc.refused {
 			t.Errorf("%s: refused %v, want %v: %+v", tc.dst, got, tc.refused, d)
 		}
-		if tc.refused && !strings.Contains(d.Why, "an earlier bind's source to /sys:") {
+		if tc.refused && !strings.Contains(d.Why, "an earlier bind's source to /sys/kernel/debug:") {
 			t.Errorf("%s: refusal does not say where it lands: %s", tc.dst, d.Why)
 		}
+	}
+}
+
+// runc lays out /dev, /proc, /sys and /tmp itself, partly through plain
+// host paths: an image whose /dev is a link would have runc 1.1 write its
+// /dev/ptmx and /dev/fd links into the host directory it names. A mount
+// is judged where runc puts it: in depth order (mount_order), through
+// links in the image and in earlier binds' sources, inside /tmp and /dev
+// too, and a bind's source where the host resolves it.
+func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
+	hostDir := t.TempDir()
+	checkout := t.TempDir()
+	mustSymlink(t, "/proc/meminfo", filepath.Join(checkout, "m"))
+	mustSymlink(t, "/sys/kernel", filepath.Join(checkout, "k"))
+	c := testContext()
+	bind := func(dst, src string) rspec.Mount {
+		return rspec.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"bind", "ro"}}
+	}
+	tmpfs := func(dst string) rspec.Mount {
+		return rspec.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m"}}
+	}
+	cases := []struct {
+		name   string
+		image  map[string]string // links in the rootfs
+		mounts []rspec.Mount
+		field  string // the first refused mount, "" for none
+	}{
+		{"an image whose /dev is a link", map[string]string{"dev": hostDir}, nil, "mounts[/dev]"},
+		{"an image whose /dev is a link, with the engine's /dev", map[string]string{"dev": hostDir},
+			[]rspec.Mount{{Destination: "/dev", Type: "tmpfs", Source: "tmpfs", Options: []string{"mode=755", "size=65536k"}}}, "mounts[/dev]"},
+		{"an image whose /tmp is a link", map[string]string{"tmp": "/data"}, []rspec.Mount{tmpfs("/tmp")}, "mounts[/tmp]"},
+		{"a child listed before the parent whose source moves it", nil,
+			[]rspec.Mount{bind("/data/m", hostDir), tmpfs("/data/k"), bind("/data", checkout)}, "mounts[/data/m]"},
+		{"a bind inside /tmp whose source moves the next", nil,
+			[]rspec.Mount{tmpfs("/tmp"), bind("/tmp/b", checkout), bind("/tmp/b/m", hostDir)}, "mounts[/tmp/b/m]"},
+		{"a bind inside /dev whose source moves the next", nil,
+			[]rspec.Mount{bind("/dev/b", checkout), tmpfs("/dev/b/k")}, "mounts[/dev/b/k]"},
+		{"plain binds", nil, []rspec.Mount{bind("/data", checkout), bind("/data/x", hostDir), tmpfs("/tmp")}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bundle := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(bundle, "rootfs", "data"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, target := range tc.image {
+				mustSymlink(t, target, filepath.Join(bundle, "rootfs", name))
+			}
+			c.Bundle = bundle
+			s := &rspec.Spec{Root: &rspec.Root{Path: "rootfs"}, Mounts: slices.Clone(tc.mounts)}
+			var refused []string
+			for _, d := range ruleMounts(c, s) {
+				if d.Action == Refused {
+					refused = append(refused, d.Field+": "+d.Why)
+				}
+			}
+			if tc.field == "" && len(refused) > 0 || tc.field != "" && (len(refused) == 0 || !strings.HasPrefix(refused[0], tc.field+": ")) {
+				t.Errorf("refused %q, want %q first", refused, tc.field)
+			}
+		})
 	}
 }

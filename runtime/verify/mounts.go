@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
+	units "github.com/docker/go-units"
 	"github.com/moby/sys/mountinfo"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -23,7 +23,7 @@ type MountExpectation struct {
 	Destination string
 	Type        string
 	Flags       []string // of ro, nosuid, nodev, noexec
-	TmpfsBytes  int64    // 0: not a tmpfs, or no size asked
+	TmpfsBytes  int64    // 0: not a tmpfs, or no size asked; -1: a size not understood
 }
 
 // flagsVerified are the per-mount flags the policy sets and the host can
@@ -51,7 +51,13 @@ func expectMounts(s *rspec.Spec) []MountExpectation {
 		if m.Type == "tmpfs" {
 			for _, o := range m.Options {
 				if v, ok := strings.CutPrefix(o, "size="); ok {
-					e.TmpfsBytes, _ = parseTmpfsSize(v)
+					// As the mounts rule reads it: the kernel's suffixes,
+					// either case.
+					if n, err := units.RAMInBytes(v); err == nil && n > 0 {
+						e.TmpfsBytes = n
+					} else {
+						e.TmpfsBytes = -1
+					}
 				}
 			}
 		}
@@ -67,22 +73,6 @@ func withFlags(have []string, want ...string) []string {
 		}
 	}
 	return have
-}
-
-// parseTmpfsSize reads tmpfs's size= as mount(8) and the kernel's
-// mountinfo write it: bytes, or with a k, m or g suffix.
-func parseTmpfsSize(v string) (int64, error) {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(v, "k"):
-		mult, v = 1<<10, strings.TrimSuffix(v, "k")
-	case strings.HasSuffix(v, "m"):
-		mult, v = 1<<20, strings.TrimSuffix(v, "m")
-	case strings.HasSuffix(v, "g"):
-		mult, v = 1<<30, strings.TrimSuffix(v, "g")
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	return n * mult, err
 }
 
 // verifyMounts reads the container's mount table, as its init sees it,
@@ -142,6 +132,9 @@ func verifyMounts(r *Report, pid int, e *Expectation) error {
 			if !slices.Contains(have, fl) {
 				bad = append(bad, fmt.Sprintf("%s %s without %s", p, m.Options, fl))
 			}
+		}
+		if want.TmpfsBytes < 0 {
+			bad = append(bad, p+": the handed size is not one verification reads")
 		}
 		if want.TmpfsBytes > 0 {
 			// The kernel rounds a tmpfs's size up to whole pages.
@@ -229,7 +222,7 @@ func present(root, path string) bool {
 func superSize(vfs string) int64 {
 	for _, o := range strings.Split(vfs, ",") {
 		if v, ok := strings.CutPrefix(o, "size="); ok {
-			n, _ := parseTmpfsSize(v)
+			n, _ := units.RAMInBytes(v)
 			return n
 		}
 	}

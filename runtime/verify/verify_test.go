@@ -461,9 +461,10 @@ func TestExpectMounts(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("expectMounts:\n got %v\nwant %v", got, want)
 	}
-	for v, n := range map[string]int64{"16384k": 16 << 20, "1g": 1 << 30, "4096": 4096} {
-		if got, err := parseTmpfsSize(v); err != nil || got != n {
-			t.Errorf("parseTmpfsSize(%q) = %d, %v; want %d", v, got, err, n)
+	for v, n := range map[string]int64{"16384k": 16 << 20, "16M": 16 << 20, "1g": 1 << 30, "4096": 4096, "50%": -1} {
+		e := expectMounts(&rspec.Spec{Mounts: []rspec.Mount{{Destination: "/x", Type: "tmpfs", Options: []string{"size=" + v}}}})
+		if got := e[0].TmpfsBytes; got != n {
+			t.Errorf("size=%s expects %d bytes, want %d", v, got, n)
 		}
 	}
 }
