@@ -58,10 +58,10 @@ func (v *containerView) resolve(p string) (string, error) {
 }
 
 // place is where runc mounts a destination p: through every link of the
-// tree as it stands then. /proc, /dev and /sys are fresh filesystems at
-// that time, read as empty.
+// tree as it stands then, none into /proc or /sys (kernelFSGuard). /dev
+// and /tmp are fresh filesystems at that time, read as empty.
 func (v *containerView) place(p string) (string, error) {
-	return securejoin.SecureJoinVFS("/", p, v)
+	return securejoin.SecureJoinVFS("/", p, &kernelFSGuard{VFS: v})
 }
 
 // add lays m over the view at the place its destination resolves to
@@ -124,20 +124,20 @@ func (v *containerView) Readlink(p string) (string, error) {
 	return os.Readlink(h)
 }
 
-// runningTree is the view as a running container's paths resolve, which
+// runningTree is a tree as a running container's paths resolve, which
 // must not be read into /proc, /dev or /sys (resolveIn).
-type runningTree struct{ v *containerView }
+type runningTree struct{ securejoin.VFS }
 
 func (t runningTree) Lstat(p string) (os.FileInfo, error) {
 	if err := inRuntimeTree(p); err != nil {
 		return nil, err
 	}
-	return t.v.Lstat(p)
+	return t.VFS.Lstat(p)
 }
 
 func (t runningTree) Readlink(p string) (string, error) {
 	if err := inRuntimeTree(p); err != nil {
 		return "", err
 	}
-	return t.v.Readlink(p)
+	return t.VFS.Readlink(p)
 }

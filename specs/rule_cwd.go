@@ -2,7 +2,6 @@ package specs
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -77,7 +76,7 @@ func checkCwd(p *rspec.Process, resolve func(string) (string, error)) []Decision
 // host sees it through root (/proc/<pid>/root of its init), every link
 // followed inside it.
 func liveResolver(root string) func(string) (string, error) {
-	return func(p string) (string, error) { return resolveIn(liveTree(root), p) }
+	return func(p string) (string, error) { return resolveIn(runningTree{hostTree(root)}, p) }
 }
 
 // resolveIn resolves p in a container's tree read through fs, every link
@@ -94,10 +93,6 @@ func resolveIn(fs securejoin.VFS, p string) (string, error) {
 	return resolved, err
 }
 
-// liveTree is a running container's tree read through root, as a
-// securejoin.VFS over the container's paths.
-type liveTree string
-
 // runtimeTreeError stops a resolution where it enters /proc, /dev or
 // /sys.
 type runtimeTreeError string
@@ -110,20 +105,6 @@ func inRuntimeTree(p string) error {
 		return runtimeTreeError(p)
 	}
 	return nil
-}
-
-func (root liveTree) Lstat(p string) (os.FileInfo, error) {
-	if err := inRuntimeTree(p); err != nil {
-		return nil, err
-	}
-	return os.Lstat(string(root) + filepath.Clean("/"+p))
-}
-
-func (root liveTree) Readlink(p string) (string, error) {
-	if err := inRuntimeTree(p); err != nil {
-		return "", err
-	}
-	return os.Readlink(string(root) + filepath.Clean("/"+p))
 }
 
 // madeByRuntime tells whether p lies in a tree the runtime mounts over the

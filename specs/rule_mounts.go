@@ -313,16 +313,17 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 			typ = "bind"
 		}
 		resolved, err := view.place(dst)
-		if err == nil && resolved != dst {
-			via := dst + " resolves through symlinks in the image or an earlier bind's source to " + resolved
-			switch {
-			case mountPlaceProblem(typ, resolved) != "":
-				moved[i] = via + ": " + mountPlaceProblem(typ, resolved)
-			case isPolicyPlace(resolved):
-				moved[i] = via + ", a place the policy lays out; name it directly"
-			case underRuntimePlace(dst):
-				moved[i] = via + ": runc lays out " + dst + " itself and would follow the link; make it a directory in the image"
-			}
+		via := dst + " resolves through symlinks in the image or an earlier bind's source to " + resolved
+		switch {
+		case err != nil:
+			moved[i] = dst + " cannot be placed: " + err.Error() + "; name a place the image holds as a directory"
+		case resolved == dst:
+		case mountPlaceProblem(typ, resolved) != "":
+			moved[i] = via + ": " + mountPlaceProblem(typ, resolved)
+		case isPolicyPlace(resolved):
+			moved[i] = via + ", a place the policy lays out; name it directly"
+		case underRuntimePlace(dst) || underRuntimePlace(resolved):
+			moved[i] = via + ": runc lays out /dev, /proc, /sys and /tmp itself and follows no link there; make it a directory in the image"
 		}
 		view.add(m)
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	securejoin "github.com/cyphar/filepath-securejoin"
 	units "github.com/docker/go-units"
 	"github.com/moby/sys/mountinfo"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -97,12 +96,14 @@ func verifyMounts(r *Report, pid int, e *Expectation) error {
 	for _, m := range table {
 		top[m.Mountpoint] = m
 	}
+	// A destination is looked up where runc placed it, through the
+	// container's links but none into /proc or /sys, whose links read
+	// differently now than while runc mounted (specs.PlaceIn).
 	at := func(dest string) (string, *mountinfo.Info, error) {
-		full, err := securejoin.SecureJoin(root, dest)
+		p, err := specs.PlaceIn(root, dest)
 		if err != nil {
 			return dest, nil, err
 		}
-		p := "/" + strings.TrimPrefix(strings.TrimPrefix(full, root), "/")
 		return p, top[p], nil
 	}
 
@@ -113,7 +114,8 @@ func verifyMounts(r *Report, pid int, e *Expectation) error {
 		}
 		p, m, err := at(want.Destination)
 		if err != nil {
-			return fmt.Errorf("verify: mount %s: %w", want.Destination, err)
+			bad = append(bad, want.Destination+" cannot be located: "+err.Error())
+			continue
 		}
 		if m == nil {
 			bad = append(bad, want.Destination+" not mounted")
