@@ -326,6 +326,15 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 			moved[i] = via + ": runc lays out /dev, /proc, /sys and /tmp itself and follows no link there; make it a directory in the image"
 		}
 		view.add(m)
+		// runc 1.1 looks the destination up again to apply ro, nosuid,
+		// nodev and noexec, through the tree with the new mount in it: a
+		// link in the source (x -> /q, where the image has x -> .) sends
+		// the remount elsewhere and leaves this mount with the source's
+		// own, writable flags.
+		if again, err := view.place(dst); moved[i] == "" && err == nil && again != resolved {
+			moved[i] = dst + " resolves to " + resolved + " for the mount and, through the mounted source's own links, to " + again +
+				" for the remount that makes it read-only: runc would leave it writable; remove the link from the source or name the place directly"
+		}
 	}
 	if !slices.ContainsFunc(mounts, func(m rspec.Mount) bool { return cleanAbs(m.Destination) == "/dev" }) {
 		judge(-1, defaultDevTmpfs)

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -207,6 +208,8 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 	checkout := t.TempDir()
 	mustSymlink(t, "/proc/meminfo", filepath.Join(checkout, "m"))
 	mustSymlink(t, "/sys/kernel", filepath.Join(checkout, "k"))
+	remountMover := t.TempDir()
+	mustSymlink(t, "/data", filepath.Join(remountMover, "x"))
 	c := testContext()
 	bind := func(dst, src string) rspec.Mount {
 		return rspec.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"bind", "ro"}}
@@ -216,7 +219,7 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		image  map[string]string // links in the rootfs
+		image  map[string]string // links in the rootfs ("": a directory)
 		mounts []rspec.Mount
 		field  string // the first refused mount, "" for none
 	}{
@@ -236,6 +239,10 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 			[]rspec.Mount{bind("/l", checkout), bind("/fs", checkout)}, "mounts[/l]"},
 		{"a link through /sys", map[string]string{"l": "/sys/dev/char/1:3/../../kernel"}, []rspec.Mount{tmpfs("/l")}, "mounts[/l]"},
 		{"a bind that a link puts on /dev/null", map[string]string{"hosts": "/dev/null"}, []rspec.Mount{bind("/hosts", hostDir)}, "mounts[/hosts]"},
+		// The image's /p/x -> . puts the mount at /p; the source's own
+		// x -> /data then sends runc's ro remount to /data.
+		{"a source whose link moves the remount", map[string]string{"p": "", "p/x": "."},
+			[]rspec.Mount{bind("/p/x", remountMover)}, "mounts[/p/x]"},
 		{"plain binds", nil, []rspec.Mount{bind("/data", checkout), bind("/data/x", hostDir), tmpfs("/tmp")}, ""},
 	}
 	for _, tc := range cases {
@@ -244,8 +251,14 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(bundle, "rootfs", "data"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			for name, target := range tc.image {
-				mustSymlink(t, target, filepath.Join(bundle, "rootfs", name))
+			for _, name := range slices.Sorted(maps.Keys(tc.image)) {
+				if tc.image[name] == "" { // a directory
+					if err := os.MkdirAll(filepath.Join(bundle, "rootfs", name), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				mustSymlink(t, tc.image[name], filepath.Join(bundle, "rootfs", name))
 			}
 			c.Bundle = bundle
 			s := &rspec.Spec{Root: &rspec.Root{Path: "rootfs"}, Mounts: slices.Clone(tc.mounts)}

@@ -1,10 +1,13 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -44,4 +47,52 @@ func TestImageDevLinkRefused(t *testing.T) {
 		t.Errorf("the host directory the image's /dev names now holds %v", names)
 	}
 	assertGone(t, root, "runc", id)
+}
+
+// runc 1.1 looks a bind's destination up twice: to mount, and again to
+// make the mount read-only, through the tree with the source in it. An
+// image link /p/x -> . puts the bind at /p, and the source's own
+// x -> /q sent the remount to /q: the source was mounted writable and
+// the job wrote into the host directory. Such a spec is refused.
+func TestBindRemountMovedByASourceLink(t *testing.T) {
+	needRoot(t, "runc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(src, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/q", filepath.Join(src, "x")); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := workspaceConfig(t, fmt.Sprintf("[profiles.default]\nbind_roots = [%q]\n", dir))
+	b := bundle.New(t, []string{"sh", "-c", "echo pwned > /p/written"}, func(s *rspec.Spec) {
+		s.Mounts = append(s.Mounts,
+			rspec.Mount{Destination: "/q", Type: "bind", Source: other, Options: []string{"bind", "ro"}},
+			rspec.Mount{Destination: "/p/x", Type: "bind", Source: src, Options: []string{"bind", "ro"}})
+	})
+	for _, d := range []string{"p", "q"} {
+		if err := os.MkdirAll(filepath.Join(b, "rootfs", d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(".", filepath.Join(b, "rootfs", "p", "x")); err != nil {
+		t.Fatal(err)
+	}
+	root := stateRoot(t)
+	id := uniqueID("remount")
+	r := bulkhead(t, "", "--config", cfg, "--root", root, "run", "--bundle", b, id)
+	t.Cleanup(func() { bulkhead(t, "", "--config", cfg, "--root", root, "delete", "--force", id) })
+	if r.code == 0 || !strings.Contains(r.stderr, "for the remount that makes it read-only") {
+		t.Errorf("run with a source whose link moves runc's remount: exit %d, want mounts[/p/x] refused\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(src, "written")); err == nil {
+		t.Errorf("the job wrote into the bind's host directory")
+	}
 }
