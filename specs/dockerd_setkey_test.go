@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -163,7 +164,19 @@ func startDockerdShell(t *testing.T, args ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/exe"
+	// Start returns once execve has closed the old descriptors, before
+	// the kernel has set up the new command line: until then
+	// /proc/<pid>/cmdline reads empty.
+	dir := "/proc/" + strconv.Itoa(cmd.Process.Pid)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if data, err := os.ReadFile(dir + "/cmdline"); err == nil && len(data) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no command line after 10 s", dir)
+		}
+	}
+	return dir + "/exe"
 }
 
 // TestRuleHooksDockerdArguments: under a profile that keeps the caller's
