@@ -306,6 +306,7 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 	if view == nil {
 		return moved
 	}
+	placed := map[int]string{}
 	judge := func(i int, m rspec.Mount) {
 		dst := cleanAbs(m.Destination)
 		typ := m.Type
@@ -326,12 +327,13 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 			moved[i] = via + ": runc lays out /dev, /proc, /sys and /tmp itself and follows no link there; make it a directory in the image"
 		}
 		view.add(m)
+		placed[i] = resolved
 		// runc 1.1 looks the destination up again to apply ro, nosuid,
 		// nodev and noexec, through the tree with the new mount in it: a
 		// link in the source (x -> /q, where the image has x -> .) sends
 		// the remount elsewhere and leaves this mount with the source's
 		// own, writable flags.
-		if again, err := view.place(dst); moved[i] == "" && err == nil && again != resolved {
+		if again, err := view.place(dst); moved[i] == "" && (err != nil || again != resolved) {
 			moved[i] = dst + " resolves to " + resolved + " for the mount and, through the mounted source's own links, to " + again +
 				" for the remount that makes it read-only: runc would leave it writable; remove the link from the source or name the place directly"
 		}
@@ -346,6 +348,19 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 	slices.SortStableFunc(order, func(a, b int) int { return compareMountDepth(mounts[a], mounts[b]) })
 	for _, i := range order {
 		judge(i, mounts[i])
+	}
+	// Once every mount is in place runc 1.1 looks each tmpfs up again to
+	// make it read-only, and verification looks every mount up there: a
+	// later mount whose links move an earlier destination sends both to
+	// another mount.
+	for i, at := range placed {
+		dst := defaultDevTmpfs.Destination
+		if i >= 0 {
+			dst = cleanAbs(mounts[i].Destination)
+		}
+		if again, err := view.place(dst); moved[i] == "" && (err != nil || again != at) {
+			moved[i] = dst + " is mounted at " + at + " but leads to " + again + " once every mount is in place, where runc makes tmpfs mounts read-only and bulkhead verifies them: a later mount's links move it; name the place directly"
+		}
 	}
 	return moved
 }

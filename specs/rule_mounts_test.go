@@ -210,6 +210,9 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 	mustSymlink(t, "/sys/kernel", filepath.Join(checkout, "k"))
 	remountMover := t.TempDir()
 	mustSymlink(t, "/data", filepath.Join(remountMover, "x"))
+	finalMover := t.TempDir()
+	mustSymlink(t, "/p", filepath.Join(finalMover, "q"))
+	mustSymlink(t, "/c", filepath.Join(finalMover, "t"))
 	c := testContext()
 	bind := func(dst, src string) rspec.Mount {
 		return rspec.Mount{Destination: dst, Type: "bind", Source: src, Options: []string{"bind", "ro"}}
@@ -243,6 +246,13 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 		// x -> /data then sends runc's ro remount to /data.
 		{"a source whose link moves the remount", map[string]string{"p": "", "p/x": "."},
 			[]rspec.Mount{bind("/p/x", remountMover)}, "mounts[/p/x]"},
+		// The tmpfs lands at /a/t through the image's /p/q -> /a; the
+		// later bind at /z/z/p (/p, through z -> .) brings q -> /p and
+		// t -> /c, so runc's final read-only remount and verification
+		// both look /p/q/t up at /c.
+		{"a later mount that moves an earlier one's final lookup",
+			map[string]string{"a": "", "c": "", "p": "", "p/q": "/a", "z": "."},
+			[]rspec.Mount{tmpfs("/p/q/t"), tmpfs("/c"), bind("/z/z/p", finalMover)}, "mounts[/p/q/t]"},
 		{"plain binds", nil, []rspec.Mount{bind("/data", checkout), bind("/data/x", hostDir), tmpfs("/tmp")}, ""},
 	}
 	for _, tc := range cases {
