@@ -96,3 +96,46 @@ func TestBindRemountMovedByASourceLink(t *testing.T) {
 		t.Errorf("the job wrote into the bind's host directory")
 	}
 }
+
+// runc 1.1 makes a tmpfs read-only after every mount is in place, looking
+// its destination up again; verification looks there too. A later bind
+// whose links moved that lookup left the tmpfs writable while both went
+// to another mount. Such a spec is refused.
+func TestTmpfsFinalRemountMovedByALaterBind(t *testing.T) {
+	needRoot(t, "runc")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"q": "/p", "t": "/c"} {
+		if err := os.Symlink(target, filepath.Join(src, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, _ := workspaceConfig(t, fmt.Sprintf("[profiles.default]\nbind_roots = [%q]\n", dir))
+	b := bundle.New(t, []string{"sh", "-c", "touch /a/t/written && echo WRITABLE"}, func(s *rspec.Spec) {
+		s.Mounts = append(s.Mounts,
+			rspec.Mount{Destination: "/p/q/t", Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "size=1m"}},
+			rspec.Mount{Destination: "/c", Type: "tmpfs", Source: "tmpfs", Options: []string{"ro", "size=1m"}},
+			rspec.Mount{Destination: "/z/z/p", Type: "bind", Source: src, Options: []string{"bind", "ro"}})
+	})
+	rootfs := filepath.Join(b, "rootfs")
+	for _, d := range []string{"a", "c", "p"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"p/q": "/a", "z": "."} {
+		if err := os.Symlink(target, filepath.Join(rootfs, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := stateRoot(t)
+	id := uniqueID("final-remount")
+	r := bulkhead(t, "", "--config", cfg, "--root", root, "run", "--bundle", b, id)
+	t.Cleanup(func() { bulkhead(t, "", "--config", cfg, "--root", root, "delete", "--force", id) })
+	if r.code == 0 || strings.Contains(r.stdout, "WRITABLE") || !strings.Contains(r.stderr, "once every mount is in place") {
+		t.Errorf("run with a later bind moving a read-only tmpfs's last lookup: exit %d, stdout %q, want mounts[/p/q/t] refused\n%s", r.code, r.stdout, r.stderr)
+	}
+}
