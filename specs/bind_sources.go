@@ -45,6 +45,9 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fi
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
 	}
 	real = canonicalRun(real)
+	if why := hardLinkRefusal(real); why != "" {
+		return why
+	}
 	if why := c.mountedRefusal(real); why != "" {
 		return why
 	}
@@ -61,6 +64,17 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fi
 		return sock + " is a socket: connecting to it needs no write access to the mount, and reaches a service outside the sandbox"
 	}
 	return ""
+}
+
+// hardLinkRefusal refuses a file source with more than one name: the
+// rules judge a source by its path, and another name of the same file may
+// be one they refuse (a hard link to ~/.ssh/id_rsa below a bind root).
+func hardLinkRefusal(real string) string {
+	var st unix.Stat_t
+	if err := unix.Lstat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return ""
+	}
+	return fmt.Sprintf("%s is a file with %d names (hard links): another of them may be a credential the rules refuse; bind a copy", real, st.Nlink)
 }
 
 // mountedRefusal judges the files really mounted at real: when a bind or

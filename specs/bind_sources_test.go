@@ -3,6 +3,7 @@ package specs
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -90,5 +91,34 @@ func TestFindSocketNoSymlink(t *testing.T) {
 	}
 	if got, err := findSocket(filepath.Join(dir, "absent")); err != nil || got != "" {
 		t.Fatalf("an absent source: %q %v", got, err)
+	}
+}
+
+// A file bound by one name is refused when it has another: the rules
+// judge names, and the other may be a credential they refuse.
+func TestBindSourceHardLink(t *testing.T) {
+	root := t.TempDir()
+	key := filepath.Join(root, "u", ".ssh", "id_rsa")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("SECRET"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(root, "plain")
+	if err := os.WriteFile(plain, []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(key, filepath.Join(root, "key")); err != nil {
+		t.Fatal(err)
+	}
+	if why := hardLinkRefusal(filepath.Join(root, "key")); !strings.Contains(why, "2 names") {
+		t.Errorf("a hard link to a key: %q, want it refused", why)
+	}
+	if why := hardLinkRefusal(plain); why != "" {
+		t.Errorf("a file with one name: refused: %s", why)
+	}
+	if why := hardLinkRefusal(root); why != "" {
+		t.Errorf("a directory: refused: %s", why)
 	}
 }

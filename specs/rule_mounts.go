@@ -307,6 +307,7 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 		return moved
 	}
 	placed := map[int]string{}
+	var laid []int // in the order runc mounts them
 	judge := func(i int, m rspec.Mount) {
 		dst := cleanAbs(m.Destination)
 		typ := m.Type
@@ -328,6 +329,7 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 		}
 		view.add(m)
 		placed[i] = resolved
+		laid = append(laid, i)
 		// runc 1.1 looks the destination up again to apply ro, nosuid,
 		// nodev and noexec, through the tree with the new mount in it: a
 		// link in the source (x -> /q, where the image has x -> .) sends
@@ -349,20 +351,36 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 	for _, i := range order {
 		judge(i, mounts[i])
 	}
+	// A mount that a link lays above one mounted before it hides it: the
+	// policy's home, scratch or workspace, which the job's environment
+	// and the kept changes name, would be gone.
+	for k, j := range laid {
+		for _, i := range laid[:k] {
+			if moved[j] == "" && placed[i] != placed[j] && under(placed[i], placed[j]) {
+				moved[j] = cleanAbs(mountAt(mounts, j).Destination) + " lands at " + placed[j] + ", over " + placed[i] +
+					" mounted before it, which it would hide; name the place directly"
+			}
+		}
+	}
 	// Once every mount is in place runc 1.1 looks each tmpfs up again to
 	// make it read-only, and verification looks every mount up there: a
 	// later mount whose links move an earlier destination sends both to
 	// another mount.
 	for i, at := range placed {
-		dst := defaultDevTmpfs.Destination
-		if i >= 0 {
-			dst = cleanAbs(mounts[i].Destination)
-		}
+		dst := cleanAbs(mountAt(mounts, i).Destination)
 		if again, err := view.place(dst); moved[i] == "" && (err != nil || again != at) {
 			moved[i] = dst + " is mounted at " + at + " but leads to " + again + " once every mount is in place, where runc makes tmpfs mounts read-only and bulkhead verifies them: a later mount's links move it; name the place directly"
 		}
 	}
 	return moved
+}
+
+// mountAt is mounts[i], or for -1 the /dev tmpfs the mounts rule adds.
+func mountAt(mounts []rspec.Mount, i int) rspec.Mount {
+	if i < 0 {
+		return defaultDevTmpfs
+	}
+	return mounts[i]
 }
 
 // underRuntimePlace: at or below a place runc or the policy lays out.

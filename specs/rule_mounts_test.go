@@ -253,6 +253,10 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 		{"a later mount that moves an earlier one's final lookup",
 			map[string]string{"a": "", "c": "", "p": "", "p/q": "/a", "z": "."},
 			[]rspec.Mount{tmpfs("/p/q/t"), tmpfs("/c"), bind("/z/z/p", finalMover)}, "mounts[/p/q/t]"},
+		// /a/b/c is deeper than /home/sandbox, so it is mounted later,
+		// and its link lays it over /home: the home would be hidden.
+		{"a later mount that a link lays over an earlier one", map[string]string{"a": "", "a/b": "", "a/b/c": "/home", "home": ""},
+			[]rspec.Mount{tmpfs("/home/sandbox"), tmpfs("/a/b/c")}, "mounts[/a/b/c]"},
 		{"plain binds", nil, []rspec.Mount{bind("/data", checkout), bind("/data/x", hostDir), tmpfs("/tmp")}, ""},
 	}
 	for _, tc := range cases {
