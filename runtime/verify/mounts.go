@@ -43,9 +43,9 @@ func expectMounts(s *rspec.Spec) []MountExpectation {
 		}
 		switch {
 		case m.Type == "sysfs" || m.Type == "cgroup" || m.Type == "cgroup2":
-			e.Flags = withFlags(e.Flags, "ro")
+			e.Flags = union(e.Flags, "ro")
 		case m.Type == "tmpfs" && e.Destination == "/tmp":
-			e.Flags = withFlags(e.Flags, "nosuid", "nodev", "noexec")
+			e.Flags = union(e.Flags, "nosuid", "nodev", "noexec")
 		}
 		if m.Type == "tmpfs" {
 			for _, o := range m.Options {
@@ -65,7 +65,8 @@ func expectMounts(s *rspec.Spec) []MountExpectation {
 	return out
 }
 
-func withFlags(have []string, want ...string) []string {
+// union is have with each of want it lacks appended.
+func union(have []string, want ...string) []string {
 	for _, w := range want {
 		if !slices.Contains(have, w) {
 			have = append(have, w)
@@ -80,16 +81,7 @@ func withFlags(have []string, want ...string) []string {
 // each read-only path is mounted read-only (or absent from the container,
 // where runc skips it). A destination is looked up where it resolves in
 // the container, as runc resolved it.
-func verifyMounts(r *Report, pid int, e *Expectation) error {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
-	if err != nil {
-		return fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
-	}
-	defer f.Close()
-	table, err := mountinfo.GetMountsFromReader(f, nil)
-	if err != nil {
-		return fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
-	}
+func verifyMounts(r *Report, pid int, table []*mountinfo.Info, e *Expectation) error {
 	root := fmt.Sprintf("/proc/%d/root", pid)
 	// The last entry at a mount point is the one on top.
 	top := map[string]*mountinfo.Info{}
@@ -129,12 +121,7 @@ func verifyMounts(r *Report, pid int, e *Expectation) error {
 			flags = slices.DeleteFunc(slices.Clone(flags), func(f string) bool { return f == "ro" })
 			bad = append(bad, hierarchiesWithout(table, p, want.Flags)...)
 		}
-		have := strings.Split(m.Options, ",")
-		for _, fl := range flags {
-			if !slices.Contains(have, fl) {
-				bad = append(bad, fmt.Sprintf("%s %s without %s", p, m.Options, fl))
-			}
-		}
+		bad = append(bad, missingFlags(p, m, flags)...)
 		if want.TmpfsBytes < 0 {
 			bad = append(bad, p+": the handed size is not one verification reads")
 		}
@@ -168,7 +155,7 @@ func verifyMounts(r *Report, pid int, e *Expectation) error {
 			return fmt.Errorf("verify: read-only path %s: %w", path, err)
 		}
 		switch {
-		case m != nil && !slices.Contains(strings.Split(m.Options, ","), "ro"):
+		case m != nil && !hasOption(m, "ro"):
 			bad = append(bad, p+" mounted "+m.Options)
 		case m == nil && present(root, p):
 			bad = append(bad, p+" not mounted read-only")
@@ -188,15 +175,40 @@ func hierarchiesWithout(table []*mountinfo.Info, dir string, flags []string) []s
 			continue
 		}
 		n++
-		have := strings.Split(m.Options, ",")
-		for _, fl := range flags {
-			if !slices.Contains(have, fl) {
-				bad = append(bad, fmt.Sprintf("%s %s without %s", m.Mountpoint, m.Options, fl))
-			}
-		}
+		bad = append(bad, missingFlags(m.Mountpoint, m, flags)...)
 	}
 	if n == 0 {
 		bad = append(bad, dir+" is a tmpfs with no cgroup hierarchy below it")
+	}
+	return bad
+}
+
+// mountTable is the mount table pid sees, read once for every mount check.
+func mountTable(pid int) ([]*mountinfo.Info, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return nil, fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
+	}
+	defer f.Close()
+	table, err := mountinfo.GetMountsFromReader(f, nil)
+	if err != nil {
+		return nil, fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
+	}
+	return table, nil
+}
+
+// hasOption tells whether m carries the per-mount option o (ro, nosuid...).
+func hasOption(m *mountinfo.Info, o string) bool {
+	return slices.Contains(strings.Split(m.Options, ","), o)
+}
+
+// missingFlags names each of flags that m, shown at p, lacks.
+func missingFlags(p string, m *mountinfo.Info, flags []string) []string {
+	var bad []string
+	for _, fl := range flags {
+		if !hasOption(m, fl) {
+			bad = append(bad, fmt.Sprintf("%s %s without %s", p, m.Options, fl))
+		}
 	}
 	return bad
 }
@@ -237,8 +249,8 @@ func expectPaths(s *rspec.Spec) (masked, readonly []string) {
 	masked = slices.Clone(specs.DefaultMaskedPaths)
 	readonly = slices.Clone(specs.DefaultReadonlyPaths)
 	if s != nil && s.Linux != nil {
-		masked = withFlags(masked, s.Linux.MaskedPaths...)
-		readonly = withFlags(readonly, s.Linux.ReadonlyPaths...)
+		masked = union(masked, s.Linux.MaskedPaths...)
+		readonly = union(readonly, s.Linux.ReadonlyPaths...)
 	}
 	return masked, readonly
 }

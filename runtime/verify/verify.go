@@ -102,10 +102,14 @@ func Container(pid int, e *Expectation) (Report, error) {
 		if err := verifyNamespaces(&r, pid, e.Namespaces); err != nil {
 			return r, err
 		}
-		if err := verifyRootfs(&r, pid, e); err != nil {
+		table, err := mountTable(pid)
+		if err != nil {
 			return r, err
 		}
-		if err := verifyMounts(&r, pid, e); err != nil {
+		if err := verifyRootfs(&r, pid, table, e); err != nil {
+			return r, err
+		}
+		if err := verifyMounts(&r, pid, table, e); err != nil {
 			return r, err
 		}
 	case "runsc":
@@ -425,21 +429,12 @@ func netDevInterfaces(data []byte) []string {
 // verifyRootfs checks that "/" as the container sees it is mounted
 // read-only when the profile or the spec says so. The last "/" entry is
 // the one on top.
-func verifyRootfs(r *Report, pid int, e *Expectation) error {
+func verifyRootfs(r *Report, pid int, table []*mountinfo.Info, e *Expectation) error {
 	if !e.ReadonlyRoot {
 		return nil
 	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
-	if err != nil {
-		return fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
-	}
-	defer f.Close()
-	mounts, err := mountinfo.GetMountsFromReader(f, nil)
-	if err != nil {
-		return fmt.Errorf("verify: mountinfo of %d: %w", pid, err)
-	}
 	var root *mountinfo.Info
-	for _, m := range mounts {
+	for _, m := range table {
 		if m.Mountpoint == "/" {
 			root = m
 		}
@@ -449,8 +444,7 @@ func verifyRootfs(r *Report, pid int, e *Expectation) error {
 	}
 	// Options are the per-mount (VFS) flags, where a read-only bind of
 	// the rootfs shows.
-	ro := slices.Contains(strings.Split(root.Options, ","), "ro")
-	*r = append(*r, Check{Control: "read-only root", Expected: "/ mounted ro", Observed: "/ mounted " + root.Options, OK: ro})
+	*r = append(*r, Check{Control: "read-only root", Expected: "/ mounted ro", Observed: "/ mounted " + root.Options, OK: hasOption(root, "ro")})
 	return nil
 }
 
