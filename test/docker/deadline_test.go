@@ -43,12 +43,18 @@ func TestDeadline(t *testing.T) {
 	if s := d.Must(t, "ps", "-a", "--filter", "name="+name, "--format", "{{.Status}}"); !strings.HasPrefix(s, "Exited (137)") {
 		t.Fatalf("docker ps -a: %q, want Exited (137)", s)
 	}
-	data, _ := os.ReadFile(audit)
-	if !strings.Contains(string(data), `"event":"deadline","id":"`+id+`"`) {
+	// The watchdog writes its line once it has seen the container's
+	// processes gone (at most 5 s after the kill), which can be after
+	// docker has reported the exit.
+	var data []byte
+	if !engine.Eventually(10*time.Second, func() bool {
+		data, _ = os.ReadFile(audit)
+		return strings.Contains(string(data), `"event":"deadline","id":"`+id+`"`)
+	}) {
 		t.Fatalf("no deadline event for %s in the audit log:\n%s", id, data)
 	}
-	if pids := leftover.Watchdogs(id); len(pids) != 0 {
-		t.Fatalf("watchdogs %v of %s left after the deadline", pids, id)
+	if !engine.Eventually(10*time.Second, func() bool { return len(leftover.Watchdogs(id)) == 0 }) {
+		t.Fatalf("watchdogs %v of %s left after the deadline", leftover.Watchdogs(id), id)
 	}
 
 	// The shim that ran it is still good for the rest of the lifecycle:
