@@ -307,10 +307,8 @@ func verifySeccompFilter(r *Report, pid int, e *Expectation) error {
 	filters, err := seccomp.LoadedFilters(pid)
 	// A process has one tracer at a time: a concurrent exec's bulkhead
 	// reading the same process holds it for a moment (EPERM, TracerPid
-	// set). Wait for it rather than judge the process unreadable; it may
-	// have let go already when TracerPid is read, so EPERM alone is
-	// retried until the bound, and the process fails closed after it.
-	for deadline := time.Now().Add(tracerWait); errors.Is(err, unix.EPERM) && time.Now().Before(deadline); {
+	// set). Wait for it rather than judge the process unreadable.
+	for deadline := time.Now().Add(tracerWait); errors.Is(err, unix.EPERM) && tracedByAnother(pid) && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		filters, err = seccomp.LoadedFilters(pid)
 	}
@@ -339,6 +337,12 @@ func verifySeccompFilter(r *Report, pid int, e *Expectation) error {
 
 // tracerWait bounds the wait for another tracer to let go of a process.
 const tracerWait = 5 * time.Second
+
+// tracedByAnother tells whether pid has a tracer (TracerPid in its status).
+func tracedByAnother(pid int) bool {
+	st, err := ReadProcStatus(pid)
+	return err == nil && st["TracerPid"] != "" && st["TracerPid"] != "0"
+}
 
 // ownFilterCount is the number of seccomp filters bulkhead runs under,
 // which every process it starts inherits.
