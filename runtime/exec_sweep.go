@@ -35,8 +35,7 @@ func sweepContainer(c *recorded, full bool) error {
 	if err != nil {
 		return err
 	}
-	s := sweep{c: c, e: e, own: own, full: full,
-		setUpDeadline: time.Now().Add(initSetUpWait), deadline: time.Now().Add(sweepTimeout)}
+	s := sweep{c: c, e: e, own: own, full: full, deadline: time.Now().Add(sweepTimeout)}
 	bad := make([]error, len(pids))
 	readers := make(chan struct{}, sweepReaders)
 	var wg sync.WaitGroup
@@ -70,10 +69,10 @@ const sweepReaders = 8
 
 // sweep is one sweep of a container's processes.
 type sweep struct {
-	c                       *recorded
-	e                       *verify.Expectation
-	own, full               bool
-	setUpDeadline, deadline time.Time
+	c         *recorded
+	e         *verify.Expectation
+	own, full bool
+	deadline  time.Time
 }
 
 // process reads one process of the sweep and kills it when it does not
@@ -97,8 +96,8 @@ func (s *sweep) process(pid int) error {
 	}
 	// Another exec's runc init, still setting itself up, has not yet
 	// dropped its capabilities or joined the cgroups: judge it once it
-	// runs its process, within one wait for the whole sweep.
-	awaitSetUp(p, initPid, s.setUpDeadline)
+	// runs its process.
+	awaitSetUp(p, initPid, s.deadline)
 	err = readWithin(p, s.deadline, func() error {
 		read := verify.Status
 		if s.full {
@@ -126,7 +125,7 @@ func (s *sweep) process(pid int) error {
 	} else {
 		err = fmt.Errorf("%w (killed)", err)
 	}
-	return fmt.Errorf("process %d in the container: %w", pid, err)
+	return fmt.Errorf("process %d (%s) in the container: %w", pid, comm(pid), err)
 }
 
 // containerProcesses lists the host pids of the container's processes,
@@ -192,33 +191,50 @@ func ownPidNamespace(pid int) (bool, unix.Stat_t, error) {
 	return len(f) > 1 && f[len(f)-1] == "1", ns, nil
 }
 
-// runcInitComm is the name runc's init gives itself until it executes the
-// container's process (libcontainer/nsenter).
-const runcInitComm = "runc:[2:INIT]"
+// runcInitComms are the names runc's init carries inside the container's
+// pid namespace until it executes the container's process
+// (libcontainer/nsenter): its last stage names itself "runc:[2:INIT]"
+// only after it was cloned, with the name of the stage that cloned it.
+var runcInitComms = map[string]bool{"runc:[1:CHILD]": true, "runc:[2:INIT]": true}
 
-// initSetUpWait bounds the wait of one sweep for runc inits to execute
-// their processes.
-const initSetUpWait = 10 * time.Second
+// setUpPoll is the longest pause between two looks at a runc init.
+const setUpPoll = 20 * time.Millisecond
 
 // awaitSetUp waits, until deadline, while the held process is a runc init
-// that runc started: one whose parent (runc exec, on the host) is outside
-// the container's pid namespace. A workload's process naming itself so
-// has its parent inside, and is judged at once.
+// that another exec's runc started and that has not yet executed its
+// process: it bears runc init's name, has no seccomp filter of its own,
+// and its parent (runc exec, on the host) is outside the container's pid
+// namespace. Every process the workload starts inherits the filter and
+// cannot shed it, so one naming itself so is judged at once. A real one
+// is waited for as long as the sweep may take: on a loaded machine the
+// kernel has left runc inits just moved into the container's cgroup
+// without CPU for seconds, and one judged half-way is killed, failing
+// the exec that started it.
 func awaitSetUp(p *heldProcess, initPid int, deadline time.Time) {
 	if p.pid == initPid {
 		return // the container's own init, whose parent is outside too
 	}
-	for time.Now().Before(deadline) {
-		comm, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/comm")
-		if err != nil || strings.TrimSpace(string(comm)) != runcInitComm || p.exited(0) {
-			return
-		}
-		parent, err := parentPid(p.pid)
-		if err != nil || sameNamespace(parent, initPid) {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	parent, err := parentPid(p.pid)
+	if err != nil || sameNamespace(parent, initPid) {
+		return
 	}
+	// Backing off: every sweep of every concurrent exec waits so, and
+	// their polls must not take the CPU the inits need to set up.
+	for pause := time.Millisecond; time.Now().Before(deadline); pause = min(2*pause, setUpPoll) {
+		if !runcInitComms[comm(p.pid)] || !verify.Unfiltered(p.pid) || p.exited(0) {
+			return
+		}
+		time.Sleep(pause)
+	}
+}
+
+// comm is the process's name, for messages; "?" once it is gone.
+func comm(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // parentPid reads the parent's pid from /proc/PID/stat.
