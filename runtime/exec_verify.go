@@ -43,9 +43,10 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), append(processFlags, "pid-file")...)
 	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
 	argv := g.backendArgv(b, "exec", append(rest, id)...)
+	pids := watchPids(c)
 	status, err := backend.Run(argv, v.Int("preserve-fds"))
 	if err == nil && status != 0 {
-		err = &BackendError{Verb: "exec", Status: status}
+		err = pids.explain(&BackendError{Verb: "exec", Status: status})
 	}
 	if err != nil {
 		return err
@@ -75,6 +76,8 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	flags, _ := ForwardFlags("exec", v, c.backend.IsGVisor(), append(processFlags, "pid-file")...)
 	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
 	argv := g.backendArgv(c.backend, "exec", append(rest, id)...)
+	pids := watchPids(c)
+	started := false
 	status, err := backend.Supervise(argv, v.Int("preserve-fds"), 0, func(exited <-chan struct{}) error {
 		pid, err := waitPidFile(pidFile, exited)
 		if err != nil {
@@ -86,6 +89,7 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 			}
 			return nil
 		}
+		started = true
 		callerPid := v.String("pid-file")
 		if callerPid != "" {
 			if err := specs.WriteAtomic(callerPid, []byte(strconv.Itoa(pid)), 0o644); err != nil {
@@ -103,6 +107,14 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 		return err
 	}
 	if status != 0 {
+		// runc writes the pid of its init, which may still die setting up:
+		// bulkhead's line says why when runc cannot.
+		if why := pids.limitHit(); why != "" {
+			if !started {
+				return fmt.Errorf("%w: %s", &BackendError{Verb: "exec", Status: status}, why)
+			}
+			logrus.Warnf("bulkhead: exec %s: exit status %d: %s", id, status, why)
+		}
 		return &ExitError{Status: status}
 	}
 	return nil
