@@ -13,6 +13,7 @@ import (
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/verify"
+	"bulkhead.dev/bulkhead/runtime/workspace"
 )
 
 // sweepContainer reads every process of the container (containerProcesses)
@@ -125,7 +126,13 @@ func (s *sweep) process(pid int) error {
 	} else {
 		err = fmt.Errorf("%w (killed)", err)
 	}
-	return fmt.Errorf("process %d (%s) in the container: %w", pid, comm(pid), err)
+	return inContainer(pid, err)
+}
+
+// inContainer names the container's process pid in err. The name is the
+// workload's to choose: escaped, it cannot rewrite the caller's terminal.
+func inContainer(pid int, err error) error {
+	return fmt.Errorf("process %d (%s) in the container: %w", pid, workspace.EscapeText(comm(pid)), err)
 }
 
 // containerProcesses lists the host pids of the container's processes,
@@ -228,7 +235,7 @@ func awaitSetUp(p *heldProcess, initPid int, deadline time.Time) {
 	}
 }
 
-// comm is the process's name, for messages; "?" once it is gone.
+// comm is the process's name, as the process set it; "?" once it is gone.
 func comm(pid int) string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
 	if err != nil {

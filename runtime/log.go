@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/sirupsen/logrus"
+
+	"bulkhead.dev/bulkhead/runtime/workspace"
 )
 
 // SetupLog sends bulkhead's messages where runc sends its own: the --log
@@ -49,7 +51,9 @@ func SetupLog(g *Globals) {
 // LogError reports err as the last error line of the log and on stderr,
 // the way runc does: containerd and dockerd show the user that line.
 func LogError(err error) {
-	msg := "bulkhead: " + err.Error()
+	// Names the workload chose are escaped where they enter a message;
+	// this holds for any that is not.
+	msg := "bulkhead: " + workspace.EscapeTerminal(err.Error())
 	if logrus.StandardLogger().Out != io.Writer(os.Stderr) {
 		logrus.Error(msg)
 	}

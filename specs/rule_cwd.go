@@ -3,6 +3,10 @@ package specs
 import (
 	"errors"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -62,10 +66,10 @@ func checkCwd(p *rspec.Process, resolve func(string) (string, error)) []Decision
 	if resolve != nil {
 		resolved, err := resolve(p.Cwd)
 		if err != nil {
-			return refuse("cwd does not resolve inside the container: " + err.Error())
+			return refuse("cwd does not resolve inside the container: " + shown(err.Error()))
 		}
 		if madeByRuntime(resolved) {
-			return refuse("cwd leads through symlinks in the container into " + resolved + " (under /proc, /dev or /sys, made by the runtime: beyond it lie leaked host descriptors, CVE-2024-21626); fix the link or choose another working directory")
+			return refuse("cwd leads through symlinks in the container into " + shown(resolved) + " (under /proc, /dev or /sys, made by the runtime: beyond it lie leaked host descriptors, CVE-2024-21626); fix the link or choose another working directory")
 		}
 	}
 	return []Decision{{Rule: rule, Field: field, Action: Kept, Before: p.Cwd, After: p.Cwd,
@@ -111,4 +115,15 @@ func inRuntimeTree(p string) error {
 // image: /proc, /dev (a tmpfs with runc's /dev/fd -> /proc/self/fd) or /sys.
 func madeByRuntime(p string) bool {
 	return under(p, "/proc") || under(p, "/dev") || under(p, "/sys")
+}
+
+// shown is s as a message can carry it: quoted when it holds a control
+// character or bytes that are not UTF-8. At an exec the path comes
+// through links the job wrote, and a refusal goes to the caller's
+// terminal.
+func shown(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }

@@ -3,6 +3,7 @@ package specs
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -173,5 +174,19 @@ func TestRuleCwdBindSourceThroughAHostLink(t *testing.T) {
 	ds := checkCwd(&rspec.Process{Cwd: "/data/sub"}, viewOf(c, spec).resolve)
 	if len(ds) != 1 || ds[0].Action != Refused {
 		t.Errorf("cwd /data/sub kept: %s", dump(ds))
+	}
+}
+
+// TestRuleCwdShowsTheJobsLinkEscaped: at an exec the path a refusal shows
+// comes through links the job wrote; it reaches the caller's terminal
+// quoted, not as the escape sequences and line breaks the job chose.
+func TestRuleCwdShowsTheJobsLinkEscaped(t *testing.T) {
+	p := &rspec.Process{Cwd: "/workspace/x"}
+	ds := checkCwd(p, func(string) (string, error) { return "/proc/\x1b[2K\rOK\nfake line", nil })
+	if len(ds) != 1 || ds[0].Action != Refused {
+		t.Fatalf("decisions %+v, want one refusal", ds)
+	}
+	if strings.ContainsAny(ds[0].Why, "\x1b\r\n") || !strings.Contains(ds[0].Why, `"/proc/\x1b[2K\rOK\nfake line"`) {
+		t.Errorf("refusal %q does not show the resolved path quoted", ds[0].Why)
 	}
 }

@@ -69,3 +69,20 @@ func TestEscapedLen(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapeTerminal: a message keeps its layout (line breaks, tabs, the
+// backslashes of quoted values) and shows every other hidden rune escaped.
+func TestEscapeTerminal(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain message":        "plain message",
+		"one\n\ttwo \"a\\nb\"": "one\n\ttwo \"a\\nb\"",
+		"x\x1b[2K\rOK\x1b[8m":  `x\x1b[2K\x0dOK\x1b[8m`,
+		"bidi\u202eevil":       `bidi\u202eevil`,
+		"not utf-8 \xff":       `not utf-8 \xff`,
+		"c1 \u009b31m":         `c1 \x9b31m`,
+	} {
+		if got := EscapeTerminal(in); got != want {
+			t.Errorf("EscapeTerminal(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -35,12 +35,25 @@ func escapeText(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
+	return escape(s, false)
+}
+
+// EscapeTerminal escapes, for a message on a terminal, what escapeText
+// does but the line breaks and tabs that lay the message out and the
+// backslashes a quoted value carries: a message is read, not parsed.
+func EscapeTerminal(s string) string {
+	return escape(s, true)
+}
+
+func escape(s string, layout bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case layout && (r == '\n' || r == '\t' || r == '\\'):
+			b.WriteRune(r)
 		case r == '\\':
 			b.WriteString(`\\`)
 		case hiddenRune(r) && r < 0x100:
