@@ -46,6 +46,11 @@ func Exec(g *Globals, v Values, args []string) error {
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
+	if v.Bool("ignore-paused") && profile.Mode == specs.Enforce {
+		_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
+			Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: errIgnorePaused.Error()})
+		return errIgnorePaused
+	}
 	if err := checkSubCgroups(v.StringSlice("cgroup")); err != nil && profile.Mode == specs.Enforce {
 		_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
 			Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: err.Error()})
