@@ -292,6 +292,15 @@ func TestDeadlineAnnotation(t *testing.T) {
 	if took := time.Since(begin); r.code != 137 || took > 4*time.Second {
 		t.Fatalf("annotation 1s under a 1m profile: run exit %d after %s, want 137 within about 1 s\nstderr: %s", r.code, took, r.stderr)
 	}
+	// The watchdog writes its deadline line after the kill, which can be
+	// after run has returned: it must be gone before the test's
+	// directories are.
+	for i := 0; i < 100 && len(leftover.Watchdogs(id)) > 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := len(leftover.Watchdogs(id)); n != 0 {
+		t.Fatalf("the watchdog of a container its deadline killed still runs 10 s later (%d)", n)
+	}
 
 	id = uniqueID("garbage")
 	r = bulkhead(t, "", append(g, "create", "--bundle", bundle.New(t, []string{"true"}, withLifetimeAnnotation("forever")), id)...)
