@@ -17,7 +17,8 @@ func TestExecAtPidsLimitSaysSo(t *testing.T) {
 	needRunc(t)
 	// The shell that fills the limit ends at its first refused fork; the
 	// init stays, and one pid is left.
-	fill := `(i=0; while [ $i -lt 100 ]; do sleep 600 & i=$((i+1)); done); exec sleep 600`
+	const forks = `i=0; while [ $i -lt 100 ]; do sleep 600 & i=$((i+1)); done`
+	fill := "(" + forks + "); exec sleep 600"
 	root, id, _ := running(t, nil, func(s *rspec.Spec) { s.Process.Args = []string{"sh", "-c", fill} })
 	namesLimit := func(what string, r result) {
 		t.Helper()
@@ -38,6 +39,7 @@ func TestExecAtPidsLimitSaysSo(t *testing.T) {
 			break
 		}
 	}
-	// The exec'd process's own fork is refused whatever runc's init did.
-	namesLimit("exec of a shell that forks", bulkhead(t, "", nil, "--root", root, "exec", id, "sh", "-c", "true & wait"))
+	// The exec'd process's own forks are refused once it has taken what
+	// is left, whatever runc's init did: the shell ends at the first.
+	namesLimit("exec of a shell that forks", bulkhead(t, "", nil, "--root", root, "exec", id, "sh", "-c", forks))
 }
