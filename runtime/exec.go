@@ -37,24 +37,24 @@ func Exec(g *Globals, v Values, args []string) error {
 		return err
 	}
 	cfg, b, rec, profile := c.cfg, c.backend, c.rec, c.profile
+	// refused writes a refusal of the exec's flags to the audit log.
+	refused := func(err error) error {
+		_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
+			Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: err.Error()})
+		return err
+	}
 	// The exec'd process gets the caller's stdio and preserved fds.
 	if err := backend.JudgeHanded(v.Int("preserve-fds")); err != nil {
 		if profile.Mode == specs.Enforce {
-			_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
-				Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: err.Error()})
-			return err
+			return refused(err)
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
 	if v.Bool("ignore-paused") && profile.Mode == specs.Enforce {
-		_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
-			Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: errIgnorePaused.Error()})
-		return errIgnorePaused
+		return refused(errIgnorePaused)
 	}
 	if err := checkSubCgroups(v.StringSlice("cgroup")); err != nil && profile.Mode == specs.Enforce {
-		_ = audit.Write(cfg.AuditLog, &audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name,
-			Backend: b.Name, Mode: profile.Mode, Outcome: "refused", Error: err.Error()})
-		return err
+		return refused(err)
 	}
 	// An exec without --process starts from the process as handed over.
 	proc, err := execProcess(v, args[1:], c.handedBundle())
