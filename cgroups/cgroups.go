@@ -473,7 +473,7 @@ func (g *Group) Events() (Events, error) {
 			e.ThrottledTime = time.Duration(st.CPU.ThrottledUsec) * time.Microsecond
 			e.CPUUsage = time.Duration(st.CPU.UsageUsec) * time.Microsecond
 		}
-		if e.PidsMax, err = readKey(filepath.Join(g.v2dir, "pids.events"), "max"); err != nil {
+		if e.PidsMax, err = g.PidsRefused(); err != nil {
 			return e, err
 		}
 		return e, nil
@@ -499,12 +499,23 @@ func (g *Group) Events() (Events, error) {
 			e.CPUUsage = time.Duration(n) // ns
 		}
 	}
-	if d, ok := g.v1dirs[cgroup1.Pids]; ok {
-		if e.PidsMax, err = readKey(filepath.Join(d, "pids.events"), "max"); err != nil {
-			return e, err
-		}
+	if e.PidsMax, err = g.PidsRefused(); err != nil {
+		return e, err
 	}
 	return e, nil
+}
+
+// PidsRefused is Events' PidsMax alone: one file read, where Events reads
+// every controller's statistics.
+func (g *Group) PidsRefused() (uint64, error) {
+	if g.version == 2 {
+		return readKey(filepath.Join(g.v2dir, "pids.events"), "max")
+	}
+	d, ok := g.v1dirs[cgroup1.Pids]
+	if !ok {
+		return 0, nil
+	}
+	return readKey(filepath.Join(d, "pids.events"), "max")
 }
 
 // readLimit reads a single-value limit file the library has no reader for

@@ -26,11 +26,11 @@ func watchPids(c *recorded) *pidsWatch {
 	if err != nil {
 		return nil
 	}
-	e, err := g.Events()
+	refused, err := g.PidsRefused()
 	if err != nil {
 		return nil
 	}
-	return &pidsWatch{g: g, before: e.PidsMax}
+	return &pidsWatch{g: g, before: refused}
 }
 
 // explain adds to a failed exec's error that the pids limit refused forks
@@ -48,8 +48,8 @@ func (w *pidsWatch) limitHit() string {
 	if w == nil {
 		return ""
 	}
-	e, err := w.g.Events()
-	if err != nil || e.PidsMax <= w.before {
+	refused, err := w.g.PidsRefused()
+	if err != nil || refused <= w.before {
 		return ""
 	}
 	limit := "its limit"
