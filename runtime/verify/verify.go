@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/moby/sys/mountinfo"
@@ -360,8 +361,12 @@ func Unfiltered(pid int) bool {
 }
 
 // ownFilterCount is the number of seccomp filters bulkhead runs under,
-// which every process it starts inherits.
-func ownFilterCount() (int, error) {
+// which every process it starts inherits. bulkhead installs none of its
+// own, so it is read once: an exec's sweep asks for it at every look at
+// every runc init it waits for.
+var ownFilterCount = sync.OnceValues(readOwnFilterCount)
+
+func readOwnFilterCount() (int, error) {
 	st, err := ReadProcStatus(os.Getpid())
 	if err != nil {
 		return 0, err
