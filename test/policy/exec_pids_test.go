@@ -16,8 +16,9 @@ import (
 func TestExecAtPidsLimitSaysSo(t *testing.T) {
 	needRunc(t)
 	// The shell that fills the limit ends at its first refused fork; the
-	// init stays, and one pid is left.
-	const forks = `i=0; while [ $i -lt 100 ]; do sleep 600 & i=$((i+1)); done`
+	// init stays, and one pid is left. The sleeps let go of stdio, so an
+	// exec of the same shell ends with it, not with them.
+	const forks = `i=0; while [ $i -lt 100 ]; do sleep 600 </dev/null >/dev/null 2>&1 & i=$((i+1)); done`
 	fill := "(" + forks + "); exec sleep 600"
 	root, id, _ := running(t, nil, func(s *rspec.Spec) { s.Process.Args = []string{"sh", "-c", fill} })
 	namesLimit := func(what string, r result) {
