@@ -226,6 +226,18 @@ func TestV1Real(t *testing.T) {
 	if l != want {
 		t.Errorf("limits %+v, want %+v", l, want)
 	}
+	// v1 has no "max": an unlimited group reads PAGE_COUNTER_MAX pages.
+	if hasMemsw {
+		write(t, filepath.Join(memDir, "memory.memsw.limit_in_bytes"), "-1")
+	}
+	write(t, filepath.Join(memDir, "memory.limit_in_bytes"), "-1")
+	if u, err := g.Limits(); err != nil || u.MemoryMax != Unlimited || (hasMemsw && u.MemorySwapMax != Unlimited) {
+		t.Errorf("unlimited memory read as %+v (%v)", u, err)
+	}
+	write(t, filepath.Join(memDir, "memory.limit_in_bytes"), strconv.Itoa(64<<20))
+	if hasMemsw {
+		write(t, filepath.Join(memDir, "memory.memsw.limit_in_bytes"), strconv.Itoa(96<<20))
+	}
 
 	// Load by path sees the same group.
 	g2, err := Load(name)
