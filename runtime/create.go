@@ -65,6 +65,9 @@ type creation struct {
 
 	// lifetime is max_lifetime after the annotation; 0 for none.
 	lifetime time.Duration
+
+	// signals are those the create got (see listenWhileCreating).
+	signals chan os.Signal
 }
 
 // prepare runs everything before the hand-over: load, select, rules,
@@ -185,6 +188,9 @@ func (c *creation) handOver(verb string, v Values) error {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
 	}
 	logrus.Infof("bulkhead: %s %s with profile %s (%s) on %s", verb, c.rec.ID, c.sel.Profile.Name, c.sel.Profile.Mode, b.Path)
+	if err := c.interrupted(verb); err != nil {
+		return c.fail(c.undo(err))
+	}
 	logOffset := backend.LogSize(c.g.Log)
 	release, err := c.claimCgroup()
 	if err != nil {
@@ -229,6 +235,10 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err := c.startWatchdog(); err != nil {
 		return c.fail(c.undo(err))
 	}
+	if err := c.interrupted(verb); err != nil {
+		return c.fail(c.undo(err))
+	}
+	// The record's init pid makes the container startable (Verified).
 	if err := c.reg.Update(c.rec); err != nil {
 		return c.fail(c.undo(err))
 	}
@@ -314,20 +324,22 @@ func readPidFile(path string) (int, error) {
 
 // Create is the create verb: policy, hand-over, verification.
 func Create(g *Globals, v Values, id string) error {
-	c, err := prepare(g, "create", id, v.String("bundle"), v.String("pid-file"))
+	c, stop, err := listenWhileCreating(g, "create", id, v.String("bundle"), v.String("pid-file"))
 	if err != nil {
 		return err
 	}
+	defer stop()
 	return c.handOver("create", v)
 }
 
 // Restore is the restore verb: the same policy and verification as create,
 // since a checkpoint image carries a process but the boundary is the spec's.
 func Restore(g *Globals, v Values, id string) error {
-	c, err := prepare(g, "restore", id, v.String("bundle"), v.String("pid-file"))
+	c, stop, err := listenWhileCreating(g, "restore", id, v.String("bundle"), v.String("pid-file"))
 	if err != nil {
 		return err
 	}
+	defer stop()
 	return c.handOver("restore", v)
 }
 

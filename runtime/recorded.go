@@ -48,6 +48,9 @@ func lookupRecorded(g *Globals, verb, id string) (*recorded, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !rec.Verified() {
+		return nil, fmt.Errorf("%s %s: its create did not finish (it was interrupted, or is still running), so nothing of the container was verified; delete it (bulkhead delete --force %s) and create it again", verb, id, id)
+	}
 	b, err := cfg.ResolveBackend(rec.Backend)
 	if err != nil {
 		return nil, err

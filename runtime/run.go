@@ -29,10 +29,11 @@ func Run(g *Globals, v Values, id string) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("become subreaper: %w", err)
 	}
-	c, err := prepare(g, "run", id, v.String("bundle"), v.String("pid-file"))
+	c, stopListening, err := listenWhileCreating(g, "run", id, v.String("bundle"), v.String("pid-file"))
 	if err != nil {
 		return err
 	}
+	defer stopListening()
 	var tty *consoleProxy
 	if c.handed.Process != nil && c.handed.Process.Terminal && !v.IsSet("console-socket") && !v.Bool("detach") {
 		if tty, err = newConsoleProxy(); err != nil {
@@ -41,7 +42,9 @@ func Run(g *Globals, v Values, id string) error {
 		defer tty.close()
 		v = withFlag{Values: v, name: "console-socket", value: tty.path()}
 	}
-	if err := c.handOver("create", v); err != nil {
+	err = c.handOver("create", v)
+	stopListening() // from here signals are the container's
+	if err != nil {
 		return err
 	}
 	if tty != nil {

@@ -52,6 +52,13 @@ type Record struct {
 	StartsByFifo bool `json:"starts_by_fifo,omitempty"`
 }
 
+// Verified tells whether the create that wrote r finished: the init's pid
+// is written only by a create's last step, after the kernel's controls
+// were verified and the watchdog and broker started. A create that was
+// killed before (SIGKILL, or a caller's timeout) leaves a record without
+// it, and a backend container nothing checked.
+func (r *Record) Verified() bool { return r.InitPid != 0 }
+
 // Registry maps (root, id) to the backend that owns the container. Every
 // change happens under an exclusive flock on one file, so parallel creates
 // and deletes cannot lose or corrupt records.

@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 
 // liar edits <bundle>/config.json on create, then becomes runc.
 func liar(mode string, args []string) int {
+	if mode == "hold" {
+		return hold(args)
+	}
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "liar:", err)
@@ -348,7 +351,16 @@ func createMustFail(t *testing.T, cfg, backendKey string) string {
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 		t.Fatalf("create: %v", err)
 	}
+	assertNothingLeft(t, root, backendKey, id, b, orig)
+	t.Logf("exit %d: %s", ee.ExitCode(), strings.TrimSpace(stderr.String()))
+	return stderr.String()
+}
 
+// assertNothingLeft checks that container id under root left no
+// backend container, cgroup, state or record, and that the bundle b holds
+// the caller's config.json (orig) and nothing else.
+func assertNothingLeft(t *testing.T, root, backendKey, id, b string, orig []byte) {
+	t.Helper()
 	// No container in the backend's state.
 	list, err := exec.Command("runc", "--root", filepath.Join(root, backendKey), "list", "-q").CombinedOutput()
 	if err != nil {
@@ -380,8 +392,6 @@ func createMustFail(t *testing.T, cfg, backendKey string) string {
 			t.Errorf("left in the bundle: %s", e.Name())
 		}
 	}
-	t.Logf("exit %d: %s", ee.ExitCode(), strings.TrimSpace(stderr.String()))
-	return stderr.String()
 }
 
 // TestFailClosedExec: a backend that hands the exec'd process capabilities

@@ -1,0 +1,199 @@
+package failclosed
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/test/binaries"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// holdEnv names the directory through which the holding backend and the
+// test meet: the backend marks "created" once runc's create returned, and
+// returns itself only once the test made "go".
+const holdEnv = "BULKHEAD_TEST_HOLD"
+
+// hold is a backend that runs runc's create as a child, ignoring the
+// signals bulkhead passes on, and then holds bulkhead in its create until
+// the test says go: the moment between the backend's create and
+// bulkhead's verification, made as long as a test needs. Every other verb
+// is runc's.
+func hold(args []string) int {
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hold:", err)
+		return 1
+	}
+	if !slices.Contains(args, "create") {
+		err = syscall.Exec(runc, append([]string{runc}, args...), os.Environ())
+		fmt.Fprintln(os.Stderr, "hold: exec runc:", err)
+		return 1
+	}
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	cmd := exec.Command(runc, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	status := 0
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "hold: runc:", err)
+		status = 1
+	}
+	dir := os.Getenv(holdEnv)
+	if err := os.WriteFile(filepath.Join(dir, "created"), nil, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "hold:", err)
+		return 1
+	}
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+			break
+		}
+	}
+	return status
+}
+
+// heldCreate starts bulkhead's create of a busybox `sleep` through the
+// holding backend and returns once runc's create has returned, with
+// bulkhead still waiting for its backend.
+type heldCreate struct {
+	root, id, bundle, cfg, holdDir string
+	orig                           []byte
+	cmd                            *exec.Cmd
+	stderr                         bytes.Buffer
+	done                           chan error
+}
+
+func startHeldCreate(t *testing.T) *heldCreate {
+	t.Helper()
+	needRunc(t)
+	h := &heldCreate{holdDir: t.TempDir(), root: t.TempDir(), done: make(chan error, 1)}
+	dir := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "hold")
+	body := fmt.Sprintf("#!/bin/sh\nexport %s=hold %s=%q\nexec %q \"$@\"\n", liarEnv, holdEnv, h.holdDir, self)
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.cfg = filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(h.cfg, []byte(fmt.Sprintf("[backends.runc]\npath = %q\n", script)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.bundle = bundle.New(t, []string{"sleep", "300"})
+	if h.orig, err = os.ReadFile(filepath.Join(h.bundle, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	h.id = fmt.Sprintf("held-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	h.cmd = exec.Command(binaries.Bulkhead(t), "--root", h.root, "--config", h.cfg, "create", "--bundle", h.bundle, h.id)
+	h.cmd.Stderr = &h.stderr
+	// The created init holds the output pipe while it lives.
+	h.cmd.WaitDelay = 5 * time.Second
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Whatever the assertions say: let the backend go, and leave this
+		// host clean.
+		os.WriteFile(filepath.Join(h.holdDir, "go"), nil, 0o600)
+		h.cmd.Process.Kill()
+		<-h.done
+		exec.Command(binaries.Bulkhead(t), "--root", h.root, "--config", h.cfg, "delete", "--force", h.id).Run()
+		exec.Command("runc", "--root", filepath.Join(h.root, "runc"), "delete", "--force", h.id).Run()
+	})
+	go func() { h.done <- h.cmd.Wait() }()
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(h.holdDir, "created")); err == nil {
+			return h
+		}
+		select {
+		case err := <-h.done:
+			h.done <- err
+			t.Fatalf("create ended (%v) before its backend's create returned:\n%s", err, h.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backend's create did not return in 90 s:\n%s", h.stderr.String())
+		}
+	}
+}
+
+// release lets the backend return and waits for bulkhead's create.
+func (h *heldCreate) release(t *testing.T) error {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(h.holdDir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-h.done:
+		h.done <- err
+		return err
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("create did not end within 2 minutes of its backend:\n%s", h.stderr.String())
+		return nil
+	}
+}
+
+// TestCreateInterruptedUndoes: SIGTERM reaches bulkhead's create after the
+// backend has made the container (the backend ignores it). The create
+// must not go on to leave a container: it fails, naming the signal, and
+// nothing of the container is left. Before, the create went on and made
+// the container, or, with no backend running at that moment, bulkhead
+// ended without removing it.
+func TestCreateInterruptedUndoes(t *testing.T) {
+	h := startHeldCreate(t)
+	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := h.release(t)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+		t.Fatalf("create finished despite SIGTERM (%v):\n%s", err, h.stderr.String())
+	}
+	if !strings.Contains(h.stderr.String(), "interrupted by signal") {
+		t.Errorf("the create's error does not say it was interrupted:\n%s", h.stderr.String())
+	}
+	assertNothingLeft(t, h.root, "runc", h.id, h.bundle, h.orig)
+}
+
+// TestKilledCreateNeverStarts: SIGKILL ends bulkhead's create between the
+// backend's create and verification, leaving a backend container nothing
+// checked. start and exec must refuse it, saying what to do, its init
+// must stay unstarted, and delete --force must remove everything.
+func TestKilledCreateNeverStarts(t *testing.T) {
+	h := startHeldCreate(t)
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	h.release(t)
+	bulkhead := binaries.Bulkhead(t)
+	global := []string{"--root", h.root, "--config", h.cfg}
+	verbs := [][]string{{"start", h.id}, {"exec", "--detach", h.id, "true"}}
+	for _, verb := range verbs {
+		res := binaries.Cmd{}.Run(t, bulkhead, append(global, verb...)...)
+		if res.Code == 0 {
+			t.Errorf("%s of a container whose create was killed succeeded", verb[0])
+		}
+		if !strings.Contains(res.Stderr, "its create did not finish") || !strings.Contains(res.Stderr, "delete --force "+h.id) {
+			t.Errorf("%s does not say why and what to do:\n%s", verb[0], res.Stderr)
+		}
+	}
+	out, err := exec.Command("runc", "--root", filepath.Join(h.root, "runc"), "state", h.id).Output()
+	if err != nil || !strings.Contains(string(out), `"status": "created"`) {
+		t.Errorf("runc state of the container: %v %s; want it created, its init never started", err, out)
+	}
+	del := binaries.Cmd{}.Run(t, bulkhead, append(global, "delete", "--force", h.id)...)
+	if del.Code != 0 {
+		t.Fatalf("delete --force: exit %d:\n%s", del.Code, del.Stderr)
+	}
+	assertNothingLeft(t, h.root, "runc", h.id, h.bundle, h.orig)
+}
