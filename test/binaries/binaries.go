@@ -46,6 +46,11 @@ func build() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The egress broker runs bulkhead as its own unprivileged user, as
+	// from bin/ or /usr/local/bin: MkdirTemp's 0700 refused it the exec.
+	if err := os.Chmod(out, 0o755); err != nil {
+		return "", err
+	}
 	steps := []struct {
 		env  []string
 		args []string
