@@ -28,8 +28,7 @@ const gvisorFilterDeadline = 10 * time.Second
 func Start(g *Globals, v Values, id string) error {
 	c, err := lookupRecorded(g, "start", id)
 	if errors.Is(err, os.ErrNotExist) {
-		// Not bulkhead's container: the backend's own verb.
-		return Passthrough(g, "start", v, []string{id})
+		return startUnrecorded(g, v, id)
 	}
 	if err != nil {
 		// A record bulkhead cannot read or judge (its profile gone, the
@@ -133,4 +132,24 @@ func verifyGVisorStarted(g *Globals, b *backend.Backend, id string, pid int) err
 	}
 	return fmt.Errorf("verification after start: control %s: expected %s of the gVisor sandbox %d, kernel applied %s after %s; the container was killed",
 		control, want, pid, got, gvisorFilterDeadline)
+}
+
+// startUnrecorded is start of an id bulkhead has no record of. Under
+// bulkhead's root only a bulkhead create makes backend containers, so one
+// the backend holds without a record is a create that never got as far
+// as verification and lost its record: its create was killed and an
+// engine's delete removed the record while the backend's create was
+// still running, or create's undo could not delete the backend's
+// container. Nothing of it was verified, and no watchdog bounds it: it is
+// refused. An id the backend does not hold either gets the backend's own
+// answer.
+func startUnrecorded(g *Globals, v Values, id string) error {
+	b, _, _, err := owner(g, id)
+	if err != nil {
+		return err
+	}
+	if backendKnows(g, b, id) {
+		return fmt.Errorf("start %s: backend %s holds this container but bulkhead has no record of it (its create did not finish), so nothing of it was verified; delete it (bulkhead delete --force %s) and create it again", id, b.Name, id)
+	}
+	return passthroughTo(g, b, "start", v, []string{id})
 }

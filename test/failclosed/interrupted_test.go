@@ -197,3 +197,40 @@ func TestKilledCreateNeverStarts(t *testing.T) {
 	}
 	assertNothingLeft(t, h.root, "runc", h.id, h.bundle, h.orig)
 }
+
+// TestUnrecordedBackendContainerNeverStarts: under bulkhead's root a
+// backend container without a record is a create that lost its record
+// before verification (killed, and an engine's delete removed the record
+// while the backend's create still ran, or undo could not delete it).
+// start must refuse it, saying what to do, and leave it unstarted; an id
+// the backend does not hold gets the backend's own error.
+func TestUnrecordedBackendContainerNeverStarts(t *testing.T) {
+	needRunc(t)
+	root := t.TempDir()
+	id := fmt.Sprintf("unrecorded-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	runcRoot := filepath.Join(root, "runc")
+	b := bundle.New(t, []string{"sleep", "300"})
+	// stdio /dev/null: the created init keeps what it is given.
+	create := exec.Command("runc", "--root", runcRoot, "create", "--bundle", b, id)
+	if err := create.Run(); err != nil {
+		t.Fatalf("runc create: %v", err)
+	}
+	t.Cleanup(func() { exec.Command("runc", "--root", runcRoot, "delete", "--force", id).Run() })
+
+	res := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", root, "start", id)
+	if res.Code == 0 {
+		t.Error("start of a backend container bulkhead has no record of succeeded")
+	}
+	if !strings.Contains(res.Stderr, "no record of it") || !strings.Contains(res.Stderr, "delete --force "+id) {
+		t.Errorf("start does not say why and what to do:\n%s", res.Stderr)
+	}
+	out, err := exec.Command("runc", "--root", runcRoot, "state", id).Output()
+	if err != nil || !strings.Contains(string(out), `"status": "created"`) {
+		t.Errorf("runc state: %v %s; want it created, its init never started", err, out)
+	}
+
+	other := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", root, "start", id+"-none")
+	if other.Code == 0 || !strings.Contains(other.Stderr, "does not exist") {
+		t.Errorf("start of an id nobody holds: exit %d, want runc's own error:\n%s", other.Code, other.Stderr)
+	}
+}
