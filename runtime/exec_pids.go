@@ -33,9 +33,12 @@ func watchPids(c *recorded) *pidsWatch {
 	return &pidsWatch{g: g, before: refused}
 }
 
-// explain adds to a failed exec's error that the pids limit refused forks
-// while it ran, when it did.
+// explain adds to a failed exec's error (nil for none) that the pids
+// limit refused forks while it ran, when it did.
 func (w *pidsWatch) explain(err error) error {
+	if err == nil {
+		return nil
+	}
 	if why := w.limitHit(); why != "" {
 		return fmt.Errorf("%w: %s", err, why)
 	}

@@ -59,7 +59,9 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	if err != nil && !own {
 		os.Remove(pidFile)
 	}
-	return err
+	// A runc init that met the limit after writing the pid can hang
+	// rather than die, and then fails verification instead.
+	return pids.explain(err)
 }
 
 // execAttachedVerified runs an attached exec (the caller's stdio and
@@ -104,7 +106,7 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 		return err
 	})
 	if err != nil {
-		return err
+		return pids.explain(err)
 	}
 	if status != 0 {
 		// runc writes the pid of its init, which may still die setting up:
