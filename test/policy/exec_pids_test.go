@@ -32,13 +32,24 @@ func TestExecAtPidsLimitSaysSo(t *testing.T) {
 	// limit lets in; it fails only when it starts one more, which it
 	// mostly does. Each detached exec leaves a process, so they are run
 	// until one fails.
+	// On a loaded machine an exec'd process can also get no CPU for the
+	// whole of its verification, with no fork refused: it is killed and
+	// the exec fails closed, for a reason that is not the limit. That
+	// exec is not counted, a few times at most.
+	unread := 0
 	for i := 0; i < 100; i++ {
 		r := bulkhead(t, "", nil, "--root", root, "exec", "--detach", id, "sleep", "600")
-		if r.code != 0 {
-			t.Logf("a detached exec failed after %d that succeeded", i)
-			namesLimit("detached exec", r)
-			break
+		if r.code == 0 {
+			continue
 		}
+		if strings.Contains(r.stderr, "could not be read within") && strings.Contains(r.stderr, "killed") && unread < 3 {
+			unread++
+			t.Logf("a detached exec was starved and killed, not counted: %s", strings.TrimSpace(r.stderr))
+			continue
+		}
+		t.Logf("a detached exec failed after %d that succeeded", i)
+		namesLimit("detached exec", r)
+		break
 	}
 	// The exec'd process's own forks are refused once it has taken what
 	// is left, whatever runc's init did: the shell ends at the first.
