@@ -59,8 +59,8 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	if err != nil && !own {
 		os.Remove(pidFile)
 	}
-	// A runc init that met the limit after writing the pid can hang
-	// rather than die, and then fails verification instead.
+	// The limit can also surface after runc wrote the pid, as a process
+	// that fails verification: it is named whenever it refused a fork.
 	return pids.explain(err)
 }
 
