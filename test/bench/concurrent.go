@@ -42,8 +42,8 @@ func benchConcurrent(bulkhead, dir string, rounds int) error {
 		return err
 	}
 	sides := []lifecycle{
-		{bin: bulkhead, log: filepath.Join(dir, "fleet-bulkhead.log"), bundle: ours},
-		{bin: plain, log: filepath.Join(dir, "fleet-plain.log"), bundle: theirs},
+		{bin: bulkhead, log: filepath.Join(dir, "fleet-bulkhead.log"), bundle: ours, awaitInit: true},
+		{bin: plain, log: filepath.Join(dir, "fleet-plain.log"), bundle: theirs, awaitInit: true},
 	}
 	sides[0].global = []string{"--root", filepath.Join(dir, "fleet-root"), "--log", sides[0].log, "--backend", "runc"}
 	sides[1].global = []string{"--root", filepath.Join(dir, "fleet-plain"), "--log", sides[1].log}

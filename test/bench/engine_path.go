@@ -1,14 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -65,6 +69,12 @@ type lifecycle struct {
 	global []string // --root, --log and the backend's own flags
 	log    string
 	bundle string
+	// awaitInit waits for the init's exit on a pidfd, as an engine's shim
+	// learns of it, rather than by asking the runtime's `state` every few
+	// milliseconds: in a fleet those calls were a share of the CPU the
+	// containers compete for, and no engine makes them. runc only: a
+	// runsc pid file names the sandbox, which outlives the container.
+	awaitInit bool
 }
 
 func (l lifecycle) run(id string) ([]cost, error) {
@@ -78,6 +88,9 @@ func (l lifecycle) run(id string) ([]cost, error) {
 		args := append(append([]string{}, l.global...), verb)
 		if verb == "create" {
 			args = append(args, "--bundle", l.bundle)
+			if l.awaitInit {
+				args = append(args, "--pid-file", l.pidFile(id))
+			}
 		}
 		c, err := call(l.log, l.bin, append(args, id)...)
 		if err != nil {
@@ -88,7 +101,12 @@ func (l lifecycle) run(id string) ([]cost, error) {
 	return cs, nil
 }
 
+func (l lifecycle) pidFile(id string) string { return l.log + "." + id + ".pid" }
+
 func (l lifecycle) waitStopped(id string) error {
+	if l.awaitInit {
+		return l.awaitInitExit(id)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out, err := exec.Command(l.bin, append(append([]string{}, l.global...), "state", id)...).Output()
@@ -99,6 +117,41 @@ func (l lifecycle) waitStopped(id string) error {
 			return fmt.Errorf("%s: %s did not stop in 30 s: %v %s", l.bin, id, err, out)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// awaitInitExit waits until the init named by the create's pid file has
+// exited; an init gone before the pidfd was opened has exited too.
+func (l lifecycle) awaitInitExit(id string) error {
+	data, err := os.ReadFile(l.pidFile(id))
+	if err != nil {
+		return err
+	}
+	os.Remove(l.pidFile(id))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return fmt.Errorf("%s: pid file of %s: %w", l.bin, id, err)
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd of %s's init %d: %w", id, pid, err)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 30_000)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return fmt.Errorf("wait for %s's init %d: %w", id, pid, err)
+		case n == 0:
+			return fmt.Errorf("%s: the init of %s did not exit in 30 s", l.bin, id)
+		}
+		return nil
 	}
 }
 
@@ -133,8 +186,8 @@ func benchEnginePath(bulkhead, dir string, n int) error {
 			return err
 		}
 		sides := []lifecycle{
-			{bin: bulkhead, log: filepath.Join(dir, "ep-bulkhead.log"), bundle: ours},
-			{bin: plain, log: filepath.Join(dir, "ep-plain.log"), bundle: theirs},
+			{bin: bulkhead, log: filepath.Join(dir, "ep-bulkhead.log"), bundle: ours, awaitInit: backend == "runc"},
+			{bin: plain, log: filepath.Join(dir, "ep-plain.log"), bundle: theirs, awaitInit: backend == "runc"},
 		}
 		sides[0].global = []string{"--root", filepath.Join(dir, "ep-root"), "--log", sides[0].log, "--backend", backend}
 		sides[1].global = append([]string{"--root", filepath.Join(dir, "ep-plain-"+backend), "--log", sides[1].log}, plainFlags...)
