@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/audit"
@@ -50,8 +52,16 @@ type creation struct {
 	// bundleDir is the bundle opened once: what is read and judged
 	// relative to the bundle is reached through it (runtime/bundle_dir.go).
 	bundleDir *bundleDir
-	pidFile   string
-	ownPid    bool // bulkhead chose the pid file and removes it on failure
+	pidFile   string // the backend's, in the state directory
+	// stateDir is the state directory this create's record was added in,
+	// open: a create stopped for a while can find it deleted (delete
+	// --force) and made again by another create of the id, whose backend
+	// writes its own pid file at the same path.
+	stateDir *os.File
+	// callerPidFile is the caller's --pid-file ("" for none); wrotePid
+	// says bulkhead wrote it, and undo removes it.
+	callerPidFile string
+	wrotePid      bool
 
 	original []byte // the caller's config.json, byte for byte
 	handed   *rspec.Spec
@@ -88,6 +98,11 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if bundle, err = filepath.Abs(bundle); err != nil {
 		return nil, err
 	}
+	if pidFile != "" {
+		if pidFile, err = filepath.Abs(pidFile); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := openBundleDir(bundle)
 	if err != nil {
 		return nil, err
@@ -107,7 +122,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		return nil, err
 	}
 	sel := plan.Selection
-	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, bundleDir: dir, pidFile: plan.PidFile, ownPid: plan.OwnPidFile,
+	c := &creation{g: g, cfg: cfg, reg: reg, sel: sel, bundle: bundle, bundleDir: dir, pidFile: plan.PidFile, callerPidFile: plan.CallerPidFile,
 		original: original, plan: plan, handed: plan.Handed, ws: plan.Workspaces, ctx: plan.Ctx,
 		lifetime: plan.Lifetime}
 	c.audit = audit.Entry{Event: verb, ID: id, Bundle: bundle, Profile: sel.Profile.Name,
@@ -141,6 +156,12 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	}
 	if err := reg.Add(c.rec); err != nil {
 		return nil, c.fail(err)
+	}
+	if c.stateDir, err = os.Open(reg.Dir(id)); err != nil {
+		return nil, c.fail(c.undo(err))
+	}
+	if err := reg.Owned(c.rec); err != nil {
+		return nil, c.fail(c.undo(err))
 	}
 	if sel.Profile.Mode == specs.Enforce {
 		if err := c.pinHostPaths(); err != nil {
@@ -205,7 +226,7 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err != nil {
 		return c.fail(c.undo(err))
 	}
-	pid, err := readPidFile(c.pidFile)
+	pid, err := readOwnPidFile(c.stateDir, c.pidFile)
 	if err != nil {
 		return c.fail(c.undo(err))
 	}
@@ -225,7 +246,7 @@ func (c *creation) handOver(verb string, v Values) error {
 	if err != nil && c.sel.Profile.Mode == specs.Enforce {
 		return c.fail(c.undo(fmt.Errorf("verification after %s: %w", verb, err)))
 	}
-	if err := c.reg.WriteFindings(c.rec.ID, &state.Findings{Decisions: c.audit.Decisions, Checks: report}); err != nil {
+	if err := c.reg.WriteFindings(c.rec, &state.Findings{Decisions: c.audit.Decisions, Checks: report}); err != nil {
 		return c.fail(c.undo(err))
 	}
 	c.rec.StartsByFifo = startsByFifo(b, c.handed)
@@ -234,6 +255,12 @@ func (c *creation) handOver(verb string, v Values) error {
 	}
 	if err := c.startWatchdog(); err != nil {
 		return c.fail(c.undo(err))
+	}
+	if c.callerPidFile != "" {
+		if err := writeCallerPidFile(c.callerPidFile, c.rec.InitPid); err != nil {
+			return c.fail(c.undo(err))
+		}
+		c.wrotePid = true
 	}
 	if err := c.interrupted(verb); err != nil {
 		return c.fail(c.undo(err))
@@ -274,14 +301,18 @@ func (c *creation) undo(cause error) error {
 	if err := stopBroker(c.rec.BrokerPid, c.rec.ID); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.reg.Owned(c.rec); errors.Is(err, state.ErrReplaced) {
+		return c.undoDisowned(cause)
+	}
 	if c.created {
 		_ = backend.Quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
 		if err := cgroups.Remove(c.rec.CgroupsPath); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if c.ownPid {
-		os.Remove(c.pidFile)
+	os.Remove(c.pidFile)
+	if c.wrotePid {
+		os.Remove(c.callerPidFile)
 	}
 	if err := c.reg.Remove(c.rec.ID); err != nil {
 		errs = append(errs, err)
@@ -290,6 +321,31 @@ func (c *creation) undo(cause error) error {
 		return fmt.Errorf("%w (cleanup: %v)", cause, errors.Join(errs...))
 	}
 	return cause
+}
+
+// undoDisowned is undo for a create whose record was deleted while it
+// ran (delete --force of a create that was stopped, or slow): what is kept
+// under the id (the state directory, the backend's container, the cgroup
+// of that name) may be another create's by now, and is left to it. Only
+// what is this create's beyond doubt goes: its container while its
+// verified init still runs (the id cannot have been taken again then),
+// and the caller's pid file it wrote.
+func (c *creation) undoDisowned(cause error) error {
+	var errs []error
+	if c.created && state.StillRunning(c.rec) {
+		_ = backend.Quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
+		if err := cgroups.Remove(c.rec.CgroupsPath); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.wrotePid {
+		os.Remove(c.callerPidFile)
+	}
+	err := fmt.Errorf("%w; the container %s was deleted while its create ran, and nothing kept under its id now is this create's", cause, c.rec.ID)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w (cleanup: %v)", err, errors.Join(errs...))
+	}
+	return err
 }
 
 // fail records a refused or failed creation in the audit log.
@@ -315,6 +371,27 @@ func readPidFile(path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pid file: %w", err)
 	}
+	return parsePid(path, data)
+}
+
+// readOwnPidFile reads the backend's pid file of this create in the state
+// directory dir it opened: gone with the directory it deleted, never
+// another create's made at that path since.
+func readOwnPidFile(dir *os.File, path string) (int, error) {
+	fd, err := unix.Openat(int(dir.Fd()), filepath.Base(path), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, fmt.Errorf("pid file %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 64))
+	if err != nil {
+		return 0, fmt.Errorf("pid file: %w", err)
+	}
+	return parsePid(path, data)
+}
+
+func parsePid(path string, data []byte) (int, error) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 0 {
 		return 0, fmt.Errorf("pid file %s: %q is not a pid", path, data)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -15,7 +14,6 @@ import (
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/verify"
-	"bulkhead.dev/bulkhead/specs"
 )
 
 // execDetachedVerified runs a detached exec as a child, then verifies the
@@ -26,20 +24,14 @@ import (
 // shim) always exec this way.
 func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Process, process, id string) error {
 	b := c.backend
-	pidFile, own := v.String("pid-file"), false
-	if pidFile == "" {
-		f, err := os.CreateTemp("", "bulkhead-exec-*.pid")
-		if err != nil {
-			return fmt.Errorf("exec %s: %w", id, err)
-		}
-		f.Close()
-		// runc refuses to overwrite nothing, but writes its own file.
-		os.Remove(f.Name())
-		pidFile, own = f.Name(), true
+	// The backend writes the pid into bulkhead's own directory; the
+	// caller's file gets it once the process is verified.
+	dir, err := os.MkdirTemp("", "bulkhead-exec-")
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", id, err)
 	}
-	if own {
-		defer os.Remove(pidFile)
-	}
+	defer os.RemoveAll(dir)
+	pidFile := filepath.Join(dir, "pid")
 	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), append(processFlags, "pid-file")...)
 	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
 	argv := g.backendArgv(b, "exec", append(rest, id)...)
@@ -55,13 +47,19 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", id, err)
 	}
-	err = verifyExeced(c, policed, pid, id)
-	if err != nil && !own {
-		os.Remove(pidFile)
+	if err := verifyExeced(c, policed, pid, id); err != nil {
+		// The limit can also surface after runc wrote the pid, as a
+		// process that fails verification: it is named whenever it
+		// refused a fork.
+		return pids.explain(err)
 	}
-	// The limit can also surface after runc wrote the pid, as a process
-	// that fails verification: it is named whenever it refused a fork.
-	return pids.explain(err)
+	if callerPid := v.String("pid-file"); callerPid != "" {
+		if err := writeCallerPidFile(callerPid, pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			return fmt.Errorf("exec %s: %w; the process is killed", id, err)
+		}
+	}
+	return nil
 }
 
 // execAttachedVerified runs an attached exec (the caller's stdio and
@@ -94,9 +92,9 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 		started = true
 		callerPid := v.String("pid-file")
 		if callerPid != "" {
-			if err := specs.WriteAtomic(callerPid, []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			if err := writeCallerPidFile(callerPid, pid); err != nil {
 				_ = unix.Kill(pid, unix.SIGKILL)
-				return fmt.Errorf("exec %s: pid file: %w", id, err)
+				return fmt.Errorf("exec %s: %w", id, err)
 			}
 		}
 		err = verifyExeced(c, policed, pid, id)

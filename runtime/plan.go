@@ -32,8 +32,7 @@ type PlanInput struct {
 	Spec     *rspec.Spec
 	Original []byte
 	Registry *state.Registry
-	// PidFile is the caller's --pid-file; "" lets bulkhead choose one in
-	// the container's state directory.
+	// PidFile is the caller's --pid-file, absolute; "" for none.
 	PidFile string
 	// At reaches a path the spec names relative to the bundle: through
 	// the bundle opened once at create (runtime/bundle_dir.go); nil joins
@@ -80,11 +79,13 @@ type Plan struct {
 	Workspaces []workspace.Workspace
 	// HandOverBundle is the bundle the backend gets: bulkhead's own in
 	// the state directory in enforce mode (runtime/pins.go), the caller's
-	// in audit mode. PidFile is where the backend writes the init's pid;
-	// OwnPidFile says bulkhead chose it (and removes it on failure).
+	// in audit mode. PidFile is where the backend writes the init's pid:
+	// always bulkhead's own, in the state directory, which no one else
+	// writes. CallerPidFile is the caller's --pid-file, which bulkhead
+	// writes once the init is verified (runtime/caller_pid_file.go).
 	HandOverBundle string
 	PidFile        string
-	OwnPidFile     bool
+	CallerPidFile  string
 	// EgressSocket is the broker's unix socket of a runsc container with
 	// egress (egress_gvisor.go), in its state directory; "" otherwise.
 	EgressSocket string
@@ -127,12 +128,9 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		p.ID = PlaceholderID
 	}
 	stateDir := in.Registry.Dir(p.ID)
-	p.HandOverBundle, p.PidFile = in.Bundle, in.PidFile
+	p.HandOverBundle, p.PidFile, p.CallerPidFile = in.Bundle, filepath.Join(stateDir, "init.pid"), in.PidFile
 	if sel.Profile.Mode == specs.Enforce {
 		p.HandOverBundle = filepath.Join(stateDir, privateBundleDir)
-	}
-	if p.PidFile == "" {
-		p.PidFile, p.OwnPidFile = filepath.Join(stateDir, "init.pid"), true
 	}
 	p.Ctx = specContext(g, &sel.Profile, sel.Backend.Name, in.Bundle, in.Registry, in.Original, in.ID, spec.Annotations)
 	p.PodSandbox = in.Registry.PodSandbox(&sel.Profile, sel.Backend.Name, spec.Annotations)

@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -35,6 +36,14 @@ func Start(g *Globals, v Values, id string) error {
 		// configuration broken) could be a gVisor sandbox that must be
 		// verified once started: nothing starts on it.
 		return fmt.Errorf("%w; fix the configuration, or delete the container and create it again", err)
+	}
+	// Only the init create verified is ever started. One that is gone
+	// leaves no container bulkhead checked under this id: whatever the
+	// backend holds there now (a later create of the same id, killed
+	// before its own verification, after a create stopped past its own
+	// was resumed and recorded its init) would start unverified.
+	if !state.StillRunning(c.rec) {
+		return fmt.Errorf("cannot start a container that has stopped: the init bulkhead verified at create (pid %d) has ended", c.rec.InitPid)
 	}
 	if err := judgeMemberStdio(c); err != nil {
 		return err

@@ -24,14 +24,22 @@ type Findings struct {
 // findingsFile is the findings' name in a container's state directory.
 const findingsFile = "findings.json"
 
-// WriteFindings records f for id; create writes them once, after the
-// verification.
-func (r *Registry) WriteFindings(id string, f *Findings) error {
+// WriteFindings records f beside rec; create writes them once, after
+// the verification, only while the record is still its own (Update).
+func (r *Registry) WriteFindings(rec *Record, f *Findings) error {
 	data, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
-	return specs.WriteVolatile(filepath.Join(r.Dir(id), findingsFile), data, 0o600)
+	unlock, err := r.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := r.stillOwned(rec); err != nil {
+		return err
+	}
+	return specs.WriteVolatile(filepath.Join(r.Dir(rec.ID), findingsFile), data, 0o600)
 }
 
 // Findings returns the findings of id. A container created by a bulkhead

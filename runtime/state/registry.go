@@ -143,14 +143,51 @@ func (r *Registry) Add(rec *Record) error {
 	return r.write(rec)
 }
 
-// Update rewrites an existing record.
+// ErrReplaced is returned by Update and WriteFindings when the id's
+// record is not the caller's any more: deleted, or another create's since.
+var ErrReplaced = errors.New("its record was deleted or replaced meanwhile")
+
+// Update rewrites the record of the create that added rec. A create
+// stopped for a while can find its container deleted (delete --force)
+// and the id taken by another create: its record written then would
+// name its own init, verified and gone, for the other create's container,
+// which nothing verified. So the record on disk must still be rec's, the
+// same create's (its Created time), or nothing is written.
 func (r *Registry) Update(rec *Record) error {
 	unlock, err := r.lock()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := r.stillOwned(rec); err != nil {
+		return err
+	}
 	return r.write(rec)
+}
+
+// Owned tells whether the record of rec.ID is still the one rec was
+// added as (ErrReplaced when not).
+func (r *Registry) Owned(rec *Record) error {
+	unlock, err := r.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return r.stillOwned(rec)
+}
+
+// stillOwned tells, under the lock, whether the record of rec.ID is the
+// one rec was added as.
+func (r *Registry) stillOwned(rec *Record) error {
+	cur, err := r.Get(rec.ID)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	case cur.Created.Equal(rec.Created):
+		return nil
+	}
+	return fmt.Errorf("container %s: %w", rec.ID, ErrReplaced)
 }
 
 func (r *Registry) write(rec *Record) error {

@@ -1,7 +1,11 @@
 package state
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestRegistryAnyValidID: every id CheckID accepts can be recorded, the
@@ -29,5 +33,53 @@ func TestRegistryAnyValidID(t *testing.T) {
 	}
 	if len(ids) != 5 {
 		t.Errorf("ids %v, want the five added", ids)
+	}
+}
+
+// TestUpdateOnlyOwnRecord: a create whose record was deleted and whose id
+// another create took meanwhile writes neither its record nor its
+// findings over the other's, and learns so; a create whose record was
+// only deleted writes nothing either.
+func TestUpdateOnlyOwnRecord(t *testing.T) {
+	reg, err := OpenRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := &Record{ID: "c", Backend: "runc", Created: time.Now().UTC()}
+	if err := reg.Add(stale); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Remove("c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Update(stale); !errors.Is(err, ErrReplaced) {
+		t.Errorf("Update of a deleted record: %v, want ErrReplaced", err)
+	}
+	if _, err := reg.Get("c"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after Update of a deleted record, Get: %v; want no record", err)
+	}
+	other := &Record{ID: "c", Backend: "runc", Created: stale.Created.Add(time.Nanosecond)}
+	if err := reg.Add(other); err != nil {
+		t.Fatal(err)
+	}
+	stale.InitPid, stale.InitStart = 4242, 1
+	if err := reg.Update(stale); !errors.Is(err, ErrReplaced) {
+		t.Errorf("Update over another create's record: %v, want ErrReplaced", err)
+	}
+	if err := reg.WriteFindings(stale, &Findings{}); !errors.Is(err, ErrReplaced) {
+		t.Errorf("WriteFindings over another create's record: %v, want ErrReplaced", err)
+	}
+	if _, err := os.Stat(filepath.Join(reg.Dir("c"), findingsFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("findings written beside another create's record: %v", err)
+	}
+	if got, err := reg.Get("c"); err != nil || got.InitPid != 0 || !got.Created.Equal(other.Created) {
+		t.Errorf("the other create's record after the stale Update: %+v, %v", got, err)
+	}
+	other.InitPid = 7
+	if err := reg.Update(other); err != nil {
+		t.Errorf("Update of its own record: %v", err)
+	}
+	if err := reg.Owned(stale); !errors.Is(err, ErrReplaced) {
+		t.Errorf("Owned of the stale record: %v, want ErrReplaced", err)
 	}
 }

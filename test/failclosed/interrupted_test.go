@@ -71,7 +71,7 @@ type heldCreate struct {
 	done                           chan error
 }
 
-func startHeldCreate(t *testing.T) *heldCreate {
+func startHeldCreate(t *testing.T, createFlags ...string) *heldCreate {
 	t.Helper()
 	needRunc(t)
 	h := &heldCreate{holdDir: t.TempDir(), root: t.TempDir(), done: make(chan error, 1)}
@@ -94,7 +94,9 @@ func startHeldCreate(t *testing.T) *heldCreate {
 		t.Fatal(err)
 	}
 	h.id = fmt.Sprintf("held-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	h.cmd = exec.Command(binaries.Bulkhead(t), "--root", h.root, "--config", h.cfg, "create", "--bundle", h.bundle, h.id)
+	args := append([]string{"--root", h.root, "--config", h.cfg, "create", "--bundle", h.bundle}, createFlags...)
+	h.cmd = exec.Command(binaries.Bulkhead(t), append(args, h.id)...)
+	h.cmd.Dir = h.bundle // as runc users run it: a relative flag names a file there
 	h.cmd.Stderr = &h.stderr
 	// The created init holds the output pipe while it lives.
 	h.cmd.WaitDelay = 5 * time.Second
@@ -150,7 +152,9 @@ func (h *heldCreate) release(t *testing.T) error {
 // the container, or, with no backend running at that moment, bulkhead
 // ended without removing it.
 func TestCreateInterruptedUndoes(t *testing.T) {
-	h := startHeldCreate(t)
+	// The pid file in the bundle, as Docker's is: assertNothingLeft
+	// finds it there if the failed create left it.
+	h := startHeldCreate(t, "--pid-file", "init.pid")
 	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +174,7 @@ func TestCreateInterruptedUndoes(t *testing.T) {
 // checked. start and exec must refuse it, saying what to do, its init
 // must stay unstarted, and delete --force must remove everything.
 func TestKilledCreateNeverStarts(t *testing.T) {
-	h := startHeldCreate(t)
+	h := startHeldCreate(t, "--pid-file", "init.pid")
 	if err := h.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
