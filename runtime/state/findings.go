@@ -31,15 +31,9 @@ func (r *Registry) WriteFindings(rec *Record, f *Findings) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := r.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if err := r.stillOwned(rec); err != nil {
-		return err
-	}
-	return specs.WriteVolatile(filepath.Join(r.Dir(rec.ID), findingsFile), data, 0o600)
+	return r.whileOwned(rec, func() error {
+		return specs.WriteVolatile(filepath.Join(r.Dir(rec.ID), findingsFile), data, 0o600)
+	})
 }
 
 // Findings returns the findings of id. A container created by a bulkhead

@@ -154,6 +154,18 @@ var ErrReplaced = errors.New("its record was deleted or replaced meanwhile")
 // which nothing verified. So the record on disk must still be rec's, the
 // same create's (its Created time), or nothing is written.
 func (r *Registry) Update(rec *Record) error {
+	return r.whileOwned(rec, func() error { return r.write(rec) })
+}
+
+// Owned tells whether the record of rec.ID is still the one rec was
+// added as (ErrReplaced when not).
+func (r *Registry) Owned(rec *Record) error {
+	return r.whileOwned(rec, func() error { return nil })
+}
+
+// whileOwned runs write under the lock if the record of rec.ID is still
+// the one rec was added as.
+func (r *Registry) whileOwned(rec *Record, write func() error) error {
 	unlock, err := r.lock()
 	if err != nil {
 		return err
@@ -162,18 +174,7 @@ func (r *Registry) Update(rec *Record) error {
 	if err := r.stillOwned(rec); err != nil {
 		return err
 	}
-	return r.write(rec)
-}
-
-// Owned tells whether the record of rec.ID is still the one rec was
-// added as (ErrReplaced when not).
-func (r *Registry) Owned(rec *Record) error {
-	unlock, err := r.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return r.stillOwned(rec)
+	return write()
 }
 
 // stillOwned tells, under the lock, whether the record of rec.ID is the
