@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 
 	"bulkhead.dev/bulkhead/specs"
@@ -21,4 +22,13 @@ func writeCallerPidFile(path string, pid int) error {
 		return fmt.Errorf("pid file %s: %w", path, err)
 	}
 	return nil
+}
+
+// removeCallerPidFile removes the caller's pid file a failed create wrote,
+// while it still names that create's init: another create given the same
+// path may have written its own since.
+func removeCallerPidFile(path string, pid int) {
+	if got, err := readPidFile(path); err == nil && got == pid {
+		os.Remove(path)
+	}
 }

@@ -312,9 +312,9 @@ func (c *creation) undo(cause error) error {
 	}
 	os.Remove(c.pidFile)
 	if c.wrotePid {
-		os.Remove(c.callerPidFile)
+		removeCallerPidFile(c.callerPidFile, c.rec.InitPid)
 	}
-	if err := c.reg.Remove(c.rec.ID); err != nil {
+	if err := ignoreReplaced(c.reg.RemoveOwned(c.rec)); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -339,7 +339,7 @@ func (c *creation) undoDisowned(cause error) error {
 		}
 	}
 	if c.wrotePid {
-		os.Remove(c.callerPidFile)
+		removeCallerPidFile(c.callerPidFile, c.rec.InitPid)
 	}
 	err := fmt.Errorf("%w; the container %s was deleted while its create ran, and nothing kept under its id now is this create's", cause, c.rec.ID)
 	if len(errs) > 0 {

@@ -125,13 +125,26 @@ func Delete(g *Globals, v Values, id string) error {
 		return err
 	}
 	// The record as it is after the backend's delete: the one read above
-	// unless it was written since.
+	// unless it was written since, and only while it is still that
+	// container's. A delete stopped for a while can find that record
+	// deleted and the id taken by a newer create, whose record, broker,
+	// cgroup and workspace are not this delete's: removed, they ended the
+	// newer container's max_lifetime watchdog with it running.
+	own := &state.Record{ID: id}
 	var rec *state.Record
-	var recErr error
+	recErr := fmt.Errorf("container %s: %w", id, os.ErrNotExist)
 	if snap != nil {
+		own = snap.Record
 		rec, recErr = snap.Current()
-	} else {
-		rec, recErr = reg.Get(id)
+	} else if _, err := reg.Get(id); err == nil {
+		recErr = fmt.Errorf("container %s: %w", id, state.ErrReplaced)
+	}
+	if errors.Is(recErr, state.ErrReplaced) {
+		if status != 0 {
+			return &BackendError{Verb: "delete", Status: status}
+		}
+		logrus.Warnf("bulkhead: delete %s: the record under this id is a newer create's now; left alone", id)
+		return nil
 	}
 	if status != 0 {
 		if recErr != nil || backendKnows(g, b, id) {
@@ -140,7 +153,7 @@ func Delete(g *Globals, v Values, id string) error {
 		logrus.Warnf("bulkhead: %s: backend %s has no such container; removing bulkhead's record", id, b.Name)
 	}
 	if recErr != nil {
-		return reg.Remove(id)
+		return ignoreReplaced(reg.RemoveOwned(own))
 	}
 	entry := audit.Entry{Event: "delete", ID: id, Bundle: rec.Bundle, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode}
 	var errs []error
@@ -156,7 +169,7 @@ func Delete(g *Globals, v Values, id string) error {
 	if kept != nil {
 		entry.Changes, entry.ChangesTill = kept.Dir, &kept.Expires
 	}
-	if err := reg.Remove(id); err != nil {
+	if err := ignoreReplaced(reg.RemoveOwned(rec)); err != nil {
 		errs = append(errs, err)
 	}
 	err = errors.Join(errs...)
@@ -172,6 +185,15 @@ func Delete(g *Globals, v Values, id string) error {
 	}
 	entry.Error = strings.Join(problems, "; ")
 	writeAudit(cfg, &entry)
+	return err
+}
+
+// ignoreReplaced is err, but for a record a newer create made under the
+// id meanwhile, which is left to it.
+func ignoreReplaced(err error) error {
+	if errors.Is(err, state.ErrReplaced) {
+		return nil
+	}
 	return err
 }
 

@@ -249,6 +249,22 @@ func (r *Registry) Remove(id string) error {
 	return RemoveTree(r.Dir(id))
 }
 
+// RemoveOwned is Remove of rec's own record and state only: nothing is
+// removed while the id holds another create's record (ErrReplaced). A
+// directory without a record is a leftover (Add makes both under the
+// lock), and goes.
+func (r *Registry) RemoveOwned(rec *Record) error {
+	unlock, err := r.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if cur, err := r.Get(rec.ID); err == nil && !cur.Created.Equal(rec.Created) {
+		return fmt.Errorf("container %s: %w", rec.ID, ErrReplaced)
+	}
+	return RemoveTree(r.Dir(rec.ID))
+}
+
 // IDs lists the ids that have a record.
 func (r *Registry) IDs() ([]string, error) {
 	entries, err := os.ReadDir(r.dir)

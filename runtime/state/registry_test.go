@@ -83,3 +83,44 @@ func TestUpdateOnlyOwnRecord(t *testing.T) {
 		t.Errorf("Owned of the stale record: %v, want ErrReplaced", err)
 	}
 }
+
+// TestRemoveOwnedLeavesNewer: a delete that read a record removes it and
+// its state only while it is that container's: a record another create
+// made under the id since stays, and Current says it is not this one.
+func TestRemoveOwnedLeavesNewer(t *testing.T) {
+	reg, err := OpenRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &Record{ID: "c", Created: time.Now().UTC()}
+	if err := reg.Add(old); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := reg.Snapshot("c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if err := reg.Remove("c"); err != nil {
+		t.Fatal(err)
+	}
+	newer := &Record{ID: "c", Created: old.Created.Add(time.Second)}
+	if err := reg.Add(newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.Current(); !errors.Is(err, ErrReplaced) {
+		t.Errorf("Current of a record replaced by another create's: %v, want ErrReplaced", err)
+	}
+	if err := reg.RemoveOwned(old); !errors.Is(err, ErrReplaced) {
+		t.Errorf("RemoveOwned of the old record: %v, want ErrReplaced", err)
+	}
+	if got, err := reg.Get("c"); err != nil || !got.Created.Equal(newer.Created) {
+		t.Fatalf("the newer record after RemoveOwned of the old: %+v, %v", got, err)
+	}
+	if err := reg.RemoveOwned(newer); err != nil {
+		t.Errorf("RemoveOwned of its own record: %v", err)
+	}
+	if _, err := os.Stat(reg.Dir("c")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state of c after RemoveOwned of its own record: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -46,13 +47,18 @@ func (r *Registry) Snapshot(id string) (*Snapshot, error) {
 
 // Current is the record as it is now: the snapshot's while its file is
 // still the record's, else read again (an error wrapping os.ErrNotExist
-// when it is gone).
+// when it is gone). A record another create made since, under the same
+// id, is not this container's: ErrReplaced.
 func (s *Snapshot) Current() (*Record, error) {
 	fi, err := os.Stat(s.reg.recordPath(s.Record.ID))
 	if err == nil && os.SameFile(fi, s.fi) {
 		return s.Record, nil
 	}
-	return s.reg.Get(s.Record.ID)
+	rec, err := s.reg.Get(s.Record.ID)
+	if err == nil && !rec.Created.Equal(s.Record.Created) {
+		return nil, fmt.Errorf("container %s: %w", s.Record.ID, ErrReplaced)
+	}
+	return rec, err
 }
 
 // Close releases the held file; a nil snapshot is fine.

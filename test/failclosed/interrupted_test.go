@@ -23,18 +23,25 @@ import (
 // returns itself only once the test made "go".
 const holdEnv = "BULKHEAD_TEST_HOLD"
 
-// hold is a backend that runs runc's create as a child, ignoring the
-// signals bulkhead passes on, and then holds bulkhead in its create until
-// the test says go: the moment between the backend's create and
-// bulkhead's verification, made as long as a test needs. Every other verb
-// is runc's.
+// holdVerbEnv names the verb the backend holds after; create when unset.
+const holdVerbEnv = "BULKHEAD_TEST_HOLD_VERB"
+
+// hold is a backend that runs runc's create (or the verb holdVerbEnv
+// names) as a child, ignoring the signals bulkhead passes on, and then
+// holds bulkhead in that verb until the test says go: for a create, the
+// moment between the backend's create and bulkhead's verification, made
+// as long as a test needs. Every other verb is runc's.
 func hold(args []string) int {
 	runc, err := exec.LookPath("runc")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hold:", err)
 		return 1
 	}
-	if !slices.Contains(args, "create") {
+	verb := os.Getenv(holdVerbEnv)
+	if verb == "" {
+		verb = "create"
+	}
+	if !slices.Contains(args, verb) {
 		err = syscall.Exec(runc, append([]string{runc}, args...), os.Environ())
 		fmt.Fprintln(os.Stderr, "hold: exec runc:", err)
 		return 1
@@ -71,24 +78,33 @@ type heldCreate struct {
 	done                           chan error
 }
 
-func startHeldCreate(t *testing.T, createFlags ...string) *heldCreate {
+// holdingConfig is a configuration whose runc backend holds after verb
+// (hold), and the directory through which the test lets it go.
+func holdingConfig(t *testing.T, verb string) (cfg, holdDir string) {
 	t.Helper()
-	needRunc(t)
-	h := &heldCreate{holdDir: t.TempDir(), root: t.TempDir(), done: make(chan error, 1)}
-	dir := t.TempDir()
+	holdDir, dir := t.TempDir(), t.TempDir()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	script := filepath.Join(dir, "hold")
-	body := fmt.Sprintf("#!/bin/sh\nexport %s=hold %s=%q\nexec %q \"$@\"\n", liarEnv, holdEnv, h.holdDir, self)
+	body := fmt.Sprintf("#!/bin/sh\nexport %s=hold %s=%q %s=%s\nexec %q \"$@\"\n", liarEnv, holdEnv, holdDir, holdVerbEnv, verb, self)
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h.cfg = filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(h.cfg, []byte(fmt.Sprintf("[backends.runc]\npath = %q\n", script)), 0o644); err != nil {
+	cfg = filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[backends.runc]\npath = %q\n", script)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return cfg, holdDir
+}
+
+func startHeldCreate(t *testing.T, createFlags ...string) *heldCreate {
+	t.Helper()
+	needRunc(t)
+	h := &heldCreate{root: t.TempDir(), done: make(chan error, 1)}
+	h.cfg, h.holdDir = holdingConfig(t, "create")
+	var err error
 	h.bundle = bundle.New(t, []string{"sleep", "300"})
 	if h.orig, err = os.ReadFile(filepath.Join(h.bundle, "config.json")); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime"
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -126,5 +128,91 @@ func TestStartOnlyTheVerifiedInit(t *testing.T) {
 	}
 	if status, _ := runcState(t, h.root, h.id); status != "created" {
 		t.Errorf("runc state of the unverified container after start: %q, want created, its init never started", status)
+	}
+}
+
+// TestStaleDeleteLeavesNewerAlone: a delete --force (D1) is held after its
+// backend's delete; meanwhile another delete removes the record and a
+// newer create of the same id is started. When D1 goes on, what is kept
+// under the id is the newer container's: its record (which its
+// max_lifetime watchdog and every verb go by) and its cgroup stay. Before,
+// D1 read the record again after the backend's delete and removed the
+// newer one.
+func TestStaleDeleteLeavesNewerAlone(t *testing.T) {
+	needRunc(t)
+	bulkhead := binaries.Bulkhead(t)
+	root := t.TempDir()
+	plain := []string{"--root", root, "--config", plainRunc(t)}
+	id := fmt.Sprintf("stale-del-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	b := bundle.New(t, []string{"sleep", "300"})
+	t.Cleanup(func() { exec.Command(bulkhead, append(plain, "delete", "--force", id)...).Run() })
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(bulkhead, append(plain, args...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		// A created init holds create's stderr: the exit status answers.
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Run(); !cmd.ProcessState.Success() {
+			t.Fatalf("%s: %v\n%s", args, err, stderr.String())
+		}
+	}
+	run("create", "--bundle", b, id)
+	run("start", id)
+
+	holdCfg, holdDir := holdingConfig(t, "delete")
+	d1 := exec.Command(bulkhead, "--root", root, "--config", holdCfg, "delete", "--force", id)
+	var d1err strings.Builder
+	d1.Stderr = &d1err
+	if err := d1.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d1.Wait() }()
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(holdDir, "go"), nil, 0o600)
+		d1.Process.Kill()
+	})
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(holdDir, "created")); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the held delete ended (%v) before its backend's delete returned:\n%s", err, d1err.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backend's delete did not return in 90 s:\n%s", d1err.String())
+		}
+	}
+	run("delete", "--force", id)
+	run("create", "--bundle", b, id)
+	run("start", id)
+	_, newer := runcState(t, root, id)
+
+	if err := os.WriteFile(filepath.Join(holdDir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the held delete did not end within 2 minutes of its backend:\n%s", d1err.String())
+	}
+	data, err := os.ReadFile(filepath.Join(root, "bulkhead", id, "record.json"))
+	if err != nil {
+		t.Fatalf("the newer container's record after the stale delete: %v\nthe stale delete said:\n%s", err, d1err.String())
+	}
+	var rec struct {
+		InitPid int `json:"init_pid"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil || rec.InitPid != newer {
+		t.Errorf("the record after the stale delete names init %d (%v), want the newer container's %d", rec.InitPid, err, newer)
+	}
+	if status, pid := runcState(t, root, id); status != "running" || pid != newer {
+		t.Errorf("runc state after the stale delete: %q, init %d; want the newer container running, init %d", status, pid, newer)
+	}
+	if cg := runtime.DefaultCgroupsPath(root, id); !cgroups.Exists(cg) {
+		t.Errorf("the newer container's cgroup %s is gone", cg)
 	}
 }
