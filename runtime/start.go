@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -61,6 +62,9 @@ func Start(g *Globals, v Values, id string) error {
 	if err != nil {
 		return err
 	}
+	if err := startedOwn(g, c.backend, c.rec, id); err != nil {
+		return err
+	}
 	if err := verifyGVisorStarted(g, c.backend, id, c.rec.InitPid); err != nil {
 		return err
 	}
@@ -68,6 +72,34 @@ func Start(g *Globals, v Values, id string) error {
 		return startEgressForwarder(g, c.backend, &c.profile, id)
 	}
 	return nil
+}
+
+// startedOwn makes sure that what the backend's start, which acts by id,
+// started is the container create verified. A start stopped before its
+// backend acted can go on after that container was deleted and the id
+// taken by another create, which nothing verified: the verified init is
+// gone then, and the backend runs another under the id, which is killed.
+// A verified init that ended by itself leaves nothing running.
+func startedOwn(g *Globals, b *backend.Backend, rec *state.Record, id string) error {
+	if state.StillRunning(rec) {
+		return nil
+	}
+	out, err := backend.Output(g.backendArgv(b, "state", id))
+	if err != nil {
+		return nil // the backend has nothing under the id
+	}
+	var st struct {
+		Status string `json:"status"`
+		Pid    int    `json:"pid"`
+	}
+	if json.Unmarshal(out, &st) == nil && (st.Status == "stopped" || st.Pid == rec.InitPid) {
+		return nil
+	}
+	if kerr := backend.Quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
+		logrus.Errorf("bulkhead: start %s: kill: %v", id, kerr)
+	}
+	return fmt.Errorf("start %s: the init create verified (pid %d) has ended, and the backend started another container under this id (%s, pid %d), not the one verified; it was killed: delete it (bulkhead delete --force %s)",
+		id, rec.InitPid, st.Status, st.Pid, id)
 }
 
 // judgeMemberStdio judges the stdio a start hands a pod member on runsc.

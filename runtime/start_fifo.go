@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -36,15 +37,25 @@ func startByFifo(g *Globals, b *backend.Backend, rec *state.Record, id string) (
 	if !rec.StartsByFifo || b.Kind() != "runc" || os.Getenv("NOTIFY_SOCKET") != "" {
 		return false, nil
 	}
-	dir := filepath.Join(state.BackendRoot(g.Root, b.Name), id)
+	// runc's state directory is held open before the init is looked at,
+	// and the fifo reached through it: while the verified init runs the
+	// directory is its container's, and a start stopped meanwhile finds,
+	// once that container is deleted, a directory with no fifo, never the
+	// one runc made again for another create of the id.
+	d, err := os.Open(filepath.Join(state.BackendRoot(g.Root, b.Name), id))
+	if err != nil {
+		return false, nil
+	}
+	defer d.Close()
+	dir := fmt.Sprintf("/proc/self/fd/%d", d.Fd())
+	if !state.StillRunning(rec) {
+		return false, nil
+	}
 	fifo := filepath.Join(dir, "exec.fifo")
 	if st, err := os.Lstat(fifo); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
 		return false, nil
 	}
 	if st, err := os.Lstat(filepath.Join(dir, "state.json")); err != nil || !st.Mode().IsRegular() {
-		return false, nil
-	}
-	if !state.StillRunning(rec) {
 		return false, nil
 	}
 	if frozen, err := cgroups.Frozen(rec.InitPid); err != nil || frozen {
