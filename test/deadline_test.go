@@ -154,7 +154,9 @@ func TestDeadlineRun(t *testing.T) {
 				t.Fatalf("run exit %d, want 137 (SIGKILL)\nstderr: %s", r.code, r.stderr)
 			}
 			// run includes create and delete; the lifetime counts from start.
-			if took < 3*time.Second || took > 6*time.Second {
+			// The job sleeps an hour: 30 s tells the deadline from its end
+			// however loaded the machine.
+			if took < 3*time.Second || took > 30*time.Second {
 				t.Fatalf("run took %s, want the 3 s lifetime plus create and delete", took)
 			}
 			e := deadlineEvent(t, audit, id)
@@ -208,8 +210,8 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 				t.Fatalf("inspect text lacks the time left, watchdog or verification:\n%s", text)
 			}
 			for containerState(t, g, id).Status != "stopped" {
-				if time.Since(started) > 5*time.Second {
-					t.Fatalf("container %s still %s 5 s after start", id, containerState(t, g, id).Status)
+				if time.Since(started) > 30*time.Second {
+					t.Fatalf("container %s still %s 30 s after start, with a 3 s lifetime", id, containerState(t, g, id).Status)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
@@ -289,7 +291,8 @@ func TestDeadlineAnnotation(t *testing.T) {
 	id = uniqueID("shorter")
 	begin := time.Now()
 	r := bulkhead(t, "", append(g, "run", "--bundle", bundle.New(t, []string{"sleep", "3600"}, withLifetimeAnnotation("1s")), id)...)
-	if took := time.Since(begin); r.code != 137 || took > 4*time.Second {
+	// Well under the profile's minute, however loaded the machine.
+	if took := time.Since(begin); r.code != 137 || took > 30*time.Second {
 		t.Fatalf("annotation 1s under a 1m profile: run exit %d after %s, want 137 within about 1 s\nstderr: %s", r.code, took, r.stderr)
 	}
 	// The watchdog writes its deadline line after the kill, which can be
