@@ -59,11 +59,11 @@ func TestDecideLifetime(t *testing.T) {
 func TestWatchdogArgvAbsolute(t *testing.T) {
 	g := &Globals{Root: "rel/root"}
 	g.SetConfig("cfg.toml", true)
-	argv := strings.Join(watchdogArgv("/bin/bulkhead", g, false, "c1", 42, 3*time.Second), " ")
+	argv := strings.Join(watchdogArgv("/bin/bulkhead", g, false, "c1", 42, 3*time.Second, "2026-12-03T00:00:00.5Z"), " ")
 	if strings.Contains(argv, " rel/root") || strings.Contains(argv, " cfg.toml") {
 		t.Fatalf("watchdog argv %q: the watchdog runs in /, paths must be absolute", argv)
 	}
-	if !strings.HasSuffix(argv, "watchdog --ready-fd 3 --pid 42 --lifetime 3s c1") {
+	if !strings.HasSuffix(argv, "watchdog --ready-fd 3 --pid 42 --lifetime 3s --created 2026-12-03T00:00:00.5Z c1") {
 		t.Fatalf("watchdog argv %q", argv)
 	}
 }

@@ -34,7 +34,7 @@ func (c *creation) startWatchdog() error {
 	if err != nil {
 		return err
 	}
-	pid, err := detach.Spawn("watchdog", watchdogArgv(self, c.g, true, c.rec.ID, c.rec.InitPid, c.lifetime))
+	pid, err := detach.Spawn("watchdog", watchdogArgv(self, c.g, true, c.rec.ID, c.rec.InitPid, c.lifetime, c.rec.Created.Format(time.RFC3339Nano)))
 	if err != nil {
 		return fmt.Errorf("max_lifetime %s: start watchdog: %w", c.lifetime, err)
 	}
@@ -47,32 +47,34 @@ func (c *creation) startWatchdog() error {
 // intermediate that detaches it). It carries the globals that decide the
 // backend's state and configuration, so the watchdog talks to the same
 // backend instance as the engine; it runs in /, so they are absolute.
-func watchdogArgv(self string, g *Globals, spawn bool, id string, pid int, lifetime time.Duration) []string {
+// created is the record's creation time (RFC 3339): the watchdog acts
+// only while the record under id is still that create's.
+func watchdogArgv(self string, g *Globals, spawn bool, id string, pid int, lifetime time.Duration, created string) []string {
 	var args []string
 	if spawn {
 		args = append(args, "--spawn")
 	} else {
 		args = append(args, "--ready-fd", "3")
 	}
-	args = append(args, "--pid", strconv.Itoa(pid), "--lifetime", lifetime.String(), id)
+	args = append(args, "--pid", strconv.Itoa(pid), "--lifetime", lifetime.String(), "--created", created, id)
 	return g.selfArgv(self, WatchdogVerb, args...)
 }
 
 // SpawnWatchdog is the intermediate process between create and the
 // watchdog (detach.Detach).
-func SpawnWatchdog(g *Globals, id string, initPid int, lifetime time.Duration) error {
+func SpawnWatchdog(g *Globals, id string, initPid int, lifetime time.Duration, created string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	return detach.Detach("watchdog", watchdogArgv(self, g, false, id, initPid, lifetime))
+	return detach.Detach("watchdog", watchdogArgv(self, g, false, id, initPid, lifetime, created))
 }
 
 // Watchdog is the watchdog verb: it finds the container's backend in its
 // record and enforces the deadline (watchdog.Watch). ready (fd 3 from the
 // intermediate) gets "ok" once the init is watched, or the error.
-func Watchdog(g *Globals, id string, initPid int, lifetime time.Duration, ready *os.File) error {
-	wd, err := newWatch(g, id, initPid, lifetime)
+func Watchdog(g *Globals, id string, initPid int, lifetime time.Duration, created string, ready *os.File) error {
+	wd, err := newWatch(g, id, initPid, lifetime, created)
 	if err != nil {
 		if ready != nil {
 			fmt.Fprintln(ready, err)
@@ -83,12 +85,17 @@ func Watchdog(g *Globals, id string, initPid int, lifetime time.Duration, ready 
 	return wd.Run(ready)
 }
 
-func newWatch(g *Globals, id string, initPid int, lifetime time.Duration) (*watchdog.Watch, error) {
+func newWatch(g *Globals, id string, initPid int, lifetime time.Duration, created string) (*watchdog.Watch, error) {
 	if err := state.CheckID(id); err != nil {
 		return nil, err
 	}
 	if initPid <= 0 || lifetime <= 0 {
 		return nil, fmt.Errorf("watchdog %s: want --pid and --lifetime", id)
+	}
+	own := &state.Record{ID: id}
+	var err error
+	if own.Created, err = time.Parse(time.RFC3339Nano, created); err != nil {
+		return nil, fmt.Errorf("watchdog %s: want --created, the creation time of its record: %w", id, err)
 	}
 	cfg, err := g.LoadConfig()
 	if err != nil {
@@ -99,6 +106,9 @@ func newWatch(g *Globals, id string, initPid int, lifetime time.Duration) (*watc
 		return nil, err
 	}
 	rec, err := reg.Get(id)
+	if err == nil {
+		err = reg.Holds(own)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("watchdog %s: %w", id, err)
 	}
@@ -106,6 +116,6 @@ func newWatch(g *Globals, id string, initPid int, lifetime time.Duration) (*watc
 	if err != nil {
 		return nil, err
 	}
-	return &watchdog.Watch{Reg: reg, Backend: b, ID: id, Pid: initPid, Lifetime: lifetime, AuditLog: cfg.AuditLog,
+	return &watchdog.Watch{Reg: reg, Backend: b, ID: id, Created: own.Created, Pid: initPid, Lifetime: lifetime, AuditLog: cfg.AuditLog,
 		Argv: func(verb string, args ...string) []string { return g.backendArgv(b, verb, args...) }}, nil
 }

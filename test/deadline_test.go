@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,6 +267,79 @@ func TestDeadlineWatchdogLeaves(t *testing.T) {
 
 			if data, _ := os.ReadFile(audit); strings.Contains(string(data), `"event":"deadline"`) {
 				t.Fatalf("a deadline fired for a container that ended first:\n%s", data)
+			}
+		})
+	}
+}
+
+// A watchdog whose container was deleted, and whose id a newer create
+// took while the watchdog did not run, leaves the newer container alone:
+// it neither writes its deadline into the newer record nor kills the
+// newer container when its own deadline passes.
+func TestDeadlineWatchdogOfReplacedContainer(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			oldConfig, oldAudit := lifetimeConfig(t, "2s")
+			newConfig, _ := lifetimeConfig(t, "1h")
+			root := stateRoot(t)
+			id := uniqueID("replaced-" + backend)
+			g := func(config string) []string {
+				return []string{"--config", config, "--root", root, "--backend", backend}
+			}
+
+			must(t, append(g(oldConfig), "run", "--detach", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+			old := inspect(t, g(oldConfig), id).WatchdogPid
+			if old <= 0 {
+				t.Fatalf("no watchdog pid for %s", id)
+			}
+			// Stopped, the watchdog sees nothing of the delete and the
+			// newer create; it resumes with its init gone and a record
+			// under its id that is not its container's.
+			if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			resumed := false
+			defer func() {
+				if !resumed {
+					_ = syscall.Kill(old, syscall.SIGCONT)
+				}
+			}()
+			must(t, append(g(oldConfig), "delete", "--force", id)...)
+			must(t, append(g(newConfig), "run", "--detach", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+			defer bulkhead(t, "", append(g(newConfig), "delete", "--force", id)...)
+			// The newer watchdog arms its deadline once it sees the start.
+			var before string
+			for end := time.Now().Add(20 * time.Second); before == ""; time.Sleep(50 * time.Millisecond) {
+				if before = inspect(t, g(newConfig), id).Deadline; before == "" && time.Now().After(end) {
+					t.Fatalf("the newer container %s has no deadline 20 s after its start", id)
+				}
+			}
+			if err := syscall.Kill(old, syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			resumed = true
+
+			// The old watchdog's 2 s are long past: it either leaves now or
+			// kills within its deadline's reach. 20 s tells them apart
+			// however loaded the machine.
+			for end := time.Now().Add(20 * time.Second); syscall.Kill(old, 0) == nil; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(end) {
+					t.Fatalf("the watchdog %d of the deleted container still runs 20 s after it resumed", old)
+				}
+			}
+			var st struct{ Status string }
+			if err := json.Unmarshal([]byte(must(t, append(g(newConfig), "state", id)...)), &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != "running" {
+				t.Fatalf("the newer container %s is %q after the old watchdog left, want running", id, st.Status)
+			}
+			if after := inspect(t, g(newConfig), id).Deadline; after != before {
+				t.Fatalf("the newer container's deadline changed from %s to %s: the old watchdog wrote it", before, after)
+			}
+			if e := findDeadlineEvent(t, oldAudit, id); e != nil {
+				t.Fatalf("the old watchdog fired: %v", e)
 			}
 		})
 	}

@@ -18,12 +18,13 @@ func watchdogCommand(g *runtime.Globals) *cli.Command {
 		readyWhen: "the init is watched",
 		flags: []cli.Flag{
 			&cli.DurationFlag{Name: "lifetime", Usage: "time the container may run after start"},
+			&cli.StringFlag{Name: "created", Usage: "creation time of the container's record (RFC 3339); the watchdog acts only while the record under the id is that one"},
 		},
 		spawn: func(c *cli.Context, id string) error {
-			return runtime.SpawnWatchdog(g, id, c.Int("pid"), c.Duration("lifetime"))
+			return runtime.SpawnWatchdog(g, id, c.Int("pid"), c.Duration("lifetime"), c.String("created"))
 		},
 		run: func(c *cli.Context, id string, ready *os.File) error {
-			return runtime.Watchdog(g, id, c.Int("pid"), c.Duration("lifetime"), ready)
+			return runtime.Watchdog(g, id, c.Int("pid"), c.Duration("lifetime"), c.String("created"), ready)
 		},
 	}.command()
 }

@@ -171,24 +171,10 @@ func (r *Registry) whileOwned(rec *Record, write func() error) error {
 		return err
 	}
 	defer unlock()
-	if err := r.stillOwned(rec); err != nil {
+	if err := r.Holds(rec); err != nil {
 		return err
 	}
 	return write()
-}
-
-// stillOwned tells, under the lock, whether the record of rec.ID is the
-// one rec was added as.
-func (r *Registry) stillOwned(rec *Record) error {
-	cur, err := r.Get(rec.ID)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return err
-	case cur.Created.Equal(rec.Created):
-		return nil
-	}
-	return fmt.Errorf("container %s: %w", rec.ID, ErrReplaced)
 }
 
 func (r *Registry) write(rec *Record) error {
@@ -201,20 +187,33 @@ func (r *Registry) write(rec *Record) error {
 	return specs.WriteVolatile(r.recordPath(rec.ID), data, 0o600)
 }
 
-// Modify changes the record of id under the lock; an id without a record
-// is an error wrapping os.ErrNotExist.
-func (r *Registry) Modify(id string, change func(*Record)) error {
-	unlock, err := r.lock()
-	if err != nil {
+// Modify changes, under the lock, the record of own.ID while it is still
+// the one own was added as (ErrReplaced when not).
+func (r *Registry) Modify(own *Record, change func(*Record)) error {
+	return r.whileOwned(own, func() error {
+		rec, err := r.Get(own.ID)
+		if err != nil {
+			return err
+		}
+		change(rec)
+		return r.write(rec)
+	})
+}
+
+// Holds tells, without the lock, whether the record of rec.ID is still
+// the one rec was added as: ErrReplaced when it is gone or another
+// create's, another error when it cannot be read. For a process that
+// polls (the watchdog); a decision that writes takes the lock.
+func (r *Registry) Holds(rec *Record) error {
+	cur, err := r.Get(rec.ID)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
 		return err
+	case cur.Created.Equal(rec.Created):
+		return nil
 	}
-	defer unlock()
-	rec, err := r.Get(id)
-	if err != nil {
-		return err
-	}
-	change(rec)
-	return r.write(rec)
+	return fmt.Errorf("container %s: %w", rec.ID, ErrReplaced)
 }
 
 // Get returns the record of id, or an error wrapping os.ErrNotExist.

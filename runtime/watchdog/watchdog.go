@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +20,10 @@ type Watch struct {
 	Reg     *state.Registry
 	Backend *backend.Backend
 	ID      string
+	// Created is the container's record's creation time: the id may go
+	// to a newer create once the container is deleted, and that create's
+	// container is not this watchdog's to time or kill.
+	Created time.Time
 	// Pid is the container's init (or gVisor sandbox).
 	Pid      int
 	Lifetime time.Duration
@@ -98,10 +101,15 @@ func (wd *Watch) initExited(d time.Duration) bool {
 	}
 }
 
-// deleted tells whether bulkhead's record of the container is gone.
+// deleted tells whether bulkhead's record of the container is gone or
+// another create's. A record that cannot be read keeps the deadline.
 func (wd *Watch) deleted() bool {
-	_, err := os.Stat(filepath.Join(wd.Reg.Dir(wd.ID), "record.json"))
-	return errors.Is(err, os.ErrNotExist)
+	return errors.Is(wd.Reg.Holds(wd.own()), state.ErrReplaced)
+}
+
+// own is the container's record as far as ownership goes.
+func (wd *Watch) own() *state.Record {
+	return &state.Record{ID: wd.ID, Created: wd.Created}
 }
 
 // status is the backend's status of the container, "" when it has none.
@@ -181,8 +189,9 @@ func (wd *Watch) run() error {
 // setDeadline stores the armed deadline in the record, for inspect.
 func (wd *Watch) setDeadline(deadline time.Time) {
 	d := deadline.UTC()
-	// A container deleted meanwhile has nothing to record.
-	_ = wd.Reg.Modify(wd.ID, func(rec *state.Record) { rec.Deadline = &d })
+	// A container deleted meanwhile has nothing to record, and a newer
+	// container under its id has a deadline of its own.
+	_ = wd.Reg.Modify(wd.own(), func(rec *state.Record) { rec.Deadline = &d })
 }
 
 // expire kills every process of the container through the backend and
@@ -192,6 +201,13 @@ func (wd *Watch) expire(deadline time.Time) error {
 		return nil
 	}
 	count, countErr := wd.countProcesses()
+	// The backend kills by id: asked again right before, so that only a
+	// delete and a newer create within these few milliseconds could put
+	// another container under it. The registry's lock is not held across
+	// the kill: a backend slow to answer would stop every create.
+	if wd.deleted() {
+		return nil
+	}
 	argv := wd.Argv("kill", "--all", wd.ID, "KILL")
 	killErr := backend.Quietly(argv)
 	var errs []string
