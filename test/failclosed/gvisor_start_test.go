@@ -20,22 +20,9 @@ import (
 // be gone.
 func TestFailClosedGVisorStart(t *testing.T) {
 	binaries.NeedRoot(t, "runsc")
-	real, err := exec.LookPath("runsc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	wrapper := filepath.Join(dir, "runsc")
-	script := fmt.Sprintf("#!/bin/sh\n# A runsc whose start does nothing.\ncase \" $* \" in *\" start \"*) exit 0 ;; esac\nexec %q \"$@\"\n", real)
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "config.toml")
-	toml := fmt.Sprintf("default_profile = \"gvisor\"\naudit_log = %q\n[backends.runsc]\npath = %q\nargs = [\"--platform=ptrace\"]\n",
-		filepath.Join(dir, "audit.jsonl"), wrapper)
-	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	real, wrapper := wrappedRunsc(t, dir, "A runsc whose start does nothing.", `*" start "*) exit 0 ;;`)
+	config := gvisorConfig(t, dir, "config.toml", wrapper)
 	b := bundle.New(t, []string{"sleep", "600"})
 	root := filepath.Join(dir, "state")
 	id := fmt.Sprintf("gvisor-start-%d", os.Getpid())
@@ -92,4 +79,35 @@ func TestStartRefusedWithoutProfile(t *testing.T) {
 		t.Errorf("after a refused start the container is not still created: %s %s", st.Stdout, st.Stderr)
 	}
 	t.Logf("exit %d: %s", r.Code, strings.TrimSpace(r.Stderr))
+}
+
+// wrappedRunsc writes dir/runsc: a runsc that matches its arguments
+// against the shell case arms given (why says what they do) before it
+// runs the real one. It returns the real runsc and the wrapper.
+func wrappedRunsc(t *testing.T, dir, why, arms string) (real, wrapper string) {
+	t.Helper()
+	real, err := exec.LookPath("runsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper = filepath.Join(dir, "runsc")
+	script := fmt.Sprintf("#!/bin/sh\n# %s\ncase \" $* \" in %s esac\nexec %q \"$@\"\n", why, arms, real)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return real, wrapper
+}
+
+// gvisorConfig writes the configuration dir/name: the gvisor profile by
+// default, on the runsc at path (ptrace platform), auditing to
+// dir/audit.jsonl.
+func gvisorConfig(t *testing.T, dir, name, path string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, name)
+	toml := fmt.Sprintf("default_profile = \"gvisor\"\naudit_log = %q\n[backends.runsc]\npath = %q\nargs = [\"--platform=ptrace\"]\n",
+		filepath.Join(dir, "audit.jsonl"), path)
+	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

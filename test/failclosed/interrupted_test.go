@@ -1,7 +1,6 @@
 package failclosed
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -67,17 +66,6 @@ func hold(args []string) int {
 	return status
 }
 
-// heldCreate starts bulkhead's create of a busybox `sleep` through the
-// holding backend and returns once runc's create has returned, with
-// bulkhead still waiting for its backend.
-type heldCreate struct {
-	root, id, bundle, cfg, holdDir string
-	orig                           []byte
-	cmd                            *exec.Cmd
-	stderr                         bytes.Buffer
-	done                           chan error
-}
-
 // holdingConfig is a configuration whose runc backend holds after verb
 // (hold), and the directory through which the test lets it go.
 func holdingConfig(t *testing.T, verb string) (cfg, holdDir string) {
@@ -99,66 +87,38 @@ func holdingConfig(t *testing.T, verb string) (cfg, holdDir string) {
 	return cfg, holdDir
 }
 
+// heldCreate is bulkhead's create of a busybox `sleep` through the
+// holding backend, with bulkhead waiting for its backend once runc's
+// create has returned.
+type heldCreate struct {
+	*heldProcess
+	root, id, bundle, cfg string
+	orig                  []byte
+}
+
 func startHeldCreate(t *testing.T, createFlags ...string) *heldCreate {
 	t.Helper()
 	needRunc(t)
-	h := &heldCreate{root: t.TempDir(), done: make(chan error, 1)}
-	h.cfg, h.holdDir = holdingConfig(t, "create")
+	h := &heldCreate{root: t.TempDir()}
+	cfg, holdDir := holdingConfig(t, "create")
+	h.cfg = cfg
 	var err error
 	h.bundle = bundle.New(t, []string{"sleep", "300"})
 	if h.orig, err = os.ReadFile(filepath.Join(h.bundle, "config.json")); err != nil {
 		t.Fatal(err)
 	}
 	h.id = fmt.Sprintf("held-%d-%d", os.Getpid(), time.Now().UnixNano()%1e9)
-	args := append([]string{"--root", h.root, "--config", h.cfg, "create", "--bundle", h.bundle}, createFlags...)
-	h.cmd = exec.Command(binaries.Bulkhead(t), append(args, h.id)...)
-	h.cmd.Dir = h.bundle // as runc users run it: a relative flag names a file there
-	h.cmd.Stderr = &h.stderr
-	// The created init holds the output pipe while it lives.
-	h.cmd.WaitDelay = 5 * time.Second
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// Whatever the assertions say, leave this host clean (after the held
+	// create has ended: cleanups run last first).
 	t.Cleanup(func() {
-		// Whatever the assertions say: let the backend go, and leave this
-		// host clean.
-		os.WriteFile(filepath.Join(h.holdDir, "go"), nil, 0o600)
-		h.cmd.Process.Kill()
-		<-h.done
 		exec.Command(binaries.Bulkhead(t), "--root", h.root, "--config", h.cfg, "delete", "--force", h.id).Run()
 		exec.Command("runc", "--root", filepath.Join(h.root, "runc"), "delete", "--force", h.id).Run()
 	})
-	go func() { h.done <- h.cmd.Wait() }()
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(h.holdDir, "created")); err == nil {
-			return h
-		}
-		select {
-		case err := <-h.done:
-			h.done <- err
-			t.Fatalf("create ended (%v) before its backend's create returned:\n%s", err, h.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the backend's create did not return in 90 s:\n%s", h.stderr.String())
-		}
-	}
-}
-
-// release lets the backend return and waits for bulkhead's create.
-func (h *heldCreate) release(t *testing.T) error {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(h.holdDir, "go"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-h.done:
-		h.done <- err
-		return err
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("create did not end within 2 minutes of its backend:\n%s", h.stderr.String())
-		return nil
-	}
+	args := append([]string{"--root", h.root, "--config", h.cfg, "create", "--bundle", h.bundle}, createFlags...)
+	cmd := exec.Command(binaries.Bulkhead(t), append(args, h.id)...)
+	cmd.Dir = h.bundle // as runc users run it: a relative flag names a file there
+	h.heldProcess = startHeld(t, cmd, "create", filepath.Join(holdDir, "created"), filepath.Join(holdDir, "go"))
+	return h
 }
 
 // TestCreateInterruptedUndoes: SIGTERM reaches bulkhead's create after the

@@ -161,47 +161,17 @@ func TestStaleDeleteLeavesNewerAlone(t *testing.T) {
 	run("start", id)
 
 	holdCfg, holdDir := holdingConfig(t, "delete")
-	d1 := exec.Command(bulkhead, "--root", root, "--config", holdCfg, "delete", "--force", id)
-	var d1err strings.Builder
-	d1.Stderr = &d1err
-	if err := d1.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d1.Wait() }()
-	t.Cleanup(func() {
-		os.WriteFile(filepath.Join(holdDir, "go"), nil, 0o600)
-		d1.Process.Kill()
-	})
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(holdDir, "created")); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the held delete ended (%v) before its backend's delete returned:\n%s", err, d1err.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the backend's delete did not return in 90 s:\n%s", d1err.String())
-		}
-	}
+	d1 := startHeld(t, exec.Command(bulkhead, "--root", root, "--config", holdCfg, "delete", "--force", id),
+		"the held delete", filepath.Join(holdDir, "created"), filepath.Join(holdDir, "go"))
 	run("delete", "--force", id)
 	run("create", "--bundle", b, id)
 	run("start", id)
 	_, newer := runcState(t, root, id)
 
-	if err := os.WriteFile(filepath.Join(holdDir, "go"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("the held delete did not end within 2 minutes of its backend:\n%s", d1err.String())
-	}
+	d1.release(t)
 	data, err := os.ReadFile(filepath.Join(root, "bulkhead", id, "record.json"))
 	if err != nil {
-		t.Fatalf("the newer container's record after the stale delete: %v\nthe stale delete said:\n%s", err, d1err.String())
+		t.Fatalf("the newer container's record after the stale delete: %v\nthe stale delete said:\n%s", err, d1.stderr.String())
 	}
 	var rec struct {
 		InitPid int `json:"init_pid"`
