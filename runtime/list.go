@@ -54,7 +54,9 @@ func List(g *Globals, v Values, out io.Writer) error {
 		all = append(all, states...)
 	}
 	// Backends were given bulkhead's own bundle; engines know the caller's.
-	// The registry is only read: list creates nothing.
+	// runsc's list gives no creation time: the record's, taken as the
+	// create began, stands in rather than the zero time. The registry is
+	// only read: list creates nothing.
 	reg := state.View(g.Root)
 	for i := range all {
 		if state.CheckID(all[i].ID) != nil {
@@ -62,6 +64,9 @@ func List(g *Globals, v Values, out io.Writer) error {
 		}
 		if rec, err := reg.Get(all[i].ID); err == nil {
 			all[i].Bundle = rec.Bundle
+			if all[i].Created.IsZero() {
+				all[i].Created = rec.Created
+			}
 		}
 	}
 	switch {

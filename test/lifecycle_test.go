@@ -512,19 +512,27 @@ func TestFeaturesAndVersion(t *testing.T) {
 	}
 }
 
-// TestListMergesBackends: `list` shows the containers of every backend.
+// TestListMergesBackends: `list` shows the containers of every backend,
+// each with the caller's bundle and the time it was created.
 func TestListMergesBackends(t *testing.T) {
 	needRoot(t, "runc", "runsc")
 	root := stateRoot(t)
-	ids := map[string]string{}
+	ids, bundles := map[string]string{}, map[string]string{}
+	begin := time.Now()
 	for _, backend := range backends {
 		id := uniqueID("list-" + backend)
 		ids[id] = backend
+		bundles[id] = bundle.New(t, []string{"sleep", "60"})
 		g := []string{"--root", root, "--backend", backend}
-		must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "60"}), id)...)
+		must(t, append(g, "create", "--bundle", bundles[id], id)...)
 		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
 	}
-	var states []state
+	end := time.Now()
+	var states []struct {
+		ID      string    `json:"id"`
+		Bundle  string    `json:"bundle"`
+		Created time.Time `json:"created"`
+	}
 	out := must(t, "--root", root, "list", "--format", "json")
 	if err := json.Unmarshal([]byte(out), &states); err != nil {
 		t.Fatalf("list --format json: %v\n%s", err, out)
@@ -532,6 +540,15 @@ func TestListMergesBackends(t *testing.T) {
 	seen := map[string]bool{}
 	for _, s := range states {
 		seen[s.ID] = true
+		if ids[s.ID] == "" {
+			continue
+		}
+		if s.Bundle != bundles[s.ID] {
+			t.Errorf("list gives %s's container %s the bundle %q, want the caller's %q", ids[s.ID], s.ID, s.Bundle, bundles[s.ID])
+		}
+		if s.Created.Before(begin.Add(-time.Second)) || s.Created.After(end.Add(time.Second)) {
+			t.Errorf("list gives %s's container %s the creation time %s, want one between %s and %s", ids[s.ID], s.ID, s.Created, begin, end)
+		}
 	}
 	for id, backend := range ids {
 		if !seen[id] {
