@@ -10,9 +10,13 @@ import (
 // many it makes and how long the names in them are: unbounded, a job
 // writes the host's disk full through the broker (half a gigabyte in ten
 // seconds of 60 KB CONNECT names). So a line's job-chosen fields are cut
-// to what any real destination needs, and lines past a steady rate are
-// counted instead of written, the count written with the next line that
-// fits.
+// to what any real destination needs, and lines past a steady rate, or
+// past a budget of bytes, are counted instead of written, the count
+// written with the next line that fits. The rate alone let a job that
+// runs for days fill the disk all the same (about 100 KB a second of
+// lines at their cut, 8 GB a day, from each container); the budget holds
+// a real job's lines and refills slowly enough that a long-running
+// container's few connections an hour are all written.
 
 const (
 	// auditFieldMax bounds the destination and the reason: a DNS name is
@@ -21,6 +25,13 @@ const (
 	// auditRate and auditBurst bound the lines per second.
 	auditRate  = 50
 	auditBurst = 200
+	// auditBytesBurst and auditBytesPerHour bound the bytes of lines, each
+	// counted as its job-chosen fields and auditLineOverhead for the rest
+	// of it. A real connection's line is a few hundred bytes: 30,000 of
+	// them at once, then about two a second, for ever.
+	auditBytesBurst   = 8 << 20
+	auditBytesPerHour = 2 << 20
+	auditLineOverhead = 256
 )
 
 // LimitAudit wraps write so that it gets at most auditBurst lines at once
@@ -33,26 +44,30 @@ func LimitAudit(write func(Connection)) (audit func(Connection), flush func()) {
 }
 
 func newAuditLimit(write func(Connection), now func() time.Time) *auditLimit {
-	return &auditLimit{write: write, now: now, tokens: auditBurst, last: now()}
+	return &auditLimit{write: write, now: now, tokens: auditBurst, bytes: auditBytesBurst, last: now()}
 }
 
 type auditLimit struct {
 	write     func(Connection)
 	now       func() time.Time
 	mu        sync.Mutex
-	tokens    float64
+	tokens    float64 // lines that may be written now
+	bytes     float64 // bytes of lines that may be written now
 	last      time.Time
 	leftOut   int
 	leftOutBy map[string]int // verdict → lines left out
+	spentOnce bool           // the bytes ran out once, and a line said so
 }
 
 func (l *auditLimit) audit(c Connection) {
 	c.Destination, c.Reason = cut(c.Destination), cut(c.Reason)
 	l.mu.Lock()
 	now := l.now()
-	l.tokens = min(auditBurst, l.tokens+now.Sub(l.last).Seconds()*auditRate)
+	elapsed := now.Sub(l.last)
+	l.tokens = min(auditBurst, l.tokens+elapsed.Seconds()*auditRate)
+	l.bytes = min(auditBytesBurst, l.bytes+elapsed.Hours()*auditBytesPerHour)
 	l.last = now
-	if l.tokens < 1 {
+	if l.tokens < 1 || l.bytes <= 0 {
 		if l.leftOutBy == nil {
 			l.leftOutBy = map[string]int{}
 		}
@@ -62,12 +77,28 @@ func (l *auditLimit) audit(c Connection) {
 		return
 	}
 	l.tokens--
-	summary := l.takeSummary()
-	l.mu.Unlock()
-	if summary != nil {
-		l.write(*summary)
+	var lines []Connection
+	if summary := l.takeSummary(); summary != nil {
+		lines = append(lines, *summary)
 	}
-	l.write(c)
+	lines = append(lines, c)
+	for _, line := range lines {
+		l.bytes -= float64(lineBytes(line))
+	}
+	if l.bytes <= 0 && !l.spentOnce {
+		l.spentOnce = true
+		lines = append(lines, Connection{Verdict: "left out", Reason: fmt.Sprintf(
+			"this container's audit lines have taken %d MiB: from now on %d MiB an hour of them are written, and the rest counted", auditBytesBurst>>20, auditBytesPerHour>>20)})
+	}
+	l.mu.Unlock()
+	for _, line := range lines {
+		l.write(line)
+	}
+}
+
+// lineBytes is what a line costs of the byte budget.
+func lineBytes(c Connection) int {
+	return len(c.Destination) + len(c.Address) + len(c.Reason) + auditLineOverhead
 }
 
 func (l *auditLimit) flush() {
@@ -85,8 +116,8 @@ func (l *auditLimit) takeSummary() *Connection {
 	if l.leftOut == 0 {
 		return nil
 	}
-	c := &Connection{Verdict: "left out", Reason: fmt.Sprintf("%d connection lines left out (more than %d a second): %d allowed, %d denied, %d failed",
-		l.leftOut, auditRate, l.leftOutBy["allowed"], l.leftOutBy["denied"], l.leftOutBy["failed"])}
+	c := &Connection{Verdict: "left out", Reason: fmt.Sprintf("%d connection lines left out (more than %d a second, or more than %d MiB at once and %d MiB an hour): %d allowed, %d denied, %d failed",
+		l.leftOut, auditRate, auditBytesBurst>>20, auditBytesPerHour>>20, l.leftOutBy["allowed"], l.leftOutBy["denied"], l.leftOutBy["failed"])}
 	l.leftOut, l.leftOutBy = 0, nil
 	return c
 }

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,5 +32,75 @@ func TestLimitAudit(t *testing.T) {
 		if len(l.Destination) > auditFieldMax+32 || len(l.Reason) > auditFieldMax+32 {
 			t.Fatalf("a line of %d and %d bytes, want fields cut to %d", len(l.Destination), len(l.Reason), auditFieldMax)
 		}
+	}
+}
+
+// leftOutCount is the number of lines a "left out" count line counts.
+func leftOutCount(t *testing.T, c Connection) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(c.Reason, "%d connection lines left out", &n); err != nil {
+		t.Fatalf("count line %q: %v", c.Reason, err)
+	}
+	return n
+}
+
+// A job that connects for as long as it runs, at twice the rate and with
+// names at their cut, gets no more bytes written than the budget holds
+// at once and refills since, one line saying it ran out, and every other
+// connection counted.
+func TestLimitAuditBytes(t *testing.T) {
+	var lines []Connection
+	written := 0
+	now := time.Now()
+	l := newAuditLimit(func(c Connection) {
+		lines = append(lines, c)
+		written += lineBytes(c)
+	}, func() time.Time { return now })
+	long := strings.Repeat("b", 60000) + ".x:1"
+	const calls, every = 60000, 10 * time.Millisecond // ten minutes
+	for i := 0; i < calls; i++ {
+		now = now.Add(every)
+		l.audit(Connection{Destination: long, Address: "192.0.2.1:1", Verdict: "failed", Reason: long + " could not be reached"})
+	}
+	l.flush()
+	line := lineBytes(Connection{Destination: cut(long), Address: "192.0.2.1:1", Reason: cut(long)})
+	allowed := auditBytesBurst + int(time.Duration(calls*every).Hours()*auditBytesPerHour) + 4*line
+	if written > allowed {
+		t.Fatalf("%d bytes written for %d connections in %s, want at most %d", written, calls, time.Duration(calls*every), allowed)
+	}
+	notices, connections, counted := 0, 0, 0
+	for _, c := range lines {
+		switch {
+		case c.Verdict == "failed":
+			connections++
+		case strings.Contains(c.Reason, "have taken"):
+			notices++
+		case c.Verdict == "left out":
+			counted += leftOutCount(t, c)
+		}
+	}
+	if notices != 1 {
+		t.Fatalf("%d lines saying the lines' bytes ran out, want 1", notices)
+	}
+	if connections+counted != calls {
+		t.Fatalf("%d connections written and %d counted, want all %d accounted for", connections, counted, calls)
+	}
+}
+
+// A long-running container's connections, a real line a second for a
+// day, are all written.
+func TestLimitAuditSteady(t *testing.T) {
+	var lines []Connection
+	now := time.Now()
+	l := newAuditLimit(func(c Connection) { lines = append(lines, c) }, func() time.Time { return now })
+	const calls = 24 * 60 * 60
+	for i := 0; i < calls; i++ {
+		now = now.Add(time.Second)
+		l.audit(Connection{Destination: "registry.npmjs.org:443", Address: "104.16.0.35:443", Verdict: "allowed"})
+	}
+	l.flush()
+	if len(lines) != calls {
+		t.Fatalf("%d lines for %d connections a second apart, want every one: %+v", len(lines), calls, lines[len(lines)-1])
 	}
 }
