@@ -157,14 +157,19 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 	if err != nil {
 		return err
 	}
-	dir := reg.Dir(id)
+	handed := filepath.Join(reg.Dir(id), privateBundleDir)
+	s, _, err := specs.Load(handed)
+	if err != nil {
+		return err
+	}
 	// Under the container's own seccomp filter, as every exec'd process:
 	// runsc gives an exec'd process none.
 	for _, proc := range []*rspec.Process{serve, check} {
-		if _, err := execUnderFilter(filepath.Join(dir, privateBundleDir), proc); err != nil {
+		if _, err := execUnderFilter(handed, s, proc); err != nil {
 			return err
 		}
 	}
+	dir := reg.Dir(id)
 	serveFile, checkFile := filepath.Join(dir, "egress-forward.json"), filepath.Join(dir, "egress-check.json")
 	for path, proc := range map[string]*rspec.Process{serveFile: serve, checkFile: check} {
 		data, err := json.Marshal(proc)

@@ -105,7 +105,12 @@ func Exec(g *Globals, v Values, args []string) error {
 		}
 	}
 	if b.IsGVisor() && profile.Mode == specs.Enforce {
-		d, err := execUnderFilter(c.handedBundle(), policed)
+		handed, _, err := specs.Load(c.handedBundle())
+		if err != nil {
+			return err
+		}
+		entry.Decisions = append(entry.Decisions, backend.ExecNprocForGVisor(handed, policed)...)
+		d, err := execUnderFilter(c.handedBundle(), handed, policed)
 		if err != nil {
 			entry.Outcome, entry.Error = "refused", err.Error()
 			_ = audit.Write(cfg.AuditLog, &entry)

@@ -24,13 +24,9 @@ const execFilterFile = "seccomp-exec.bpf"
 // compiled for the container: runsc itself gives an exec'd process no
 // filter. The program installs it inside the sandbox before the
 // workload's first instruction, or the workload does not run. handed is
-// the bundle runsc was given.
-func execUnderFilter(handed string, p *rspec.Process) (specs.Decision, error) {
+// the bundle runsc was given, s its spec.
+func execUnderFilter(handed string, s *rspec.Spec, p *rspec.Process) (specs.Decision, error) {
 	const rule, field = "seccomp", "process.args"
-	s, _, err := specs.Load(handed)
-	if err != nil {
-		return specs.Decision{}, err
-	}
 	prog, err := os.ReadFile(filepath.Join(handed, execFilterFile))
 	if !hasSeccompExec(s) || errors.Is(err, fs.ErrNotExist) {
 		return specs.Decision{}, fmt.Errorf("%s: the container was created without %s, so an exec'd process would run with no seccomp filter; recreate it", field, seccompexec.Path)

@@ -1,8 +1,14 @@
 package test
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -37,5 +43,59 @@ func TestGVisorProcessesUpToTheLimit(t *testing.T) {
 	}
 	if s := containerState(t, g, id); s.Status != "running" {
 		t.Fatalf("after a job met its process limit the sandbox is %q, want it running", s.Status)
+	}
+}
+
+// An `exec --process` file on runsc asks for no process limit at all; the
+// exec'd process gets the container's (the profile's 64), and the audit
+// line says it was tightened. runsc versions that apply an exec's rlimits
+// would otherwise lift the sandbox's limit for it.
+func TestGVisorExecKeepsTheProcessLimit(t *testing.T) {
+	needRoot(t, "runsc")
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.jsonl")
+	config := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(config, []byte(fmt.Sprintf("audit_log = %q\n", audit)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := []string{"--config", config, "--root", stateRoot(t), "--backend", "runsc"}
+	id := uniqueID("gvisor-exec-nproc")
+	if r := bulkhead(t, "", append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "600"}), id)...); r.code != 0 {
+		t.Fatalf("create: exit %d\n%s", r.code, r.stderr)
+	}
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	must(t, append(g, "start", id)...)
+
+	unlimited := ^uint64(0)
+	proc := rspec.Process{Args: []string{"sh", "-c", "ulimit -u"}, Env: []string{"PATH=/bin"}, Cwd: "/",
+		User:    rspec.User{UID: 65534, GID: 65534},
+		Rlimits: []rspec.POSIXRlimit{{Type: "RLIMIT_NPROC", Hard: unlimited, Soft: unlimited}}}
+	data, err := json.Marshal(proc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "process.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := strings.TrimSpace(must(t, append(g, "exec", "--process", path, id)...)); out != "64" {
+		t.Errorf("ulimit -u in a process exec'd asking for no limit: %q, want the container's 64", out)
+	}
+	var found bool
+	for _, e := range auditEvents(t, audit) {
+		if e["event"] != "exec" || e["id"] != id {
+			continue
+		}
+		ds, _ := e["decisions"].([]any)
+		for _, d := range ds {
+			m, _ := d.(map[string]any)
+			if m["field"] == "process.rlimits[RLIMIT_NPROC]" && m["action"] == "tightened" && m["after"] == "64/64" {
+				found = true
+			}
+		}
+	}
+	if !found {
+		data, _ := os.ReadFile(audit)
+		t.Fatalf("no exec line of %s says RLIMIT_NPROC was tightened to 64/64:\n%s", id, data)
 	}
 }

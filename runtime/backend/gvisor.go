@@ -72,21 +72,41 @@ func translatePidsForGVisor(s *rspec.Spec) []specs.Decision {
 		return ds
 	}
 	nproc := rspec.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(limit), Soft: uint64(limit)}
-	const field = "process.rlimits[RLIMIT_NPROC]"
-	after := fmt.Sprintf("%d/%d", nproc.Soft, nproc.Hard)
-	why := "runsc: gVisor's kernel enforces RLIMIT_NPROC per sandbox; it carries the profile's process limit"
-	for i, r := range s.Process.Rlimits {
+	return append(ds, capNproc(s.Process, nproc, "runsc: gVisor's kernel enforces RLIMIT_NPROC per sandbox; it carries the profile's process limit")...)
+}
+
+// ExecNprocForGVisor gives a process exec'd on runsc no RLIMIT_NPROC above
+// the container's, which carries the profile's process limit inside the
+// sandbox (translatePidsForGVisor): the limit an `exec --process` file
+// asks for would otherwise be handed to runsc as it is.
+func ExecNprocForGVisor(handed *rspec.Spec, p *rspec.Process) []specs.Decision {
+	if handed.Process == nil {
+		return nil
+	}
+	for _, r := range handed.Process.Rlimits {
 		if r.Type == "RLIMIT_NPROC" {
-			if r.Hard > nproc.Hard || r.Soft > nproc.Soft {
-				s.Process.Rlimits[i] = nproc
-				ds = append(ds, specs.Decision{Rule: "pids", Field: field, Action: specs.Tightened,
-					Before: fmt.Sprintf("%d/%d", r.Soft, r.Hard), After: after, Layer: specs.LayerRlimit, Why: why})
-			}
-			return ds
+			return capNproc(p, r, "runsc: gVisor's kernel enforces RLIMIT_NPROC per sandbox; an exec'd process gets no more than the container's, which carries the profile's process limit")
 		}
 	}
-	s.Process.Rlimits = append(s.Process.Rlimits, nproc)
-	return append(ds, specs.Decision{Rule: "pids", Field: field, Action: specs.Added, After: after, Layer: specs.LayerRlimit, Why: why})
+	return nil
+}
+
+// capNproc sets p's RLIMIT_NPROC to nproc where it is higher or absent.
+func capNproc(p *rspec.Process, nproc rspec.POSIXRlimit, why string) []specs.Decision {
+	const field = "process.rlimits[RLIMIT_NPROC]"
+	after := fmt.Sprintf("%d/%d", nproc.Soft, nproc.Hard)
+	for i, r := range p.Rlimits {
+		if r.Type == "RLIMIT_NPROC" {
+			if r.Hard <= nproc.Hard && r.Soft <= nproc.Soft {
+				return nil
+			}
+			p.Rlimits[i] = nproc
+			return []specs.Decision{{Rule: "pids", Field: field, Action: specs.Tightened,
+				Before: fmt.Sprintf("%d/%d", r.Soft, r.Hard), After: after, Layer: specs.LayerRlimit, Why: why}}
+		}
+	}
+	p.Rlimits = append(p.Rlimits, nproc)
+	return []specs.Decision{{Rule: "pids", Field: field, Action: specs.Added, After: after, Layer: specs.LayerRlimit, Why: why}}
 }
 
 const (
