@@ -81,12 +81,12 @@ func hardLinkRefusal(real string) string {
 // volume shows another part of the host there, that part must pass the
 // same rules as if the caller had named it.
 func (c *Context) mountedRefusal(real string) string {
-	from, err := c.mountedFrom(real)
+	from, holder, err := c.mountedFrom(real)
 	if err != nil {
 		return "where the source's files come from cannot be told (" + err.Error() + ")"
 	}
 	if from == real {
-		return ""
+		return volumeMountRefusal(real, holder)
 	}
 	if why := lexicalRefusal(canonicalRun(from)); why != "" {
 		return real + " is a mount of " + from + ": " + why

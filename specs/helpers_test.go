@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
@@ -54,11 +55,15 @@ var testHost = &Host{
 		}
 		return "", nil
 	},
-	MountedFrom: func(p string) (string, error) {
-		if strings.HasPrefix(p, "/var/lib/docker/volumes/etc-volume/") {
-			return "/etc", nil
+	MountedFrom: func(p string) (string, *mountinfo.Info, error) {
+		const volumes = "/var/lib/docker/volumes/"
+		switch {
+		case strings.HasPrefix(p, volumes+"etc-volume/"):
+			return "/etc", &mountinfo.Info{Mountpoint: volumes + "etc-volume/_data", Root: "/etc", FSType: "ext4", Source: "/dev/vda1"}, nil
+		case strings.HasPrefix(p, volumes+"overlay-volume/"):
+			return p, &mountinfo.Info{Mountpoint: volumes + "overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}, nil
 		}
-		return p, nil
+		return p, &mountinfo.Info{Mountpoint: "/", Root: "/", FSType: "ext4", Source: "/dev/vda1"}, nil
 	},
 	DockerMountID: func(_, id string) (string, error) {
 		if id == testID {

@@ -9,28 +9,51 @@ import (
 )
 
 // mountedFrom returns where on the host the files at p really come from,
-// judged by the mount that holds p rather than by the path string: a bind
-// mount (a Docker local volume with o=bind,device=/etc, an engine's own
-// bind) shows a subtree of its filesystem under another name. The answer
-// is that subtree's path where the same filesystem is mounted at its
-// root, or p itself when the mount holding it shows its filesystem from
-// the root. A subtree of a filesystem mounted nowhere else has no host
-// path to judge, and is an error.
-func mountedFrom(p string) (string, error) {
+// and the mount that holds p (nil when none does), judged by that mount
+// rather than by the path string: a bind mount (a Docker local volume
+// with o=bind,device=/etc, an engine's own bind) shows a subtree of its
+// filesystem under another name.
+func mountedFrom(p string) (string, *mountinfo.Info, error) {
 	mounts, err := mountinfo.GetMounts(nil)
 	if err != nil {
-		return "", fmt.Errorf("mountinfo: %w", err)
+		return "", nil, fmt.Errorf("mountinfo: %w", err)
 	}
+	from, holder := mountedFromIn(p, mounts)
+	return from, holder, nil
+}
+
+// mountedFromIn is mountedFrom in the mount table mounts. The answer is
+// the subtree's path where the same filesystem is mounted from a root at
+// or above the holder's. A holder that shows its filesystem from the root
+// is judged by where that filesystem was mounted first (the lowest mount
+// id): a bind of /dev/shm's or another container's root at a volume, a
+// second sysfs or devtmpfs (the kernel's one instance of it), the root
+// filesystem's device mounted again. p itself is the answer when the
+// holder is that first mount, or when no other mount of a subtree's
+// filesystem covers it (a btrfs subvolume mounted alone).
+func mountedFromIn(p string, mounts []*mountinfo.Info) (string, *mountinfo.Info) {
 	var holder *mountinfo.Info
 	for _, m := range mounts {
 		if under(p, m.Mountpoint) && (holder == nil || len(m.Mountpoint) >= len(holder.Mountpoint)) {
 			holder = m
 		}
 	}
-	if holder == nil || holder.Root == "/" {
+	if holder == nil {
 		return p, nil
 	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(p, holder.Mountpoint), "/")
+	if holder.Root == "/" {
+		first := holder
+		for _, m := range mounts {
+			if m.Major == holder.Major && m.Minor == holder.Minor && m.Root == "/" && m.ID < first.ID {
+				first = m
+			}
+		}
+		if first == holder {
+			return p, holder
+		}
+		return filepath.Join(first.Mountpoint, rel), holder
+	}
 	// The same filesystem mounted from a root at or above the holder's.
 	var best *mountinfo.Info
 	for _, m := range mounts {
@@ -42,7 +65,7 @@ func mountedFrom(p string) (string, error) {
 		}
 	}
 	if best == nil {
-		return p, nil
+		return p, holder
 	}
-	return filepath.Join(best.Mountpoint, strings.TrimPrefix(holder.Root, best.Root), rel), nil
+	return filepath.Join(best.Mountpoint, strings.TrimPrefix(holder.Root, best.Root), rel), holder
 }

@@ -47,8 +47,10 @@ func TestRuleHostMountsRefused(t *testing.T) {
 		"/var/lib/docker/containers/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/hosts",
 		"/run/containerd/io.containerd.grpc.v1.cri/sandboxes/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/shm",
 		"/var/lib/kubelet/pods/00000000-other-pod/volumes/kubernetes.io~secret/token",
-		// A Docker local volume that is a bind of the host's /etc.
+		// A Docker local volume that is a bind of the host's /etc, and one
+		// whose options mounted an overlay (any lowerdir) there.
 		"/var/lib/docker/volumes/etc-volume/_data",
+		"/var/lib/docker/volumes/overlay-volume/_data", "/var/lib/docker/volumes/overlay-volume/_data/passwd",
 		// A directory holding a socket (the test host's: names ending in .sock).
 		"/srv/run/app.sock",
 		filepath.Join(dir, "innocent"), filepath.Join(dir, "data"), filepath.Join(dir, "pid1"),
