@@ -25,12 +25,12 @@ func mountedFrom(p string) (string, *mountinfo.Info, error) {
 // mountedFromIn is mountedFrom in the mount table mounts. The answer is
 // the subtree's path where the same filesystem is mounted from a root at
 // or above the holder's. A holder that shows its filesystem from the root
-// is judged by where that filesystem was mounted first (the lowest mount
-// id): a bind of /dev/shm's or another container's root at a volume, a
-// second sysfs or devtmpfs (the kernel's one instance of it), the root
-// filesystem's device mounted again. p itself is the answer when the
-// holder is that first mount, or when no other mount of a subtree's
-// filesystem covers it (a btrfs subvolume mounted alone).
+// is judged by the filesystem's home (homeFirst): a bind of /dev/shm's or
+// another container's root at a volume, a second sysfs or devtmpfs (the
+// kernel's one instance of it), the root filesystem's device mounted
+// again. p itself is the answer when the holder is that home, or when no
+// other mount of a subtree's filesystem covers it (a btrfs subvolume
+// mounted alone).
 func mountedFromIn(p string, mounts []*mountinfo.Info) (string, *mountinfo.Info) {
 	var holder *mountinfo.Info
 	for _, m := range mounts {
@@ -45,7 +45,7 @@ func mountedFromIn(p string, mounts []*mountinfo.Info) (string, *mountinfo.Info)
 	if holder.Root == "/" {
 		first := holder
 		for _, m := range mounts {
-			if m.Major == holder.Major && m.Minor == holder.Minor && m.Root == "/" && m.ID < first.ID {
+			if m.Major == holder.Major && m.Minor == holder.Minor && m.Root == "/" && homeFirst(m, first) {
 				first = m
 			}
 		}
@@ -68,4 +68,25 @@ func mountedFromIn(p string, mounts []*mountinfo.Info) (string, *mountinfo.Info)
 		return p, holder
 	}
 	return filepath.Join(best.Mountpoint, strings.TrimPrefix(holder.Root, best.Root), rel), holder
+}
+
+// homeFirst orders two mounts of one filesystem's root by which is its
+// home on the host: one outside the engines' state directories before one
+// inside (a volume's or a container's mount is an engine's view of a
+// filesystem, not where it lives), then the one mounted first (the lower
+// mount id; the kernel reuses a freed id, so this is the tie-break).
+func homeFirst(a, b *mountinfo.Info) bool {
+	if ia, ib := inStateDir(a.Mountpoint), inStateDir(b.Mountpoint); ia != ib {
+		return ib
+	}
+	return a.ID < b.ID
+}
+
+func inStateDir(p string) bool {
+	for _, d := range stateDirs {
+		if under(p, d) {
+			return true
+		}
+	}
+	return false
 }

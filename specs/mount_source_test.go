@@ -28,6 +28,9 @@ func TestMountedFromIn(t *testing.T) {
 		{ID: 47, Major: 8, Minor: 17, Root: "/", Mountpoint: vol + "srv/_data"},
 		{ID: 48, Major: 8, Minor: 17, Root: "/data", Mountpoint: vol + "srv-data/_data"},
 		{ID: 50, Major: 0, Minor: 70, Root: "/@home", Mountpoint: "/home"},
+		// The kernel gave the volume's bind a freed id below /tmp's own.
+		{ID: 9, Major: 0, Minor: 33, Root: "/", Mountpoint: vol + "reused-id/_data"},
+		{ID: 51, Major: 0, Minor: 33, Root: "/", Mountpoint: "/tmp"},
 	}
 	for _, c := range []struct{ path, want, holder string }{
 		{"/var/lib/docker/volumes/plain/_data/x", "/var/lib/docker/volumes/plain/_data/x", "/"},
@@ -42,6 +45,8 @@ func TestMountedFromIn(t *testing.T) {
 		{vol + "fresh/_data", vol + "fresh/_data", vol + "fresh/_data"},
 		{vol + "srv/_data/x", "/srv/x", vol + "srv/_data"},
 		{vol + "srv-data/_data/x", "/srv/data/x", vol + "srv-data/_data"},
+		{vol + "reused-id/_data", "/tmp", vol + "reused-id/_data"},
+		{"/tmp/x", "/tmp/x", "/tmp"},
 	} {
 		from, holder := mountedFromIn(c.path, mounts)
 		if from != c.want || holder == nil || holder.Mountpoint != c.holder {
