@@ -29,7 +29,7 @@ func JudgeBindSource(c *Context, annotations map[string]string, real string, fd 
 	if why := hostPathRefusal(real); why != "" {
 		return why
 	}
-	return bindSourceRefusal(c, annotations, real, func(string) (string, error) { return findSocketAt(fd, real) })
+	return bindSourceRefusal(c, annotations, real, fd, func(string) (string, error) { return findSocketAt(fd, real) })
 }
 
 // IsBind tells whether m is a bind mount, by type or by option.
@@ -38,8 +38,8 @@ func IsBind(m rspec.Mount) bool { return isBind(m) }
 // bindSourceRefusal is the allowlist side of host_mounts: the source must
 // lie below one of the profile's bind_roots, or be the engine's own file
 // for this container, and hold no socket (as findSocket finds them). It
-// returns "" when allowed.
-func bindSourceRefusal(c *Context, annotations map[string]string, src string, findSocket func(real string) (string, error)) string {
+// returns "" when allowed. fd is the source opened, -1 when it is not.
+func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd int, findSocket func(real string) (string, error)) string {
 	real, err := c.resolve(filepath.Clean(src))
 	if err != nil {
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
@@ -48,7 +48,7 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fi
 	if why := hardLinkRefusal(real); why != "" {
 		return why
 	}
-	if why := c.mountedRefusal(real); why != "" {
+	if why := c.mountedRefusal(annotations, real, fd); why != "" {
 		return why
 	}
 	if kind, id, ok := engineFileOwner(real); ok {
@@ -77,22 +77,32 @@ func hardLinkRefusal(real string) string {
 	return fmt.Sprintf("%s is a file with %d names (hard links): another of them may be a credential the rules refuse; bind a copy", real, st.Nlink)
 }
 
-// mountedRefusal judges the files really mounted at real: when a bind or
-// volume shows another part of the host there, that part must pass the
-// same rules as if the caller had named it.
-func (c *Context) mountedRefusal(real string) string {
-	from, holder, err := c.mountedFrom(real)
+// mountedRefusal judges the files really mounted at real (opened at fd,
+// -1 when not): when a bind or volume shows another part of the host
+// there, that part must pass the same rules as if the caller had named
+// it, down to whose engine file it is; a volume whose options mounted a
+// filesystem found nowhere else is refused wherever it is reached from.
+func (c *Context) mountedRefusal(annotations map[string]string, real string, fd int) string {
+	src, err := c.mountedFrom(real, fd)
 	if err != nil {
 		return "where the source's files come from cannot be told (" + err.Error() + ")"
 	}
-	if from == real {
-		return volumeMountRefusal(real, holder)
+	if src.From == real {
+		return volumeMountRefusal(real, src.Holder)
 	}
-	if why := lexicalRefusal(canonicalRun(from)); why != "" {
-		return real + " is a mount of " + from + ": " + why
+	from := canonicalRun(src.From)
+	if why := volumeMountRefusal(src.From, src.Home); why != "" {
+		return real + " is a mount of " + src.From + ": " + why
 	}
-	if _, _, ok := engineFileOwner(canonicalRun(from)); !ok && !belowRoot(c.Profile.BindRoots, from) {
-		return real + " is a mount of " + from + ", which is not below any of the profile's bind_roots"
+	if why := lexicalRefusal(from); why != "" {
+		return real + " is a mount of " + src.From + ": " + why
+	}
+	if kind, id, ok := engineFileOwner(from); ok {
+		if !ownedByThisContainer(c, annotations, kind, id) {
+			return real + " is a mount of " + from + ", the engine's file for " + kind + " " + id + ", not for this container"
+		}
+	} else if !belowRoot(c.Profile.BindRoots, from) {
+		return real + " is a mount of " + src.From + ", which is not below any of the profile's bind_roots"
 	}
 	return ""
 }

@@ -55,15 +55,28 @@ var testHost = &Host{
 		}
 		return "", nil
 	},
-	MountedFrom: func(p string) (string, *mountinfo.Info, error) {
+	MountedFrom: func(p string, _ int) (MountSource, error) {
 		const volumes = "/var/lib/docker/volumes/"
+		root := &mountinfo.Info{Mountpoint: "/", Root: "/", FSType: "ext4", Source: "/dev/vda1"}
 		switch {
 		case strings.HasPrefix(p, volumes+"etc-volume/"):
-			return "/etc", &mountinfo.Info{Mountpoint: volumes + "etc-volume/_data", Root: "/etc", FSType: "ext4", Source: "/dev/vda1"}, nil
+			bind := &mountinfo.Info{Mountpoint: volumes + "etc-volume/_data", Root: "/etc", FSType: "ext4", Source: "/dev/vda1"}
+			return MountSource{From: "/etc", Holder: bind, Home: root}, nil
 		case strings.HasPrefix(p, volumes+"overlay-volume/"):
-			return p, &mountinfo.Info{Mountpoint: volumes + "overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}, nil
+			ovl := &mountinfo.Info{Mountpoint: volumes + "overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}
+			return MountSource{From: p, Holder: ovl, Home: ovl}, nil
+		case strings.HasPrefix(p, volumes+"via-overlay-volume/"):
+			// A bind of the overlay volume's data: judged as that volume.
+			ovl := &mountinfo.Info{Mountpoint: volumes + "overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}
+			bind := &mountinfo.Info{Mountpoint: volumes + "via-overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}
+			return MountSource{From: volumes + "overlay-volume/_data", Holder: bind, Home: ovl}, nil
+		case strings.HasPrefix(p, volumes+"other-shm/"):
+			// A bind of another container's /dev/shm.
+			shm := &mountinfo.Info{Mountpoint: "/var/lib/docker/containers/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/mounts/shm", Root: "/", FSType: "tmpfs"}
+			bind := &mountinfo.Info{Mountpoint: volumes + "other-shm/_data", Root: "/", FSType: "tmpfs"}
+			return MountSource{From: shm.Mountpoint, Holder: bind, Home: shm}, nil
 		}
-		return p, &mountinfo.Info{Mountpoint: "/", Root: "/", FSType: "ext4", Source: "/dev/vda1"}, nil
+		return MountSource{From: p, Holder: root, Home: root}, nil
 	},
 	DockerMountID: func(_, id string) (string, error) {
 		if id == testID {

@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/moby/sys/mountinfo"
 )
 
 // Host is what the rules read from the host's filesystem. Nil fields, and
@@ -18,9 +16,9 @@ type Host struct {
 	// DockerMountID returns the overlay2 layer dockerd recorded for a
 	// container under its data root.
 	DockerMountID func(dataRoot, id string) (string, error)
-	// MountedFrom returns where the files mounted at a path come from,
-	// and the mount that holds the path.
-	MountedFrom func(path string) (string, *mountinfo.Info, error)
+	// MountedFrom returns where the files at a path, opened at fd (-1:
+	// not opened), come from.
+	MountedFrom func(path string, fd int) (MountSource, error)
 }
 
 func (c *Context) resolve(p string) (string, error) {
@@ -45,9 +43,9 @@ func (c *Context) dockerMountID(dataRoot, id string) (string, error) {
 	return strings.TrimSpace(string(data)), err
 }
 
-func (c *Context) mountedFrom(p string) (string, *mountinfo.Info, error) {
+func (c *Context) mountedFrom(p string, fd int) (MountSource, error) {
 	if c.Host != nil && c.Host.MountedFrom != nil {
-		return c.Host.MountedFrom(p)
+		return c.Host.MountedFrom(p, fd)
 	}
-	return mountedFrom(p)
+	return mountedFrom(p, fd)
 }

@@ -31,6 +31,7 @@ func TestMountedFromIn(t *testing.T) {
 		// The kernel gave the volume's bind a freed id below /tmp's own.
 		{ID: 9, Major: 0, Minor: 33, Root: "/", Mountpoint: vol + "reused-id/_data"},
 		{ID: 51, Major: 0, Minor: 33, Root: "/", Mountpoint: "/tmp"},
+		{ID: 52, Major: 0, Minor: 61, Root: "/", Mountpoint: vol + "via-fresh/_data"},
 	}
 	for _, c := range []struct{ path, want, holder string }{
 		{"/var/lib/docker/volumes/plain/_data/x", "/var/lib/docker/volumes/plain/_data/x", "/"},
@@ -47,16 +48,45 @@ func TestMountedFromIn(t *testing.T) {
 		{vol + "srv-data/_data/x", "/srv/data/x", vol + "srv-data/_data"},
 		{vol + "reused-id/_data", "/tmp", vol + "reused-id/_data"},
 		{"/tmp/x", "/tmp/x", "/tmp"},
+		// A volume bound to another's overlay, the other mounted first:
+		// judged as the other volume's data, on the other's mount.
+		{vol + "via-fresh/_data/passwd", vol + "fresh/_data/passwd", vol + "via-fresh/_data"},
 	} {
-		from, holder := mountedFromIn(c.path, mounts)
-		if from != c.want || holder == nil || holder.Mountpoint != c.holder {
-			got := "<none>"
-			if holder != nil {
-				got = holder.Mountpoint
-			}
-			t.Errorf("%s: from %s held by %s, want from %s held by %s", c.path, from, got, c.want, c.holder)
+		holder := deepest(c.path, mounts)
+		src := mountedFromIn(c.path, holder.ID, mounts)
+		if src.From != c.want || src.Holder == nil || src.Holder.Mountpoint != c.holder || src.Home == nil {
+			t.Errorf("%s: %+v, want from %s held by %s", c.path, src, c.want, c.holder)
 		}
 	}
+	if src := mountedFromIn(vol+"via-fresh/_data", 52, mounts); src.Home == nil || src.Home.Mountpoint != vol+"fresh/_data" {
+		t.Errorf("a bind of another volume's overlay: home %+v, want that volume's mount", src.Home)
+	}
+	// /mnt/q/x: a bind of /etc on top, and under it a harmless directory
+	// propagated there later and listed last. The mount the path shows is
+	// the one its descriptor is on.
+	tucked := []*mountinfo.Info{
+		{ID: 20, Major: 8, Minor: 1, Root: "/", Mountpoint: "/"},
+		{ID: 78, Major: 0, Minor: 41, Root: "/", Mountpoint: "/mnt"},
+		{ID: 79, Major: 8, Minor: 1, Root: "/etc", Mountpoint: "/mnt/q/x"},
+		{ID: 81, Major: 0, Minor: 41, Root: "/innocent", Mountpoint: "/mnt/q/x"},
+	}
+	if src := mountedFromIn("/mnt/q/x", 79, tucked); src.From != "/etc" {
+		t.Errorf("a bind of /etc with a mount tucked under it: judged as %s, want /etc", src.From)
+	}
+	if src := mountedFromIn("/mnt/q/x", 99, tucked); src.Holder != nil {
+		t.Errorf("a mount id the table does not hold: holder %+v, want none", src.Holder)
+	}
+}
+
+// deepest is the mount a path is on in a table without tucked mounts.
+func deepest(p string, mounts []*mountinfo.Info) *mountinfo.Info {
+	var d *mountinfo.Info
+	for _, m := range mounts {
+		if under(p, m.Mountpoint) && (d == nil || len(m.Mountpoint) > len(d.Mountpoint)) {
+			d = m
+		}
+	}
+	return d
 }
 
 // A named volume's data that its options mounted as a filesystem of its

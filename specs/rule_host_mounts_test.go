@@ -51,6 +51,9 @@ func TestRuleHostMountsRefused(t *testing.T) {
 		// whose options mounted an overlay (any lowerdir) there.
 		"/var/lib/docker/volumes/etc-volume/_data",
 		"/var/lib/docker/volumes/overlay-volume/_data", "/var/lib/docker/volumes/overlay-volume/_data/passwd",
+		// A volume bound to that volume's data, and one bound to another
+		// container's /dev/shm.
+		"/var/lib/docker/volumes/via-overlay-volume/_data", "/var/lib/docker/volumes/other-shm/_data",
 		// A directory holding a socket (the test host's: names ending in .sock).
 		"/srv/run/app.sock",
 		filepath.Join(dir, "innocent"), filepath.Join(dir, "data"), filepath.Join(dir, "pid1"),

@@ -14,14 +14,16 @@ import (
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
-// A Docker named volume is the engine's own file, but its driver options
-// can mount anything at its data: a bind of a filesystem's root (the
-// host's /dev/shm), an overlay over any host directory (/etc). Such a
-// volume is judged by what is mounted there: refused, where a plain
-// volume runs. dockerd is not needed to show it: in a mount namespace of
-// the test's own, /var/lib/docker is a tmpfs with volumes laid out as
-// dockerd lays them out, and bulkhead runs there as dockerd would call it.
-func TestNamedVolumeJudgedByWhatIsMounted(t *testing.T) {
+// A bind source is judged by what is mounted there, not by its path. A
+// Docker named volume is the engine's own file, but its driver options can
+// mount anything at its data: a bind of a filesystem's root (the host's
+// /dev/shm), an overlay over any host directory (/etc), a bind of another
+// volume's data. And below a bind root, a mount propagated under another
+// at the same place must not stand for the one on top. dockerd is not
+// needed to show it: in a mount namespace of the test's own, /var/lib/docker
+// is a tmpfs with volumes laid out as dockerd lays them out and /mnt (a
+// bind root) a tmpfs, and bulkhead runs there as dockerd would call it.
+func TestBindSourceJudgedByWhatIsMounted(t *testing.T) {
 	needRoot(t, "runc")
 	const docker = "/var/lib/docker"
 	if _, err := os.Stat(docker); os.IsNotExist(err) {
@@ -30,46 +32,56 @@ func TestNamedVolumeJudgedByWhatIsMounted(t *testing.T) {
 		}
 		t.Cleanup(func() { os.Remove(docker) })
 	}
-	root := stateRoot(t)
-	logs := t.TempDir()
-	vols := []string{"plain", "shm", "etc-overlay"}
-	var script strings.Builder
-	fmt.Fprintf(&script, "set -e\nmount -t tmpfs bulkhead-test %s\n", docker)
-	for _, v := range vols {
-		fmt.Fprintf(&script, "mkdir -p %s/volumes/%s/_data\n", docker, v)
+	vol := func(name string) string { return filepath.Join(docker, "volumes", name, "_data") }
+	cases := []struct{ name, source, refusal string }{
+		{"plain volume", vol("plain"), ""},
+		{"volume bound to /dev/shm", vol("shm"), "is a mount of /dev/shm"},
+		{"overlay volume over /etc", vol("etc-overlay"), "the volume's driver options mounted"},
+		{"volume bound to the overlay volume", vol("via-overlay"), "the volume's driver options mounted"},
+		{"/etc with a mount tucked under it", "/mnt/q/x", "is a mount of /etc"},
 	}
-	fmt.Fprintf(&script, "mount --bind /dev/shm %s/volumes/shm/_data\n", docker)
-	fmt.Fprintf(&script, "mkdir %[1]s/volumes/etc-overlay/u %[1]s/volumes/etc-overlay/w\n", docker)
-	fmt.Fprintf(&script, "mount -t overlay overlay -o lowerdir=/etc,upperdir=%[1]s/volumes/etc-overlay/u,workdir=%[1]s/volumes/etc-overlay/w %[1]s/volumes/etc-overlay/_data\n", docker)
-	script.WriteString("set +e\n")
-	for _, v := range vols {
-		src := filepath.Join(docker, "volumes", v, "_data")
+	setup := fmt.Sprintf(`set -e
+mount -t tmpfs bulkhead-test %[1]s
+mkdir -p %[2]s %[3]s %[4]s %[5]s %[1]s/volumes/etc-overlay/u %[1]s/volumes/etc-overlay/w
+mount --bind /dev/shm %[3]s
+mount -t overlay overlay -o lowerdir=/etc,upperdir=%[1]s/volumes/etc-overlay/u,workdir=%[1]s/volumes/etc-overlay/w %[4]s
+mount --bind %[4]s %[5]s
+mount -t tmpfs bulkhead-test /mnt
+mkdir /mnt/p /mnt/q /mnt/innocent
+mount --bind /mnt/p /mnt/p
+mount --make-shared /mnt/p
+mount --bind /mnt/p /mnt/q
+mount --make-slave /mnt/q
+mkdir /mnt/p/x
+mount --bind /etc /mnt/q/x
+mount --bind /mnt/innocent /mnt/p/x
+set +e
+`, docker, vol("plain"), vol("shm"), vol("etc-overlay"), vol("via-overlay"))
+	var script strings.Builder
+	script.WriteString(setup)
+	root, logs := stateRoot(t), t.TempDir()
+	for i, c := range cases {
 		b := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
-			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: src, Options: []string{"rbind", "ro"}})
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: []string{"rbind", "ro"}})
 		})
 		// Pipes, as engines hand them: the container's stdio is not a
 		// file of root's.
-		fmt.Fprintf(&script, "%q --root %q run --bundle %q %s </dev/null 2>&1 | cat > %q; echo ${PIPESTATUS[0]} > %q\n",
-			binaries.Bulkhead(t), root, b, uniqueID("volume-"+v), filepath.Join(logs, v+".log"), filepath.Join(logs, v+".exit"))
+		fmt.Fprintf(&script, "%q --root %q run --bundle %q %s </dev/null 2>&1 | cat > %s/%d.log; echo ${PIPESTATUS[0]} > %s/%d.exit\n",
+			binaries.Bulkhead(t), root, b, uniqueID(fmt.Sprintf("source-%d", i)), logs, i, logs, i)
 	}
 	if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-c", script.String()).CombinedOutput(); err != nil {
 		t.Fatalf("the mount namespace with dockerd's layout: %v\n%s", err, out)
 	}
-	result := func(v string) (string, string) {
-		exit, _ := os.ReadFile(filepath.Join(logs, v+".exit"))
-		log, _ := os.ReadFile(filepath.Join(logs, v+".log"))
-		return strings.TrimSpace(string(exit)), string(log)
-	}
-	for _, v := range vols {
-		e, l := result(v)
-		t.Logf("%s: exit %s: %s", v, e, l)
-	}
-	if exit, log := result("plain"); exit != "0" {
-		t.Errorf("a plain volume: exit %s, want 0\n%s", exit, log)
-	}
-	for v, want := range map[string]string{"shm": "is a mount of /dev/shm", "etc-overlay": "the volume's driver options mounted"} {
-		if exit, log := result(v); exit == "0" || !strings.Contains(log, "rule host_mounts") || !strings.Contains(log, want) {
-			t.Errorf("volume %s: exit %s, want a host_mounts refusal saying %q\n%s", v, exit, want, log)
+	for i, c := range cases {
+		exit, _ := os.ReadFile(filepath.Join(logs, fmt.Sprintf("%d.exit", i)))
+		log, _ := os.ReadFile(filepath.Join(logs, fmt.Sprintf("%d.log", i)))
+		code := strings.TrimSpace(string(exit))
+		t.Logf("%s (%s): exit %s: %s", c.name, c.source, code, log)
+		switch {
+		case c.refusal == "" && code != "0":
+			t.Errorf("%s: exit %s, want it to run", c.name, code)
+		case c.refusal != "" && (code == "0" || !strings.Contains(string(log), "rule host_mounts") || !strings.Contains(string(log), c.refusal)):
+			t.Errorf("%s: exit %s, want a host_mounts refusal saying %q", c.name, code, c.refusal)
 		}
 	}
 }
