@@ -45,7 +45,7 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
 	}
 	real = canonicalRun(real)
-	if why := hardLinkRefusal(real); why != "" {
+	if why := hardLinkRefusal(real, fd); why != "" {
 		return why
 	}
 	if why := c.mountedRefusal(annotations, real, fd); why != "" {
@@ -68,41 +68,59 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 
 // hardLinkRefusal refuses a file source with more than one name: the
 // rules judge a source by its path, and another name of the same file may
-// be one they refuse (a hard link to ~/.ssh/id_rsa below a bind root).
-func hardLinkRefusal(real string) string {
+// be one they refuse (a hard link to ~/.ssh/id_rsa below a bind root). The
+// opened source (fd, -1 when not opened) is what counts: its path's names
+// can be swapped meanwhile.
+func hardLinkRefusal(real string, fd int) string {
 	var st unix.Stat_t
-	if err := unix.Lstat(real, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+	var err error
+	if fd >= 0 {
+		if err = unix.Fstat(fd, &st); err != nil {
+			return fmt.Sprintf("the source cannot be checked for other names (%v)", err)
+		}
+	} else {
+		err = unix.Lstat(real, &st)
+	}
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 		return ""
 	}
 	return fmt.Sprintf("%s is a file with %d names (hard links): another of them may be a credential the rules refuse; bind a copy", real, st.Nlink)
 }
 
 // mountedRefusal judges the files really mounted at real (opened at fd,
-// -1 when not): when a bind or volume shows another part of the host
-// there, that part must pass the same rules as if the caller had named
-// it, down to whose engine file it is; a volume whose options mounted a
-// filesystem found nowhere else is refused wherever it is reached from.
+// -1 when not): where a bind or volume shows files that are also
+// elsewhere on the host, each of those places must pass the same rules as
+// if the caller had named it, down to whose engine file it is; files a
+// volume's options mounted that are nowhere outside the engines' state
+// are refused.
 func (c *Context) mountedRefusal(annotations map[string]string, real string, fd int) string {
 	src, err := c.mountedFrom(real, fd)
 	if err != nil {
 		return "where the source's files come from cannot be told (" + err.Error() + ")"
 	}
-	if src.From == real {
-		return volumeMountRefusal(real, src.Holder)
+	if why := volumeMountRefusal(real, src); why != "" {
+		return why
 	}
-	from := canonicalRun(src.From)
-	if why := volumeMountRefusal(src.From, src.Home); why != "" {
-		return real + " is a mount of " + src.From + ": " + why
-	}
-	if why := lexicalRefusal(from); why != "" {
-		return real + " is a mount of " + src.From + ": " + why
-	}
-	if kind, id, ok := engineFileOwner(from); ok {
-		if !ownedByThisContainer(c, annotations, kind, id) {
-			return real + " is a mount of " + from + ", the engine's file for " + kind + " " + id + ", not for this container"
+	for _, pl := range src.Places {
+		if why := c.placeRefusal(annotations, pl); why != "" {
+			return real + " is a mount of " + pl.Path + ", which " + why
 		}
-	} else if !belowRoot(c.Profile.BindRoots, from) {
-		return real + " is a mount of " + src.From + ", which is not below any of the profile's bind_roots"
+	}
+	return ""
+}
+
+// placeRefusal judges one place a source's files are also at.
+func (c *Context) placeRefusal(annotations map[string]string, pl Place) string {
+	p := canonicalRun(pl.Path)
+	if why := lexicalRefusal(p); why != "" {
+		return "is refused: " + why
+	}
+	if kind, id, ok := engineFileOwner(p); ok {
+		if !ownedByThisContainer(c, annotations, kind, id) {
+			return "is the engine's file for " + kind + " " + id + ", not for this container"
+		}
+	} else if !belowRoot(c.Profile.BindRoots, p) {
+		return "is not below any of the profile's bind_roots"
 	}
 	return ""
 }

@@ -112,13 +112,26 @@ func TestBindSourceHardLink(t *testing.T) {
 	if err := os.Link(key, filepath.Join(root, "key")); err != nil {
 		t.Fatal(err)
 	}
-	if why := hardLinkRefusal(filepath.Join(root, "key")); !strings.Contains(why, "2 names") {
+	if why := hardLinkRefusal(filepath.Join(root, "key"), -1); !strings.Contains(why, "2 names") {
 		t.Errorf("a hard link to a key: %q, want it refused", why)
 	}
-	if why := hardLinkRefusal(plain); why != "" {
+	if why := hardLinkRefusal(plain, -1); why != "" {
 		t.Errorf("a file with one name: refused: %s", why)
 	}
-	if why := hardLinkRefusal(root); why != "" {
+	if why := hardLinkRefusal(root, -1); why != "" {
 		t.Errorf("a directory: refused: %s", why)
+	}
+	// Opened, then a file with one name swapped in under the link's name:
+	// what was opened is what counts.
+	fd, err := unix.Open(filepath.Join(root, "key"), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Renameat2(unix.AT_FDCWD, plain, unix.AT_FDCWD, filepath.Join(root, "key"), unix.RENAME_EXCHANGE); err != nil {
+		t.Fatal(err)
+	}
+	if why := hardLinkRefusal(filepath.Join(root, "key"), fd); !strings.Contains(why, "2 names") {
+		t.Errorf("an opened hard link whose name now holds a file with one name: %q, want it refused", why)
 	}
 }

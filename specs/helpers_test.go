@@ -58,25 +58,29 @@ var testHost = &Host{
 	MountedFrom: func(p string, _ int) (MountSource, error) {
 		const volumes = "/var/lib/docker/volumes/"
 		root := &mountinfo.Info{Mountpoint: "/", Root: "/", FSType: "ext4", Source: "/dev/vda1"}
+		ovl := &mountinfo.Info{Mountpoint: volumes + "overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}
 		switch {
 		case strings.HasPrefix(p, volumes+"etc-volume/"):
 			bind := &mountinfo.Info{Mountpoint: volumes + "etc-volume/_data", Root: "/etc", FSType: "ext4", Source: "/dev/vda1"}
-			return MountSource{From: "/etc", Holder: bind, Home: root}, nil
+			return MountSource{Holder: bind, Places: []Place{{Path: "/etc", Mount: root}}}, nil
 		case strings.HasPrefix(p, volumes+"overlay-volume/"):
-			ovl := &mountinfo.Info{Mountpoint: volumes + "overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}
-			return MountSource{From: p, Holder: ovl, Home: ovl}, nil
+			return MountSource{Holder: ovl}, nil
 		case strings.HasPrefix(p, volumes+"via-overlay-volume/"):
-			// A bind of the overlay volume's data: judged as that volume.
-			ovl := &mountinfo.Info{Mountpoint: volumes + "overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}
+			// A bind of the overlay volume's data.
 			bind := &mountinfo.Info{Mountpoint: volumes + "via-overlay-volume/_data", Root: "/", FSType: "overlay", Source: "overlay"}
-			return MountSource{From: volumes + "overlay-volume/_data", Holder: bind, Home: ovl}, nil
+			return MountSource{Holder: bind, Places: []Place{{Path: ovl.Mountpoint, Mount: ovl}}}, nil
 		case strings.HasPrefix(p, volumes+"other-shm/"):
 			// A bind of another container's /dev/shm.
 			shm := &mountinfo.Info{Mountpoint: "/var/lib/docker/containers/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/mounts/shm", Root: "/", FSType: "tmpfs"}
 			bind := &mountinfo.Info{Mountpoint: volumes + "other-shm/_data", Root: "/", FSType: "tmpfs"}
-			return MountSource{From: shm.Mountpoint, Holder: bind, Home: shm}, nil
+			return MountSource{Holder: bind, Places: []Place{{Path: shm.Mountpoint, Mount: shm}}}, nil
+		case strings.HasPrefix(p, "/var/lib/kubelet/pods/7f3c0d9e-1111-2222-3333-444455556666/volume-subpaths/"):
+			// The pod's subPath bind of another pod's secrets.
+			other := &mountinfo.Info{Mountpoint: "/var/lib/kubelet/pods/00000000-other-pod/volumes/kubernetes.io~secret/token", Root: "/", FSType: "tmpfs"}
+			bind := &mountinfo.Info{Mountpoint: p, Root: "/", FSType: "tmpfs"}
+			return MountSource{Holder: bind, Places: []Place{{Path: other.Mountpoint, Mount: other}}}, nil
 		}
-		return MountSource{From: p, Holder: root, Home: root}, nil
+		return MountSource{Holder: root}, nil
 	},
 	DockerMountID: func(_, id string) (string, error) {
 		if id == testID {

@@ -13,16 +13,24 @@ import (
 )
 
 // MountSource is where the files at a path really come from, judged by
-// the mount that shows them rather than by the path string: a bind mount
-// (a Docker local volume with o=bind,device=/etc, an engine's own bind)
-// shows a subtree of its filesystem under another name.
+// the mounts that show them rather than by the path string: a bind mount
+// (a Docker local volume with o=bind,device=/etc, an engine's own bind,
+// the kubelet's subPath bind) shows a subtree of its filesystem under
+// another name.
 type MountSource struct {
-	// From is the host path the files are judged as.
-	From string
-	// Holder is the mount the path is on; Home the mount From is on
-	// (Holder when From is the path itself). Either is nil when the
-	// mount table has none.
-	Holder, Home *mountinfo.Info
+	// Holder is the mount the path is on; nil when the mount table has
+	// none.
+	Holder *mountinfo.Info
+	// Places are the other mounts that show the same files, and the path
+	// of the files on each: every mount of the same filesystem whose root
+	// holds them. None when the holder is the only one.
+	Places []Place
+}
+
+// Place is where a mount shows the files of a source.
+type Place struct {
+	Path  string
+	Mount *mountinfo.Info
 }
 
 // mountedFrom is the MountSource of p, opened at fd (-1: opened here as
@@ -69,68 +77,36 @@ func fdMountID(fd int) (int, error) {
 	return 0, fmt.Errorf("fdinfo of descriptor %d names no mount", fd)
 }
 
-// mountedFromIn is the MountSource of p, on the mount of id, in the mount
-// table mounts. A holder that shows a subtree of its filesystem is judged
-// as that subtree's path where the same filesystem is mounted from a root
-// at or above the holder's; one that shows its filesystem from the root,
-// as the filesystem's home (homeFirst): a bind of /dev/shm's or another
-// container's root at a volume, a second sysfs or devtmpfs (the kernel's
-// one instance of it), the root filesystem's device mounted again. p
-// itself is the answer when the holder is that home, or when no other
-// mount of a subtree's filesystem covers it (a btrfs subvolume mounted
-// alone).
+// mountedFromIn is the MountSource of p, on the mount of id, in the
+// mount table mounts: every other mount that shows the files is a place
+// they are also at, a bind of /dev/shm's or another pod's secrets
+// at a volume or a subPath, a second sysfs or devtmpfs (the kernel's one
+// instance of it), the root disk mounted again, /etc bound below a bind
+// root. Which of them came first does not matter (mount ids are reused):
+// the source is judged at each.
 func mountedFromIn(p string, id int, mounts []*mountinfo.Info) MountSource {
-	var holder *mountinfo.Info
+	var src MountSource
 	for _, m := range mounts {
 		if m.ID == id && under(p, m.Mountpoint) {
-			holder = m
+			src.Holder = m
 		}
 	}
-	if holder == nil {
-		return MountSource{From: p}
+	if src.Holder == nil {
+		return src
 	}
-	own := MountSource{From: p, Holder: holder, Home: holder}
-	rel := strings.TrimPrefix(strings.TrimPrefix(p, holder.Mountpoint), "/")
-	if holder.Root == "/" {
-		home := holder
-		for _, m := range mounts {
-			if m.Major == holder.Major && m.Minor == holder.Minor && m.Root == "/" && homeFirst(m, home) {
-				home = m
-			}
-		}
-		if home == holder {
-			return own
-		}
-		return MountSource{From: filepath.Join(home.Mountpoint, rel), Holder: holder, Home: home}
-	}
-	// The same filesystem mounted from a root at or above the holder's.
-	var best *mountinfo.Info
+	h := src.Holder
+	// The files' path in their filesystem.
+	inFS := filepath.Join(h.Root, strings.TrimPrefix(strings.TrimPrefix(p, h.Mountpoint), "/"))
 	for _, m := range mounts {
-		if m.Major != holder.Major || m.Minor != holder.Minor || !under(holder.Root, m.Root) || m == holder {
+		if m == h || m.Major != h.Major || m.Minor != h.Minor || !under(inFS, m.Root) {
 			continue
 		}
-		if best == nil || len(m.Root) < len(best.Root) {
-			best = m
-		}
+		src.Places = append(src.Places, Place{Path: filepath.Join(m.Mountpoint, strings.TrimPrefix(inFS, m.Root)), Mount: m})
 	}
-	if best == nil {
-		return own
-	}
-	return MountSource{From: filepath.Join(best.Mountpoint, strings.TrimPrefix(holder.Root, best.Root), rel), Holder: holder, Home: best}
+	return src
 }
 
-// homeFirst orders two mounts of one filesystem's root by which is its
-// home on the host: one outside the engines' state directories before one
-// inside (a volume's or a container's mount is an engine's view of a
-// filesystem, not where it lives), then the one mounted first (the lower
-// mount id; the kernel reuses a freed id, so this is the tie-break).
-func homeFirst(a, b *mountinfo.Info) bool {
-	if ia, ib := inStateDir(a.Mountpoint), inStateDir(b.Mountpoint); ia != ib {
-		return ib
-	}
-	return a.ID < b.ID
-}
-
+// inStateDir tells whether p is in one of the engines' state directories.
 func inStateDir(p string) bool {
 	for _, d := range stateDirs {
 		if under(p, d) {

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -33,33 +34,39 @@ func TestMountedFromIn(t *testing.T) {
 		{ID: 51, Major: 0, Minor: 33, Root: "/", Mountpoint: "/tmp"},
 		{ID: 52, Major: 0, Minor: 61, Root: "/", Mountpoint: vol + "via-fresh/_data"},
 	}
-	for _, c := range []struct{ path, want, holder string }{
-		{"/var/lib/docker/volumes/plain/_data/x", "/var/lib/docker/volumes/plain/_data/x", "/"},
-		{"/srv/data", "/srv/data", "/srv"},
-		{"/home/alice/src", "/home/alice/src", "/home"},
-		{vol + "etc/_data/passwd", "/etc/passwd", vol + "etc/_data"},
-		{vol + "shm/_data", "/dev/shm", vol + "shm/_data"},
-		{vol + "sysfs/_data/class/net", "/sys/class/net", vol + "sysfs/_data"},
-		{vol + "devtmpfs/_data", "/dev", vol + "devtmpfs/_data"},
-		{vol + "disk/_data/etc/shadow", "/etc/shadow", vol + "disk/_data"},
-		{vol + "other-root/_data", "/var/lib/docker/overlay2/abc/merged", vol + "other-root/_data"},
-		{vol + "fresh/_data", vol + "fresh/_data", vol + "fresh/_data"},
-		{vol + "srv/_data/x", "/srv/x", vol + "srv/_data"},
-		{vol + "srv-data/_data/x", "/srv/data/x", vol + "srv-data/_data"},
-		{vol + "reused-id/_data", "/tmp", vol + "reused-id/_data"},
-		{"/tmp/x", "/tmp/x", "/tmp"},
-		// A volume bound to another's overlay, the other mounted first:
-		// judged as the other volume's data, on the other's mount.
-		{vol + "via-fresh/_data/passwd", vol + "fresh/_data/passwd", vol + "via-fresh/_data"},
+	disk := func(p string) string { return vol + "disk/_data" + p }
+	for _, c := range []struct {
+		path   string
+		places []string
+	}{
+		// The root disk mounted again at a volume shows every file of it.
+		{vol + "plain/_data/x", []string{disk(vol + "plain/_data/x")}},
+		{"/etc/passwd", []string{vol + "etc/_data/passwd", disk("/etc/passwd")}},
+		{"/srv/data", []string{vol + "srv/_data/data", vol + "srv-data/_data"}},
+		{"/home/alice/src", nil},
+		{vol + "etc/_data/passwd", []string{"/etc/passwd", disk("/etc/passwd")}},
+		{vol + "shm/_data", []string{"/dev/shm"}},
+		{vol + "sysfs/_data/class/net", []string{"/sys/class/net"}},
+		{vol + "devtmpfs/_data", []string{"/dev"}},
+		{disk("/etc/shadow"), []string{"/etc/shadow", vol + "etc/_data/shadow"}},
+		{vol + "other-root/_data", []string{"/var/lib/docker/overlay2/abc/merged"}},
+		{vol + "fresh/_data", []string{vol + "via-fresh/_data"}},
+		{vol + "srv/_data/x", []string{"/srv/x"}},
+		{vol + "srv-data/_data/x", []string{"/srv/data/x", vol + "srv/_data/data/x"}},
+		// Whichever got the lower id (the kernel reuses freed ones).
+		{vol + "reused-id/_data", []string{"/tmp"}},
+		{"/tmp/x", []string{vol + "reused-id/_data/x"}},
+		{vol + "via-fresh/_data/passwd", []string{vol + "fresh/_data/passwd"}},
 	} {
 		holder := deepest(c.path, mounts)
 		src := mountedFromIn(c.path, holder.ID, mounts)
-		if src.From != c.want || src.Holder == nil || src.Holder.Mountpoint != c.holder || src.Home == nil {
-			t.Errorf("%s: %+v, want from %s held by %s", c.path, src, c.want, c.holder)
+		var got []string
+		for _, pl := range src.Places {
+			got = append(got, pl.Path)
 		}
-	}
-	if src := mountedFromIn(vol+"via-fresh/_data", 52, mounts); src.Home == nil || src.Home.Mountpoint != vol+"fresh/_data" {
-		t.Errorf("a bind of another volume's overlay: home %+v, want that volume's mount", src.Home)
+		if src.Holder != holder || !slices.Equal(sorted(got), sorted(c.places)) {
+			t.Errorf("%s: places %q, want %q", c.path, got, c.places)
+		}
 	}
 	// /mnt/q/x: a bind of /etc on top, and under it a harmless directory
 	// propagated there later and listed last. The mount the path shows is
@@ -70,12 +77,18 @@ func TestMountedFromIn(t *testing.T) {
 		{ID: 79, Major: 8, Minor: 1, Root: "/etc", Mountpoint: "/mnt/q/x"},
 		{ID: 81, Major: 0, Minor: 41, Root: "/innocent", Mountpoint: "/mnt/q/x"},
 	}
-	if src := mountedFromIn("/mnt/q/x", 79, tucked); src.From != "/etc" {
-		t.Errorf("a bind of /etc with a mount tucked under it: judged as %s, want /etc", src.From)
+	if src := mountedFromIn("/mnt/q/x", 79, tucked); len(src.Places) != 1 || src.Places[0].Path != "/etc" {
+		t.Errorf("a bind of /etc with a mount tucked under it: places %+v, want /etc", src.Places)
 	}
 	if src := mountedFromIn("/mnt/q/x", 99, tucked); src.Holder != nil {
 		t.Errorf("a mount id the table does not hold: holder %+v, want none", src.Holder)
 	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
 
 // deepest is the mount a path is on in a table without tucked mounts.
@@ -89,24 +102,34 @@ func deepest(p string, mounts []*mountinfo.Info) *mountinfo.Info {
 	return d
 }
 
-// A named volume's data that its options mounted as a filesystem of its
-// own is refused; a plain volume's, or data judged as a host path, is not
-// this rule's.
+// Files a named volume's options mounted are refused when their
+// filesystem is mounted nowhere outside the engines' state, whether the
+// source is that volume or a bind of it; a plain volume, a volume whose
+// files are also at a host path (judged there), and the engines' own
+// mounts are not this rule's.
 func TestVolumeMountRefusal(t *testing.T) {
 	const vol = "/var/lib/docker/volumes/"
-	fresh := &mountinfo.Info{Mountpoint: vol + "v/_data", Root: "/", FSType: "overlay", Source: "overlay"}
-	root := &mountinfo.Info{Mountpoint: "/", Root: "/", FSType: "ext4", Source: "/dev/vda1"}
-	if why := volumeMountRefusal(vol+"v/_data/etc/passwd", fresh); why == "" {
-		t.Error("an overlay the volume's options mounted: not refused")
+	m := func(mountpoint, root, fstype string) *mountinfo.Info {
+		return &mountinfo.Info{Mountpoint: mountpoint, Root: root, FSType: fstype, Source: fstype}
 	}
-	podman := &mountinfo.Info{Mountpoint: "/var/lib/containers/storage/volumes/v/_data", Root: "/", FSType: "tmpfs", Source: "tmpfs"}
-	if why := volumeMountRefusal("/var/lib/containers/storage/volumes/v/_data", podman); why == "" {
-		t.Error("a tmpfs a podman volume's options mounted: not refused")
-	}
-	if why := volumeMountRefusal(vol+"plain/_data", root); why != "" {
-		t.Errorf("a plain volume: %s", why)
-	}
-	if why := volumeMountRefusal("/srv/data", &mountinfo.Info{Mountpoint: "/srv", Root: "/"}); why != "" {
-		t.Errorf("a host directory on its own filesystem: %s", why)
+	ovl := m(vol+"v/_data", "/", "overlay")
+	for _, c := range []struct {
+		name, path string
+		src        MountSource
+		refused    bool
+	}{
+		{"an overlay the volume's options mounted", vol + "v/_data/passwd", MountSource{Holder: ovl}, true},
+		{"a bind of that volume's data", vol + "w/_data", MountSource{Holder: m(vol+"w/_data", "/", "overlay"), Places: []Place{{vol + "v/_data", ovl}}}, true},
+		{"a pod's subPath bind of it", "/var/lib/kubelet/pods/p/volume-subpaths/v/c/0", MountSource{Holder: m("/var/lib/kubelet/pods/p/volume-subpaths/v/c/0", "/", "overlay"), Places: []Place{{vol + "v/_data", ovl}}}, true},
+		{"a tmpfs a podman volume's options mounted", "/var/lib/containers/storage/volumes/v/_data", MountSource{Holder: m("/var/lib/containers/storage/volumes/v/_data", "/", "tmpfs")}, true},
+		{"a plain volume", vol + "plain/_data", MountSource{Holder: m("/", "/", "ext4")}, false},
+		{"a plain volume on the data root's own disk", vol + "plain/_data", MountSource{Holder: m("/var/lib/docker", "/", "ext4")}, false},
+		{"a volume bound to /dev/shm", vol + "shm/_data", MountSource{Holder: m(vol+"shm/_data", "/", "tmpfs"), Places: []Place{{"/dev/shm", m("/dev/shm", "/", "tmpfs")}}}, false},
+		{"a container's own /dev/shm", "/var/lib/docker/containers/c/mounts/shm", MountSource{Holder: m("/var/lib/docker/containers/c/mounts/shm", "/", "tmpfs")}, false},
+		{"a host directory on its own filesystem", "/srv/data", MountSource{Holder: m("/srv", "/", "ext4")}, false},
+	} {
+		if why := volumeMountRefusal(c.path, c.src); (why != "") != c.refused {
+			t.Errorf("%s: refusal %q, want refused %v", c.name, why, c.refused)
+		}
 	}
 }

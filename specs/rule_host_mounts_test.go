@@ -121,3 +121,19 @@ func TestRuleHostMountsTypes(t *testing.T) {
 			}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "mounts[/mnt]", Refused) }},
 	})
 }
+
+// A pod's own subPath bind is refused when what it shows is another
+// pod's secrets: the files are judged at every place they are at.
+func TestRuleHostMountsSubPathOfAnotherPod(t *testing.T) {
+	const pod = "7f3c0d9e-1111-2222-3333-444455556666"
+	for src, want := range map[string]Action{
+		"/var/lib/kubelet/pods/" + pod + "/volume-subpaths/host/app/0":                            Refused,
+		"/var/lib/kubelet/pods/" + pod + "/volumes/kubernetes.io~projected/kube-api-access-abcde": Tightened,
+	} {
+		s := hostileSpec()
+		s.Annotations = map[string]string{AnnotationCRIContainerType: "container", AnnotationCRISandboxID: testSandboxID,
+			"io.kubernetes.cri.sandbox-uid": pod}
+		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: []string{"rbind", "ro"}})
+		wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/mnt]", want)
+	}
+}

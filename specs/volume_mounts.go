@@ -16,20 +16,33 @@ var namedVolume = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^((/var/lib/docker|/var/lib/containers/storage)/volumes/[^/]+)/_data(/.*)?$`)
 })
 
-// volumeMountRefusal refuses the data of a named volume that is a
-// filesystem the volume's driver options mounted there and nowhere else
-// (type=overlay with any lowerdir, tmpfs, nfs, a fresh bpf). A volume is
-// allowed as the engine's own file because the engine made its directory;
-// what the options mount is the caller's choice, and such a filesystem has
-// no host path the rules could judge. A bind of a host path
-// (o=bind,device=...) or of a filesystem mounted elsewhere first is
-// judged as that path before this (mountedFromIn). holder is the mount
-// that holds real.
-func volumeMountRefusal(real string, holder *mountinfo.Info) string {
-	m := namedVolume().FindStringSubmatch(real)
-	if m == nil || holder == nil || !under(holder.Mountpoint, m[1]) {
+// volumeMountRefusal refuses files that a named volume's driver options
+// mounted (the volume's data, at real or at one of the places its files
+// are also at, is a mount of its own: type=overlay with any lowerdir, a
+// tmpfs, NFS, a fresh bpf) when their filesystem has no mount outside the
+// engines' state directories. A volume is allowed as the engine's own file
+// because the engine made its directory; what the options mount is the
+// caller's choice, and such a filesystem has no host path the rules could
+// judge. A filesystem mounted outside the engines' state as well (a bind
+// of /dev/shm or of a host directory, a second sysfs) is judged at that
+// place instead (placeRefusal).
+func volumeMountRefusal(real string, src MountSource) string {
+	if src.Holder == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s is in volume %s, whose data is a filesystem of type %s (source %q) that the volume's driver options mounted at %s and nowhere else on the host, so its files cannot be judged; use a plain local volume, --tmpfs for scratch space, or a bind of a host directory below bind_roots",
-		real, filepath.Base(m[1]), holder.FSType, holder.Source, holder.Mountpoint)
+	var vol string
+	var mount *mountinfo.Info
+	for _, pl := range append([]Place{{Path: real, Mount: src.Holder}}, src.Places...) {
+		if !inStateDir(pl.Mount.Mountpoint) {
+			return ""
+		}
+		if m := namedVolume().FindStringSubmatch(pl.Path); m != nil && under(pl.Mount.Mountpoint, m[1]) && vol == "" {
+			vol, mount = m[1], pl.Mount
+		}
+	}
+	if vol == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s is the data of volume %s, a filesystem of type %s (source %q) that the volume's driver options mounted at %s and that is mounted nowhere outside the engines' state, so its files cannot be judged; use a plain local volume, --tmpfs for scratch space, or a bind of a host directory below bind_roots",
+		real, filepath.Base(vol), mount.FSType, mount.Source, mount.Mountpoint)
 }

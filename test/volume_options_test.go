@@ -19,26 +19,36 @@ import (
 // mount anything at its data: a bind of a filesystem's root (the host's
 // /dev/shm), an overlay over any host directory (/etc), a bind of another
 // volume's data. And below a bind root, a mount propagated under another
-// at the same place must not stand for the one on top. dockerd is not
-// needed to show it: in a mount namespace of the test's own, /var/lib/docker
-// is a tmpfs with volumes laid out as dockerd lays them out and /mnt (a
-// bind root) a tmpfs, and bulkhead runs there as dockerd would call it.
+// at the same place must not stand for the one on top, and a pod's own
+// subPath bind of another pod's secrets is that pod's file, whichever of
+// the two mounts has the lower id (the kernel gives the bind a freed one
+// here). No engine is
+// needed to show it: in a mount namespace of the test's own,
+// /var/lib/docker and /var/lib/kubelet are tmpfs with volumes laid out as
+// dockerd and the kubelet lay them out and /mnt (a bind root) a tmpfs, and
+// bulkhead runs there as an engine would call it.
 func TestBindSourceJudgedByWhatIsMounted(t *testing.T) {
 	needRoot(t, "runc")
-	const docker = "/var/lib/docker"
-	if _, err := os.Stat(docker); os.IsNotExist(err) {
-		if err := os.Mkdir(docker, 0o711); err != nil {
-			t.Fatal(err)
+	const docker, kubelet = "/var/lib/docker", "/var/lib/kubelet"
+	for _, dir := range []string{docker, kubelet} {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			if err := os.Mkdir(dir, 0o711); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(dir) })
 		}
-		t.Cleanup(func() { os.Remove(docker) })
 	}
 	vol := func(name string) string { return filepath.Join(docker, "volumes", name, "_data") }
+	const mine, other = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", "11111111-2222-3333-4444-555555555555"
+	pod := func(uid, rest string) string { return filepath.Join(kubelet, "pods", uid, rest) }
 	cases := []struct{ name, source, refusal string }{
 		{"plain volume", vol("plain"), ""},
 		{"volume bound to /dev/shm", vol("shm"), "is a mount of /dev/shm"},
 		{"overlay volume over /etc", vol("etc-overlay"), "the volume's driver options mounted"},
 		{"volume bound to the overlay volume", vol("via-overlay"), "the volume's driver options mounted"},
 		{"/etc with a mount tucked under it", "/mnt/q/x", "is a mount of /etc"},
+		{"the pod's subPath of its own secrets", pod(mine, "volume-subpaths/own/app/0"), ""},
+		{"the pod's subPath of another pod's secrets", pod(mine, "volume-subpaths/other/app/0"), "the engine's file for pod " + other},
 	}
 	setup := fmt.Sprintf(`set -e
 mount -t tmpfs bulkhead-test %[1]s
@@ -55,19 +65,35 @@ mount --make-slave /mnt/q
 mkdir /mnt/p/x
 mount --bind /etc /mnt/q/x
 mount --bind /mnt/innocent /mnt/p/x
+mount -t tmpfs bulkhead-test %[6]s
+mkdir -p %[7]s %[8]s %[9]s %[10]s %[6]s/freed
+mount -t tmpfs tmpfs %[7]s
+mount -t tmpfs freed %[6]s/freed
+mount -t tmpfs tmpfs %[8]s
+echo this-pod > %[7]s/token
+echo another-pod > %[8]s/token
+mount --bind %[7]s %[9]s
+umount %[6]s/freed
+mount --bind %[8]s %[10]s
 set +e
-`, docker, vol("plain"), vol("shm"), vol("etc-overlay"), vol("via-overlay"))
+`, docker, vol("plain"), vol("shm"), vol("etc-overlay"), vol("via-overlay"),
+		kubelet, pod(mine, "volumes/kubernetes.io~projected/token"), pod(other, "volumes/kubernetes.io~projected/token"),
+		pod(mine, "volume-subpaths/own/app/0"), pod(mine, "volume-subpaths/other/app/0"))
 	var script strings.Builder
 	script.WriteString(setup)
 	root, logs := stateRoot(t), t.TempDir()
 	for i, c := range cases {
+		id := uniqueID(fmt.Sprintf("source-%d", i))
 		b := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: []string{"rbind", "ro"}})
+			// A pod's sandbox, as the CRI hands it: its files are the pod's.
+			s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "sandbox",
+				"io.kubernetes.cri.sandbox-id": id, "io.kubernetes.cri.sandbox-uid": mine}
 		})
 		// Pipes, as engines hand them: the container's stdio is not a
 		// file of root's.
 		fmt.Fprintf(&script, "%q --root %q run --bundle %q %s </dev/null 2>&1 | cat > %s/%d.log; echo ${PIPESTATUS[0]} > %s/%d.exit\n",
-			binaries.Bulkhead(t), root, b, uniqueID(fmt.Sprintf("source-%d", i)), logs, i, logs, i)
+			binaries.Bulkhead(t), root, b, id, logs, i, logs, i)
 	}
 	if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-c", script.String()).CombinedOutput(); err != nil {
 		t.Fatalf("the mount namespace with dockerd's layout: %v\n%s", err, out)
