@@ -1,0 +1,31 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A pin is bulkhead's own only where its container's record is beside it.
+func TestIsOwnPin(t *testing.T) {
+	root := t.TempDir()
+	state := filepath.Join(root, "bulkhead", "c1")
+	if err := os.MkdirAll(filepath.Join(state, "pins", "1", "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pin := filepath.Join(state, "pins", "1")
+	if isOwnPin(pin) {
+		t.Errorf("%s without a record: taken for a pin", pin)
+	}
+	if err := os.WriteFile(filepath.Join(state, "record.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		pin: true, filepath.Join(pin, "sub"): true,
+		filepath.Join(state, "pins"): false, filepath.Join(state, "bundle"): false, "/srv/bulkhead/c1/pins/1": false,
+	} {
+		if got := isOwnPin(p); got != want {
+			t.Errorf("isOwnPin(%s) = %v, want %v", p, got, want)
+		}
+	}
+}
