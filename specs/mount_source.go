@@ -2,6 +2,7 @@ package specs
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,18 +37,28 @@ type Place struct {
 // mountedFrom is the MountSource of p, opened at fd (-1: opened here as
 // the backend opens it, following links). The mount is the one the
 // descriptor is on, by its id: a mount tucked under another at the same
-// place (propagated there later) is not the one the path shows.
+// place (propagated there later) is not the one the path shows. A source
+// that does not exist yet (an engine's file made just before it starts
+// the container) is judged by the deepest mount its path is below, and
+// again by its descriptor when it is pinned.
 func mountedFrom(p string, fd int) (MountSource, error) {
+	id := -1
 	if fd < 0 {
 		var err error
-		if fd, err = unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0); err != nil {
+		fd, err = unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+		case err != nil:
 			return MountSource{}, fmt.Errorf("open %s: %w", p, err)
+		default:
+			defer unix.Close(fd)
 		}
-		defer unix.Close(fd)
 	}
-	id, err := fdMountID(fd)
-	if err != nil {
-		return MountSource{}, err
+	if fd >= 0 {
+		var err error
+		if id, err = fdMountID(fd); err != nil {
+			return MountSource{}, err
+		}
 	}
 	mounts, err := mountinfo.GetMounts(nil)
 	if err != nil {
@@ -77,8 +88,8 @@ func fdMountID(fd int) (int, error) {
 	return 0, fmt.Errorf("fdinfo of descriptor %d names no mount", fd)
 }
 
-// mountedFromIn is the MountSource of p, on the mount of id, in the
-// mount table mounts: every other mount that shows the files is a place
+// mountedFromIn is the MountSource of p, on the mount of id (-1: the
+// deepest mount p is below), in the mount table mounts: every other mount that shows the files is a place
 // they are also at, a bind of /dev/shm's or another pod's secrets
 // at a volume or a subPath, a second sysfs or devtmpfs (the kernel's one
 // instance of it), the root disk mounted again, /etc bound below a bind
@@ -87,7 +98,10 @@ func fdMountID(fd int) (int, error) {
 func mountedFromIn(p string, id int, mounts []*mountinfo.Info) MountSource {
 	var src MountSource
 	for _, m := range mounts {
-		if m.ID == id && under(p, m.Mountpoint) {
+		switch {
+		case id >= 0 && m.ID == id && under(p, m.Mountpoint):
+			src.Holder = m
+		case id < 0 && under(p, m.Mountpoint) && (src.Holder == nil || len(m.Mountpoint) >= len(src.Holder.Mountpoint)):
 			src.Holder = m
 		}
 	}

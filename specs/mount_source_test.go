@@ -80,6 +80,9 @@ func TestMountedFromIn(t *testing.T) {
 	if src := mountedFromIn("/mnt/q/x", 79, tucked); len(src.Places) != 1 || src.Places[0].Path != "/etc" {
 		t.Errorf("a bind of /etc with a mount tucked under it: places %+v, want /etc", src.Places)
 	}
+	if src := mountedFromIn("/mnt/q/x/new", -1, mounts); src.Holder == nil || src.Holder.Mountpoint != "/" {
+		t.Errorf("a source not there yet: holder %+v, want the deepest mount its path is below", src.Holder)
+	}
 	if src := mountedFromIn("/mnt/q/x", 99, tucked); src.Holder != nil {
 		t.Errorf("a mount id the table does not hold: holder %+v, want none", src.Holder)
 	}
