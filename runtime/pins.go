@@ -40,6 +40,9 @@ type hostPin struct {
 	// Root: judged as the root filesystem; Own: as a file of bulkhead's
 	// own (ownFileRefusal); else as a bind source.
 	Root, Own bool
+	// Slave: the pin passes on what the host mounts below the source
+	// later (the root, a bind that asks for it); else it is private.
+	Slave bool
 }
 
 // planPins rewrites the handed spec's root and bind sources, and the
@@ -52,7 +55,7 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 	var ds []specs.Decision
 	add := func(rule, field, src string, root, own bool) string {
 		target := filepath.Join(dir, strconv.Itoa(len(pins)))
-		pins = append(pins, hostPin{Rule: rule, Field: field, Source: at(src), Target: target, Root: root, Own: own})
+		pins = append(pins, hostPin{Rule: rule, Field: field, Source: at(src), Target: target, Root: root, Own: own, Slave: root})
 		ds = append(ds, specs.Decision{Rule: rule, Field: field, Action: specs.Kept, Before: src, After: target, Layer: specs.LayerNone,
 			Why: "pinned: the backend gets bulkhead's bind of the very file judged, which the caller cannot swap before the backend opens it"})
 		return target
@@ -80,6 +83,7 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 			continue
 		}
 		m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false, false)
+		pins[len(pins)-1].Slave = specs.ReceivesHostMounts(*m)
 	}
 	for i := range ws {
 		w := &ws[i]
@@ -121,7 +125,7 @@ func (c *creation) pinHostPaths() error {
 				return specs.JudgeRoot(c.ctx, real, bundleReal)
 			}
 		}
-		if _, err := pinPath(p.Source, p.Target, judge); err != nil {
+		if _, err := pinPath(p.Source, p.Target, p.Slave, judge); err != nil {
 			rule := p.Rule
 			if rule == "workspace" {
 				rule = "host_mounts"
@@ -136,7 +140,7 @@ func (c *creation) pinHostPaths() error {
 // what was opened by its real path, its descriptor and its attributes, and bind-mounts
 // that very file or directory, through its descriptor, onto target. No
 // path is resolved again after the judgement.
-func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
+func pinPath(src, target string, slave bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -170,12 +174,19 @@ func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t
 	}
 	// A bind of a shared mount joins its peer group, and an unmount below a
 	// peer propagates to every other: taking the pins down on delete would
-	// unmount what the host mounted below a shared source since the start
-	// (a Kubernetes HostToContainer volume). As a slave the pin still
-	// receives the host's mounts, which an rslave container needs, and
-	// sends nothing back. A private source's pin stays private.
-	if err := unix.Mount("", target, "", unix.MS_SLAVE, ""); err != nil {
-		return "", fmt.Errorf("pin %s: make it a slave: %w", real, err)
+	// unmount what the host mounted below a shared source since the start.
+	// A private pin receives nothing the host mounts below the source
+	// later, which nothing judged (a volume's driver options mounted onto a
+	// plain volume's data by its next container), and sends nothing back;
+	// a slave pin receives them, for a bind that asks for them (rslave, a
+	// Kubernetes HostToContainer volume below bind_roots, as host_mounts
+	// allows), and sends nothing back. A private source's pin stays private.
+	flag, name := uintptr(unix.MS_PRIVATE), "private"
+	if slave {
+		flag, name = unix.MS_SLAVE, "a slave"
+	}
+	if err := unix.Mount("", target, "", flag, ""); err != nil {
+		return "", fmt.Errorf("pin %s: make it %s: %w", real, name, err)
 	}
 	return target, nil
 }

@@ -51,8 +51,46 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 			continue
 		}
 		ds = append(ds, readOnlyBind(m, field))
+		ds = append(ds, bindPropagation(c, m, field, src))
 	}
 	return ds
+}
+
+// ReceivesHostMounts tells whether a bind asks for the mounts the host
+// makes below its source later (slave propagation: Kubernetes'
+// HostToContainer); the pin of its source must pass them on.
+func ReceivesHostMounts(m rspec.Mount) bool {
+	return hasOpt(m.Options, "slave") || hasOpt(m.Options, "rslave")
+}
+
+// bindPropagation keeps the host's later mounts below a bind source out of
+// the container unless the caller asks for them (rslave) on a directory
+// below bind_roots: a mount that arrives after create is never judged, and
+// below an engine's own files (a volume's data, a pod's directories) the
+// engine mounts what its callers ask for (a volume's driver options) at any
+// time. Below bind_roots, the host's own mounts are the operator's.
+func bindPropagation(c *Context, m *rspec.Mount, field, src string) Decision {
+	before := fmtList(m.Options)
+	propagation := []string{"private", "rprivate", "slave", "rslave", "shared", "rshared"}
+	d := Decision{Rule: "host_mounts", Field: field + " propagation", Action: Kept, Before: before, Layer: LayerNone}
+	if ReceivesHostMounts(*m) {
+		real, err := c.resolve(src)
+		if err == nil && belowRoot(c.Profile.BindRoots, canonicalRun(real)) {
+			d.After, d.Why = before, "the host's later mounts below a directory of bind_roots reach the container (slave: nothing goes back)"
+			return d
+		}
+		d.Action = Tightened
+		d.Why = "the host's later mounts below an engine's own files are not the operator's and are never judged: private"
+	} else if !hasOpt(m.Options, "rprivate") {
+		d.Action = Tightened
+		d.Why = "a mount the host makes below the source later is never judged: private (ask for rslave on a directory of bind_roots to receive them)"
+	} else {
+		d.After, d.Why = before, "a mount the host makes below the source later does not reach the container"
+		return d
+	}
+	m.Options = append(withoutOpts(m.Options, propagation...), "rprivate")
+	d.After = fmtList(m.Options)
+	return d
 }
 
 // loosening are the options that undo ro, nosuid or nodev; the recursive

@@ -111,3 +111,73 @@ set +e
 		}
 	}
 }
+
+// What the host mounts below a bind source after create was never judged:
+// it stays out of the container (a volume's driver options mounted onto a
+// plain volume's data by its next container), below the source and on
+// it, on runc and runsc. A bind of a directory of bind_roots that asks for
+// the host's mounts (rslave, Kubernetes' HostToContainer) gets them.
+func TestLaterHostMountsStayOut(t *testing.T) {
+	const docker = "/var/lib/docker"
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			if _, err := os.Stat(docker); os.IsNotExist(err) {
+				if err := os.Mkdir(docker, 0o711); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { os.Remove(docker) })
+			}
+			data := filepath.Join(docker, "volumes", "w", "_data")
+			cases := []struct {
+				name, source string
+				options      []string
+				later        string // where the host mounts a tmpfs holding "token" once the container runs
+				seen         bool
+			}{
+				{"below a plain volume", data, []string{"rbind", "rprivate", "ro"}, data + "/sub", false},
+				{"below a plain volume, no propagation asked", data, []string{"rbind", "ro"}, data + "/sub", false},
+				{"on a plain volume, rslave asked", data, []string{"rbind", "rslave", "ro"}, data, false},
+				{"below a bind root, rslave asked", "/mnt/h2c", []string{"rbind", "rslave", "ro"}, "/mnt/h2c/sub", true},
+			}
+			root, logs := stateRoot(t), t.TempDir()
+			var script strings.Builder
+			fmt.Fprintf(&script, `set -e
+mount --make-rshared /
+mount -t tmpfs bulkhead-test %[1]s
+mount -t tmpfs bulkhead-test /mnt
+mkdir -p %[2]s/sub /mnt/h2c/sub
+echo hello > %[2]s/hello
+echo hello > /mnt/h2c/hello
+set +e
+`, docker, data)
+			bh := binaries.Bulkhead(t)
+			for i, c := range cases {
+				id := uniqueID(fmt.Sprintf("later-%s-%d", backend, i))
+				b := bundle.New(t, []string{"sh", "-c", "for i in $(seq 24); do ls -R /data; sleep 0.25; done"}, func(s *rspec.Spec) {
+					s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: c.options})
+				})
+				g := fmt.Sprintf("%q --root %q --backend %s", bh, root, backend)
+				fmt.Fprintf(&script, `%[1]s run --bundle %[2]q %[3]s </dev/null 2>&1 | cat > %[4]s/%[5]d.log &
+for i in $(seq 600); do %[1]s state %[3]s 2>/dev/null | grep -q '"running"' && break; sleep 0.05; done
+mount -t tmpfs later %[6]s && echo token > %[6]s/token
+wait
+umount %[6]s
+`, g, b, id, logs, i, c.later)
+			}
+			if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-c", script.String()).CombinedOutput(); err != nil {
+				t.Fatalf("the mount namespace: %v\n%s", err, out)
+			}
+			for i, c := range cases {
+				log, _ := os.ReadFile(filepath.Join(logs, fmt.Sprintf("%d.log", i)))
+				if !strings.Contains(string(log), "hello") {
+					t.Errorf("%s: the container did not list its bind:\n%s", c.name, log)
+					continue
+				}
+				if seen := strings.Contains(string(log), "token"); seen != c.seen {
+					t.Errorf("%s: the host's later mount seen in the container: %v, want %v\n%s", c.name, seen, c.seen, log)
+				}
+			}
+		})
+	}
+}
