@@ -41,7 +41,8 @@ type hostPin struct {
 	// own (ownFileRefusal); else as a bind source.
 	Root, Own bool
 	// Slave: the pin passes on what the host mounts below the source
-	// later (the root, a bind that asks for it); else it is private.
+	// later (a root or a bind whose caller asks for it; a bind's only where
+	// the opened source allows it, specs.SlaveAllowed); else it is private.
 	Slave bool
 }
 
@@ -55,13 +56,16 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 	var ds []specs.Decision
 	add := func(rule, field, src string, root, own bool) string {
 		target := filepath.Join(dir, strconv.Itoa(len(pins)))
-		pins = append(pins, hostPin{Rule: rule, Field: field, Source: at(src), Target: target, Root: root, Own: own, Slave: root})
+		pins = append(pins, hostPin{Rule: rule, Field: field, Source: at(src), Target: target, Root: root, Own: own})
 		ds = append(ds, specs.Decision{Rule: rule, Field: field, Action: specs.Kept, Before: src, After: target, Layer: specs.LayerNone,
 			Why: "pinned: the backend gets bulkhead's bind of the very file judged, which the caller cannot swap before the backend opens it"})
 		return target
 	}
 	if s.Root != nil {
 		s.Root.Path = add("root", "root.path", s.Root.Path, true, false)
+		// The host's later mounts below the root reach the container only
+		// where the caller asks for them.
+		pins[len(pins)-1].Slave = s.Linux != nil && (s.Linux.RootfsPropagation == "slave" || s.Linux.RootfsPropagation == "rslave")
 	}
 	merged := map[string]bool{}
 	for _, w := range ws {
@@ -125,7 +129,11 @@ func (c *creation) pinHostPaths() error {
 				return specs.JudgeRoot(c.ctx, real, bundleReal)
 			}
 		}
-		if _, err := pinPath(p.Source, p.Target, p.Slave, judge); err != nil {
+		slave := func(string, int) bool { return p.Slave }
+		if p.Slave && !p.Root {
+			slave = func(real string, fd int) bool { return specs.SlaveAllowed(c.ctx, real, fd) }
+		}
+		if _, err := pinPath(p.Source, p.Target, slave, judge); err != nil {
 			rule := p.Rule
 			if rule == "workspace" {
 				rule = "host_mounts"
@@ -140,7 +148,7 @@ func (c *creation) pinHostPaths() error {
 // what was opened by its real path, its descriptor and its attributes, and bind-mounts
 // that very file or directory, through its descriptor, onto target. No
 // path is resolved again after the judgement.
-func pinPath(src, target string, slave bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
+func pinPath(src, target string, slave func(real string, fd int) bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -182,7 +190,7 @@ func pinPath(src, target string, slave bool, judge func(real string, fd int, st 
 	// Kubernetes HostToContainer volume below bind_roots, as host_mounts
 	// allows), and sends nothing back. A private source's pin stays private.
 	flag, name := uintptr(unix.MS_PRIVATE), "private"
-	if slave {
+	if slave(real, fd) {
 		flag, name = unix.MS_SLAVE, "a slave"
 	}
 	if err := unix.Mount("", target, "", flag, ""); err != nil {

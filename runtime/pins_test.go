@@ -48,7 +48,7 @@ func TestPinOfSharedSourceIsSlave(t *testing.T) {
 	}
 
 	target := filepath.Join(pins, "0")
-	if _, err := pinPath(src, target, true, func(string, int, *unix.Stat_t) string { return "" }); err != nil {
+	if _, err := pinPath(src, target, func(string, int) bool { return true }, func(string, int, *unix.Stat_t) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = state.UnmountUnder(pins) })

@@ -63,6 +63,31 @@ func ReceivesHostMounts(m rspec.Mount) bool {
 	return hasOpt(m.Options, "slave") || hasOpt(m.Options, "rslave")
 }
 
+// SlaveAllowed tells whether the host's later mounts below the source at
+// real (opened at fd, -1 when not) may reach the container: the source and
+// every other place its files are at (a directory of bind_roots may be a
+// bind of a volume's data or a pod's directory) lie below bind_roots and
+// are neither engine state nor an engine's file.
+func SlaveAllowed(c *Context, real string, fd int) bool {
+	src, err := c.mountedFrom(real, fd)
+	if err != nil {
+		return false
+	}
+	places := []string{real}
+	for _, pl := range src.Places {
+		if !isOwnPin(pl.Path) {
+			places = append(places, pl.Path)
+		}
+	}
+	for _, p := range places {
+		p = canonicalRun(p)
+		if !belowRoot(c.Profile.BindRoots, p) || inStateDir(p) || engineOwnFile(p) {
+			return false
+		}
+	}
+	return true
+}
+
 // bindPropagation keeps the host's later mounts below a bind source out of
 // the container unless the caller asks for them (rslave) on a directory
 // below bind_roots: a mount that arrives after create is never judged, and
@@ -75,7 +100,7 @@ func bindPropagation(c *Context, m *rspec.Mount, field, src string) Decision {
 	d := Decision{Rule: "host_mounts", Field: field + " propagation", Action: Kept, Before: before, Layer: LayerNone}
 	if ReceivesHostMounts(*m) {
 		real, err := c.resolve(src)
-		if err == nil && belowRoot(c.Profile.BindRoots, canonicalRun(real)) {
+		if err == nil && SlaveAllowed(c, canonicalRun(real), -1) {
 			d.After, d.Why = before, "the host's later mounts below a directory of bind_roots reach the container (slave: nothing goes back)"
 			return d
 		}

@@ -115,8 +115,10 @@ set +e
 // What the host mounts below a bind source after create was never judged:
 // it stays out of the container (a volume's driver options mounted onto a
 // plain volume's data by its next container), below the source and on
-// it, on runc and runsc. A bind of a directory of bind_roots that asks for
-// the host's mounts (rslave, Kubernetes' HostToContainer) gets them.
+// it, below the root filesystem, on runc and runsc. A bind of a directory
+// of bind_roots that asks for the host's mounts (rslave, Kubernetes'
+// HostToContainer) gets them, unless that directory is a bind of an
+// engine's files (a plain volume's data).
 func TestLaterHostMountsStayOut(t *testing.T) {
 	const docker = "/var/lib/docker"
 	for _, backend := range backends {
@@ -130,15 +132,17 @@ func TestLaterHostMountsStayOut(t *testing.T) {
 			}
 			data := filepath.Join(docker, "volumes", "w", "_data")
 			cases := []struct {
-				name, source string
+				name, source string // source "": the container's root filesystem, listed at /late
 				options      []string
-				later        string // where the host mounts a tmpfs holding "token" once the container runs
+				later        string // where the host mounts a tmpfs holding "token" once the container runs ("": the root's /late)
 				seen         bool
 			}{
 				{"below a plain volume", data, []string{"rbind", "rprivate", "ro"}, data + "/sub", false},
 				{"below a plain volume, no propagation asked", data, []string{"rbind", "ro"}, data + "/sub", false},
 				{"on a plain volume, rslave asked", data, []string{"rbind", "rslave", "ro"}, data, false},
 				{"below a bind root, rslave asked", "/mnt/h2c", []string{"rbind", "rslave", "ro"}, "/mnt/h2c/sub", true},
+				{"below a bind root that is a bind of a plain volume, rslave asked", "/mnt/alias", []string{"rbind", "rslave", "ro"}, data + "/sub", false},
+				{"below the root filesystem", "", nil, "", false},
 			}
 			root, logs := stateRoot(t), t.TempDir()
 			var script strings.Builder
@@ -146,24 +150,41 @@ func TestLaterHostMountsStayOut(t *testing.T) {
 mount --make-rshared /
 mount -t tmpfs bulkhead-test %[1]s
 mount -t tmpfs bulkhead-test /mnt
-mkdir -p %[2]s/sub /mnt/h2c/sub
+mkdir -p %[2]s/sub /mnt/h2c/sub /mnt/alias
 echo hello > %[2]s/hello
 echo hello > /mnt/h2c/hello
+mount --bind %[2]s /mnt/alias
 set +e
 `, docker, data)
 			bh := binaries.Bulkhead(t)
 			for i, c := range cases {
 				id := uniqueID(fmt.Sprintf("later-%s-%d", backend, i))
-				b := bundle.New(t, []string{"sh", "-c", "for i in $(seq 24); do ls -R /data; sleep 0.25; done"}, func(s *rspec.Spec) {
-					s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: c.options})
+				listed := "/data"
+				if c.source == "" {
+					listed = "/late"
+				}
+				b := bundle.New(t, []string{"sh", "-c", "for i in $(seq 24); do ls -R " + listed + "; sleep 0.25; done"}, func(s *rspec.Spec) {
+					if c.source != "" {
+						s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: c.options})
+					}
 				})
+				later := c.later
+				if c.source == "" {
+					later = filepath.Join(b, "rootfs", "late")
+					if err := os.MkdirAll(later, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(later, "hello"), nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 				g := fmt.Sprintf("%q --root %q --backend %s", bh, root, backend)
 				fmt.Fprintf(&script, `%[1]s run --bundle %[2]q %[3]s </dev/null 2>&1 | cat > %[4]s/%[5]d.log &
 for i in $(seq 600); do %[1]s state %[3]s 2>/dev/null | grep -q '"running"' && break; sleep 0.05; done
 mount -t tmpfs later %[6]s && echo token > %[6]s/token
 wait
 umount %[6]s
-`, g, b, id, logs, i, c.later)
+`, g, b, id, logs, i, later)
 			}
 			if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-c", script.String()).CombinedOutput(); err != nil {
 				t.Fatalf("the mount namespace: %v\n%s", err, out)
