@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -99,7 +98,6 @@ func (c *Context) mountedRefusal(annotations map[string]string, real string, fd 
 	if err != nil {
 		return "where the source's files come from cannot be told (" + err.Error() + ")"
 	}
-	src.Places = slices.DeleteFunc(src.Places, func(pl Place) bool { return isOwnPin(pl.Path) })
 	if why := volumeMountRefusal(real, src); why != "" {
 		return why
 	}

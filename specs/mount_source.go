@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,7 +25,8 @@ type MountSource struct {
 	Holder *mountinfo.Info
 	// Places are the other mounts that show the same files, and the path
 	// of the files on each: every mount of the same filesystem whose root
-	// holds them. None when the holder is the only one.
+	// holds them but bulkhead's own pins (isOwnPin). None when the holder
+	// is the only one.
 	Places []Place
 }
 
@@ -68,6 +70,7 @@ func mountedFrom(p string, fd int) (MountSource, error) {
 	if src.Holder == nil {
 		return MountSource{}, fmt.Errorf("the mount of %s (id %d) is not in the mount table: it changed while it was read", p, id)
 	}
+	src.Places = slices.DeleteFunc(src.Places, func(pl Place) bool { return isOwnPin(pl.Path) })
 	return src, nil
 }
 

@@ -75,9 +75,7 @@ func SlaveAllowed(c *Context, real string, fd int) bool {
 	}
 	places := []string{real}
 	for _, pl := range src.Places {
-		if !isOwnPin(pl.Path) {
-			places = append(places, pl.Path)
-		}
+		places = append(places, pl.Path)
 	}
 	for _, p := range places {
 		p = canonicalRun(p)

@@ -30,14 +30,8 @@ import (
 func TestBindSourceJudgedByWhatIsMounted(t *testing.T) {
 	needRoot(t, "runc")
 	const docker, kubelet = "/var/lib/docker", "/var/lib/kubelet"
-	for _, dir := range []string{docker, kubelet} {
-		if _, err := os.Stat(dir); os.IsNotExist(err) {
-			if err := os.Mkdir(dir, 0o711); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.Remove(dir) })
-		}
-	}
+	engineDir(t, docker)
+	engineDir(t, kubelet)
 	vol := func(name string) string { return filepath.Join(docker, "volumes", name, "_data") }
 	const mine, other = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", "11111111-2222-3333-4444-555555555555"
 	pod := func(uid, rest string) string { return filepath.Join(kubelet, "pods", uid, rest) }
@@ -124,12 +118,7 @@ func TestLaterHostMountsStayOut(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			needRoot(t, backend)
-			if _, err := os.Stat(docker); os.IsNotExist(err) {
-				if err := os.Mkdir(docker, 0o711); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { os.Remove(docker) })
-			}
+			engineDir(t, docker)
 			data := filepath.Join(docker, "volumes", "w", "_data")
 			cases := []struct {
 				name, source string // source "": the container's root filesystem, listed at /late
@@ -201,4 +190,18 @@ umount %[6]s
 			}
 		})
 	}
+}
+
+// engineDir makes sure an engine's state directory exists on the host for
+// the test's mount namespace to mount a tmpfs on, and removes it after
+// the test if the test made it.
+func engineDir(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		return
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
 }
