@@ -102,7 +102,12 @@ func (c *Context) mountedRefusal(annotations map[string]string, real string, fd 
 		return why
 	}
 	for _, pl := range src.Places {
-		if why := c.placeRefusal(annotations, pl); why != "" {
+		why := c.placeRefusal(annotations, pl)
+		switch {
+		case why == "":
+		case pl.Inner != "":
+			return real + " holds " + pl.Inner + ", which is also mounted at " + pl.Path + ", which " + why
+		default:
 			return real + " is a mount of " + pl.Path + ", which " + why
 		}
 	}

@@ -23,17 +23,21 @@ type MountSource struct {
 	// Holder is the mount the path is on; nil when the mount table has
 	// none.
 	Holder *mountinfo.Info
-	// Places are the other mounts that show the same files, and the path
-	// of the files on each: every mount of the same filesystem whose root
-	// holds them but bulkhead's own pins (isOwnPin). None when the holder
-	// is the only one.
+	// Places are the other mounts that show the source's files, and
+	// where: every mount of the same filesystem whose root holds them or
+	// lies below them (a directory of the source bound elsewhere, engine
+	// state moved to a data disk below a bind root), but bulkhead's own
+	// pins (isOwnPin). None when the holder is the only one.
 	Places []Place
 }
 
-// Place is where a mount shows the files of a source.
+// Place is where a mount shows the files of a source: the source itself
+// at Path, or, where Inner is set, the part of it at Inner (a path below
+// the source) at Path.
 type Place struct {
 	Path  string
 	Mount *mountinfo.Info
+	Inner string
 }
 
 // mountedFrom is the MountSource of p, opened at fd (-1: opened here as
@@ -115,10 +119,15 @@ func mountedFromIn(p string, id int, mounts []*mountinfo.Info) MountSource {
 	// The files' path in their filesystem.
 	inFS := filepath.Join(h.Root, strings.TrimPrefix(strings.TrimPrefix(p, h.Mountpoint), "/"))
 	for _, m := range mounts {
-		if m == h || m.Major != h.Major || m.Minor != h.Minor || !under(inFS, m.Root) {
+		if m == h || m.Major != h.Major || m.Minor != h.Minor {
 			continue
 		}
-		src.Places = append(src.Places, Place{Path: filepath.Join(m.Mountpoint, strings.TrimPrefix(inFS, m.Root)), Mount: m})
+		switch {
+		case under(inFS, m.Root):
+			src.Places = append(src.Places, Place{Path: filepath.Join(m.Mountpoint, strings.TrimPrefix(inFS, m.Root)), Mount: m})
+		case under(m.Root, inFS):
+			src.Places = append(src.Places, Place{Path: m.Mountpoint, Mount: m, Inner: filepath.Join(p, strings.TrimPrefix(m.Root, inFS))})
+		}
 	}
 	return src
 }

@@ -33,6 +33,8 @@ func TestMountedFromIn(t *testing.T) {
 		{ID: 9, Major: 0, Minor: 33, Root: "/", Mountpoint: vol + "reused-id/_data"},
 		{ID: 51, Major: 0, Minor: 33, Root: "/", Mountpoint: "/tmp"},
 		{ID: 52, Major: 0, Minor: 61, Root: "/", Mountpoint: vol + "via-fresh/_data"},
+		// An engine's state moved to the data disk and bound to its place.
+		{ID: 53, Major: 8, Minor: 17, Root: "/moved/buildkit", Mountpoint: "/var/lib/buildkit"},
 	}
 	disk := func(p string) string { return vol + "disk/_data" + p }
 	for _, c := range []struct {
@@ -57,6 +59,11 @@ func TestMountedFromIn(t *testing.T) {
 		{vol + "reused-id/_data", []string{"/tmp"}},
 		{"/tmp/x", []string{vol + "reused-id/_data/x"}},
 		{vol + "via-fresh/_data/passwd", []string{vol + "fresh/_data/passwd"}},
+		// A directory holding files mounted elsewhere: each is a place of
+		// a part of it.
+		{"/srv/moved", []string{vol + "srv/_data/moved", "/var/lib/buildkit"}},
+		{"/srv", []string{vol + "srv/_data", vol + "srv-data/_data", "/var/lib/buildkit"}},
+		{"/srv/moved/buildkit/x", []string{vol + "srv/_data/moved/buildkit/x", "/var/lib/buildkit/x"}},
 	} {
 		holder := deepest(c.path, mounts)
 		src := mountedFromIn(c.path, holder.ID, mounts)
@@ -66,6 +73,11 @@ func TestMountedFromIn(t *testing.T) {
 		}
 		if src.Holder != holder || !slices.Equal(sorted(got), sorted(c.places)) {
 			t.Errorf("%s: places %q, want %q", c.path, got, c.places)
+		}
+	}
+	for _, pl := range mountedFromIn("/srv/moved", 30, mounts).Places {
+		if want := map[string]string{"/var/lib/buildkit": "/srv/moved/buildkit"}[pl.Path]; pl.Inner != want {
+			t.Errorf("/srv/moved: the place %s shows %q of it, want %q", pl.Path, pl.Inner, want)
 		}
 	}
 	// /mnt/q/x: a bind of /etc on top, and under it a harmless directory
@@ -122,12 +134,12 @@ func TestVolumeMountRefusal(t *testing.T) {
 		refused    bool
 	}{
 		{"an overlay the volume's options mounted", vol + "v/_data/passwd", MountSource{Holder: ovl}, true},
-		{"a bind of that volume's data", vol + "w/_data", MountSource{Holder: m(vol+"w/_data", "/", "overlay"), Places: []Place{{vol + "v/_data", ovl}}}, true},
-		{"a pod's subPath bind of it", "/var/lib/kubelet/pods/p/volume-subpaths/v/c/0", MountSource{Holder: m("/var/lib/kubelet/pods/p/volume-subpaths/v/c/0", "/", "overlay"), Places: []Place{{vol + "v/_data", ovl}}}, true},
+		{"a bind of that volume's data", vol + "w/_data", MountSource{Holder: m(vol+"w/_data", "/", "overlay"), Places: []Place{{Path: vol + "v/_data", Mount: ovl}}}, true},
+		{"a pod's subPath bind of it", "/var/lib/kubelet/pods/p/volume-subpaths/v/c/0", MountSource{Holder: m("/var/lib/kubelet/pods/p/volume-subpaths/v/c/0", "/", "overlay"), Places: []Place{{Path: vol + "v/_data", Mount: ovl}}}, true},
 		{"a tmpfs a podman volume's options mounted", "/var/lib/containers/storage/volumes/v/_data", MountSource{Holder: m("/var/lib/containers/storage/volumes/v/_data", "/", "tmpfs")}, true},
 		{"a plain volume", vol + "plain/_data", MountSource{Holder: m("/", "/", "ext4")}, false},
 		{"a plain volume on the data root's own disk", vol + "plain/_data", MountSource{Holder: m("/var/lib/docker", "/", "ext4")}, false},
-		{"a volume bound to /dev/shm", vol + "shm/_data", MountSource{Holder: m(vol+"shm/_data", "/", "tmpfs"), Places: []Place{{"/dev/shm", m("/dev/shm", "/", "tmpfs")}}}, false},
+		{"a volume bound to /dev/shm", vol + "shm/_data", MountSource{Holder: m(vol+"shm/_data", "/", "tmpfs"), Places: []Place{{Path: "/dev/shm", Mount: m("/dev/shm", "/", "tmpfs")}}}, false},
 		{"a container's own /dev/shm", "/var/lib/docker/containers/c/mounts/shm", MountSource{Holder: m("/var/lib/docker/containers/c/mounts/shm", "/", "tmpfs")}, false},
 		{"a host directory on its own filesystem", "/srv/data", MountSource{Holder: m("/srv", "/", "ext4")}, false},
 	} {

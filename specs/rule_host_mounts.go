@@ -65,9 +65,10 @@ func ReceivesHostMounts(m rspec.Mount) bool {
 
 // SlaveAllowed tells whether the host's later mounts below the source at
 // real (opened at fd, -1 when not) may reach the container: the source and
-// every other place its files are at (a directory of bind_roots may be a
-// bind of a volume's data or a pod's directory) lie below bind_roots and
-// are neither engine state nor an engine's file.
+// every other place its files or a part of them are at (a directory of
+// bind_roots may be a bind of a volume's data or a pod's directory, or hold
+// engine state bound to its place) lie below bind_roots and are neither
+// engine state nor an engine's file.
 func SlaveAllowed(c *Context, real string, fd int) bool {
 	src, err := c.mountedFrom(real, fd)
 	if err != nil {

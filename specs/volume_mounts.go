@@ -33,6 +33,9 @@ func volumeMountRefusal(real string, src MountSource) string {
 	var vol string
 	var mount *mountinfo.Info
 	for _, pl := range append([]Place{{Path: real, Mount: src.Holder}}, src.Places...) {
+		if pl.Inner != "" {
+			continue // shows part of the files only
+		}
 		if !inStateDir(pl.Mount.Mountpoint) {
 			return ""
 		}

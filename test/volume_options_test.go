@@ -22,16 +22,19 @@ import (
 // at the same place must not stand for the one on top, and a pod's own
 // subPath bind of another pod's secrets is that pod's file, whichever of
 // the two mounts has the lower id (the kernel gives the bind a freed one
-// here). No engine is
+// here). A directory of a bind root that holds an engine's state bound to
+// its place (moved to a data disk) shows that state. No engine is
 // needed to show it: in a mount namespace of the test's own,
 // /var/lib/docker and /var/lib/kubelet are tmpfs with volumes laid out as
-// dockerd and the kubelet lay them out and /mnt (a bind root) a tmpfs, and
-// bulkhead runs there as an engine would call it.
+// dockerd and the kubelet lay them out, /mnt (a bind root) a tmpfs, and
+// /var/lib/buildkit a bind of a directory below /mnt/moved, and bulkhead
+// runs there as an engine would call it.
 func TestBindSourceJudgedByWhatIsMounted(t *testing.T) {
 	needRoot(t, "runc")
-	const docker, kubelet = "/var/lib/docker", "/var/lib/kubelet"
+	const docker, kubelet, buildkit = "/var/lib/docker", "/var/lib/kubelet", "/var/lib/buildkit"
 	engineDir(t, docker)
 	engineDir(t, kubelet)
+	engineDir(t, buildkit)
 	vol := func(name string) string { return filepath.Join(docker, "volumes", name, "_data") }
 	const mine, other = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", "11111111-2222-3333-4444-555555555555"
 	pod := func(uid, rest string) string { return filepath.Join(kubelet, "pods", uid, rest) }
@@ -43,6 +46,8 @@ func TestBindSourceJudgedByWhatIsMounted(t *testing.T) {
 		{"/etc with a mount tucked under it", "/mnt/q/x", "is a mount of /etc"},
 		{"the pod's subPath of its own secrets", pod(mine, "volume-subpaths/own/app/0"), ""},
 		{"the pod's subPath of another pod's secrets", pod(mine, "volume-subpaths/other/app/0"), "the engine's file for pod " + other},
+		{"a directory holding engine state bound to its place", "/mnt/moved", "holds /mnt/moved/buildkit, which is also mounted at " + buildkit},
+		{"a directory beside it", "/mnt/beside", ""},
 	}
 	setup := fmt.Sprintf(`set -e
 mount -t tmpfs bulkhead-test %[1]s
@@ -69,10 +74,13 @@ echo another-pod > %[8]s/token
 mount --bind %[7]s %[9]s
 umount %[6]s/freed
 mount --bind %[8]s %[10]s
+mkdir -p /mnt/moved/buildkit /mnt/beside
+echo state > /mnt/moved/buildkit/state
+mount --bind /mnt/moved/buildkit %[11]s
 set +e
 `, docker, vol("plain"), vol("shm"), vol("etc-overlay"), vol("via-overlay"),
 		kubelet, pod(mine, "volumes/kubernetes.io~projected/token"), pod(other, "volumes/kubernetes.io~projected/token"),
-		pod(mine, "volume-subpaths/own/app/0"), pod(mine, "volume-subpaths/other/app/0"))
+		pod(mine, "volume-subpaths/own/app/0"), pod(mine, "volume-subpaths/other/app/0"), buildkit)
 	var script strings.Builder
 	script.WriteString(setup)
 	root, logs := stateRoot(t), t.TempDir()
@@ -112,7 +120,8 @@ set +e
 // it, below the root filesystem, on runc and runsc. A bind of a directory
 // of bind_roots that asks for the host's mounts (rslave, Kubernetes'
 // HostToContainer) gets them, unless that directory is a bind of an
-// engine's files (a plain volume's data).
+// engine's files (a plain volume's data) or holds one (a volume bound from
+// a directory below it).
 func TestLaterHostMountsStayOut(t *testing.T) {
 	const docker = "/var/lib/docker"
 	for _, backend := range backends {
@@ -120,6 +129,7 @@ func TestLaterHostMountsStayOut(t *testing.T) {
 			needRoot(t, backend)
 			engineDir(t, docker)
 			data := filepath.Join(docker, "volumes", "w", "_data")
+			bound := filepath.Join(docker, "volumes", "from-mnt", "_data")
 			cases := []struct {
 				name, source string // source "": the container's root filesystem, listed at /late
 				options      []string
@@ -131,6 +141,7 @@ func TestLaterHostMountsStayOut(t *testing.T) {
 				{"on a plain volume, rslave asked", data, []string{"rbind", "rslave", "ro"}, data, false},
 				{"below a bind root, rslave asked", "/mnt/h2c", []string{"rbind", "rslave", "ro"}, "/mnt/h2c/sub", true},
 				{"below a bind root that is a bind of a plain volume, rslave asked", "/mnt/alias", []string{"rbind", "rslave", "ro"}, data + "/sub", false},
+				{"below a bind root that holds a volume's data, rslave asked", "/mnt/holder", []string{"rbind", "rslave", "ro"}, bound + "/sub", false},
 				{"below the root filesystem", "", nil, "", false},
 			}
 			root, logs := stateRoot(t), t.TempDir()
@@ -139,12 +150,14 @@ func TestLaterHostMountsStayOut(t *testing.T) {
 mount --make-rshared /
 mount -t tmpfs bulkhead-test %[1]s
 mount -t tmpfs bulkhead-test /mnt
-mkdir -p %[2]s/sub /mnt/h2c/sub /mnt/alias
+mkdir -p %[2]s/sub /mnt/h2c/sub /mnt/alias /mnt/holder/v/sub %[3]s
 echo hello > %[2]s/hello
 echo hello > /mnt/h2c/hello
+echo hello > /mnt/holder/hello
 mount --bind %[2]s /mnt/alias
+mount --bind /mnt/holder/v %[3]s
 set +e
-`, docker, data)
+`, docker, data, bound)
 			bh := binaries.Bulkhead(t)
 			for i, c := range cases {
 				id := uniqueID(fmt.Sprintf("later-%s-%d", backend, i))
