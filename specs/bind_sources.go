@@ -29,7 +29,7 @@ func JudgeBindSource(c *Context, annotations map[string]string, real string, fd 
 	if why := hostPathRefusal(real); why != "" {
 		return why
 	}
-	return bindSourceRefusal(c, annotations, real, fd, func(string) (string, error) { return findSocketAt(fd, real) })
+	return bindSourceRefusal(c, annotations, real, fd, func(string) (string, error) { return findChannelAt(fd, real) })
 }
 
 // IsBind tells whether m is a bind mount, by type or by option.
@@ -37,9 +37,10 @@ func IsBind(m rspec.Mount) bool { return isBind(m) }
 
 // bindSourceRefusal is the allowlist side of host_mounts: the source must
 // lie below one of the profile's bind_roots, or be the engine's own file
-// for this container, and hold no socket (as findSocket finds them). It
+// for this container, and hold no socket or FIFO (as findChannel finds
+// them). It
 // returns "" when allowed. fd is the source opened, -1 when it is not.
-func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd int, findSocket func(real string) (string, error)) string {
+func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd int, findChannel func(real string) (string, error)) string {
 	real, err := c.resolve(filepath.Clean(src))
 	if err != nil {
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
@@ -58,10 +59,10 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 	} else if !belowRoot(c.Profile.BindRoots, real) {
 		return real + " is not below any of the profile's bind_roots " + fmtList(c.Profile.BindRoots)
 	}
-	if sock, err := findSocket(real); err != nil {
-		return fmt.Sprintf("the source cannot be checked for sockets (%v)", err)
-	} else if sock != "" {
-		return sock + " is a socket: connecting to it needs no write access to the mount, and reaches a service outside the sandbox"
+	if ch, err := findChannel(real); err != nil {
+		return fmt.Sprintf("the source cannot be checked for sockets and FIFOs (%v)", err)
+	} else if ch != "" {
+		return ch + " is a socket or a FIFO: connecting to one or writing to the other needs no write access to the mount (a read-only bind does not stop it), and reaches a process outside the sandbox; bind a directory without them"
 	}
 	return ""
 }
@@ -139,11 +140,12 @@ func belowRoot(roots []string, p string) bool {
 	return false
 }
 
-// findSocket returns the first socket at or below root on root's own
+// findChannel returns the first socket or FIFO (a channel to whatever
+// process on the host holds its other end) at or below root on root's own
 // mount (a plain bind does not carry submounts), or "". A source that
 // does not exist yet has none. root itself is not followed if it is a
-// symlink; the tree is walked from the descriptor (findSocketAt).
-func findSocket(root string) (string, error) {
+// symlink; the tree is walked from the descriptor (findChannelAt).
+func findChannel(root string) (string, error) {
 	fd, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC})
 	if errors.Is(err, unix.ENOENT) {
 		return "", nil
@@ -152,22 +154,22 @@ func findSocket(root string) (string, error) {
 		return "", &os.PathError{Op: "open", Path: root, Err: err}
 	}
 	defer unix.Close(fd)
-	return findSocketAt(fd, root)
+	return findChannelAt(fd, root)
 }
 
-// findSocketAt returns the first socket at or below the file open at fd,
+// findChannelAt returns the first socket or FIFO at or below the file open at fd,
 // on that file's own mount, or "" (name only names what is found). Each
 // directory is opened relative to its parent's descriptor, never by a
 // path from the root, and never through a symlink or into another mount:
 // what is searched is the tree of the very file that was opened, however
 // its names change during the walk.
-func findSocketAt(fd int, name string) (string, error) {
+func findChannelAt(fd int, name string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFSOCK:
+	case unix.S_IFSOCK, unix.S_IFIFO:
 		return name, nil
 	case unix.S_IFDIR:
 	default:
@@ -178,7 +180,7 @@ func findSocketAt(fd int, name string) (string, error) {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	n := 0
-	found, err := walkForSocket(dir, name, &n)
+	found, err := walkForChannel(dir, name, &n)
 	if errors.Is(err, errTooLarge) {
 		return "", fmt.Errorf("more than %d entries", maxBindEntries)
 	}
@@ -189,10 +191,10 @@ func findSocketAt(fd int, name string) (string, error) {
 // would resolve it in its own root, not the host's), no mount crossed.
 const belowOnly = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
 
-// walkForSocket reads the directory open at dir (and closes it), and
+// walkForChannel reads the directory open at dir (and closes it), and
 // descends into each subdirectory through its descriptor. n counts the
 // entries seen, up to maxBindEntries.
-func walkForSocket(dir int, name string, n *int) (string, error) {
+func walkForChannel(dir int, name string, n *int) (string, error) {
 	// Named by its descriptor, so that the lstat os falls back on for a
 	// file system without d_type also goes through the descriptor.
 	f := os.NewFile(uintptr(dir), "/proc/self/fd/"+strconv.Itoa(dir))
@@ -204,7 +206,7 @@ func walkForSocket(dir int, name string, n *int) (string, error) {
 				return "", errTooLarge
 			}
 			p := name + "/" + e.Name()
-			if e.Type()&fs.ModeSocket != 0 {
+			if e.Type()&(fs.ModeSocket|fs.ModeNamedPipe) != 0 {
 				return p, nil
 			}
 			if !e.IsDir() {
@@ -217,7 +219,7 @@ func walkForSocket(dir int, name string, n *int) (string, error) {
 			case errors.Is(err, unix.ENOTDIR):
 				// Replaced since it was listed: judge what is there now.
 				var st unix.Stat_t
-				if unix.Fstatat(dir, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+				if unix.Fstatat(dir, e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW) == nil && (st.Mode&unix.S_IFMT == unix.S_IFSOCK || st.Mode&unix.S_IFMT == unix.S_IFIFO) {
 					return p, nil
 				}
 				continue
@@ -230,7 +232,7 @@ func walkForSocket(dir int, name string, n *int) (string, error) {
 			default:
 				return "", fmt.Errorf("%s: %w", p, err)
 			}
-			if found, err := walkForSocket(child, p, n); err != nil || found != "" {
+			if found, err := walkForChannel(child, p, n); err != nil || found != "" {
 				return found, err
 			}
 		}

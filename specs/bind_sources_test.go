@@ -31,11 +31,11 @@ func openPath(t *testing.T, p string) int {
 	return fd
 }
 
-// TestFindSocketThroughDescriptor: the search walks the tree that was
+// TestFindChannelThroughDescriptor: the search walks the tree that was
 // opened. Once the source is open, the caller moves that tree away and
 // puts a harmless one under its name: the socket deep in the opened tree,
 // which is what would be mounted, is still found.
-func TestFindSocketThroughDescriptor(t *testing.T) {
+func TestFindChannelThroughDescriptor(t *testing.T) {
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
 	mksock(t, filepath.Join(src, "a/b/c/d/e/agent.sock"))
@@ -46,10 +46,10 @@ func TestFindSocketThroughDescriptor(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(src, "a/b/c/d/e"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := findSocket(src); err != nil || got != "" {
+	if got, err := findChannel(src); err != nil || got != "" {
 		t.Fatalf("the harmless tree now at the name: %q %v, want none", got, err)
 	}
-	got, err := findSocketAt(fd, src)
+	got, err := findChannelAt(fd, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,11 @@ func TestFindSocketThroughDescriptor(t *testing.T) {
 	}
 }
 
-// TestFindSocketNoSymlink: a symlink in the tree is not followed, to a
+// TestFindChannelNoSymlink: a symlink in the tree is not followed, to a
 // directory holding a socket or to a socket: in the sandbox it resolves in
 // the sandbox's own root, not the host's. A socket in the tree itself is
 // found, and a source that is a socket is one.
-func TestFindSocketNoSymlink(t *testing.T) {
+func TestFindChannelNoSymlink(t *testing.T) {
 	dir := t.TempDir()
 	outside := filepath.Join(dir, "outside")
 	mksock(t, filepath.Join(outside, "docker.sock"))
@@ -75,22 +75,45 @@ func TestFindSocketNoSymlink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, err := findSocketAt(openPath(t, src), src); err != nil || got != "" {
+	if got, err := findChannelAt(openPath(t, src), src); err != nil || got != "" {
 		t.Fatalf("symlinks followed: %q %v, want none", got, err)
 	}
-	if got, err := findSocket(src); err != nil || got != "" {
+	if got, err := findChannel(src); err != nil || got != "" {
 		t.Fatalf("symlinks followed by name: %q %v, want none", got, err)
 	}
 	mksock(t, filepath.Join(src, "sub/deeper/own.sock"))
-	if got, err := findSocket(src); err != nil || got != filepath.Join(src, "sub/deeper/own.sock") {
+	if got, err := findChannel(src); err != nil || got != filepath.Join(src, "sub/deeper/own.sock") {
 		t.Fatalf("the tree's own socket: %q %v", got, err)
 	}
 	sock := filepath.Join(outside, "docker.sock")
-	if got, err := findSocket(sock); err != nil || got != sock {
+	if got, err := findChannel(sock); err != nil || got != sock {
 		t.Fatalf("a source that is a socket: %q %v", got, err)
 	}
-	if got, err := findSocket(filepath.Join(dir, "absent")); err != nil || got != "" {
+	if got, err := findChannel(filepath.Join(dir, "absent")); err != nil || got != "" {
 		t.Fatalf("an absent source: %q %v", got, err)
+	}
+}
+
+// TestFindChannelFIFO: a FIFO in the tree is found as a socket is (a
+// read-only mount does not stop a write to it, which a host process
+// reads), and so is a source that is one.
+func TestFindChannelFIFO(t *testing.T) {
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "a/b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findChannel(src); err != nil || got != "" {
+		t.Fatalf("a tree without one: %q %v", got, err)
+	}
+	fifo := filepath.Join(src, "a/b/pipe")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findChannelAt(openPath(t, src), src); err != nil || got != fifo {
+		t.Fatalf("the tree's FIFO: %q %v, want %q", got, err, fifo)
+	}
+	if got, err := findChannel(fifo); err != nil || got != fifo {
+		t.Fatalf("a source that is a FIFO: %q %v", got, err)
 	}
 }
 

@@ -49,7 +49,7 @@ const (
 // testLayer for container testID.
 var testHost = &Host{
 	Resolve: func(p string) (string, error) { return cleanAbs(p), nil },
-	FindSocket: func(p string) (string, error) {
+	FindChannel: func(p string) (string, error) {
 		if strings.HasSuffix(p, ".sock") {
 			return p, nil
 		}

@@ -11,8 +11,8 @@ import (
 type Host struct {
 	// Resolve follows a path's symlinks on the host.
 	Resolve func(path string) (string, error)
-	// FindSocket returns the first socket at or below path, or "".
-	FindSocket func(path string) (string, error)
+	// FindChannel returns the first socket or FIFO at or below path, or "".
+	FindChannel func(path string) (string, error)
 	// DockerMountID returns the overlay2 layer dockerd recorded for a
 	// container under its data root.
 	DockerMountID func(dataRoot, id string) (string, error)
@@ -28,11 +28,11 @@ func (c *Context) resolve(p string) (string, error) {
 	return resolveHost(p)
 }
 
-func (c *Context) findSocket(p string) (string, error) {
-	if c.Host != nil && c.Host.FindSocket != nil {
-		return c.Host.FindSocket(p)
+func (c *Context) findChannel(p string) (string, error) {
+	if c.Host != nil && c.Host.FindChannel != nil {
+		return c.Host.FindChannel(p)
 	}
-	return findSocket(p)
+	return findChannel(p)
 }
 
 func (c *Context) dockerMountID(dataRoot, id string) (string, error) {

@@ -43,7 +43,7 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 		}
 		why := hostPathRefusal(src)
 		if why == "" {
-			why = bindSourceRefusal(c, s.Annotations, src, -1, c.findSocket)
+			why = bindSourceRefusal(c, s.Annotations, src, -1, c.findChannel)
 		}
 		if why != "" {
 			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,

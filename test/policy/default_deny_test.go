@@ -104,6 +104,13 @@ func testDefaultDeny(t *testing.T, entry string) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	_ = os.Chmod(filepath.Join(sockDir, "svc.sock"), 0o777)
+	// A FIFO a host process may read: a read-only mount does not stop a
+	// write to it.
+	fifoDir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(fifoDir, "pipe"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(filepath.Join(fifoDir, "pipe"), 0o666)
 	otherPod := "/var/lib/kubelet/pods/bh-other-" + fmt.Sprint(os.Getpid()) + "/volumes/kubernetes.io~secret/token"
 	if err := os.MkdirAll(otherPod, 0o755); err != nil {
 		t.Fatal(err)
@@ -148,6 +155,9 @@ func testDefaultDeny(t *testing.T, entry string) {
 		{name: "directory holding a socket", refuse: "host_mounts", mutate: func(s *rspec.Spec) {
 			s.Process.User.UID = 1000
 			s.Mounts = append(s.Mounts, bind(sockDir, "/svc", "ro"))
+		}},
+		{name: "directory holding a FIFO", refuse: "host_mounts", mutate: func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, bind(fifoDir, "/pipes", "ro"))
 		}},
 		{name: "another pod's volume", refuse: "host_mounts", mutate: func(s *rspec.Spec) {
 			s.Mounts = append(s.Mounts, bind(otherPod, "/token", "ro"))
