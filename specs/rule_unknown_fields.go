@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -27,8 +28,13 @@ func ruleUnknownFields(c *Context, s *rspec.Spec) []Decision {
 	if data == nil {
 		return nil
 	}
+	fields, err := UnknownFields(data)
+	if err != nil {
+		return []Decision{{Rule: "unknown_fields", Field: "config.json", Action: Refused, Layer: LayerNone,
+			Why: "the document cannot be read member by member (" + err.Error() + "), so it cannot be told free of fields no rule polices; write it as plain JSON"}}
+	}
 	var ds []Decision
-	for _, f := range UnknownFields(data) {
+	for _, f := range fields {
 		ds = append(ds, Decision{Rule: "unknown_fields", Field: f, Action: Refused, Layer: LayerNone,
 			Why: "the runtime-spec types bulkhead checks do not know this field, so no rule can police it and a rewrite would drop it; remove it or use a profile in audit mode"})
 	}
@@ -36,17 +42,22 @@ func ruleUnknownFields(c *Context, s *rspec.Spec) []Decision {
 }
 
 // UnknownFields lists, as JSON paths, the members of a config.json that
-// the runtime-spec types do not define. Invalid JSON yields nothing: the
-// decoder reports that.
-func UnknownFields(data []byte) []string {
+// the runtime-spec types do not define. A document that cannot be read
+// member by member is an error: it cannot be told free of them.
+func UnknownFields(data []byte) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// Numbers stay text: the typed decode skips an unknown member without
+	// converting it, so a number no float64 holds (1e400) must not make
+	// this reading fail where that one succeeds.
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return nil
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
 	}
 	var out []string
 	unknownIn(v, reflect.TypeOf(rspec.Spec{}), "", &out)
 	sort.Strings(out)
-	return out
+	return out, nil
 }
 
 func unknownIn(v any, t reflect.Type, path string, out *[]string) {

@@ -20,12 +20,16 @@ func TestUnknownFields(t *testing.T) {
 		{`{"mounts":[{"destination":"/x","type":"bind","source":"/y"},{"destination":"/z","propagation":"shared"}]}`, []string{"mounts[1].propagation"}},
 		{`{"linux":{"sysctl":{"anything.goes":"1"},"resources":{"memory":{"limit":1,"kmemTCP2":3}}}}`, []string{"linux.resources.memory.kmemTCP2"}},
 		{`{"annotations":{"x":"y"},"hooks":{"prestart":[{"path":"/bin/true","when":"always"}]}}`, []string{"hooks.prestart[0].when"}},
-		{`not json`, nil},
+		// A number no float64 holds, which the typed decode never converts.
+		{`{"linux":{"fooUnknown":{"hooks":[1],"n":1e400}},"process":{"user":{"uid":1e400}}}`, []string{"linux.fooUnknown"}},
 	}
 	for _, tc := range tests {
-		if got := UnknownFields([]byte(tc.json)); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: got %v, want %v", tc.json, got, tc.want)
+		if got, err := UnknownFields([]byte(tc.json)); err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %v (%v), want %v", tc.json, got, err, tc.want)
 		}
+	}
+	if got, err := UnknownFields([]byte(`not json`)); err == nil {
+		t.Errorf("not json: got %v and no error", got)
 	}
 }
 
@@ -33,7 +37,7 @@ func TestUnknownFields(t *testing.T) {
 // Apply refuses it by name, from the bytes in the Context or the bundle.
 func TestUnknownFieldsRefused(t *testing.T) {
 	dir := t.TempDir()
-	data := []byte(`{"ociVersion":"1.0.2","process":{"cwd":"/","args":["true"],"user":{"uid":0,"gid":0}},"root":{"path":"rootfs"},"unknown":{"a":1}}`)
+	data := []byte(`{"ociVersion":"1.0.2","process":{"cwd":"/","args":["true"],"user":{"uid":0,"gid":0}},"root":{"path":"rootfs"},"unknown":{"a":1,"n":1e400}}`)
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
