@@ -25,7 +25,7 @@ func Kill(g *Globals, v Values, args []string) error {
 	}
 	if rec != nil && !v.Bool("all") && outlivesInit(g, b, rec, id) {
 		logrus.Warnf("bulkhead: kill %s: the init has ended but processes of the container run; signalling every one", id)
-		return execBackend(g.backendArgv(b, "kill", append([]string{"--all"}, args...)...))
+		return execBackend(g.backendArgv(b, "kill", append([]string{"--all"}, positional(args)...)...))
 	}
 	return passthroughTo(g, b, "kill", v, args)
 }

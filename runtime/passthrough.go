@@ -88,7 +88,18 @@ func passthroughTo(g *Globals, b *backend.Backend, verb string, v Values, args [
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
 	}
-	return execBackend(g.backendArgv(b, verb, append(flags, args...)...))
+	return execBackend(g.backendArgv(b, verb, append(flags, positional(args)...)...))
+}
+
+// positional hands the backend args as bulkhead read them: arguments, never
+// flags. bulkhead's parser took its flags and one "--" away; a second "--"
+// or an argument that begins with '-' would otherwise be read as the
+// backend's own.
+func positional(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	return append([]string{"--"}, args...)
 }
 
 func execBackend(argv []string) error {

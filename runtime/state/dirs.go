@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // DefaultRoot is bulkhead's state root when the caller passes no --root.
@@ -17,13 +18,18 @@ const DirName = "bulkhead"
 // state directory through the path.
 var validID = regexp.MustCompile(`^[\w+\-.]+$`)
 
-// CheckID refuses ids that are not safe as one path component.
+// CheckID refuses ids that are not safe as one path component, and ids a
+// backend would read as a flag (runc's rule allows a leading '-'; "--" and
+// "--all" are flags to it, whatever bulkhead made of them).
 func CheckID(id string) error {
 	if id == "" {
 		return fmt.Errorf("container id is empty")
 	}
 	if !validID.MatchString(id) || id == "." || id == ".." {
 		return fmt.Errorf("invalid container id %q: use letters, digits, '_', '+', '-' and '.'", id)
+	}
+	if strings.HasPrefix(id, "-") {
+		return fmt.Errorf("invalid container id %q: an id must not begin with '-', which a backend reads as a flag", id)
 	}
 	return nil
 }

@@ -27,6 +27,12 @@ func TestRegistryAnyValidID(t *testing.T) {
 	if err := CheckID(LockName); err == nil {
 		t.Errorf("the lock file's name %q is a valid container id", LockName)
 	}
+	// What a backend would read as a flag is no id.
+	for _, id := range []string{"--", "-", "--all", "-x"} {
+		if err := CheckID(id); err == nil {
+			t.Errorf("%q is a valid container id", id)
+		}
+	}
 	ids, err := reg.IDs()
 	if err != nil {
 		t.Fatal(err)

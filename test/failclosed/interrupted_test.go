@@ -167,6 +167,15 @@ func TestKilledCreateNeverStarts(t *testing.T) {
 			t.Errorf("%s does not say why and what to do:\n%s", verb[0], res.Stderr)
 		}
 	}
+	// Other spellings of the same command line: what the backend reads
+	// past bulkhead's parser (a second "--") must not reach its start.
+	spellings := [][]string{{"start", "--", "--", h.id}, {"start", h.id, h.id}, {"exec", "--detach", "--", "--", h.id, "true"}, {"start", "--", "-" + h.id}}
+	for _, verb := range spellings {
+		res := binaries.Cmd{}.Run(t, bulkhead, append(global, verb...)...)
+		if res.Code == 0 {
+			t.Errorf("bulkhead %s of a container whose create was killed succeeded:\n%s", strings.Join(verb, " "), res.Stderr)
+		}
+	}
 	out, err := exec.Command("runc", "--root", filepath.Join(h.root, "runc"), "state", h.id).Output()
 	if err != nil || !strings.Contains(string(out), `"status": "created"`) {
 		t.Errorf("runc state of the container: %v %s; want it created, its init never started", err, out)
