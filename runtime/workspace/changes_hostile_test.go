@@ -426,6 +426,32 @@ func TestExportLimitsAndFifos(t *testing.T) {
 	}
 }
 
+// A running job grows a file into a sparse hole of a TiB between the walk,
+// which charged the budget with its size, and the read (on tmpfs, 4 EiB):
+// the file is not read, neither for the tar nor for the hash.
+func TestReadFileGrownAfterJudged(t *testing.T) {
+	h := newHostileWorkspace(t)
+	p := h.file("big", nil)
+	l, err := openLayer(h.upperDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	st, err := l.lstat("big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 1<<40); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.openRegular("big", st); err == nil || !strings.Contains(err.Error(), "changed size") {
+		t.Fatalf("a file grown since it was judged: %v, want it not read", err)
+	}
+	if _, _, err := l.hashRegular("big", st); err == nil {
+		t.Fatal("a file grown since it was judged was hashed")
+	}
+}
+
 // Hashing streams: six sparse 256 MiB files cost fixed memory, not their
 // size, and the json reports their sums.
 func TestDiffSparseBoundedMemory(t *testing.T) {
