@@ -93,13 +93,17 @@ func hardLinkRefusal(real string, fd int) string {
 // elsewhere on the host, each of those places must pass the same rules as
 // if the caller had named it, down to whose engine file it is; files a
 // volume's options mounted that are nowhere outside the engines' state
-// are refused.
+// are refused, and so are files of a filesystem that is not plain storage
+// (storageRefusal).
 func (c *Context) mountedRefusal(annotations map[string]string, real string, fd int) string {
 	src, err := c.mountedFrom(real, fd)
 	if err != nil {
 		return "where the source's files come from cannot be told (" + err.Error() + ")"
 	}
 	if why := volumeMountRefusal(real, src); why != "" {
+		return why
+	}
+	if why := storageRefusal(real, src.Holder); why != "" {
 		return why
 	}
 	for _, pl := range src.Places {

@@ -38,7 +38,7 @@ var Controls = []Control{
 		"tmpfs size (ENOSPC); /tmp and home stay noexec (EACCES); without it memfd_create is ENOSYS (seccomp)", nil, nil},
 	{"mounts", []string{"mounts", "mount_order"}, "types bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup, each at its place; options from an allowlist; every tmpfs noexec,nosuid,nodev with a size, together ≤ tmpfs_total 256m; /dev a fresh tmpfs",
 		"mount flags, tmpfs size (ENOSPC)", []string{"mount flags"}, nil},
-	{"host mounts", []string{"host_mounts"}, "bind sources only below bind_roots or the engine's files for this container, never a socket or FIFO or a tree holding one; engine state, homes (/home/<name>, /root, and any user's home in /etc/passwd, or a tree holding one), credential dirs refused; binds ro,nosuid,nodev, not recursive",
+	{"host mounts", []string{"host_mounts"}, "bind sources only below bind_roots or the engine's files for this container, on plain storage (no proc, sysfs, overlay or FUSE), never a socket or FIFO or a tree holding one; engine state, homes (/home/<name>, /root, and any user's home in /etc/passwd, or a tree holding one), credential dirs refused; binds ro,nosuid,nodev, not recursive",
 		"mount flags (EROFS)", []string{"mount flags"}, nil},
 	{"workspaces", []string{"workspace"}, "a bind at /workspace is a copy-on-write overlay of 128m, noexec unless the profile has a build scratch; the source owner's files are the sandbox user's (id-mapped lower layer) when workspace_owners names the owner, the source is open to others, holds no credentials (.ssh, .aws, …) at its top and lies in no hidden directory of a home (~/.local)",
 		"overlay upper on a capped tmpfs (ENOSPC), noexec (EACCES); host folder unchanged", []string{"mount flags"}, []string{"workspace"}},

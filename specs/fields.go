@@ -91,7 +91,7 @@ var Fields = []FieldClass{
 
 	{"mounts[].destination", Allowlisted, "mounts", "kernel filesystems only at their own place (proc at /proc, sysfs at /sys)"},
 	{"mounts[].type", Allowlisted, "mounts", "bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup"},
-	{"mounts[].source", Allowlisted, "host_mounts", "a bind source below the profile's bind_roots, or the engine's own file for this container; never a socket or FIFO or a tree holding one"},
+	{"mounts[].source", Allowlisted, "host_mounts", "a bind source below the profile's bind_roots, or the engine's own file for this container, on plain storage; never a socket or FIFO or a tree holding one"},
 	{"mounts[].options[]", Allowlisted, "mounts", "per filesystem type; binds ro,nosuid,nodev and not recursive, tmpfs noexec,nosuid,nodev with a size"},
 	{"mounts[].uidMappings", Denied, "spec_fields", "an idmapped mount makes host files appear owned by the sandbox"},
 	{"mounts[].gidMappings", Denied, "spec_fields", "an idmapped mount makes host files appear owned by the sandbox"},

@@ -23,7 +23,9 @@ import (
 // subPath bind of another pod's secrets is that pod's file, whichever of
 // the two mounts has the lower id (the kernel gives the bind a freed one
 // here). A directory of a bind root that holds an engine's state bound to
-// its place (moved to a data disk) shows that state. No engine is
+// its place (moved to a data disk) shows that state. A filesystem that is
+// not plain storage below a bind root (a proc, which shows every host
+// process and another sandbox's root; an overlay over /etc) is refused. No engine is
 // needed to show it: in a mount namespace of the test's own,
 // /var/lib/docker and /var/lib/kubelet are tmpfs with volumes laid out as
 // dockerd and the kubelet lay them out, /mnt (a bind root) a tmpfs, and
@@ -48,6 +50,8 @@ func TestBindSourceJudgedByWhatIsMounted(t *testing.T) {
 		{"the pod's subPath of another pod's secrets", pod(mine, "volume-subpaths/other/app/0"), "the engine's file for pod " + other},
 		{"a directory holding engine state bound to its place", "/mnt/moved", "holds /mnt/moved/buildkit, which is also mounted at " + buildkit},
 		{"a directory beside it", "/mnt/beside", ""},
+		{"a proc mounted below a bind root", "/mnt/proc/1", `type "proc"`},
+		{"an overlay over /etc below a bind root", "/mnt/etc-overlay", `type "overlay"`},
 	}
 	setup := fmt.Sprintf(`set -e
 mount -t tmpfs bulkhead-test %[1]s
@@ -77,6 +81,9 @@ mount --bind %[8]s %[10]s
 mkdir -p /mnt/moved/buildkit /mnt/beside
 echo state > /mnt/moved/buildkit/state
 mount --bind /mnt/moved/buildkit %[11]s
+mkdir -p /mnt/proc /mnt/etc-overlay /mnt/ou /mnt/ow
+mount -t proc proc /mnt/proc
+mount -t overlay overlay -o lowerdir=/etc,upperdir=/mnt/ou,workdir=/mnt/ow /mnt/etc-overlay
 set +e
 `, docker, vol("plain"), vol("shm"), vol("etc-overlay"), vol("via-overlay"),
 		kubelet, pod(mine, "volumes/kubernetes.io~projected/token"), pod(other, "volumes/kubernetes.io~projected/token"),

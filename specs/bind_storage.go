@@ -1,0 +1,48 @@
+package specs
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/moby/sys/mountinfo"
+)
+
+// plainStorage are the filesystem types whose files are only files, kept on
+// a disk, in memory or on a file server: what a bind of them shows is
+// judged by path and by every mount of the same filesystem (mountedFrom).
+var plainStorage = map[string]bool{
+	"ext2": true, "ext3": true, "ext4": true, "xfs": true, "btrfs": true, "zfs": true,
+	"f2fs": true, "jfs": true, "reiserfs": true, "bcachefs": true, "tmpfs": true, "ramfs": true,
+	"vfat": true, "exfat": true, "ntfs3": true, "nfs": true, "nfs4": true, "cifs": true,
+	"smb3": true, "9p": true, "virtiofs": true, "squashfs": true, "erofs": true,
+	"iso9660": true, "udf": true,
+}
+
+// storageRefusal refuses a bind source on a filesystem that is a view of
+// something else, which no rule about paths can judge: a kernel interface
+// (a proc mounted below a bind root is a filesystem of its own, at no
+// place the rules know, and shows every host process and another
+// sandbox's root), an overlay (its files are its layers', lowerdir=/etc),
+// FUSE (every lookup is a request the job sends to a process on the host).
+// An overlay as the host's root filesystem is the host's own files.
+func storageRefusal(real string, holder *mountinfo.Info) string {
+	if holder == nil {
+		return real + ": the mount holding it is not known"
+	}
+	t := holder.FSType
+	if plainStorage[t] || (t == "overlay" && holder.Mountpoint == "/") {
+		return ""
+	}
+	why := "a view of something else that no rule about paths can judge"
+	switch {
+	case t == "overlay":
+		why = "an overlay: its files are its layers', which are not judged"
+	case t == "fuse" || t == "fuseblk" || strings.HasPrefix(t, "fuse."):
+		why = "FUSE: every access is a request to a process on the host"
+	case t == "proc" || t == "sysfs" || strings.HasPrefix(t, "cgroup") || t == "devtmpfs" || t == "devpts" ||
+		t == "debugfs" || t == "tracefs" || t == "securityfs" || t == "bpf" || t == "configfs" || t == "mqueue":
+		why = "a kernel interface, not files"
+	}
+	return fmt.Sprintf("%s is on a filesystem of type %q (%s at %s): %s; only plain storage (ext4, xfs, btrfs, tmpfs, nfs, ...) is bound, bind a directory of one",
+		real, t, holder.Source, holder.Mountpoint, why)
+}

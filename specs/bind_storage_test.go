@@ -1,0 +1,39 @@
+package specs
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/mountinfo"
+)
+
+// A bind source is bound only from plain storage: a proc, sysfs or cgroup
+// mounted below a bind root, an overlay over /etc, a FUSE daemon's files
+// are refused, each saying why; the host's own overlay root is its files.
+func TestStorageRefusal(t *testing.T) {
+	for _, c := range []struct {
+		fstype, mountpoint, want string
+	}{
+		{"ext4", "/", ""},
+		{"xfs", "/srv", ""},
+		{"tmpfs", "/tmp", ""},
+		{"nfs4", "/mnt/share", ""},
+		{"overlay", "/", ""},
+		{"proc", "/srv/p", "kernel interface"},
+		{"sysfs", "/srv/s", "kernel interface"},
+		{"cgroup2", "/srv/c", "kernel interface"},
+		{"overlay", "/srv/o", "its layers'"},
+		{"fuse.sshfs", "/mnt/remote", "request to a process on the host"},
+		{"fuse", "/srv/f", "request to a process on the host"},
+		{"nsfs", "/srv/ns", "no rule about paths can judge"},
+		{"", "/srv/x", "no rule about paths can judge"},
+	} {
+		why := storageRefusal(c.mountpoint+"/x", &mountinfo.Info{FSType: c.fstype, Mountpoint: c.mountpoint, Source: "src"})
+		if (why == "") != (c.want == "") || !strings.Contains(why, c.want) {
+			t.Errorf("%s at %s: %q, want %q", c.fstype, c.mountpoint, why, c.want)
+		}
+	}
+	if storageRefusal("/x", nil) == "" {
+		t.Error("a source whose mount is not known was bound")
+	}
+}
