@@ -32,9 +32,10 @@ func startsByFifo(b *backend.Backend, handed *rspec.Spec) bool {
 // that is all runc would do. handled is false otherwise, and the caller
 // runs runc's start, which answers in runc's own words: a running,
 // stopped or paused container, an init that is not the verified one, a
-// state directory laid out otherwise, a notify socket to serve.
+// state directory laid out otherwise. (A notify socket runc would serve
+// never reaches it: ScrubEnvironment.)
 func startByFifo(g *Globals, b *backend.Backend, rec *state.Record, id string) (handled bool, err error) {
-	if !rec.StartsByFifo || b.Kind() != "runc" || os.Getenv("NOTIFY_SOCKET") != "" {
+	if !rec.StartsByFifo || b.Kind() != "runc" {
 		return false, nil
 	}
 	// runc's state directory is held open before the init is looked at,

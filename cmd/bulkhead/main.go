@@ -17,6 +17,7 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	runtime.ScrubEnvironment()
 	os.Exit(run(os.Args))
 }
 
