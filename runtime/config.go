@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -272,16 +273,29 @@ func (c *Config) validateBrokerUsers() error {
 	return nil
 }
 
-// ResolveBackend finds the binary of the named backend the way an engine
-// would: an absolute path as is, a bare name through PATH.
+// ResolveBackend finds the binary of the named backend: an absolute path
+// as is, a bare name in SystemPath's directories (never the caller's PATH).
 func (c *Config) ResolveBackend(name string) (*backend.Backend, error) {
 	bc, ok := c.Backends[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown backend %q: configured backends are %s", name, strings.Join(slices.Sorted(maps.Keys(c.Backends)), ", "))
 	}
-	path, err := exec.LookPath(bc.Path)
+	path, err := lookSystemPath(bc.Path)
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", name, err)
 	}
 	return &backend.Backend{Name: name, Path: path, Args: bc.Args}, nil
+}
+
+// lookSystemPath is exec.LookPath over SystemPath.
+func lookSystemPath(file string) (string, error) {
+	if strings.Contains(file, "/") {
+		return exec.LookPath(file)
+	}
+	for _, dir := range filepath.SplitList(SystemPath) {
+		if p, err := exec.LookPath(filepath.Join(dir, file)); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not an executable in %s", file, SystemPath)
 }

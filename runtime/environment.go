@@ -14,14 +14,25 @@ import (
 // process) and NOTIFY_SOCKET (and binds a socket of its own into the
 // container); a dynamically linked backend reads LD_*, and libcontainer
 // its _LIBCONTAINER_* variables.
-var keptEnvironment = []string{"PATH", "TMPDIR", "TZ", "BULKHEAD_CONFIG"}
+// TMPDIR is not kept either: a directory another user owns would let that
+// user swap what bulkhead makes there (an exec's pid file, a console
+// socket).
+var keptEnvironment = []string{"TZ", "BULKHEAD_CONFIG"}
+
+// SystemPath is the PATH bulkhead and its children search, whatever the
+// caller's was: a backend named without a path ("runc") is root's binary
+// in the system's directories, never one planted in a directory of the
+// caller's PATH, which would run as root with the spec already judged.
+const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // ScrubEnvironment removes every variable but keptEnvironment from the
-// process's environment, before anything reads it or starts a child.
+// process's environment and sets PATH to SystemPath, before anything reads
+// it or starts a child.
 func ScrubEnvironment() {
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(keptEnvironment, k) {
 			os.Unsetenv(k)
 		}
 	}
+	os.Setenv("PATH", SystemPath)
 }
