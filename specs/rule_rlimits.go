@@ -26,6 +26,10 @@ var rlimitCeilings = map[string]uint64{
 	"RLIMIT_STACK": unlimited, "RLIMIT_CORE": 0, "RLIMIT_RTPRIO": 0, "RLIMIT_RTTIME": 0,
 }
 
+// setWhenAbsent are the rlimits set to 0 when the spec does not name
+// them: no core dumps, no realtime priority, no nice below the start's.
+var setWhenAbsent = []string{"RLIMIT_CORE", "RLIMIT_RTPRIO", "RLIMIT_NICE"}
+
 func ruleRlimits(c *Context, s *rspec.Spec) []Decision {
 	return clampRlimits(ensureProcess(s))
 }
@@ -35,7 +39,6 @@ func ruleRlimits(c *Context, s *rspec.Spec) []Decision {
 // (and any secret in it) to wherever the host's core_pattern points.
 func clampRlimits(p *rspec.Process) []Decision {
 	var ds []Decision
-	core := false
 	seen := map[string]bool{}
 	for i := range p.Rlimits {
 		r := &p.Rlimits[i]
@@ -61,9 +64,6 @@ func clampRlimits(p *rspec.Process) []Decision {
 			continue
 		}
 		seen[r.Type] = true
-		if r.Type == "RLIMIT_CORE" {
-			core = true
-		}
 		d := Decision{Rule: "rlimits", Field: field, Action: Kept, Before: before, After: before, Layer: LayerRlimit,
 			Why: rlimitWhy(r.Type)}
 		if r.Soft > ceiling || r.Hard > ceiling {
@@ -74,10 +74,16 @@ func clampRlimits(p *rspec.Process) []Decision {
 			ds = append(ds, d)
 		}
 	}
-	if !core {
-		p.Rlimits = append(p.Rlimits, rspec.POSIXRlimit{Type: "RLIMIT_CORE"})
-		ds = append(ds, Decision{Rule: "rlimits", Field: "process.rlimits[RLIMIT_CORE]", Action: Added,
-			Before: "unset", After: "soft=0 hard=0", Layer: LayerRlimit, Why: rlimitWhy("RLIMIT_CORE")})
+	// A limit the spec does not set is the caller's, which the backend's
+	// process passes on: a caller with RLIMIT_RTPRIO or RLIMIT_NICE above
+	// the kernel's default would give the job realtime scheduling or a
+	// negative nice without a capability.
+	for _, t := range setWhenAbsent {
+		if !seen[t] {
+			p.Rlimits = append(p.Rlimits, rspec.POSIXRlimit{Type: t})
+			ds = append(ds, Decision{Rule: "rlimits", Field: "process.rlimits[" + t + "]", Action: Added,
+				Before: "unset", After: "soft=0 hard=0", Layer: LayerRlimit, Why: rlimitWhy(t)})
+		}
 	}
 	return ds
 }

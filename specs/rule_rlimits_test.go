@@ -60,3 +60,24 @@ func wantRlimit(t *testing.T, s *rspec.Spec, typ string, soft, hard uint64) {
 	}
 	t.Fatalf("%s missing", typ)
 }
+
+// A limit the spec leaves out is the caller's, passed on by the backend:
+// core dumps, realtime priority and nice are set to 0 when absent, and a
+// value the spec gives (within its ceiling) is kept.
+func TestRlimitsSetWhenAbsent(t *testing.T) {
+	p := &rspec.Process{Rlimits: []rspec.POSIXRlimit{{Type: "RLIMIT_NICE", Soft: 10, Hard: 10}}}
+	clampRlimits(p)
+	got := map[string][2]uint64{}
+	for _, r := range p.Rlimits {
+		got[r.Type] = [2]uint64{r.Soft, r.Hard}
+	}
+	want := map[string][2]uint64{"RLIMIT_NICE": {10, 10}, "RLIMIT_CORE": {0, 0}, "RLIMIT_RTPRIO": {0, 0}}
+	if len(got) != len(want) {
+		t.Fatalf("rlimits %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %v, want %v", k, got[k], v)
+		}
+	}
+}

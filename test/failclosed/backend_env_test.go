@@ -70,3 +70,42 @@ func TestBackendGetsNoCallerEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerRlimitsNotInherited: a limit the spec does not set is the
+// caller's, which the backend passes on. A caller allowed realtime
+// priority and a negative nice must not hand them to the job: the
+// container's process has RLIMIT_RTPRIO and RLIMIT_NICE 0, on runc and
+// runsc.
+func TestCallerRlimitsNotInherited(t *testing.T) {
+	for _, backend := range []string{"runc", "runsc"} {
+		t.Run(backend, func(t *testing.T) {
+			binaries.NeedRoot(t, backend)
+			prlimit, err := exec.LookPath("prlimit")
+			if err != nil {
+				t.Skipf("needs prlimit (util-linux): %v", err)
+			}
+			if r := (binaries.Cmd{}).Run(t, prlimit, "--rtprio=50:50", "--nice=40:40", "--", "true"); r.Code != 0 {
+				t.Skipf("raising a hard limit needs CAP_SYS_RESOURCE, which this host's root lacks: %s", strings.TrimSpace(r.Stderr))
+			}
+			dir := t.TempDir()
+			b := bundle.New(t, []string{"cat", "/proc/self/limits"})
+			id := fmt.Sprintf("caller-rlimits-%s-%d", backend, os.Getpid())
+			r := binaries.Cmd{}.Run(t, prlimit, "--rtprio=50:50", "--nice=40:40", "--",
+				binaries.Bulkhead(t), "--root", filepath.Join(dir, "state"), "--backend", backend, "run", "--bundle", b, id)
+			if r.Code != 0 {
+				t.Fatalf("run: exit %d: %s", r.Code, r.Stderr)
+			}
+			for _, name := range []string{"Max realtime priority", "Max nice priority"} {
+				line := ""
+				for _, l := range strings.Split(r.Stdout, "\n") {
+					if strings.HasPrefix(l, name) {
+						line = l
+					}
+				}
+				if f := strings.Fields(strings.TrimPrefix(line, name)); len(f) < 2 || f[0] != "0" || f[1] != "0" {
+					t.Errorf("%s in the container: %q, want 0 0", name, line)
+				}
+			}
+		})
+	}
+}
