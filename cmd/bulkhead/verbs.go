@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/backend"
 )
 
 // verbUsage is the one-line help of each runc verb.
@@ -59,6 +60,9 @@ func commands(g *runtime.Globals, w wiring) []*cli.Command {
 func dispatch(g *runtime.Globals, verb string, c *cli.Context) error {
 	args := c.Args().Slice()
 	id := c.Args().First()
+	if err := backend.KeepOthersFromBackends(c.Int("preserve-fds")); err != nil {
+		return fmt.Errorf("%s: the caller's descriptors: %w", verb, err)
+	}
 	switch verb {
 	case "create", "run", "restore", "delete", "update", "start":
 		// What the backend gets is bulkhead's own reading of the command

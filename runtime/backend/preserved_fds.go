@@ -1,8 +1,10 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,6 +41,30 @@ func callersDescriptors(n int) error {
 		}
 		if flags&unix.FD_CLOEXEC != 0 {
 			return fmt.Errorf("--preserve-fds %d: descriptor %d is bulkhead's own, not one its caller handed it; only the caller's may reach the container", n, fd)
+		}
+	}
+	return nil
+}
+
+// KeepOthersFromBackends marks every descriptor from 3+n up close-on-exec:
+// what the caller left open beyond the --preserve-fds it asked for stays
+// with bulkhead and reaches no backend, nor the processes a backend keeps
+// on the host (runsc's gofer, which serves the sandbox's files), where it
+// would be a way out for whoever takes one over.
+func KeepOthersFromBackends(n int) error {
+	first := 3 + max(n, 0)
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	// A kernel before 5.11: one descriptor at a time.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
 		}
 	}
 	return nil

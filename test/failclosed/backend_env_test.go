@@ -19,7 +19,9 @@ import (
 // process) and on NOTIFY_SOCKET (it binds a socket of its own into the
 // container and forwards to the caller's); a dynamically linked backend
 // reads LD_*. A backend that records its environment, on runc and runsc,
-// must see none of them, and runc's container no notify socket.
+// must see none of them, and runc's container no notify socket; nor may
+// it get a descriptor the caller left open without --preserve-fds (runsc
+// would keep it in its gofer on the host).
 func TestBackendGetsNoCallerEnvironment(t *testing.T) {
 	for _, backend := range []string{"runc", "runsc"} {
 		t.Run(backend, func(t *testing.T) {
@@ -31,7 +33,8 @@ func TestBackendGetsNoCallerEnvironment(t *testing.T) {
 			dir := t.TempDir()
 			record := filepath.Join(dir, "env")
 			wrapper := filepath.Join(dir, backend)
-			script := fmt.Sprintf("#!/bin/sh\n# A %s that records its environment.\nenv >> %q\nexec %q \"$@\"\n", backend, record, real)
+			fds := filepath.Join(dir, "fds")
+			script := fmt.Sprintf("#!/bin/sh\n# A %s that records its environment and descriptors.\nenv >> %q\nls -l /proc/$$/fd/ >> %q\nexec %q \"$@\"\n", backend, record, fds, real)
 			if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +54,13 @@ func TestBackendGetsNoCallerEnvironment(t *testing.T) {
 				"LD_LIBRARY_PATH=/nonexistent", "_LIBCONTAINER_LOGLEVEL=5", "BULKHEAD_TEST_NO_RULE_NAMES=1"}
 			b := bundle.New(t, []string{"cat", "/proc/self/mountinfo"})
 			id := fmt.Sprintf("backend-env-%s-%d", backend, os.Getpid())
-			r := binaries.Cmd{Env: caller}.Run(t, binaries.Bulkhead(t), "--config", config, "--root", filepath.Join(dir, "state"), "run", "--bundle", b, id)
+			// A directory the caller left open, not handed on with --preserve-fds.
+			open, err := os.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer open.Close()
+			r := binaries.Cmd{Env: caller, ExtraFiles: []*os.File{open}}.Run(t, binaries.Bulkhead(t), "--config", config, "--root", filepath.Join(dir, "state"), "run", "--bundle", b, id)
 			if r.Code != 0 {
 				t.Fatalf("run: exit %d: %s", r.Code, r.Stderr)
 			}
@@ -61,6 +70,9 @@ func TestBackendGetsNoCallerEnvironment(t *testing.T) {
 			env, err := os.ReadFile(record)
 			if err != nil {
 				t.Fatalf("the backend never ran: %v", err)
+			}
+			if seen, _ := os.ReadFile(fds); strings.Contains(string(seen), open.Name()) {
+				t.Errorf("the backend got the caller's descriptor of %s:\n%s", open.Name(), seen)
 			}
 			for _, kv := range caller {
 				if k, _, _ := strings.Cut(kv, "="); strings.Contains(string(env), "\n"+k+"=") || strings.HasPrefix(string(env), k+"=") {
