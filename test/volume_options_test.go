@@ -223,5 +223,30 @@ func engineDir(t *testing.T, dir string) {
 	if err := os.Mkdir(dir, 0o711); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(dir) })
+	t.Cleanup(func() {
+		// Removing a directory detaches what other mount namespaces have
+		// mounted on it: another run of the suite on this host may still
+		// hold its tmpfs there.
+		if !mountedAnywhere(dir) {
+			os.Remove(dir)
+		}
+	})
+}
+
+// mountedAnywhere tells whether some process's mount namespace has a
+// mount at dir.
+func mountedAnywhere(dir string) bool {
+	tables, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	for _, table := range tables {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && f[4] == dir {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -87,35 +89,40 @@ func TestBackendGetsNoCallerEnvironment(t *testing.T) {
 // caller's, which the backend passes on. A caller allowed realtime
 // priority and a negative nice must not hand them to the job: the
 // container's process has RLIMIT_RTPRIO and RLIMIT_NICE 0, on runc and
-// runsc.
+// runsc. Raising the limits needs CAP_SYS_RESOURCE (the cgroup v2 guest
+// has it).
 func TestCallerRlimitsNotInherited(t *testing.T) {
 	for _, backend := range []string{"runc", "runsc"} {
 		t.Run(backend, func(t *testing.T) {
 			binaries.NeedRoot(t, backend)
-			prlimit, err := exec.LookPath("prlimit")
-			if err != nil {
-				t.Skipf("needs prlimit (util-linux): %v", err)
+			// The test's own limits, which bulkhead and its backend inherit
+			// as from any caller.
+			var rtprio, nice unix.Rlimit
+			if err := unix.Getrlimit(unix.RLIMIT_RTPRIO, &rtprio); err != nil {
+				t.Fatal(err)
 			}
-			if r := (binaries.Cmd{}).Run(t, prlimit, "--rtprio=50:50", "--nice=40:40", "--", "true"); r.Code != 0 {
-				t.Skipf("raising a hard limit needs CAP_SYS_RESOURCE, which this host's root lacks: %s", strings.TrimSpace(r.Stderr))
+			if err := unix.Getrlimit(unix.RLIMIT_NICE, &nice); err != nil {
+				t.Fatal(err)
 			}
+			if err := unix.Setrlimit(unix.RLIMIT_RTPRIO, &unix.Rlimit{Cur: 50, Max: 50}); err != nil {
+				t.Skipf("raising a hard limit needs CAP_SYS_RESOURCE, which this host's root lacks: %v", err)
+			}
+			t.Cleanup(func() { _ = unix.Setrlimit(unix.RLIMIT_RTPRIO, &rtprio) })
+			if err := unix.Setrlimit(unix.RLIMIT_NICE, &unix.Rlimit{Cur: 40, Max: 40}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = unix.Setrlimit(unix.RLIMIT_NICE, &nice) })
 			dir := t.TempDir()
-			b := bundle.New(t, []string{"cat", "/proc/self/limits"})
+			// ulimit, not /proc/self/limits, which gVisor does not have.
+			b := bundle.New(t, []string{"sh", "-c", "echo rtprio $(ulimit -Sr) $(ulimit -Hr); echo nice $(ulimit -Se) $(ulimit -He)"})
 			id := fmt.Sprintf("caller-rlimits-%s-%d", backend, os.Getpid())
-			r := binaries.Cmd{}.Run(t, prlimit, "--rtprio=50:50", "--nice=40:40", "--",
-				binaries.Bulkhead(t), "--root", filepath.Join(dir, "state"), "--backend", backend, "run", "--bundle", b, id)
+			r := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", filepath.Join(dir, "state"), "--backend", backend, "run", "--bundle", b, id)
 			if r.Code != 0 {
 				t.Fatalf("run: exit %d: %s", r.Code, r.Stderr)
 			}
-			for _, name := range []string{"Max realtime priority", "Max nice priority"} {
-				line := ""
-				for _, l := range strings.Split(r.Stdout, "\n") {
-					if strings.HasPrefix(l, name) {
-						line = l
-					}
-				}
-				if f := strings.Fields(strings.TrimPrefix(line, name)); len(f) < 2 || f[0] != "0" || f[1] != "0" {
-					t.Errorf("%s in the container: %q, want 0 0", name, line)
+			for _, want := range []string{"rtprio 0 0", "nice 0 0"} {
+				if !strings.Contains(r.Stdout, want+"\n") {
+					t.Errorf("the container's limits:\n%s\nwant %q", r.Stdout, want)
 				}
 			}
 		})
