@@ -2,7 +2,9 @@ package specs
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/moby/sys/mountinfo"
 )
@@ -24,13 +26,15 @@ var plainStorage = map[string]bool{
 // place the rules know, and shows every host process and another
 // sandbox's root), an overlay (its files are its layers', lowerdir=/etc),
 // FUSE (every lookup is a request the job sends to a process on the host).
-// An overlay as the host's root filesystem is the host's own files.
+// An overlay as the host's root filesystem is the host's own files, and
+// one made of containerd's snapshots only (an image volume) is an image's
+// files.
 func storageRefusal(real string, holder *mountinfo.Info) string {
 	if holder == nil {
 		return real + ": the mount holding it is not known"
 	}
 	t := holder.FSType
-	if plainStorage[t] || (t == "overlay" && holder.Mountpoint == "/") {
+	if plainStorage[t] || (t == "overlay" && (holder.Mountpoint == "/" || imageLayersOnly(holder.VFSOptions))) {
 		return ""
 	}
 	why := "a view of something else that no rule about paths can judge"
@@ -45,4 +49,31 @@ func storageRefusal(real string, holder *mountinfo.Info) string {
 	}
 	return fmt.Sprintf("%s is on a filesystem of type %q (%s at %s): %s; only plain storage (ext4, xfs, btrfs, tmpfs, nfs, ...) is bound, bind a directory of one",
 		real, t, holder.Source, holder.Mountpoint, why)
+}
+
+// snapshotDir is a directory of containerd's overlayfs snapshotter: a
+// snapshot's files (fs) or its overlay work directory (work).
+var snapshotDir = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/[^:,]+/io\.containerd\.snapshotter\.v1\.overlayfs/snapshots/[0-9]+/(fs|work)$`)
+})
+
+// imageLayersOnly tells whether an overlay's superblock options (as
+// mountinfo shows them) name only containerd's snapshots: image layers
+// below, a snapshot of the engine's own above (an image volume).
+func imageLayersOnly(options string) bool {
+	var dirs []string
+	for _, o := range strings.Split(options, ",") {
+		switch k, v, _ := strings.Cut(o, "="); k {
+		case "lowerdir":
+			dirs = append(dirs, strings.Split(v, ":")...)
+		case "upperdir", "workdir":
+			dirs = append(dirs, v)
+		}
+	}
+	for _, d := range dirs {
+		if strings.Contains(d, "..") || !snapshotDir().MatchString(d) {
+			return false
+		}
+	}
+	return len(dirs) > 0
 }

@@ -33,6 +33,23 @@ func TestStorageRefusal(t *testing.T) {
 			t.Errorf("%s at %s: %q, want %q", c.fstype, c.mountpoint, why, c.want)
 		}
 	}
+	const snap = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/"
+	for _, c := range []struct {
+		options string
+		allowed bool
+	}{
+		{"ro,lowerdir=" + snap + "12/fs:" + snap + "11/fs", true},
+		{"rw,lowerdir=" + snap + "1/fs,upperdir=" + snap + "7/fs,workdir=" + snap + "7/work,uuid=on,fsync=volatile", true},
+		{"rw,lowerdir=" + snap + "12/fs,upperdir=/srv/u,workdir=/srv/w", false},
+		{"ro,lowerdir=" + snap + "12/fs:/etc", false},
+		{"ro,lowerdir=" + snap + "12/fs/../../../../../etc", false},
+		{"ro", false},
+	} {
+		why := storageRefusal("/run/x/image-volumes/a/b", &mountinfo.Info{FSType: "overlay", Mountpoint: "/run/x/image-volumes/a/b", VFSOptions: c.options})
+		if (why == "") != c.allowed {
+			t.Errorf("an overlay of %s: %q, want allowed %v", c.options, why, c.allowed)
+		}
+	}
 	if storageRefusal("/x", nil) == "" {
 		t.Error("a source whose mount is not known was bound")
 	}
