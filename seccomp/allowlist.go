@@ -3,7 +3,8 @@ package seccomp
 // defaultAllowed is the first rule of moby default.json (commit 00f3d189),
 // the syscalls Docker allows to every container whatever its capabilities,
 // minus io_uring_enter, io_uring_register, io_uring_setup and
-// name_to_handle_at, which bulkhead denies (see Denied). Names that exist
+// name_to_handle_at, which bulkhead denies (see Denied), and fcntl and
+// fcntl64, which Default allows for every command but F_SETLEASE. Names that exist
 // only on some architectures (chown32, _llseek, epoll_wait_old, ...) stay,
 // as in Docker: libseccomp adds them only where they exist.
 var defaultAllowed = []string{
@@ -16,7 +17,7 @@ var defaultAllowed = []string{
 	"epoll_pwait2", "epoll_wait", "epoll_wait_old", "eventfd", "eventfd2",
 	"execve", "execveat", "exit", "exit_group", "faccessat", "faccessat2",
 	"fadvise64", "fadvise64_64", "fallocate", "fanotify_mark", "fchdir",
-	"fchmod", "fchmodat", "fchown", "fchown32", "fchownat", "fcntl", "fcntl64",
+	"fchmod", "fchmodat", "fchown", "fchown32", "fchownat",
 	"fdatasync", "fgetxattr", "flistxattr", "flock", "fork", "fremovexattr",
 	"fsetxattr", "fstat", "fstat64", "fstatat64", "fstatfs", "fstatfs64",
 	"fsync", "ftruncate", "ftruncate64", "futex", "futex_time64", "futex_waitv",

@@ -100,6 +100,28 @@ func Default() *rspec.LinuxSeccomp {
 		}))
 	}
 
+	// fcntl, which moby's allowlist allows outright, for every command but
+	// F_SETLEASE (1024). Under runc a bound host file is the host's file: a
+	// lease the job takes on one it owns (a workspace file) makes every host
+	// writer's open wait up to lease-break-time. As with socket, the rules
+	// are on the low 32 bits of the command (the kernel reads an unsigned
+	// int), and a command added to a future kernel above 1055 is refused
+	// until it is reviewed.
+	for _, m := range []struct{ mask, value uint64 }{
+		{0xffffffc0, 0},    // 0-63: F_DUPFD ... F_OFD_SETLKW and the 32-bit lock commands
+		{0xffffffff, 1025}, // F_GETLEASE
+		{0xfffffffe, 1026}, // F_NOTIFY, F_DUPFD_QUERY
+		{0xfffffffc, 1028}, // F_CREATED_QUERY, F_CANCELLK, F_DUPFD_CLOEXEC, F_SETPIPE_SZ
+		{0xfffffff8, 1032}, // F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS, the write-hint commands
+		{0xfffffff0, 1040}, // 1040-1055
+	} {
+		for _, name := range []string{"fcntl", "fcntl64"} {
+			add(allowIf(name, rspec.LinuxSeccompArg{
+				Index: 1, Value: m.mask, ValueTwo: m.value, Op: rspec.OpMaskedEqual,
+			}))
+		}
+	}
+
 	// moby default.json, the personality rules: only the harmless personas
 	// PER_LINUX, PER_LINUX32, UNAME26, UNAME26|PER_LINUX32 and the query
 	// 0xffffffff. Exact equality on all 64 bits cannot be widened by

@@ -131,6 +131,19 @@ func TestDefaultArgumentRules(t *testing.T) {
 		{"personality", []uint64{0xffffffff}, true},
 		{"personality", []uint64{0x0400000}, false}, // READ_IMPLIES_EXEC
 		{"personality", []uint64{0x0040000}, false}, // ADDR_NO_RANDOMIZE
+		{"fcntl", []uint64{3, 0}, true},             // F_DUPFD
+		{"fcntl", []uint64{3, 4}, true},             // F_SETFL
+		{"fcntl", []uint64{3, 7}, true},             // F_SETLKW
+		{"fcntl", []uint64{3, 38}, true},            // F_OFD_SETLKW
+		{"fcntl", []uint64{3, 1025}, true},          // F_GETLEASE
+		{"fcntl", []uint64{3, 1030}, true},          // F_DUPFD_CLOEXEC
+		{"fcntl", []uint64{3, 1031}, true},          // F_SETPIPE_SZ
+		{"fcntl", []uint64{3, 1033}, true},          // F_ADD_SEALS
+		{"fcntl", []uint64{3, 1024}, false},         // F_SETLEASE
+		{"fcntl64", []uint64{3, 1024}, false},       // F_SETLEASE on 32-bit ABIs
+		// The kernel reads an unsigned int: this is F_SETLEASE again.
+		{"fcntl", []uint64{3, 1<<32 | 1024}, false},
+		{"fcntl", []uint64{3, 1056}, false}, // a command no kernel has yet
 		{"read", nil, true},
 		{"arch_prctl", nil, true},
 	}
@@ -181,8 +194,9 @@ func TestSummary(t *testing.T) {
 		}
 	}
 	a, d := Summary(Default())
-	// socket, personality, clone, arch_prctl, modify_ldt and five arm names.
-	if want := len(defaultAllowed) + 10; a != want || d != 1 {
+	// socket, personality, clone, fcntl, fcntl64, arch_prctl, modify_ldt
+	// and five arm names.
+	if want := len(defaultAllowed) + 12; a != want || d != 1 {
 		t.Errorf("Summary(Default()) = %d, %d, want %d, 1", a, d, want)
 	}
 }

@@ -152,7 +152,7 @@ func TestSeccompTable(t *testing.T) {
 		io_uring_register userfaultfd keyctl add_key request_key bpf perf_event_open unshare setns mount
 		umount2 mount_setattr move_mount open_tree fsopen fsconfig fsmount fspick pivot_root chroot
 		kexec_load kexec_file_load init_module finit_module delete_module open_by_handle_at acct swapon
-		swapoff reboot clone(NEWUSER|NEWNS) socket(AF_ALG) socket(AF_VSOCK)`)
+		swapoff reboot clone(NEWUSER|NEWNS) socket(AF_ALG) socket(AF_VSOCK) fcntl(F_SETLEASE)`)
 	seen := map[string]sysProbe{}
 	for _, p := range seccompTable {
 		if _, dup := seen[p.Name]; dup {
@@ -171,7 +171,7 @@ func TestSeccompTable(t *testing.T) {
 	if seen["clone3"].Expect != enosys {
 		t.Errorf("clone3 must expect ENOSYS")
 	}
-	for _, n := range []string{"read", "write", "openat", "socket(AF_INET)", "socket(AF_UNIX)"} {
+	for _, n := range []string{"read", "write", "openat", "socket(AF_INET)", "socket(AF_UNIX)", "fcntl(F_GETFL)"} {
 		if seen[n].Expect != allow {
 			t.Errorf("%s must be an allowed call", n)
 		}

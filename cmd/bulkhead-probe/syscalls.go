@@ -114,6 +114,7 @@ var seccompTable = []sysProbe{
 	{"clone(NEWUSER|NEWNS)", unix.SYS_CLONE, []arg{cloneNewUser | cloneNewNS | cloneFS, 0, 0, 0, 0}, deny, 0, unix.EINVAL, "CLONE_NEWNS|CLONE_FS is rejected by copy_process before anything is created"},
 	{"socket(AF_ALG)", unix.SYS_SOCKET, []arg{afALG, unix.SOCK_SEQPACKET, 0}, deny, 0, 0, "an fd (closed at once) or EAFNOSUPPORT"},
 	{"socket(AF_VSOCK)", unix.SYS_SOCKET, []arg{afVSOCK, unix.SOCK_STREAM, 0}, deny, 0, 0, "an fd (closed at once) or EAFNOSUPPORT"},
+	{"fcntl(F_SETLEASE)", unix.SYS_FCNTL, []arg{-1, unix.F_SETLEASE, unix.F_RDLCK}, deny, 0, unix.EBADF, "fd -1"},
 	// ENOSYS, not EPERM, so libc falls back to clone, whose flags seccomp
 	// can inspect (clone3 passes them in memory it cannot read).
 	{"clone3", unix.SYS_CLONE3, []arg{0, 0}, enosys, 0, unix.EINVAL, "NULL args, size 0"},
@@ -121,6 +122,7 @@ var seccompTable = []sysProbe{
 	{"read", unix.SYS_READ, []arg{-1, 0, 0}, allow, unix.EBADF, unix.EBADF, "fd -1"},
 	{"write", unix.SYS_WRITE, []arg{-1, 0, 0}, allow, unix.EBADF, unix.EBADF, "fd -1"},
 	{"openat", unix.SYS_OPENAT, []arg{unix.AT_FDCWD, badPath, unix.O_RDONLY, 0}, allow, unix.ENOENT, unix.ENOENT, "path does not exist"},
+	{"fcntl(F_GETFL)", unix.SYS_FCNTL, []arg{-1, unix.F_GETFL}, allow, unix.EBADF, unix.EBADF, "fd -1"},
 	{"socket(AF_INET)", unix.SYS_SOCKET, []arg{unix.AF_INET, unix.SOCK_STREAM, 0}, allow, 0, 0, "succeeds; closed at once"},
 	{"socket(AF_UNIX)", unix.SYS_SOCKET, []arg{unix.AF_UNIX, unix.SOCK_STREAM, 0}, allow, 0, 0, "succeeds; closed at once"},
 }
