@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -52,14 +53,17 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 	if why := c.mountedRefusal(annotations, real, fd); why != "" {
 		return why
 	}
-	if kind, id, ok := engineFileOwner(real); ok {
+	if kind, id, ok := engineFileOwner(judgedPath(real)); ok {
 		if !ownedByThisContainer(c, annotations, kind, id) {
 			return real + " is the engine's file for " + kind + " " + id + ", not for this container"
 		}
 	} else if !belowRoot(c.Profile.BindRoots, real) {
 		return real + " is not below any of the profile's bind_roots " + fmtList(c.Profile.BindRoots)
 	}
-	if ch, err := findChannel(real); err != nil {
+	var held *EngineStateError
+	if ch, err := findChannel(real); errors.As(err, &held) {
+		return real + " is or holds " + held.Error() + "; bind a directory without it"
+	} else if err != nil {
 		return fmt.Sprintf("the source cannot be checked for sockets and FIFOs (%v)", err)
 	} else if ch != "" {
 		return ch + " is a socket or a FIFO: connecting to one or writing to the other needs no write access to the mount (a read-only bind does not stop it), and reaches a process outside the sandbox; bind a directory without them"
@@ -121,9 +125,9 @@ func (c *Context) mountedRefusal(annotations map[string]string, real string, fd 
 
 // placeRefusal judges one place a source's files are also at.
 func (c *Context) placeRefusal(annotations map[string]string, pl Place) string {
-	p := canonicalRun(pl.Path)
+	p := judgedPath(pl.Path)
 	if why := lexicalRefusal(p); why != "" {
-		return "is refused: " + why
+		return "is refused: " + asEngineState(canonicalRun(pl.Path), why)
 	}
 	if kind, id, ok := engineFileOwner(p); ok {
 		if !ownedByThisContainer(c, annotations, kind, id) {
@@ -191,6 +195,15 @@ func findChannelAt(fd int, name string) (string, error) {
 	return found, err
 }
 
+// EngineStateError is a directory the walk of a bind source found laid
+// out as an engine's state (engineLayouts): other containers' layers,
+// configuration and volumes, wherever the operator keeps them.
+type EngineStateError struct{ Dir, Home string }
+
+func (e *EngineStateError) Error() string {
+	return e.Dir + ", laid out as an engine's state (as " + e.Home + " is): other containers' files and the engine's own"
+}
+
 // belowOnly resolves one name in a directory: no symlink (the sandbox
 // would resolve it in its own root, not the host's), no mount crossed.
 const belowOnly = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV
@@ -203,11 +216,15 @@ func walkForChannel(dir int, name string, n *int) (string, error) {
 	// file system without d_type also goes through the descriptor.
 	f := os.NewFile(uintptr(dir), "/proc/self/fd/"+strconv.Itoa(dir))
 	defer f.Close()
+	var held []string // the names an engine's state has (engineLayouts)
 	for {
 		entries, err := f.ReadDir(1024)
 		for _, e := range entries {
 			if *n++; *n > maxBindEntries {
 				return "", errTooLarge
+			}
+			if layoutNames()[e.Name()] {
+				held = append(held, e.Name())
 			}
 			p := name + "/" + e.Name()
 			if e.Type()&(fs.ModeSocket|fs.ModeNamedPipe) != 0 {
@@ -241,6 +258,9 @@ func walkForChannel(dir int, name string, n *int) (string, error) {
 			}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(entries) == 0) {
+			if home := engineHomeOf(func(n string) bool { return slices.Contains(held, n) }); home != "" {
+				return "", &EngineStateError{Dir: name, Home: home}
+			}
 			return "", nil
 		}
 		if errors.Is(err, fs.ErrPermission) {

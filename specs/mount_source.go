@@ -134,6 +134,7 @@ func mountedFromIn(p string, id int, mounts []*mountinfo.Info) MountSource {
 
 // inStateDir tells whether p is in one of the engines' state directories.
 func inStateDir(p string) bool {
+	p = judgedPath(p)
 	for _, d := range stateDirs {
 		if under(p, d) {
 			return true

@@ -79,7 +79,7 @@ func SlaveAllowed(c *Context, real string, fd int) bool {
 		places = append(places, pl.Path)
 	}
 	for _, p := range places {
-		p = canonicalRun(p)
+		p = judgedPath(p)
 		if !belowRoot(c.Profile.BindRoots, p) || inStateDir(p) || engineOwnFile(p) {
 			return false
 		}
@@ -154,7 +154,8 @@ func hostPathRefusal(src string) string {
 		candidates = append(candidates, real)
 	}
 	for _, p := range candidates {
-		if why := lexicalRefusal(canonicalRun(p)); why != "" {
+		if why := lexicalRefusal(judgedPath(p)); why != "" {
+			why = asEngineState(p, why)
 			if p != clean {
 				why = src + " resolves to " + p + ": " + why
 			}

@@ -39,7 +39,7 @@ func volumeMountRefusal(real string, src MountSource) string {
 		if !inStateDir(pl.Mount.Mountpoint) {
 			return ""
 		}
-		if m := namedVolume().FindStringSubmatch(pl.Path); m != nil && under(pl.Mount.Mountpoint, m[1]) && vol == "" {
+		if m := namedVolume().FindStringSubmatch(judgedPath(pl.Path)); m != nil && under(judgedPath(pl.Mount.Mountpoint), m[1]) && vol == "" {
 			vol, mount = m[1], pl.Mount
 		}
 	}

@@ -1,0 +1,125 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// engineLayout is a directory an engine keeps its state in, told by the
+// names it holds, wherever the operator put it: Docker's data-root,
+// containerd's root and state, containers/storage, the kubelet's root and
+// buildkit's are configurable, and on a data disk below bind_roots they
+// would be plain host paths to the rules. Such a directory is judged as if
+// it were at the engine's default place (home): the same refusals, and the
+// same files of the engine's own per container.
+type engineLayout struct {
+	home  string
+	names []string // every one of them is in the directory
+}
+
+var engineLayouts = []engineLayout{
+	{"/var/lib/docker", []string{"containers", "image", "network", "volumes"}},
+	{"/var/lib/docker", []string{"engine-id", "containers"}},
+	{"/run/docker", []string{"runtime-runc"}},
+	{"/run/containerd", []string{"io.containerd.runtime.v2.task"}},
+	{"/run/containerd", []string{"io.containerd.runtime.v1.linux"}},
+	{"/var/lib/containerd", []string{"io.containerd.metadata.v1.bolt"}},
+	{"/var/lib/containerd", []string{"io.containerd.content.v1.content"}},
+	{"/var/lib/containerd", []string{"io.containerd.snapshotter.v1.overlayfs"}},
+	{"/var/lib/containerd", []string{"io.containerd.snapshotter.v1.native"}},
+	{"/var/lib/containerd", []string{"io.containerd.grpc.v1.cri"}},
+	{"/var/lib/containers/storage", []string{"storage.lock", "overlay-layers"}},
+	{"/var/lib/containers/storage", []string{"storage.lock", "overlay-containers"}},
+	{"/var/lib/containers/storage", []string{"storage.lock", "vfs-layers"}},
+	{"/var/lib/containers/storage", []string{"storage.lock", "btrfs-layers"}},
+	{"/var/lib/kubelet", []string{"pods", "plugins_registry"}},
+	{"/var/lib/kubelet", []string{"pods", "pod-resources"}},
+	{"/var/lib/kubelet", []string{"pods", "cpu_manager_state"}},
+	{"/var/lib/buildkit", []string{"buildkitd.lock"}},
+	{"/var/lib/buildkit", []string{"runc-overlayfs"}},
+	{"/var/lib/buildkit", []string{"containerd-overlayfs"}},
+}
+
+// layoutNames are the names any layout looks for, so that a walk keeps
+// only those of a directory's entries.
+var layoutNames = sync.OnceValue(func() map[string]bool {
+	m := map[string]bool{}
+	for _, l := range engineLayouts {
+		for _, n := range l.names {
+			m[n] = true
+		}
+	}
+	return m
+})
+
+// engineHomeOf returns the home of the engine whose layout a directory
+// has, by has telling which names it holds; "" for none.
+func engineHomeOf(has func(name string) bool) string {
+	for _, l := range engineLayouts {
+		all := true
+		for _, n := range l.names {
+			if !has(n) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return l.home
+		}
+	}
+	return ""
+}
+
+// layoutAt caches, per directory, the home its layout names (or ""): one
+// create asks about the same few directories for every bind and place.
+var layoutAt sync.Map
+
+func engineHomeAt(dir string) string {
+	if h, ok := layoutAt.Load(dir); ok {
+		return h.(string)
+	}
+	h := engineHomeOf(func(name string) bool {
+		_, err := os.Lstat(filepath.Join(dir, name))
+		return err == nil
+	})
+	layoutAt.Store(dir, h)
+	return h
+}
+
+// engineStatePath returns p as the rules judge it: when p is in (or is) a
+// directory laid out as an engine's state, p moved to that engine's home,
+// with the directory found (root); otherwise p itself and "". The nearest
+// such directory counts: a volume of Docker's holding another engine's
+// state is that engine's.
+func engineStatePath(p string) (judged, root string) {
+	for dir := p; dir != "/" && dir != "." && dir != ""; dir = filepath.Dir(dir) {
+		home := engineHomeAt(dir)
+		if home == "" {
+			continue
+		}
+		if dir == home {
+			return p, ""
+		}
+		return home + strings.TrimPrefix(p, dir), dir
+	}
+	return p, ""
+}
+
+// judgedPath is p as every host_mounts rule reads it: /var/run folded onto
+// /run, and an engine's state moved to its home (engineStatePath).
+func judgedPath(p string) string {
+	judged, _ := engineStatePath(canonicalRun(p))
+	return judged
+}
+
+// asEngineState prefixes a refusal of the path judged with where the
+// state really is, when it was moved.
+func asEngineState(p, why string) string {
+	judged, root := engineStatePath(canonicalRun(p))
+	if root == "" {
+		return why
+	}
+	return p + " is in " + root + ", laid out as an engine's state (judged as " + judged + "): " + why
+}
