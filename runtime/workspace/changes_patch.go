@@ -79,8 +79,9 @@ func (ps patchSource) content(c Change, old bool, judged *unix.Stat_t) ([]byte, 
 // in a clean checkout of the source) and returns the paths it could not
 // express faithfully: binary files, odd names, files too large for a text
 // patch, second names of a hard link, content with characters a terminal
-// would not show as they are (CR, ESC, other controls, bidi controls), and
-// rejected entries. What the reviewer reads is then exactly what applies.
+// would not show as they are (CR, ESC, other controls, bidi controls), a
+// change of mode bits alone that git records the same, and rejected
+// entries. What the reviewer reads is then exactly what applies.
 func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (skipped []string, err error) {
 	for _, c := range changes {
 		if c.Type == "dir" {
@@ -122,11 +123,21 @@ func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (s
 				continue
 			}
 		}
-		if isBinary(oldData) || isBinary(newData) {
+		modeOnly := c.Kind == "modified" && bytes.Equal(oldData, newData)
+		if modeOnly && gitMode(c, true) == gitMode(c, false) {
+			// git knows no mode but 100644 and 100755: an entry with
+			// neither mode lines nor a hunk is one git apply refuses,
+			// and with it the whole patch.
+			skipped = append(skipped, rejectLine(p, fmt.Sprintf("only its mode changed, %s to %s, which git records as %s either way: not expressible in a patch; --format json lists it", c.OldMode, c.Mode, gitMode(c, false))))
+			continue
+		}
+		// An entry of mode lines alone shows no content, so what it
+		// holds cannot mislead the reviewer.
+		if !modeOnly && (isBinary(oldData) || isBinary(newData)) {
 			skipped = append(skipped, rejectLine(p, "binary file (no GIT binary patch); use --format tar"))
 			continue
 		}
-		if !plainText(oldData) || !plainText(newData) || (c.Type == "symlink" && strings.Contains(c.Target, "\n")) {
+		if !modeOnly && (!plainText(oldData) || !plainText(newData) || (c.Type == "symlink" && strings.Contains(c.Target, "\n"))) {
 			skipped = append(skipped, rejectLine(p, "holds control characters (CR, ESC, ...) or bidi controls that a terminal would not show as they are; use --format tar"))
 			continue
 		}
