@@ -10,8 +10,10 @@ import (
 func TestIsOwnPin(t *testing.T) {
 	root := t.TempDir()
 	state := filepath.Join(root, "bulkhead", "c1")
-	if err := os.MkdirAll(filepath.Join(state, "pins", "1", "sub"), 0o700); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"pins/1/sub", "ws/0/lower/sub", "ws/0/merged", "ws/0/upper"} {
+		if err := os.MkdirAll(filepath.Join(state, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	pin := filepath.Join(state, "pins", "1")
 	if isOwnPin(pin) {
@@ -22,6 +24,8 @@ func TestIsOwnPin(t *testing.T) {
 	}
 	for p, want := range map[string]bool{
 		pin: true, filepath.Join(pin, "sub"): true,
+		filepath.Join(state, "ws/0/lower"): true, filepath.Join(state, "ws/0/lower/sub"): true,
+		filepath.Join(state, "ws/0/merged"): false, filepath.Join(state, "ws/0/upper"): false, filepath.Join(state, "ws"): false,
 		filepath.Join(state, "pins"): false, filepath.Join(state, "bundle"): false, "/srv/bulkhead/c1/pins/1": false,
 	} {
 		if got := isOwnPin(p); got != want {
