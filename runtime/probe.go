@@ -162,6 +162,11 @@ func (p *probeRun) run(ctx context.Context) error {
 		return err
 	}
 	args = append(args, egressArgs...)
+	limitArgs, err := probeLimitArgs(&p.sel.Profile)
+	if err != nil {
+		return err
+	}
+	args = append(args, limitArgs...)
 	if p.gvisor {
 		args = append(args, "-gvisor", "-memory-after-done")
 	}

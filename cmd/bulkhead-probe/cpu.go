@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,9 +34,7 @@ const (
 	// cpuGVisorWall: under gVisor the probe cannot see the host's cgroup
 	// and the host judges; the spin runs this long for it.
 	cpuGVisorWall = 5 * time.Second
-	// cpuCeiling is the default profile's quota in CPUs.
-	cpuCeiling = 1.0
-	cpuPoll    = 50 * time.Millisecond
+	cpuPoll       = 50 * time.Millisecond
 )
 
 // cpuCgroup is this process's own cpu cgroup as the container sees it
@@ -197,23 +196,38 @@ func checkCPU(env *probeEnv) Result {
 	// The quota is enforced per period; allow the periods the window
 	// cuts at either end.
 	allowed := time.Duration(quota*float64(wall)) + 2*cg.quota
-	switch {
-	case quota == 0:
-		r.Layer = protocol.LayerNone
-		r.Detail += ": the cgroup has no CPU quota"
-	case quota > cpuCeiling+1e-9:
-		r.Layer = protocol.LayerNone
-		r.Detail += fmt.Sprintf(": the quota is above the policy's %.0f CPU", cpuCeiling)
-	case used > allowed:
-		r.Layer = protocol.LayerNone
-		r.Detail += fmt.Sprintf(": more than the quota allows (%s)", allowed.Round(time.Millisecond))
-	case bites == 0:
-		r.Layer = protocol.LayerNone
-		r.Detail = "no evidence: the quota never throttled the spin within " + cpuDeadline.String() + "; " + r.Detail
-	default:
+	if why, ok := judgeCPUQuota(quota, env.policy.cpus, used, allowed, bites); ok {
 		r.Layer, r.Pass = protocol.LayerCPU, true
+	} else {
+		r.Layer = protocol.LayerNone
+		if strings.HasPrefix(why, noEvidencePrefix) {
+			r.Detail = why + "; " + r.Detail
+		} else {
+			r.Detail += ": " + why
+		}
 	}
 	return r
+}
+
+const noEvidencePrefix = "no evidence"
+
+// judgeCPUQuota judges one spin: the group had a quota, no larger than
+// the profile's ceiling (0: the profile sets none to compare with), used
+// no more CPU than it allows and was throttled. why says what did not
+// hold; a why starting with noEvidencePrefix is a spin that showed nothing
+// either way.
+func judgeCPUQuota(quota, ceiling float64, used, allowed time.Duration, bites uint64) (why string, ok bool) {
+	switch {
+	case quota == 0:
+		return "the cgroup has no CPU quota", false
+	case ceiling > 0 && quota > ceiling+1e-9:
+		return fmt.Sprintf("the quota is above the policy's %g CPU", ceiling), false
+	case used > allowed:
+		return fmt.Sprintf("more than the quota allows (%s)", allowed.Round(time.Millisecond)), false
+	case bites == 0:
+		return noEvidencePrefix + ": the quota never throttled the spin within " + cpuDeadline.String(), false
+	}
+	return "", true
 }
 
 // spinFor burns CPU on cpuSpinners locked threads until done reports true

@@ -16,13 +16,14 @@ import (
 )
 
 const (
-	tmpDir   = "/tmp"
-	tmpLimit = 16 << 20 // the default profile's /tmp size
+	tmpDir = "/tmp"
 	// tmpSlack allows for tmpfs rounding and for what else already sits in
 	// /tmp; more than that means the size option is not what the policy says.
 	tmpSlack = 1 << 20
-	// tmpWriteCap bounds the fill so a /tmp without a size limit (or on the
-	// host's disk) costs at most this much before the control gives up.
+	// tmpWriteCap is the least the fill may write (tmpFillCap): what the
+	// default profile's /tmp has always been probed with. The bound keeps
+	// a /tmp without a size limit (or on the host's disk) from costing
+	// more before the control gives up.
 	tmpWriteCap = 48 << 20
 )
 
@@ -189,7 +190,9 @@ func copyExe(dst string) error {
 // which tmpfs pages are charged to) start clean.
 func checkTmpSize(env *probeEnv) Result {
 	path := probeFile(tmpDir, "fill")
-	r := Result{Attempt: fmt.Sprintf("write %s in 1 MiB chunks until ENOSPC (at most %d MiB)", path, tmpWriteCap>>20)}
+	size := env.policy.tmpSize
+	fill := tmpFillCap(size)
+	r := Result{Attempt: fmt.Sprintf("write %s in 1 MiB chunks until ENOSPC (at most %d MiB)", path, fill>>20)}
 	defer os.Remove(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -204,7 +207,7 @@ func checkTmpSize(env *probeEnv) Result {
 		chunk[i] = byte(i) // not zero: nothing may dedupe or sparse it
 	}
 	var written int64
-	for written < tmpWriteCap {
+	for written < fill {
 		n, werr := f.Write(chunk)
 		written += int64(n)
 		if werr != nil {
@@ -217,13 +220,16 @@ func checkTmpSize(env *probeEnv) Result {
 	if err == nil {
 		r.Observed = "no error"
 	}
-	r.Detail = fmt.Sprintf("wrote %d bytes; filesystem %s; limit %d + slack %d", written, fsType(tmpDir), tmpLimit, tmpSlack)
+	r.Detail = fmt.Sprintf("wrote %d bytes; filesystem %s; limit %d + slack %d", written, fsType(tmpDir), size, tmpSlack)
 	switch {
 	case isErrno(err, unix.ENOSPC):
 		r.Layer = protocol.LayerTmpfs
-		r.Pass = written <= tmpLimit+tmpSlack
-		if !r.Pass {
-			r.Detail += ": /tmp is larger than the policy's 16 MiB"
+		r.Pass = size > 0 && written <= size+tmpSlack
+		switch {
+		case size == 0:
+			r.Detail += ": the policy sets no /tmp size to hold it to"
+		case !r.Pass:
+			r.Detail += fmt.Sprintf(": /tmp is larger than the policy's %s", mib(size))
 		}
 	case err == nil:
 		r.Layer = protocol.LayerNone

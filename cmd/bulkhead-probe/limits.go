@@ -24,10 +24,10 @@ import (
 )
 
 const (
-	maxChildren   = 200
+	maxChildren   = 200              // the fewest the pids attempt forks at most (childrenCeiling)
 	sleeperLife   = 10 * time.Second // a sleeper outlives no probe run
 	memStep       = 16 << 20
-	memCeiling    = 1 << 30
+	memCeiling    = 1 << 30 // the least the memory attempt touches (memoryCeiling)
 	oomScoreWorst = "1000"
 )
 
@@ -84,7 +84,8 @@ type pidsReport struct {
 // profile's limit for runsc, and the host pids.max above it): gVisor's
 // kernel then answers EAGAIN per sandbox.
 func checkPids(env *probeEnv) Result {
-	r := Result{Attempt: fmt.Sprintf("fork/exec up to %d sleeping children until EAGAIN", maxChildren)}
+	children := childrenCeiling(env.policy.pidsLimit)
+	r := Result{Attempt: fmt.Sprintf("fork/exec up to %d sleeping children until EAGAIN", children)}
 	nproc, nprocSet := nprocLimit()
 	if env.gvisor && !env.forceLimits && !nprocSet {
 		return notTriedInGVisor(r.Attempt, "RLIMIT_NPROC is unlimited: with the ptrace platform every sandboxed process is backed by host threads, "+
@@ -94,7 +95,7 @@ func checkPids(env *probeEnv) Result {
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Second)
 	defer cancel()
 	warmThreads(8)
-	cmd := exec.CommandContext(ctx, "/proc/self/exe", "-child-pids", strconv.Itoa(maxChildren))
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", "-child-pids", strconv.Itoa(children))
 	cmd.Env = childEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -179,19 +180,22 @@ func childSleepMain() int {
 	return 0
 }
 
-// checkMemory: a child touches memory in 16 MiB steps up to 1 GiB; the
-// memory cgroup (256 MiB, no swap) must SIGKILL it. The child raises its
-// own oom_score_adj so the kernel picks it, and the probe survives.
+// checkMemory: a child touches memory in 16 MiB steps past the profile's
+// limit (memoryCeiling); the memory cgroup (no swap) must SIGKILL it
+// before the limit. The child raises its own oom_score_adj so the kernel
+// picks it, and the probe survives.
 func checkMemory(env *probeEnv) Result {
-	r := Result{Attempt: fmt.Sprintf("child touches memory in %d MiB steps up to %d MiB", memStep>>20, memCeiling>>20)}
+	limit := env.policy.memoryLimit
+	ceiling := memoryCeiling(limit)
+	r := Result{Attempt: fmt.Sprintf("child touches memory in %d MiB steps up to %d MiB", memStep>>20, ceiling>>20)}
 	if env.gvisor && !env.forceLimits && !env.memoryAfterDone {
 		return notTriedInGVisor(r.Attempt, "the host memory cgroup sees only the sentry: past the limit the host OOM killer kills the "+
 			"whole sandbox (runsc exits 137), not the child, so the probe would not report; the host's memory oom_kill is the evidence here. "+
 			"MemTotal inside: "+memTotal())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), memDeadline(ceiling))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/proc/self/exe", "-child-mem")
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", "-child-mem", "-memory-limit", strconv.FormatInt(limit, 10))
 	cmd.Env = childEnv()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -220,17 +224,13 @@ func checkMemory(env *probeEnv) Result {
 		r.Observed, r.Layer = "timeout", protocol.LayerNone
 		r.Detail += "; killed by the probe's own deadline"
 	case err == nil:
-		r.Observed, r.Layer = "exit 0", protocol.LayerNone
-		r.Detail += ": no memory limit reached"
+		r.Observed = "exit 0"
+		judgeMemoryEnd(&r, false, 0, last, limit, ceiling)
 	case errors.As(err, &ee):
 		ws, _ := ee.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
 			r.Observed = unix.SignalName(ws.Signal())
-			r.Pass = ws.Signal() == syscall.SIGKILL
-			r.Layer = protocol.LayerMemory
-			if !r.Pass {
-				r.Layer = protocol.LayerNone
-			}
+			judgeMemoryEnd(&r, true, ws.Signal(), last, limit, ceiling)
 		} else {
 			r.Observed, r.Layer = fmt.Sprintf("exit %d", ws.ExitStatus()), protocol.LayerNone
 			r.Detail += ": " + firstLine(stderr.String())
@@ -241,13 +241,52 @@ func checkMemory(env *probeEnv) Result {
 	return r
 }
 
-// childMemMain allocates and touches memory, printing progress after each
-// step so the parent knows how far it got before the kill.
-func childMemMain(w io.Writer) int {
+// memDeadline bounds the child's allocation of ceiling bytes: 9 s per
+// memCeiling, since gVisor's ptrace platform touches memory slowly
+// (measured about 375 MiB/s on 2 cores, so memMaxCeiling takes 11 s), but
+// no longer than memDeadlineCap, which stays below the host's wait after
+// the done line under gVisor (afterDoneWait, 30 s) and below the
+// control's own deadline.
+func memDeadline(ceiling int64) time.Duration {
+	d := time.Duration(float64(memDeadlineBase) * float64(ceiling) / memCeiling)
+	return min(max(d, memDeadlineBase), memDeadlineCap)
+}
+
+const (
+	memDeadlineBase = 9 * time.Second
+	memDeadlineCap  = 25 * time.Second
+)
+
+// judgeMemoryEnd judges how the child that touched last bytes ended
+// (signaled with sig, or exited by itself after reaching ceiling) against
+// the profile's limit. Only a SIGKILL at or below the limit is the
+// limit's evidence: a child killed past it was stopped by something else
+// (a larger limit, the host's OOM killer), and one that finished its loop
+// met no limit at all.
+func judgeMemoryEnd(r *Result, signaled bool, sig syscall.Signal, last, limit, ceiling int64) {
+	r.Layer = protocol.LayerNone
+	switch {
+	case !signaled:
+		r.Detail += ": no memory limit reached"
+		if limit > 0 && ceiling <= limit {
+			r.Detail += fmt.Sprintf(" (the profile's limit of %s is above the most the probe touches, %s)", mib(limit), mib(ceiling))
+		}
+	case sig != syscall.SIGKILL:
+	case limit > 0 && last > limit:
+		r.Detail += fmt.Sprintf(": killed past the profile's limit of %s, so not by that limit", mib(limit))
+	default:
+		r.Layer, r.Pass = protocol.LayerMemory, true
+	}
+}
+
+// childMemMain allocates and touches memory up to ceiling bytes, printing
+// progress after each step so the parent knows how far it got before the
+// kill.
+func childMemMain(ceiling int64, w io.Writer) int {
 	preferOOM()
 	debug.SetGCPercent(-1)
 	var keep [][]byte
-	for total := int64(0); total < memCeiling; {
+	for total := int64(0); total < ceiling; {
 		b := make([]byte, memStep)
 		for i := 0; i < len(b); i += 4096 {
 			b[i] = 1

@@ -1,5 +1,7 @@
 // Command bulkhead-probe runs inside a sandbox and attempts each boundary of
-// bulkhead's default profile, harmlessly, reporting one JSON line per control:
+// the bulkhead profile it runs under (the default profile's limits unless
+// the host gives the profile's with -cpus, -memory-limit, -pids-limit and
+// -tmp-size), harmlessly, reporting one JSON line per control:
 //
 //	{"control":"etc","attempt":"...","observed":"EROFS","layer":"read-only mount","pass":true,"detail":"..."}
 //	...
@@ -46,7 +48,7 @@
 // Seccomp stays strict under gVisor: clone3 must get ENOSYS.
 //
 // Hidden modes (used when the probe re-executes itself, since Go cannot
-// fork without exec): -child-sleep, -child-mem, -child-pids N,
+// fork without exec): -child-sleep, -child-mem (with -memory-limit), -child-pids N,
 // -child-setuid and -print-euid.
 package main
 
@@ -76,6 +78,8 @@ type probeEnv struct {
 	// memoryAfterDone defers the memory control until after the done line:
 	// under gVisor the host OOM killer ends the whole sandbox.
 	memoryAfterDone bool
+	// policy is what cpu, pids, memory and tmp-size are judged against.
+	policy policy
 }
 
 // control is one row of the table: a name the host and -only use, a
@@ -136,6 +140,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	forceLimits := fs.Bool("force-limits", false, "run the pids and memory controls even under gVisor, where reaching a host limit kills the whole sandbox")
 	gvisor := fs.Bool("gvisor", false, "the sandbox is gVisor (runsc): accept gVisor's documented answers (set by the host)")
 	memoryAfterDone := fs.Bool("memory-after-done", false, "run the memory control after the done line (gVisor: the host OOM killer ends the sandbox; the host's oom_kill decides)")
+	cpus := fs.Float64("cpus", defaultPolicy.cpus, "the profile's CPU quota ceiling in CPUs, 0 for none (set by the host; default: the default profile's)")
+	memoryLimit := fs.Int64("memory-limit", defaultPolicy.memoryLimit, "the profile's memory limit in bytes, 0 for none: the memory attempt goes past it (set by the host)")
+	pidsLimit := fs.Int64("pids-limit", defaultPolicy.pidsLimit, "the profile's pids limit, 0 for none: the fork attempt goes past it (set by the host)")
+	tmpSize := fs.Int64("tmp-size", defaultPolicy.tmpSize, "the profile's /tmp size in bytes, 0 for none (set by the host)")
 	// Hidden modes: the probe re-executes itself for work that needs a
 	// separate process.
 	childSleep := fs.Bool("child-sleep", false, "")
@@ -161,7 +169,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case *childSleep:
 		return childSleepMain()
 	case *childMem:
-		return childMemMain(stdout)
+		return childMemMain(memoryCeiling(*memoryLimit), stdout)
 	case *childPids > 0:
 		return childPidsMain(*childPids, stdout)
 	case *childSetuid:
@@ -171,13 +179,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bulkhead-probe: -format must be json or text, not %q\n", *format)
 		return 2
 	}
+	if *cpus < 0 || *memoryLimit < 0 || *pidsLimit < 0 || *tmpSize < 0 {
+		fmt.Fprintf(stderr, "bulkhead-probe: -cpus, -memory-limit, -pids-limit and -tmp-size must be 0 (none) or more\n")
+		return 2
+	}
 	selected, err := selectControls(*only)
 	if err != nil {
 		fmt.Fprintf(stderr, "bulkhead-probe: %v\n", err)
 		return 2
 	}
 	env := &probeEnv{setuid: *setuid, netTarget: *netTarget, forceLimits: *forceLimits, gvisor: *gvisor, memoryAfterDone: *memoryAfterDone,
-		egressAllow: *egressAllow, egressDeny: *egressDeny, egressDirect: *egressDirect}
+		egressAllow: *egressAllow, egressDeny: *egressDeny, egressDirect: *egressDirect,
+		policy: policy{cpus: *cpus, memoryLimit: *memoryLimit, pidsLimit: *pidsLimit, tmpSize: *tmpSize}}
 	if env.egressDirect == "" {
 		env.egressDirect = env.netTarget
 	}

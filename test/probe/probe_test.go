@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -312,12 +313,13 @@ func TestProbeWorkspaceModes(t *testing.T) {
 }
 
 // TestProbeRunscMemoryKeptAlive: under gVisor the memory row passes only
-// when the allocation ended the sandbox. With a limit above what the probe
-// allocates (1 GiB), the sandbox outlives the allocation: the row must
-// FAIL, and never read as "sandbox ended".
+// when the allocation ended the sandbox. With a limit above the most the
+// probe allocates (4 GiB, however large the profile's limit), the sandbox
+// outlives the allocation: the row must FAIL, and never read as "sandbox
+// ended".
 func TestProbeRunscMemoryKeptAlive(t *testing.T) {
 	need(t, "runsc")
-	r, code, stderr := probe(t, config(t, "[profiles.roomy]\nbackend = \"runsc\"\nmemory = \"2g\"\n"), "--profile", "roomy", "--backend", "runsc")
+	r, code, stderr := probe(t, config(t, "[profiles.roomy]\nbackend = \"runsc\"\nmemory = \"6g\"\n"), "--profile", "roomy", "--backend", "runsc")
 	if code == 0 || r.Pass {
 		t.Errorf("exit %d, pass %v: a memory limit the probe cannot reach must fail", code, r.Pass)
 	}
@@ -337,4 +339,49 @@ func TestProbeRunscMemoryKeptAlive(t *testing.T) {
 	if !strings.Contains(stderr, "memory") {
 		t.Errorf("stderr does not name memory: %s", stderr)
 	}
+}
+
+// memoryCeilingMiB is the ceiling a memory row's attempt names ("... up
+// to N MiB"), 0 when it names none.
+func memoryCeilingMiB(attempt string) int {
+	var n int
+	if i := strings.LastIndex(attempt, "up to "); i >= 0 {
+		fmt.Sscanf(attempt[i:], "up to %d MiB", &n)
+	}
+	return n
+}
+
+// testsProfileMemoryMiB is the built-in tests profile's memory (1536m).
+const testsProfileMemoryMiB = 1536
+
+// TestProbeTestsProfileRunc: a job profile's boundary is judged against
+// its own limits (2 CPUs, 1536m, 256 pids), not the default profile's, so
+// the correct tests profile holds every control; its memory attempt goes
+// past 1536m, so that limit is what must stop it.
+func TestProbeTestsProfileRunc(t *testing.T) {
+	need(t, "runc")
+	r, code, stderr := probeForEvidence(t, config(t, ""), "--profile", "tests", "--backend", "runc")
+	if r.Backend != "runc" || r.Profile != "tests" {
+		t.Errorf("ran %s/%s", r.Profile, r.Backend)
+	}
+	assertAllHold(t, r, code, stderr, nil)
+	m := byName(r)["memory"]
+	if m.Observed != "SIGKILL" {
+		t.Errorf("memory observed %q, want SIGKILL", m.Observed)
+	}
+	if n := memoryCeilingMiB(m.Attempt); n <= testsProfileMemoryMiB {
+		t.Errorf("memory attempt %q: its ceiling %d MiB does not pass the profile's %d MiB", m.Attempt, n, testsProfileMemoryMiB)
+	}
+}
+
+// TestProbeTestsProfileRunsc: the same on gVisor, where the host's
+// counters judge cpu and memory and the memory attempt must end the
+// sandbox at the profile's limit.
+func TestProbeTestsProfileRunsc(t *testing.T) {
+	need(t, "runsc")
+	r, code, stderr := probe(t, config(t, ""), "--profile", "tests", "--backend", "runsc")
+	if r.Backend != "runsc" || r.Profile != "tests" {
+		t.Errorf("ran %s/%s", r.Profile, r.Backend)
+	}
+	assertAllHold(t, r, code, stderr, runscLayers)
 }
