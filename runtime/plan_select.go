@@ -60,13 +60,15 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 		if !p.Selectable {
 			return nil, fmt.Errorf("annotation %s=%q: profile is not selectable; an administrator can set selectable = true in [profiles.%s]", AnnotationProfile, want, want)
 		}
-		if isolation[p.Backend] < isolation[backendName] {
-			return nil, fmt.Errorf("annotation %s=%q: its backend %s is weaker than %s", AnnotationProfile, want, p.Backend, backendName)
-		}
 		if g.Profile != "" {
 			return nil, fmt.Errorf("annotation %s=%q: this runtime entry runs profile %s (--profile %s); a job cannot replace it, use a runtime entry without --profile", AnnotationProfile, want, profileName, g.Profile)
 		}
-		profile, backendName = p, p.Backend
+		// The profile's limits, on the stronger of its backend and the
+		// entry's: a job profile picked on the gVisor entry stays on gVisor.
+		profile = p
+		if isolation[p.Backend] >= isolation[backendName] {
+			backendName = p.Backend
+		}
 	}
 	if want, ok := annotations[AnnotationBackend]; ok && want != backendName {
 		if _, ok := cfg.Backends[want]; !ok {
