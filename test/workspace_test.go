@@ -135,11 +135,17 @@ func TestWorkspaceOverlay(t *testing.T) {
 
 			var rep struct {
 				Workspaces []struct {
+					Source  string
 					Changes []struct{ Path, Kind, SHA256 string }
 				}
 			}
 			if err := json.Unmarshal([]byte(must(t, append(g, "diff", "--format", "json", id)...)), &rep); err != nil {
 				t.Fatal(err)
+			}
+			// The reviewer is told where the patch applies: the checkout,
+			// not bulkhead's pin of it.
+			if rep.Workspaces[0].Source != src {
+				t.Errorf("diff names the source %q, want %q", rep.Workspaces[0].Source, src)
 			}
 			var got []string
 			for _, c := range rep.Workspaces[0].Changes {

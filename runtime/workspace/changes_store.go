@@ -78,7 +78,13 @@ func retention(cfg *Settings) (time.Duration, error) {
 func liveSets(ws []Workspace) []layerSet {
 	var sets []layerSet
 	for _, w := range ws {
-		s := layerSet{Destination: w.Destination, Source: w.Source, Upper: w.Upper(), Lower: w.Source, Shift: w.Shift}
+		// The report names the source the caller named; the layer is read
+		// through its pin, which is gone after delete.
+		named := w.Named
+		if named == "" {
+			named = w.Source
+		}
+		s := layerSet{Destination: w.Destination, Source: named, Upper: w.Upper(), Lower: w.Source, Shift: w.Shift}
 		if len(ws) > 1 {
 			s.Prefix = strings.Trim(path.Clean("/"+w.Destination), "/") + "/"
 		}
