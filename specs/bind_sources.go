@@ -58,7 +58,7 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 			return real + " is the engine's file for " + kind + " " + id + ", not for this container"
 		}
 	} else if !belowRoot(c.Profile.BindRoots, real) {
-		return real + " is not below any of the profile's bind_roots " + fmtList(c.Profile.BindRoots)
+		return real + " is not below any of the profile's bind_roots " + fmtList(c.Profile.BindRoots) + " (an administrator allows binds from a directory by adding it to bind_roots in the profile)"
 	}
 	var held *EngineStateError
 	if ch, err := findChannel(real); errors.As(err, &held) {

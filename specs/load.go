@@ -3,7 +3,9 @@ package specs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -49,6 +51,9 @@ func Load(bundle string) (*rspec.Spec, []byte, error) {
 func LoadAt(bundle, dir string) (*rspec.Spec, []byte, error) {
 	path := filepath.Join(dir, "config.json")
 	data, err := ReadRegular(path, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("bundle %s has no config.json: pass the bundle's directory with --bundle (runc spec writes one)", bundle)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("bundle %s: %w", bundle, err)
 	}

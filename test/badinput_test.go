@@ -59,6 +59,7 @@ func TestBadInput(t *testing.T) {
 		want string // a phrase the one line must contain
 	}{
 		{"missing bundle", []string{"create", "--bundle", filepath.Join(dir, "nope"), "x1"}, "no such file"},
+		{"bundle without config.json", []string{"create", "--bundle", t.TempDir(), "x15"}, "has no config.json: pass the bundle's directory with --bundle"},
 		{"malformed config.json", []string{"create", "--bundle", malformed, "x2"}, "config.json"},
 		{"unknown field in config.json", []string{"create", "--bundle", unknownKey, "x3"}, "processs"},
 		{"unknown backend", []string{"--backend", "nosuch", "create", "--bundle", good, "x4"}, `unknown backend "nosuch"`},

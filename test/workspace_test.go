@@ -321,3 +321,30 @@ func TestWorkspaceFailedCreate(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkspaceNothingChangedKeepsNothing: a job that changed nothing in
+// its workspace (a read-only check, the probe, doctor) leaves no kept entry
+// to bury the ones a reviewer must read, and asking for its changes says
+// why there are none rather than naming a state file.
+func TestWorkspaceNothingChangedKeepsNothing(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			cfg, changes := workspaceConfig(t, "")
+			id := uniqueID("ws-none-" + backend)
+			g := []string{"--config", cfg, "--root", stateRoot(t), "--backend", backend}
+			runToEnd(t, g, workspaceBundle(t, workspaceSource(t), "cat /workspace/keep.txt >/dev/null"), id)
+			must(t, append(g, "delete", id)...)
+			if left := keptEntries(t, changes); len(left) != 0 {
+				t.Errorf("a job that changed nothing kept %v", left)
+			}
+			r := bulkhead(t, "", append(g, "changes", "export", id)...)
+			if r.code == 0 {
+				t.Fatalf("changes export of a job with nothing kept succeeded: %q", r.stdout)
+			}
+			if !strings.Contains(r.stderr, "no changes of it are kept") || strings.Contains(r.stderr, "record.json") {
+				t.Errorf("changes export says: %s", r.stderr)
+			}
+		})
+	}
+}

@@ -106,7 +106,9 @@ func Diff(cfg *Settings, root, id, format string, w io.Writer) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := reg.Get(id); err != nil {
+	if _, err := reg.Get(id); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("container %s does not exist under --root %s, and no changes of it are kept (a job that changed nothing in its workspaces keeps none; kept changes expire after changes_retention): bulkhead changes list shows what is kept", id, root)
+	} else if err != nil {
 		return nil, fmt.Errorf("container %s: %w", id, err)
 	}
 	ws, err := Load(reg.Dir(id))
@@ -220,6 +222,10 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	}
 	for _, wc := range wcs {
 		r.Changes += len(wc.Changes)
+	}
+	if r.Changes == 0 && len(rejected) == 0 {
+		// Nothing to review: an entry would only bury the ones that are.
+		return nil, nil
 	}
 	if err := writeKept(filepath.Join(tmp, "changes.patch"), disk, func(w io.Writer) error {
 		rejected, err = writePatchSets(w, wcs, rejected)
