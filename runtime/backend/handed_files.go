@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -245,16 +246,31 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 	if ownTerminal {
 		return nil
 	}
-	whom := "runc would give it to the container's uid"
-	if b.IsGVisor() {
-		whom = "runsc would give it to the sandbox's host user, uid"
-	}
+	// Every stream refused is named at once: a caller at a terminal has
+	// all three on it, and one refusal per attempt took three attempts.
+	var refused []string
 	for fd := 0; fd < len(streamNames); fd++ {
-		if err := judgeStdioOwnerFile(fd, b.StdioOwner(uid), whom); err != nil {
+		what, err := judgeStdioOwnerFile(fd, b.StdioOwner(uid))
+		if err != nil {
 			return err
 		}
+		if what != "" {
+			refused = append(refused, what)
+		}
 	}
-	return nil
+	if len(refused) == 0 {
+		return nil
+	}
+	it := "it"
+	if len(refused) > 1 {
+		it = "them"
+	}
+	whom := "runc would give " + it + " to the container's uid"
+	if b.IsGVisor() {
+		whom = "runsc would give " + it + " to the sandbox's host user, uid"
+	}
+	return fmt.Errorf("%s; %s %d, for good, on the host; hand a pipe: cat file | bulkhead run ..., bulkhead run ... | cat > out, or </dev/null",
+		strings.Join(refused, "; "), whom, b.StdioOwner(uid))
 }
 
 // anonymousPipe tells a pipe (pipefs, reached by no path) from a named
@@ -292,21 +308,22 @@ func (b *Backend) OwnTerminal(terminal, consoleSocket bool) bool {
 	return terminal && (consoleSocket || b.Kind() == "runc")
 }
 
-// judgeStdioOwnerFile judges one stdio descriptor for JudgeStdioOwner:
-// whom names who the backend gives it to, uid.
-func judgeStdioOwnerFile(fd int, uid uint32, whom string) error {
+// judgeStdioOwnerFile judges one stdio descriptor for JudgeStdioOwner,
+// which the backend would give to uid: what it is when refused, "" when
+// it may be handed.
+func judgeStdioOwnerFile(fd int, uid uint32) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("%s (descriptor %d): fstat: %w", streamNames[fd], fd, err)
+		return "", fmt.Errorf("%s (descriptor %d): fstat: %w", streamNames[fd], fd, err)
 	}
 	kind := st.Mode & unix.S_IFMT
 	switch {
 	case st.Uid == uid, kind == unix.S_IFSOCK:
-		return nil
+		return "", nil
 	case kind == unix.S_IFIFO && anonymousPipe(fd):
-		return nil
+		return "", nil
 	case kind == unix.S_IFCHR && unix.Major(st.Rdev) == 1 && unix.Minor(st.Rdev) == 3:
-		return nil // /dev/null, which runc never chowns
+		return "", nil // /dev/null, which runc never chowns
 	}
 	what := "a file"
 	switch kind {
@@ -324,7 +341,5 @@ func judgeStdioOwnerFile(fd int, uid uint32, whom string) error {
 	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
 		what += " (" + target + ")"
 	}
-	return fmt.Errorf("%s (descriptor %d) is %s owned by uid %d; %s %d, for good, "+
-		"on the host; hand a pipe: cat file | bulkhead run ..., bulkhead run ... | cat > out",
-		streamNames[fd], fd, what, st.Uid, whom, uid)
+	return fmt.Sprintf("%s (descriptor %d) is %s owned by uid %d", streamNames[fd], fd, what, st.Uid), nil
 }

@@ -123,6 +123,8 @@ func TestJudgeStdioOwner(t *testing.T) {
 		{"/dev/null", openFile(t, os.DevNull, os.O_RDWR), nil, sandbox, "ok"},
 		{"/dev/urandom", openFile(t, "/dev/urandom", os.O_RDONLY), nil, sandbox, "stdin (descriptor 0) is /dev/urandom (/dev/urandom) owned by uid 0"},
 		{"the caller's terminal", slave, nil, sandbox, "stdin (descriptor 0) is a pty slave (/dev/pts/"},
+		// At a terminal every stream is on it: all are named at once.
+		{"the caller's terminal on stdin and stdout", slave, slave, sandbox, "; stdout (descriptor 1) is a pty slave (/dev/pts/"},
 		{"root's file under a terminal of runc's own", root, root, sandbox + ",terminal", "ok"},
 		// runsc gives stdio to its host user, not to the process's uid.
 		{"the process's own file on runsc", ownedFile(t, 1000), nil, "1000,runsc",
