@@ -32,7 +32,7 @@ var Controls = []Control{
 		"read-only mount (EROFS)", []string{"read-only root"}, []string{"etc"}},
 	{"scratch", []string{"tmp"}, "/tmp tmpfs rw,noexec,nosuid,nodev,size=16m, owned by the sandbox user",
 		"tmpfs size (ENOSPC), noexec (EACCES)", []string{"mount flags"}, []string{"tmp-write", "tmp-noexec", "tmp-size"}},
-	{"home", []string{"home"}, "none (home_size 0); job profiles: /home/sandbox tmpfs noexec,nosuid,nodev of home_size owned by the process's user, with HOME and the toolchains' cache variables pointing into it where the caller set none",
+	{"home", []string{"home"}, "none (home_size 0); job profiles: /home/sandbox tmpfs noexec,nosuid,nodev of home_size owned by the process's user, with HOME and the toolchains' cache variables pointing into it where the caller set none (a caller's HOME in the read-only root too)",
 		"tmpfs size (ENOSPC), noexec (EACCES), read-only root elsewhere (EROFS)", nil, nil},
 	{"build scratch", []string{"scratch"}, "none (scratch_size 0): nothing the job writes runs; job profiles: /scratch tmpfs nosuid,nodev of scratch_size whose files may be executed (as may the workspace's and a memfd's), TMPDIR and GOTMPDIR there where the caller set none",
 		"tmpfs size (ENOSPC); /tmp and home stay noexec (EACCES); without it memfd_create is ENOSYS (seccomp)", nil, nil},

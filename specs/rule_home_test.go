@@ -64,12 +64,21 @@ func TestRuleHome(t *testing.T) {
 				}
 			}
 		}},
-		{name: "caller's HOME and GOCACHE kept", ctx: withHome, spec: func(s *rspec.Spec) {
-			s.Process.Env = []string{"HOME=/root", "GOCACHE=/work/cache"}
+		{name: "caller's HOME in the read-only root moved to the home", ctx: withHome, spec: func(s *rspec.Spec) {
+			s.Process.Env = []string{"HOME=/root", "PATH=/bin"}
 		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 			wantHome(Added)(t, s, ds)
-			if got := envOf(s, "HOME"); !slices.Equal(got, []string{"/root"}) {
-				t.Errorf("HOME = %v, want the caller's /root", got)
+			if got := envOf(s, "HOME"); !slices.Equal(got, []string{HomeDir}) {
+				t.Errorf("HOME = %v, want [%s]", got, HomeDir)
+			}
+			wantDecision(t, ds, "process.env[HOME]", Tightened)
+		}},
+		{name: "caller's HOME in a workspace and GOCACHE kept", ctx: withHome, spec: func(s *rspec.Spec) {
+			s.Process.Env = []string{"HOME=/workspace/.home", "GOCACHE=/work/cache"}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			wantHome(Added)(t, s, ds)
+			if got := envOf(s, "HOME"); !slices.Equal(got, []string{"/workspace/.home"}) {
+				t.Errorf("HOME = %v, want the caller's /workspace/.home", got)
 			}
 			if got := envOf(s, "GOCACHE"); !slices.Equal(got, []string{"/work/cache"}) {
 				t.Errorf("GOCACHE = %v, want the caller's", got)

@@ -146,3 +146,27 @@ done`
 		})
 	}
 }
+
+// TestCallersHomeInReadOnlyRoot: an engine sends HOME=/root (Docker does
+// for every image whose user it does not know), which lies in the
+// read-only root. Under a job profile writes below HOME land in the
+// writable home, as a developer's git config --global does; under the
+// default profile, which grants no home, HOME is left as it came.
+func TestCallersHomeInReadOnlyRoot(t *testing.T) {
+	needTools(t, "/usr/bin/git")
+	for _, backend := range []string{"runc", "runsc"} {
+		t.Run(backend, func(t *testing.T) {
+			b := newBox(t, backend)
+			ws := checkout(t, jobimage.Jobs[0].Src, 65534, nil)
+			args := []string{"sh", "-c", `git config --global user.name sandbox && git config --global user.name && echo "HOME=$HOME"`}
+			o := b.run(t, b.jobBundle(t, "tests", ws, "", args, []string{"HOME=/root"}), jobID("home"))
+			if o.code != 0 || !strings.Contains(o.output, "sandbox\nHOME=/home/sandbox") {
+				t.Fatalf("git config --global under the tests profile with HOME=/root: %v", o)
+			}
+			o = b.run(t, b.jobBundle(t, "", ws, "", args, []string{"HOME=/root"}), jobID("home-default"))
+			if o.code == 0 || strings.Contains(o.output, "HOME=/home/sandbox") {
+				t.Fatalf("the default profile moved HOME or let git write below /root: %v", o)
+			}
+		})
+	}
+}
