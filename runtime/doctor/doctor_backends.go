@@ -22,18 +22,23 @@ import (
 // and resolve finds its binary.
 func Backend(name, path string, used []string, resolve func() (*backend.Backend, error), changelog func(string) (*Changelog, error)) (*backend.Backend, []Check) {
 	title := "backend " + name
-	// A backend no profile uses only matters to a job that selects it by
-	// --backend; its absence weakens nothing.
-	missing := StatusFail
+	// A backend no profile uses only matters to an entry that selects it
+	// by --backend, whose creates then fail saying so; its absence weakens
+	// nothing and is no warning on every host without it (the built-in
+	// configuration names crun, which Debian does not install).
 	usedBy := "used by profile " + strings.Join(used, ", ")
-	if len(used) == 0 {
-		missing, usedBy = StatusWarn, "no profile uses it"
-	}
 	b, err := resolve()
+	if err != nil && len(used) == 0 {
+		return nil, []Check{{Name: title, Status: StatusOK, Looked: "path = " + path,
+			Found: fmt.Sprintf("not installed (%v); no profile uses it", errors.Unwrap(err))}}
+	}
 	if err != nil {
-		return nil, []Check{{Name: title, Status: missing, Looked: "path = " + path,
+		return nil, []Check{{Name: title, Status: StatusFail, Looked: "path = " + path,
 			Found: fmt.Sprintf("not found (%v); %s", errors.Unwrap(err), usedBy),
 			Fix:   fmt.Sprintf("install %s, or set [backends.%s] path to its absolute path", b0(path), name)}}
+	}
+	if len(used) == 0 {
+		usedBy = "no profile uses it"
 	}
 	looked := b.Path + " --version"
 	out, err := runDoctorCmd(b.Path, "--version")

@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,4 +69,23 @@ func TestBackendVulnerable(t *testing.T) {
 	if c := findCheck(t, checks, "backend runc features"); c.Status != StatusWarn {
 		t.Errorf("features that failed: %+v", c)
 	}
+}
+
+// TestBackendAbsentAndUnused: a configured backend that is not installed
+// fails the doctor when a profile uses it, and is no finding at all when
+// none does (crun on a Debian host); either way nothing is returned to
+// check live.
+func TestBackendAbsentAndUnused(t *testing.T) {
+	resolve := func() (*backend.Backend, error) {
+		return nil, fmt.Errorf("backend crun: %w", errors.New(`"crun" is not an executable`))
+	}
+	b, checks := Backend("crun", "crun", nil, resolve, nil)
+	if c := findCheck(t, checks, "backend crun"); b != nil || c.Status != StatusOK || !strings.Contains(c.Found, "no profile uses it") {
+		t.Errorf("an absent backend no profile uses: %+v", c)
+	}
+	b, checks = Backend("crun", "crun", []string{"fast"}, resolve, nil)
+	if b != nil {
+		t.Error("an absent backend was returned")
+	}
+	wantFail(t, findCheck(t, checks, "backend crun"), "used by profile fast", "install crun")
 }
