@@ -67,13 +67,15 @@ step "bulkhead run: the policy rewrites the spec, runc creates, bulkhead verifie
 "$bulkhead" "${g[@]}" run --bundle "$bundle" "$id" </dev/null 2>&1 | cat
 
 step "what the audit log says about it"
-audit="$work/audit.jsonl"
+# This container's lines only: doctor's live check wrote its own.
+audit="$work/audit-$id.jsonl"
+grep -F "\"id\":\"$id\"" "$work/audit.jsonl" >"$audit" || true
 printf '  decisions: %s, verification checks as expected: %s of %s, %s\n' \
 	"$(grep -o '"rule":' "$audit" | wc -l)" \
 	"$(grep -o '"OK":true' "$audit" | wc -l)" \
 	"$(grep -o '"OK":' "$audit" | wc -l)" \
 	"$(grep -o '"outcome":"[^"]*"' "$audit" | tail -1)"
-printf '  secrets removed (names only): %s\n' "$(grep -o '"secret_env_removed":\[[^]]*\]' "$audit" || echo none)"
+printf '  secrets removed (names only): %s\n' "$(grep -o '"secret_env_removed":\[[^]]*\]' "$audit" | head -1 || echo none)"
 
 step "bulkhead probe on runc: every boundary attempted from inside"
 "$bulkhead" "${g[@]}" probe --backend runc
