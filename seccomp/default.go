@@ -100,20 +100,25 @@ func Default() *rspec.LinuxSeccomp {
 		}))
 	}
 
-	// fcntl, which moby's allowlist allows outright, for every command but
-	// F_SETLEASE (1024). Under runc a bound host file is the host's file: a
-	// lease the job takes on one it owns (a workspace file) makes every host
-	// writer's open wait up to lease-break-time. As with socket, the rules
-	// are on the low 32 bits of the command (the kernel reads an unsigned
-	// int), and a command added to a future kernel above 1055 is refused
-	// until it is reviewed.
+	// fcntl, which moby's allowlist allows outright, for the commands
+	// reviewed but F_SETLEASE (1024). Under runc a bound host file is the
+	// host's file: a lease the job takes on one it owns (a workspace file)
+	// makes every host writer's open wait up to lease-break-time, and a
+	// delegation (F_SETDELEG, 1040, Linux 6.19) does the same; any command
+	// not listed here, that one included, is refused until it is reviewed.
+	// As with socket, the rules are on the low 32 bits of the command (the
+	// kernel reads an unsigned int).
 	for _, m := range []struct{ mask, value uint64 }{
-		{0xffffffc0, 0},    // 0-63: F_DUPFD ... F_OFD_SETLKW and the 32-bit lock commands
+		{0xfffffff0, 0},    // F_DUPFD ... F_GETOWN_EX (0-15; 12-14 are the 32-bit lock commands)
+		{0xfffffffe, 16},   // F_GETOWN_EX, F_GETOWNER_UIDS
+		{0xfffffffe, 36},   // F_OFD_GETLK, F_OFD_SETLK
+		{0xffffffff, 38},   // F_OFD_SETLKW
 		{0xffffffff, 1025}, // F_GETLEASE
 		{0xfffffffe, 1026}, // F_NOTIFY, F_DUPFD_QUERY
 		{0xfffffffc, 1028}, // F_CREATED_QUERY, F_CANCELLK, F_DUPFD_CLOEXEC, F_SETPIPE_SZ
-		{0xfffffff8, 1032}, // F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS, the write-hint commands
-		{0xfffffff0, 1040}, // 1040-1055
+		{0xfffffffc, 1032}, // F_GETPIPE_SZ, F_ADD_SEALS, F_GET_SEALS, F_GET_RW_HINT
+		{0xfffffffe, 1036}, // F_SET_RW_HINT, F_GET_FILE_RW_HINT
+		{0xffffffff, 1038}, // F_SET_FILE_RW_HINT
 	} {
 		for _, name := range []string{"fcntl", "fcntl64"} {
 			add(allowIf(name, rspec.LinuxSeccompArg{

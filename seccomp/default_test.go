@@ -143,6 +143,11 @@ func TestDefaultArgumentRules(t *testing.T) {
 		{"fcntl64", []uint64{3, 1024}, false},       // F_SETLEASE on 32-bit ABIs
 		// The kernel reads an unsigned int: this is F_SETLEASE again.
 		{"fcntl", []uint64{3, 1<<32 | 1024}, false},
+		{"fcntl", []uint64{3, 17}, true},    // F_GETOWNER_UIDS
+		{"fcntl", []uint64{3, 1038}, true},  // F_SET_FILE_RW_HINT
+		{"fcntl", []uint64{3, 18}, false},   // no such command
+		{"fcntl", []uint64{3, 1039}, false}, // F_GETDELEG, unreviewed
+		{"fcntl", []uint64{3, 1040}, false}, // F_SETDELEG: a delegation holds host writers as a lease does
 		{"fcntl", []uint64{3, 1056}, false}, // a command no kernel has yet
 		{"read", nil, true},
 		{"arch_prctl", nil, true},

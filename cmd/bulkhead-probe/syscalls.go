@@ -115,6 +115,7 @@ var seccompTable = []sysProbe{
 	{"socket(AF_ALG)", unix.SYS_SOCKET, []arg{afALG, unix.SOCK_SEQPACKET, 0}, deny, 0, 0, "an fd (closed at once) or EAFNOSUPPORT"},
 	{"socket(AF_VSOCK)", unix.SYS_SOCKET, []arg{afVSOCK, unix.SOCK_STREAM, 0}, deny, 0, 0, "an fd (closed at once) or EAFNOSUPPORT"},
 	{"fcntl(F_SETLEASE)", unix.SYS_FCNTL, []arg{-1, unix.F_SETLEASE, unix.F_RDLCK}, deny, 0, unix.EBADF, "fd -1"},
+	{"fcntl(F_SETDELEG)", unix.SYS_FCNTL, []arg{-1, 1040, 0}, deny, 0, unix.EBADF, "fd -1 (F_SETDELEG, Linux 6.19: a delegation holds writers as a lease does)"},
 	// ENOSYS, not EPERM, so libc falls back to clone, whose flags seccomp
 	// can inspect (clone3 passes them in memory it cannot read).
 	{"clone3", unix.SYS_CLONE3, []arg{0, 0}, enosys, 0, unix.EINVAL, "NULL args, size 0"},
