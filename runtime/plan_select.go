@@ -22,8 +22,16 @@ const (
 	AnnotationBackend = "bulkhead.dev/backend"
 )
 
-// isolation ranks backends: a job may move up this ladder, never down.
+// isolation ranks backends by kind: a job may move up this ladder, never
+// down. Names are the administrator's ([backends.gvisor] path = "runsc"),
+// so a backend is ranked by what it runs, never by what it is called.
 var isolation = map[string]int{"runc": 1, "crun": 1, "runsc": 2}
+
+// isolationOf ranks the configured backend name.
+func isolationOf(cfg *Config, name string) int {
+	bc := cfg.Backends[name]
+	return isolation[(&backend.Backend{Name: name, Path: bc.Path}).Kind()]
+}
 
 // Selection is the profile and backend chosen for one container.
 type Selection struct {
@@ -51,6 +59,10 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 	if g.Backend != "" {
 		backendName = g.Backend
 	}
+	if _, ok := cfg.Backends[backendName]; !ok {
+		_, err := cfg.ResolveBackend(backendName)
+		return nil, err
+	}
 
 	if want, ok := annotations[AnnotationProfile]; ok && want != profileName {
 		p, ok := cfg.Profiles[want]
@@ -66,7 +78,10 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 		// The profile's limits, on the stronger of its backend and the
 		// entry's: a job profile picked on the gVisor entry stays on gVisor.
 		profile = p
-		if isolation[p.Backend] >= isolation[backendName] {
+		if _, ok := cfg.Backends[p.Backend]; !ok {
+			return nil, fmt.Errorf("annotation %s=%q: its backend %q is not configured", AnnotationProfile, want, p.Backend)
+		}
+		if isolationOf(cfg, p.Backend) >= isolationOf(cfg, backendName) {
 			backendName = p.Backend
 		}
 	}
@@ -77,7 +92,7 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 		if !profile.Selectable {
 			return nil, fmt.Errorf("annotation %s=%q: profile %s is not selectable, so its backend is fixed; an administrator can set selectable = true in [profiles.%s]", AnnotationBackend, want, profile.Name, profile.Name)
 		}
-		if isolation[want] <= isolation[backendName] {
+		if isolationOf(cfg, want) <= isolationOf(cfg, backendName) {
 			return nil, fmt.Errorf("annotation %s=%q: refused, only a stronger isolation than %s may be requested", AnnotationBackend, want, backendName)
 		}
 		backendName = want

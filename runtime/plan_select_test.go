@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,6 +79,65 @@ func TestSelect(t *testing.T) {
 			}
 			if sel.Profile.Name != c.profile || sel.Backend.Name != c.backend {
 				t.Fatalf("selected %s on %s, want %s on %s", sel.Profile.Name, sel.Backend.Name, c.profile, c.backend)
+			}
+		})
+	}
+}
+
+// TestSelectRanksBackendsByKind: the ladder ranks what a backend runs,
+// not its name. An administrator's [backends.gvisor] running runsc is
+// gVisor: a job on it may not move to runc, by a profile or a backend
+// annotation.
+func TestSelectRanksBackendsByKind(t *testing.T) {
+	runsc := filepath.Join(t.TempDir(), "runsc")
+	if err := os.WriteFile(runsc, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base, err := decodeConfig(nil, builtinConfig, "built-in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := decodeConfig(base, []byte(`
+default_profile = "default"
+[backends.runc]
+path = "/bin/true"
+[backends.gvisor]
+path = "`+runsc+`"
+[profiles.default]
+backend = "gvisor"
+selectable = true
+[profiles.open]
+backend = "runc"
+selectable = true
+`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name        string
+		g           Globals
+		annotations map[string]string
+		want, err   string
+	}{
+		{"a runc profile on the gVisor default", Globals{}, map[string]string{AnnotationProfile: "open"}, "gvisor", ""},
+		{"a runc profile through --backend gvisor", Globals{Backend: "gvisor"}, map[string]string{AnnotationProfile: "open"}, "gvisor", ""},
+		{"runc asked for on the gVisor default", Globals{}, map[string]string{AnnotationBackend: "runc"}, "", "only a stronger isolation"},
+		{"gVisor asked for from runc", Globals{Profile: "open"}, map[string]string{AnnotationBackend: "gvisor"}, "gvisor", ""},
+		{"an entry's unknown backend", Globals{Backend: "nope"}, map[string]string{AnnotationProfile: "open"}, "", `unknown backend "nope"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sel, err := Select(cfg, &c.g, c.annotations)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.Backend.Name != c.want || !sel.Backend.IsGVisor() {
+				t.Fatalf("selected %s (%s), want %s", sel.Backend.Name, sel.Backend.Kind(), c.want)
 			}
 		})
 	}
