@@ -53,7 +53,7 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 	if why := c.mountedRefusal(annotations, real, fd); why != "" {
 		return why
 	}
-	if kind, id, ok := engineFileOwner(judgedPath(real)); ok {
+	if kind, id, ok := engineFileOwner(grantPath(real)); ok {
 		if !ownedByThisContainer(c, annotations, kind, id) {
 			return real + " is the engine's file for " + kind + " " + id + ", not for this container"
 		}
@@ -125,11 +125,11 @@ func (c *Context) mountedRefusal(annotations map[string]string, real string, fd 
 
 // placeRefusal judges one place a source's files are also at.
 func (c *Context) placeRefusal(annotations map[string]string, pl Place) string {
-	p := judgedPath(pl.Path)
-	if why := lexicalRefusal(p); why != "" {
-		return "is refused: " + asEngineState(canonicalRun(pl.Path), why)
+	if why := lexicalRefusals(pl.Path); why != "" {
+		return "is refused: " + why
 	}
-	if kind, id, ok := engineFileOwner(p); ok {
+	p := canonicalRun(pl.Path)
+	if kind, id, ok := engineFileOwner(grantPath(p)); ok {
 		if !ownedByThisContainer(c, annotations, kind, id) {
 			return "is the engine's file for " + kind + " " + id + ", not for this container"
 		}

@@ -3,8 +3,11 @@ package specs
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // engineLayout is a directory an engine keeps its state in, told by the
@@ -107,11 +110,47 @@ func engineStatePath(p string) (judged, root string) {
 	return p, ""
 }
 
-// judgedPath is p as every host_mounts rule reads it: /var/run folded onto
-// /run, and an engine's state moved to its home (engineStatePath).
+// judgedPath is p as the refusals of host_mounts read it: /var/run folded
+// onto /run, and an engine's state moved to its home (engineStatePath).
+// Refusing by a layout anyone could make is always safe; p is refused on
+// its own path as well (lexicalRefusals).
 func judgedPath(p string) string {
 	judged, _ := engineStatePath(canonicalRun(p))
 	return judged
+}
+
+// grantPath is p as the engine's-own-file exception reads it: moved to the
+// engine's home only when the directory laid out as its state is root's
+// and no one else may write it, as engines make theirs. A layout that a
+// user made (four empty directories in /dev/shm or /run/lock) is no
+// engine's, and grants nothing outside bind_roots.
+func grantPath(p string) string {
+	p = canonicalRun(p)
+	judged, root := engineStatePath(p)
+	if root == "" {
+		return judged
+	}
+	var st unix.Stat_t
+	if unix.Lstat(root, &st) != nil || st.Uid != 0 || st.Mode&0o022 != 0 {
+		return p
+	}
+	return judged
+}
+
+// lexicalRefusals refuses p on its own path and, where it lies in an
+// engine's state elsewhere, at that engine's home: a layout must never
+// lift a refusal of the path itself (/dev, a home, credentials).
+func lexicalRefusals(p string) string {
+	p = canonicalRun(p)
+	if why := lexicalRefusal(p); why != "" {
+		return why
+	}
+	if judged := judgedPath(p); judged != p {
+		if why := lexicalRefusal(judged); why != "" {
+			return asEngineState(p, why)
+		}
+	}
+	return ""
 }
 
 // asEngineState prefixes a refusal of the path judged with where the
@@ -122,4 +161,18 @@ func asEngineState(p, why string) string {
 		return why
 	}
 	return p + " is in " + root + ", laid out as an engine's state (judged as " + judged + "): " + why
+}
+
+// criBundle matches the bundles CRI engines make, as judged at their
+// homes: containerd's tasks in the k8s.io namespace its CRI plugin uses,
+// and CRI-O's containers.
+var criBundle = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(/run/containerd/io\.containerd\.runtime\.v[12]\.(task|linux)/k8s\.io/[^/]+|/run/containers/storage/overlay-containers/[^/]+/userdata)$`)
+})
+
+// CRIBundle tells whether a bundle is one a CRI engine made: the pod
+// annotations of its spec are the CRI's, not a caller's. Judged as a
+// grant (grantPath): the engine's state must be root's.
+func CRIBundle(bundle string) bool {
+	return criBundle().MatchString(grantPath(filepath.Clean(bundle)))
 }

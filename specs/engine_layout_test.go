@@ -81,8 +81,6 @@ func TestBindSourceInEngineState(t *testing.T) {
 		{filepath.Join(dir, "data"), "holds " + docker + ", laid out as an engine's state"},
 		{filepath.Join(ctd, "io.containerd.snapshotter.v1.overlayfs/snapshots/2/fs"), "laid out as an engine's state"},
 		{filepath.Join(dir, "disk"), "holds " + ctd + ", laid out as an engine's state"},
-		{filepath.Join(docker, "containers", testID, "resolv.conf"), ""},
-		{filepath.Join(docker, "volumes/v/_data"), ""},
 		{checkout, ""},
 	} {
 		why := hostPathRefusal(tt.src)
@@ -94,6 +92,87 @@ func TestBindSourceInEngineState(t *testing.T) {
 			t.Errorf("%s refused: %s", tt.src, why)
 		case tt.want != "" && !strings.Contains(why, tt.want):
 			t.Errorf("%s: %q, want it refused (%q)", tt.src, why, tt.want)
+		}
+	}
+}
+
+// TestEngineLayoutGrantsOnlyAsRoots: this container's own files in a data
+// root laid out as Docker's are bound wherever the root is, outside
+// bind_roots too, when the root is root's and no one else's to write, as
+// engines make theirs. A layout a user made (empty directories in a
+// world-writable place) grants nothing, and lifts no refusal of the path
+// itself (/dev).
+func TestEngineLayoutGrantsOnlyAsRoots(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: data roots are root's, and the fake one is given to a user")
+	}
+	dir := t.TempDir()
+	names := []string{"containers/" + testID + "/resolv.conf", "containers/" + testID + "/mounts/m/f",
+		"image/", "network/", "volumes/v/_data/f"}
+	real := filepath.Join(dir, "real")
+	layout(t, real, names...)
+	fake := filepath.Join(dir, "fake")
+	layout(t, fake, names...)
+	if err := os.Chown(fake, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "bh-layout-")
+	if err != nil {
+		t.Skip("no /dev/shm to make a layout in:", err)
+	}
+	defer os.RemoveAll(shm)
+	layout(t, shm, names...)
+	p := testProfile()
+	p.BindRoots = []string{"/srv/nothing-here"}
+	c := &Context{Profile: p, Bundle: "/bundle", ID: testID}
+	for _, tt := range []struct {
+		src, want string
+	}{
+		{filepath.Join(real, "containers", testID, "resolv.conf"), ""},
+		{filepath.Join(real, "containers", testID, "mounts/m"), ""},
+		{filepath.Join(real, "volumes/v/_data"), ""},
+		{filepath.Join(fake, "containers", testID, "resolv.conf"), "not below any of the profile's bind_roots"},
+		{filepath.Join(fake, "volumes/v/_data"), "not below any of the profile's bind_roots"},
+		{filepath.Join(shm, "volumes/v/_data"), "host /dev gives access"},
+		{filepath.Join(shm, "containers", testID, "mounts/m"), "host /dev gives access"},
+	} {
+		why := hostPathRefusal(tt.src)
+		if why == "" {
+			why = bindSourceRefusal(c, nil, tt.src, -1, c.findChannel)
+		}
+		switch {
+		case tt.want == "" && why != "":
+			t.Errorf("%s refused: %s", tt.src, why)
+		case tt.want != "" && !strings.Contains(why, tt.want):
+			t.Errorf("%s: %q, want it refused (%q)", tt.src, why, tt.want)
+		}
+	}
+}
+
+// TestCRIBundle: a bundle in containerd's k8s.io namespace is a CRI
+// engine's, wherever containerd's state lies; Docker's (moby), a
+// directory laid out by a user, or any other place is not.
+func TestCRIBundle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: engines' state is root's, and the fake one is given to a user")
+	}
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	layout(t, state, "io.containerd.runtime.v2.task/k8s.io/sb1/", "io.containerd.runtime.v2.task/moby/c1/")
+	fake := filepath.Join(dir, "fake")
+	layout(t, fake, "io.containerd.runtime.v2.task/k8s.io/sb1/")
+	if err := os.Chown(fake, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]bool{
+		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"): true,
+		"/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc":       true,
+		filepath.Join(state, "io.containerd.runtime.v2.task/moby/c1"):    false,
+		filepath.Join(fake, "io.containerd.runtime.v2.task/k8s.io/sb1"):  false,
+		filepath.Join(dir, "bundle"):                                     false,
+	} {
+		if got := CRIBundle(p); got != want {
+			t.Errorf("CRIBundle(%s) = %v, want %v", p, got, want)
 		}
 	}
 }

@@ -42,6 +42,7 @@ const (
 	testID        = "3f4e6a1c9b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f"
 	testSandboxID = "8d2f6c4a0b1e3d5f7a9c8b6d4e2f0a1c3b5d7e9f8a6c4b2d0e1f3a5c7b9d8e6f"
 	testLayer     = "9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a1234"
+	testPod       = "7f3c0d9e-1111-2222-3333-444455556666"
 )
 
 // testHost is a host on which every path is as written (no symlinks), no
@@ -93,7 +94,9 @@ var testHost = &Host{
 func testContext() *Context {
 	return &Context{Profile: testProfile(), Bundle: "/bundle", ID: testID, Host: testHost,
 		JoinableSandbox: func(id string) bool { return id == testSandboxID },
-		CgroupTaken:     func(p string) (bool, error) { return p == "/system-busy", nil },
+		// The sandbox testSandboxID is a CRI engine's, made for testPod.
+		KubeletPod:  func(uid string) bool { return uid == testPod },
+		CgroupTaken: func(p string) (bool, error) { return p == "/system-busy", nil },
 		// Groups whose children hold processes: the engines' parents,
 		// another tenant's parent and a pod's.
 		CgroupPopulated: func(p string) (bool, error) {

@@ -29,6 +29,12 @@ type Context struct {
 	// bulkhead created under this enforced profile and that still runs.
 	// Nil means none may be joined.
 	JoinableSandbox func(id string) bool
+	// KubeletPod reports whether a pod uid is the pod of this container's
+	// own sandbox (JoinableSandbox's), made by a CRI engine: its bundle in
+	// containerd's k8s.io namespace or CRI-O's storage (CRIBundle). Pod
+	// annotations are the caller's to write; a Docker user's sandbox
+	// naming a pod uid is no pod's. Nil: no pod's files are granted.
+	KubeletPod func(uid string) bool
 	// CgroupTaken reports whether a cgroupfs path is not a fresh group: it
 	// exists in some hierarchy, or a group above it holds processes. Nil
 	// treats every path as unknown: refused.

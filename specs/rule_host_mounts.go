@@ -154,8 +154,7 @@ func hostPathRefusal(src string) string {
 		candidates = append(candidates, real)
 	}
 	for _, p := range candidates {
-		if why := lexicalRefusal(judgedPath(p)); why != "" {
-			why = asEngineState(p, why)
+		if why := lexicalRefusals(p); why != "" {
 			if p != clean {
 				why = src + " resolves to " + p + ": " + why
 			}
@@ -317,7 +316,10 @@ func engineFileOwner(p string) (kind, id string, ok bool) {
 }
 
 // ownedByThisContainer: the engine's file belongs to this container, its
-// pod sandbox (by the CRI annotations) or its pod (by the pod uid).
+// pod sandbox (by the CRI annotations) or its pod: the kubelet's files of
+// a pod uid are a CRI container's whose own sandbox a CRI engine made for
+// that pod (KubeletPod), never a caller's for naming the uid in an
+// annotation.
 func ownedByThisContainer(c *Context, s map[string]string, kind, id string) bool {
 	switch kind {
 	case "":
@@ -330,7 +332,8 @@ func ownedByThisContainer(c *Context, s map[string]string, kind, id string) bool
 		}
 		return id == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(id)
 	case "pod":
-		return id != "" && id == s["io.kubernetes.cri.sandbox-uid"]
+		return id != "" && id == s["io.kubernetes.cri.sandbox-uid"] && s[AnnotationCRIContainerType] == "container" &&
+			c.KubeletPod != nil && c.KubeletPod(id)
 	}
 	return false
 }

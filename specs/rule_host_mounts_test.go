@@ -137,3 +137,35 @@ func TestRuleHostMountsSubPathOfAnotherPod(t *testing.T) {
 		wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/mnt]", want)
 	}
 }
+
+// TestKubeletFilesNeedTheCRIPod: a pod's kubelet files are a CRI
+// container's whose own sandbox a CRI engine made for that pod. A caller
+// naming the pod's uid in an annotation (docker run --annotation), with no
+// container type, as a sandbox, or beside a sandbox no CRI engine made,
+// gets nothing.
+func TestKubeletFilesNeedTheCRIPod(t *testing.T) {
+	const token = "/var/lib/kubelet/pods/" + testPod + "/volumes/kubernetes.io~secret/token"
+	crid := map[string]string{AnnotationCRIContainerType: "container", AnnotationCRISandboxID: testSandboxID, "io.kubernetes.cri.sandbox-uid": testPod}
+	for _, tt := range []struct {
+		name        string
+		annotations map[string]string
+		ctx         func(*Context)
+		want        Action
+	}{
+		{"the pod's CRI container", crid, nil, Tightened},
+		{"the uid alone", map[string]string{"io.kubernetes.cri.sandbox-uid": testPod}, nil, Refused},
+		{"as a sandbox", map[string]string{AnnotationCRIContainerType: "sandbox", AnnotationCRISandboxID: testID, "io.kubernetes.cri.sandbox-uid": testPod}, nil, Refused},
+		{"beside a sandbox no CRI engine made", crid, func(c *Context) { c.KubeletPod = func(string) bool { return false } }, Refused},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := hostileSpec()
+			s.Annotations = tt.annotations
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: token, Options: []string{"rbind", "ro"}})
+			c := testContext()
+			if tt.ctx != nil {
+				tt.ctx(c)
+			}
+			wantDecision(t, ruleHostMounts(c, s), "mounts[/mnt]", tt.want)
+		})
+	}
+}

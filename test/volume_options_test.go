@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,21 +92,41 @@ set +e
 	var script strings.Builder
 	script.WriteString(setup)
 	root, logs := stateRoot(t), t.TempDir()
+	// The pod's sandbox, made where containerd's CRI plugin makes its
+	// bundles (the k8s.io namespace of its tasks): the kubelet's files of
+	// the pod are its containers'.
+	podAnnotations := map[string]string{"io.kubernetes.cri.sandbox-uid": mine, "io.kubernetes.cri.sandbox-namespace": "default",
+		"io.kubernetes.cri.sandbox-name": "web"}
+	sandbox := uniqueID("sandbox")
+	sandboxBundle := filepath.Join(t.TempDir(), "state", "io.containerd.runtime.v2.task", "k8s.io", sandbox)
+	if err := bundle.Make(sandboxBundle, []string{"sleep", "600"}, func(s *rspec.Spec) {
+		s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": sandbox}
+		maps.Copy(s.Annotations, podAnnotations)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox's init keeps its stdio open: a pipe to cat would never end.
+	fmt.Fprintf(&script, "%q --root %q --log %s/sandbox.log create --bundle %q %s </dev/null >/dev/null 2>&1\n",
+		binaries.Bulkhead(t), root, logs, sandboxBundle, sandbox)
 	for i, c := range cases {
 		id := uniqueID(fmt.Sprintf("source-%d", i))
 		b := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: []string{"rbind", "ro"}})
-			// A pod's sandbox, as the CRI hands it: its files are the pod's.
-			s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "sandbox",
-				"io.kubernetes.cri.sandbox-id": id, "io.kubernetes.cri.sandbox-uid": mine}
+			// A container of the pod, as the CRI hands it.
+			s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": sandbox}
+			maps.Copy(s.Annotations, podAnnotations)
 		})
 		// Pipes, as engines hand them: the container's stdio is not a
 		// file of root's.
 		fmt.Fprintf(&script, "%q --root %q run --bundle %q %s </dev/null 2>&1 | cat > %s/%d.log; echo ${PIPESTATUS[0]} > %s/%d.exit\n",
 			binaries.Bulkhead(t), root, b, id, logs, i, logs, i)
 	}
+	fmt.Fprintf(&script, "%q --root %q delete --force %s\n", binaries.Bulkhead(t), root, sandbox)
 	if out, err := exec.Command("unshare", "--mount", "--propagation", "private", "bash", "-c", script.String()).CombinedOutput(); err != nil {
 		t.Fatalf("the mount namespace with dockerd's layout: %v\n%s", err, out)
+	}
+	if log, _ := os.ReadFile(filepath.Join(logs, "sandbox.log")); len(log) > 0 {
+		t.Logf("the pod's sandbox: %s", log)
 	}
 	for i, c := range cases {
 		exit, _ := os.ReadFile(filepath.Join(logs, fmt.Sprintf("%d.exit", i)))

@@ -91,6 +91,17 @@ func (r *Registry) SandboxFor(p *specs.Profile, backendName string, a map[string
 	}
 }
 
+// KubeletPodFor returns the host_mounts rule's test for whose kubelet
+// files a container may bind: only its own pod sandbox's (PodSandbox) pod
+// uid, and only when a CRI engine made that sandbox (specs.CRIBundle):
+// the pod annotations of a sandbox Docker or ctr made are the caller's.
+func (r *Registry) KubeletPodFor(p *specs.Profile, backendName string, a map[string]string) func(string) bool {
+	return func(uid string) bool {
+		rec := r.PodSandbox(p, backendName, a)
+		return rec != nil && rec.Pod != nil && rec.Pod.UID == uid && specs.CRIBundle(rec.Bundle)
+	}
+}
+
 // PodCgroupParentFor returns the cgroups_path rule's pod group: the group
 // above the cgroup of this container's own pod sandbox (PodSandbox), whose
 // limits the pod's containers share by design; "" for none. A sandbox
