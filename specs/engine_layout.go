@@ -43,6 +43,10 @@ var engineLayouts = []engineLayout{
 	{"/var/lib/buildkit", []string{"buildkitd.lock"}},
 	{"/var/lib/buildkit", []string{"runc-overlayfs"}},
 	{"/var/lib/buildkit", []string{"containerd-overlayfs"}},
+	// bulkhead's own records (<root>/bulkhead, runtime/state): another
+	// container's workspace layers, pins and handed spec, wherever a
+	// --root lies.
+	{"/run/bulkhead", []string{"@lock"}},
 }
 
 // layoutNames are the names any layout looks for, so that a walk keeps
@@ -176,3 +180,7 @@ var criBundle = sync.OnceValue(func() *regexp.Regexp {
 func CRIBundle(bundle string) bool {
 	return criBundle().MatchString(grantPath(filepath.Clean(bundle)))
 }
+
+// EngineHomeAt is the home of the engine whose state dir is laid out as,
+// "" for none; runtime/state's tests keep its registry known by it.
+func EngineHomeAt(dir string) string { return engineHomeAt(dir) }

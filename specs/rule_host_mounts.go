@@ -203,7 +203,7 @@ var stateDirs = []string{
 	"/run/docker", "/var/lib/docker", "/run/containerd", "/var/lib/containerd",
 	"/run/crio", "/var/lib/containers", "/run/containers", "/run/podman",
 	"/run/buildkit", "/var/lib/buildkit", "/var/lib/kubelet", "/etc/kubernetes",
-	"/run/user",
+	"/run/user", "/run/bulkhead",
 }
 
 // engineOwnFiles are what engines bind into their own containers: hosts,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -240,6 +241,14 @@ func judgeMemory(row *Control, l Line, ok bool, s Sample, sampled bool, limits *
 	}
 }
 
+// layerCPUHostCPUs: a quota of as many CPUs as the host has, or more,
+// cannot throttle a spin: the host's CPUs are the bound, and the group's
+// usage over the wall time shows it stayed within them.
+const layerCPUHostCPUs = "cpu cgroup (quota ≥ the host's CPUs)"
+
+// hostCPUs is how many CPUs the host gives the group's processes at most.
+var hostCPUs = goruntime.NumCPU
+
 // judgeCPU: the quota must have throttled the group while the probe spun
 // (cpu.stat nr_throttled growing) and the group must have used no more
 // CPU than the quota allows over the same wall time. On runc the probe's
@@ -276,6 +285,12 @@ func judgeCPU(row *Control, l Line, ok bool, s Sample, sampled bool, limits *cgr
 	case used > allowed:
 		row.Pass = false
 		row.Detail = fmt.Sprintf("the group used more CPU than the quota allows (%s)", allowed.Round(time.Millisecond))
+	case grew == 0 && float64(limits.CPUQuota)/float64(limits.CPUPeriod) >= float64(hostCPUs()):
+		// A job profile's 2 CPUs on a 2-CPU host: the spin cannot pass
+		// the quota, so it is never throttled; usage within the quota
+		// over the wall time (checked above) is the evidence.
+		row.Layer, row.Pass = layerCPUHostCPUs, true
+		row.Evidence += fmt.Sprintf("; the host has %d CPUs", hostCPUs())
 	case grew == 0:
 		row.Pass = false
 		row.Detail = noEvidence + ": the quota never throttled the spin"

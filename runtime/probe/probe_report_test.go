@@ -106,7 +106,15 @@ func TestJudgeProbeCPU(t *testing.T) {
 		{"no quota", Sample{After: cgroups.Events{NrThrottled: 3, CPUUsage: time.Second}, OK: true, Wall: 2 * time.Second},
 			&cgroups.Limits{PidsMax: 64, MemoryMax: 256 << 20, CPUQuota: cgroups.Unlimited, CPUPeriod: 100000}, false, "no CPU quota"},
 		{"no reading", Sample{}, testLimits, false, ""},
+		// 2 CPUs on the 2-CPU host of the test: the spin cannot pass the
+		// quota, and a host's own CPUs bound it.
+		{"quota of all the host's CPUs, never bitten", Sample{After: cgroups.Events{CPUUsage: 30 * time.Second}, OK: true, Wall: 20 * time.Second},
+			&cgroups.Limits{PidsMax: 64, MemoryMax: 256 << 20, CPUQuota: 200000, CPUPeriod: 100000}, true, ""},
+		{"quota of fewer than the host's CPUs, never bitten", Sample{After: cgroups.Events{CPUUsage: 10 * time.Second}, OK: true, Wall: 20 * time.Second},
+			&cgroups.Limits{PidsMax: 64, MemoryMax: 256 << 20, CPUQuota: 150000, CPUPeriod: 100000}, false, "no evidence"},
 	}
+	defer func(f func() int) { hostCPUs = f }(hostCPUs)
+	hostCPUs = func() int { return 2 }
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := bitten()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // TestRegistryAnyValidID: every id CheckID accepts can be recorded, the
@@ -128,5 +130,23 @@ func TestRemoveOwnedLeavesNewer(t *testing.T) {
 	}
 	if _, err := os.Stat(reg.Dir("c")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state of c after RemoveOwned of its own record: %v", err)
+	}
+}
+
+// TestRegistryKnownAsEngineState: the rules know a registry by its lock
+// file wherever its --root lies (specs' engine layouts); renaming the lock
+// must not make other containers' records bindable.
+func TestRegistryKnownAsEngineState(t *testing.T) {
+	reg, err := OpenRegistry(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := reg.lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if home := specs.EngineHomeAt(reg.dir); home != "/run/bulkhead" {
+		t.Errorf("a registry at %s is judged as %q, want /run/bulkhead", reg.dir, home)
 	}
 }
