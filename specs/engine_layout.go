@@ -87,9 +87,17 @@ func engineHomeAt(dir string) string {
 	if h, ok := layoutAt.Load(dir); ok {
 		return h.(string)
 	}
+	// One lstat per name (about a microsecond each, less than reading
+	// even a small directory), each name once.
+	seen := map[string]bool{}
 	h := engineHomeOf(func(name string) bool {
-		_, err := os.Lstat(filepath.Join(dir, name))
-		return err == nil
+		has, ok := seen[name]
+		if !ok {
+			_, err := os.Lstat(filepath.Join(dir, name))
+			has = err == nil
+			seen[name] = has
+		}
+		return has
 	})
 	layoutAt.Store(dir, h)
 	return h
