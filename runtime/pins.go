@@ -108,7 +108,10 @@ func (c *creation) pinHostPaths() error {
 	}
 	for _, p := range c.plan.Pins {
 		judge := func(real string, fd int, _ *unix.Stat_t) string {
-			return specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd)
+			if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
+				return why
+			}
+			return specs.PlainBindRefusal(real)
 		}
 		switch {
 		case p.Rule == "workspace":

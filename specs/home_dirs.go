@@ -1,11 +1,14 @@
 package specs
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/moby/sys/user"
+	"golang.org/x/sys/unix"
 )
 
 // passwdHomes are the home directories of the host's users, as
@@ -80,3 +83,55 @@ func HomeAbove(p string) string {
 	}
 	return ""
 }
+
+// privateInHome refuses a plain bind of a path below a home that the
+// owner keeps from others: runc mounts as root, past every directory
+// above the source, so a bind of ~/.npmrc below a 0700 home showed the
+// job a token no other local user can reach. The source must lie in no
+// dot-entry of the home (~/.npmrc, ~/.m2, ~/.config: the owner's
+// application state and keys, listed or not among the credentials), and
+// every directory from the home down to it must let others search it, so
+// that the bind shows the job what any local user may read. A workspace
+// is the owner's checkout by design (workspace_owners) and is judged by
+// its own rules.
+func privateInHome(real string) string {
+	home := HomeAbove(real)
+	if home == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(home, real)
+	if err != nil || rel == "." {
+		return ""
+	}
+	if first, _, _ := strings.Cut(rel, "/"); strings.HasPrefix(first, ".") {
+		return real + " lies in " + filepath.Join(home, first) + ", a dot-entry of the home " + home + ", which holds the owner's application state and keys"
+	}
+	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); errors.Is(err, unix.ENOENT) {
+			return "" // nothing there to keep from anyone; the pin judges what is
+		} else if err != nil {
+			return real + ": " + dir + " cannot be checked (" + err.Error() + ")"
+		}
+		if st.Mode&0o001 == 0 {
+			return fmt.Sprintf("%s lies below %s (mode %04o), which others may not enter: a bind would show the job what the home's owner keeps from every other user; bind a directory others may reach", real, dir, st.Mode&0o7777)
+		}
+		if dir == home || dir == "/" {
+			return ""
+		}
+	}
+}
+
+// plainBindRefusal is what a bind that is no writable workspace must pass
+// besides host_mounts' judgement of every bind source (privateInHome).
+func plainBindRefusal(c *Context, src string) string {
+	real, err := c.resolve(filepath.Clean(src))
+	if err != nil {
+		return ""
+	}
+	return privateInHome(real)
+}
+
+// PlainBindRefusal is plainBindRefusal of a source already resolved, for
+// the runtime to apply again to what it opened.
+func PlainBindRefusal(real string) string { return privateInHome(real) }

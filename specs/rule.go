@@ -33,7 +33,8 @@ type Context struct {
 	// own sandbox (JoinableSandbox's), made by a CRI engine: its bundle in
 	// containerd's k8s.io namespace or CRI-O's storage (CRIBundle). Pod
 	// annotations are the caller's to write; a Docker user's sandbox
-	// naming a pod uid is no pod's. Nil: no pod's files are granted.
+	// naming a pod uid is no pod's. Nil: no pod's files, nor its
+	// sandbox's, are granted.
 	KubeletPod func(uid string) bool
 	// CgroupTaken reports whether a cgroupfs path is not a fresh group: it
 	// exists in some hierarchy, or a group above it holds processes. Nil

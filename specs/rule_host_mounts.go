@@ -45,6 +45,9 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 		if why == "" {
 			why = bindSourceRefusal(c, s.Annotations, src, -1, c.findChannel)
 		}
+		if why == "" && !(c.Profile.IsWorkspace(*m) && c.Profile.WorkspaceModeOf() != WorkspaceReadonly) {
+			why = plainBindRefusal(c, src)
+		}
 		if why != "" {
 			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,
 				Before: m.Source, Layer: LayerNone, Why: why + "; remove this mount or bind a directory that holds only what the job needs"})
@@ -327,10 +330,14 @@ func ownedByThisContainer(c *Context, s map[string]string, kind, id string) bool
 	case "container":
 		return c.ID != "" && id == c.ID
 	case "sandbox":
+		// A CRI sandbox's files (its hosts, resolv.conf, /dev/shm) are
+		// the pod's only where a CRI engine made the pod: a caller that
+		// picks ids and annotations makes no CRI sandbox.
 		if s[AnnotationCRIContainerType] == "sandbox" {
-			return c.ID != "" && id == c.ID
+			return c.ID != "" && id == c.ID && CRIBundle(c.Bundle)
 		}
-		return id == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(id)
+		return id == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(id) &&
+			c.KubeletPod != nil && c.KubeletPod(s["io.kubernetes.cri.sandbox-uid"])
 	case "pod":
 		return id != "" && id == s["io.kubernetes.cri.sandbox-uid"] && s[AnnotationCRIContainerType] == "container" &&
 			c.KubeletPod != nil && c.KubeletPod(id)

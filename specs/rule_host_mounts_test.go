@@ -169,3 +169,48 @@ func TestKubeletFilesNeedTheCRIPod(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxFilesNeedTheCRIPod: a CRI sandbox's files (its /dev/shm,
+// hosts) are its own and its pod's containers' only where a CRI engine
+// made the sandbox; a caller that picks the sandbox's id and annotations
+// under a bundle of its own gets another pod's /dev/shm otherwise.
+func TestSandboxFilesNeedTheCRIPod(t *testing.T) {
+	shm := "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/" + testID + "/shm"
+	asSandbox := map[string]string{AnnotationCRIContainerType: "sandbox", AnnotationCRISandboxID: testID, "io.kubernetes.cri.sandbox-uid": testPod}
+	for _, tt := range []struct {
+		name   string
+		bundle string
+		want   Action
+	}{
+		{"the sandbox, made by the CRI", "/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + testID, Tightened},
+		{"a sandbox of a caller's own bundle", "/bundle", Refused},
+		{"a sandbox Docker made", "/run/docker/containerd/daemon/io.containerd.runtime.v2.task/moby/" + testID, Refused},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := hostileSpec()
+			s.Annotations = asSandbox
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/dev/shm", Type: "bind", Source: shm, Options: []string{"rbind", "ro"}})
+			c := testContext()
+			c.Bundle = tt.bundle
+			wantDecision(t, ruleHostMounts(c, s), "mounts[/dev/shm]", tt.want)
+		})
+	}
+	// A container of the pod: its sandbox must be the CRI's too.
+	sandboxShm := "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/" + testSandboxID + "/shm"
+	crid := map[string]string{AnnotationCRIContainerType: "container", AnnotationCRISandboxID: testSandboxID, "io.kubernetes.cri.sandbox-uid": testPod}
+	for name, kubeletPod := range map[string]func(string) bool{
+		"of the CRI's sandbox":  func(uid string) bool { return uid == testPod },
+		"of a caller's sandbox": func(string) bool { return false },
+	} {
+		s := hostileSpec()
+		s.Annotations = crid
+		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/dev/shm", Type: "bind", Source: sandboxShm, Options: []string{"rbind", "ro"}})
+		c := testContext()
+		c.KubeletPod = kubeletPod
+		want := Tightened
+		if name == "of a caller's sandbox" {
+			want = Refused
+		}
+		wantDecision(t, ruleHostMounts(c, s), "mounts[/dev/shm]", want)
+	}
+}

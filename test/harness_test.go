@@ -43,6 +43,23 @@ func must(t *testing.T, args ...string) string {
 	return r.stdout
 }
 
+// pause pauses id as an engine does: runc 1.1's cgroup v1 freezer gives
+// up ("unable to freeze") when the group does not settle while the
+// machine is busy, and thaws it again, so an engine pauses again.
+func pause(t *testing.T, g []string, id string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		r := bulkhead(t, "", append(g, "pause", id)...)
+		if r.code == 0 {
+			return
+		}
+		if i == 4 || !strings.Contains(r.stderr, "unable to freeze") {
+			t.Fatalf("pause %s: exit %d\n%s", id, r.code, r.stderr)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // stateRoot makes a fresh --root for one test and removes it afterwards.
 func stateRoot(t *testing.T) string {
 	t.Helper()

@@ -105,7 +105,7 @@ func TestLifecycle(t *testing.T) {
 			}
 
 			if backend == "runc" {
-				must(t, append(g, "pause", id)...)
+				pause(t, g, id)
 				waitStatus(t, g, id, "paused")
 				must(t, append(g, "resume", id)...)
 				waitStatus(t, g, id, "running")

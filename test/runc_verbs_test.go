@@ -69,7 +69,7 @@ func TestStartAsRuncDoes(t *testing.T) {
 
 	t.Run("paused", func(t *testing.T) {
 		id := create(t, "start-paused")
-		must(t, append(g, "pause", id)...)
+		pause(t, g, id)
 		startFails(t, id, "cannot start a container in the paused state")
 		must(t, append(g, "resume", id)...)
 		if s := containerState(t, g, id); s.Status != "created" {
