@@ -111,12 +111,15 @@ func (c *creation) pinHostPaths() error {
 			if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
 				return why
 			}
-			return specs.PlainBindRefusal(real)
+			return specs.HomePrivacyRefusal(c.ctx, real, fd, true)
 		}
 		switch {
 		case p.Rule == "workspace":
 			judge = func(real string, fd int, _ *unix.Stat_t) string {
 				if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
+					return why
+				}
+				if why := specs.HomePrivacyRefusal(c.ctx, real, fd, false); why != "" {
 					return why
 				}
 				return workspace.JudgeSource(real, "/proc/self/fd/"+strconv.Itoa(fd))

@@ -3,7 +3,9 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -31,6 +33,32 @@ var passwdHomes = sync.OnceValue(func() []string {
 	}
 	return homes
 })
+
+// linkedHomes are the targets of the homes by name alone that are
+// symlinks (/home/bob -> /srv/users/bob, as an LDAP or sssd site lays
+// them out): sources are judged by their resolved path, where the name
+// /home/bob no longer shows.
+var linkedHomes = sync.OnceValue(func() []string {
+	var homes []string
+	for _, parent := range homeParents() {
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			if real, err := filepath.EvalSymlinks(filepath.Join(parent, e.Name())); err == nil && real != "/" {
+				homes = append(homes, real)
+			}
+		}
+	}
+	return homes
+})
+
+// knownHomes are the homes /etc/passwd lists and those /home links to.
+func knownHomes() []string { return append(slices.Clone(passwdHomes()), linkedHomes()...) }
 
 // homeParents are the directories whose children are homes by name alone
 // (a user of LDAP or sssd is in no /etc/passwd): /home, as written and as
@@ -76,7 +104,7 @@ func HomeAbove(p string) string {
 	if h := namedHome(p); h != "" && h != p {
 		return h
 	}
-	for _, h := range passwdHomes() {
+	for _, h := range knownHomes() {
 		if p != h && under(p, h) {
 			return h
 		}
@@ -99,22 +127,15 @@ func privateInHome(real string) string {
 	if home == "" {
 		return ""
 	}
-	rel, err := filepath.Rel(home, real)
-	if err != nil || rel == "." {
-		return ""
-	}
-	if first, _, _ := strings.Cut(rel, "/"); strings.HasPrefix(first, ".") {
-		return real + " lies in " + filepath.Join(home, first) + ", a dot-entry of the home " + home + ", which holds the owner's application state and keys"
-	}
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		var st unix.Stat_t
 		if err := unix.Stat(dir, &st); errors.Is(err, unix.ENOENT) {
 			return "" // nothing there to keep from anyone; the pin judges what is
 		} else if err != nil {
-			return real + ": " + dir + " cannot be checked (" + err.Error() + ")"
+			return "cannot be checked: " + dir + ": " + err.Error()
 		}
 		if st.Mode&0o001 == 0 {
-			return fmt.Sprintf("%s lies below %s (mode %04o), which others may not enter: a bind would show the job what the home's owner keeps from every other user; bind a directory others may reach", real, dir, st.Mode&0o7777)
+			return fmt.Sprintf("lies below %s (mode %04o), which others may not enter: a bind would show the job what the home's owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777)
 		}
 		if dir == home || dir == "/" {
 			return ""
@@ -122,16 +143,53 @@ func privateInHome(real string) string {
 	}
 }
 
-// plainBindRefusal is what a bind that is no writable workspace must pass
-// besides host_mounts' judgement of every bind source (privateInHome).
-func plainBindRefusal(c *Context, src string) string {
-	real, err := c.resolve(filepath.Clean(src))
-	if err != nil {
-		return ""
+// homePrivacyRefusal judges a bind source (real, opened at fd, -1 when
+// not) and every other place its files are at by the homes they lie in:
+// a home mounted again elsewhere (/home/alice bound at /srv/mirror/alice)
+// is the same home. A plain bind is judged by privateInHome; a writable
+// workspace, the owner's checkout by design, only by the dot-entries.
+func homePrivacyRefusal(c *Context, real string, fd int, plain bool) string {
+	paths := []string{real}
+	if src, err := c.mountedFrom(real, fd); err == nil {
+		for _, pl := range src.Places {
+			paths = append(paths, pl.Path)
+		}
 	}
-	return privateInHome(real)
+	for _, p := range paths {
+		why := dotEntryOfHome(p)
+		if why == "" && plain {
+			why = privateInHome(p)
+		}
+		if why != "" && p != real {
+			return real + " is a mount of " + p + ", which " + why
+		}
+		if why != "" {
+			return real + " " + why
+		}
+	}
+	return ""
 }
 
-// PlainBindRefusal is plainBindRefusal of a source already resolved, for
-// the runtime to apply again to what it opened.
-func PlainBindRefusal(real string) string { return privateInHome(real) }
+// HomePrivacyRefusal is homePrivacyRefusal for the runtime to apply again
+// to what it opened.
+func HomePrivacyRefusal(c *Context, real string, fd int, plain bool) string {
+	return homePrivacyRefusal(c, real, fd, plain)
+}
+
+// dotEntryOfHome refuses a path in a dot-entry of a home (~/.npmrc, ~/.m2,
+// ~/.config: the owner's application state and keys, listed among the
+// credentials or not).
+func dotEntryOfHome(p string) string {
+	home := HomeAbove(p)
+	if home == "" {
+		return ""
+	}
+	rel, err := filepath.Rel(home, p)
+	if err != nil || rel == "." {
+		return ""
+	}
+	if first, _, _ := strings.Cut(rel, "/"); strings.HasPrefix(first, ".") {
+		return "lies in " + filepath.Join(home, first) + ", a dot-entry of the home " + home + ", which holds the owner's application state and keys"
+	}
+	return ""
+}

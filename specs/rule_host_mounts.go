@@ -45,8 +45,11 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 		if why == "" {
 			why = bindSourceRefusal(c, s.Annotations, src, -1, c.findChannel)
 		}
-		if why == "" && !(c.Profile.IsWorkspace(*m) && c.Profile.WorkspaceModeOf() != WorkspaceReadonly) {
-			why = plainBindRefusal(c, src)
+		if why == "" {
+			plain := !(c.Profile.IsWorkspace(*m) && c.Profile.WorkspaceModeOf() != WorkspaceReadonly)
+			if real, err := c.resolve(filepath.Clean(src)); err == nil {
+				why = homePrivacyRefusal(c, canonicalRun(real), -1, plain)
+			}
 		}
 		if why != "" {
 			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,
@@ -230,6 +233,11 @@ var engineSocket = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(docker|containerd|crio|podman|buildkitd|cri-dockerd|dockershim|kubelet)\.sock(\.ttrpc)?$`)
 })
 
+// privateTmp matches systemd's PrivateTmp directories of services, which
+// are 0700 root's above a 1777 tmp: a bind shows the job a service's
+// temporary files, past the directory that keeps every local user out.
+var privateTmp = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/(var/)?tmp/systemd-private-[^/]+(/.*)?$`) })
+
 // sshAgent matches OpenSSH's default agent socket, /tmp/ssh-XXXX/agent.PID.
 var sshAgent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^/tmp/ssh-[^/]+(/agent\.[^/]*)?$`) })
 
@@ -269,10 +277,13 @@ func lexicalRefusal(p string) string {
 	if sshAgent().MatchString(p) || p == "/tmp" {
 		return "host /tmp holds SSH agent sockets, which let the job sign in as the operator"
 	}
+	if privateTmp().MatchString(p) {
+		return p + " is a service's private /tmp (systemd PrivateTmp), which systemd keeps from every other user"
+	}
 	if slices.Contains(homeParents(), p) || namedHome(p) == p {
 		return p + " is a home directory, full of the owner's credentials and history"
 	}
-	if h := homeOfAUser(p, passwdHomes()); h != "" {
+	if h := homeOfAUser(p, knownHomes()); h != "" {
 		return p + " is or holds " + h + ", a user's home directory (/etc/passwd), full of the owner's credentials and history"
 	}
 	if c := credentialIn(p); c != "" {

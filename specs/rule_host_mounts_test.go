@@ -36,6 +36,8 @@ func TestRuleHostMountsRefused(t *testing.T) {
 		"/var/run/crio/crio.sock", "/var/run/crio", "/run/podman/podman.sock", "/run/podman",
 		"/run/user/1000/podman/podman.sock", "/run/buildkit/buildkitd.sock", "/srv/x/docker.sock",
 		"/tmp/ssh-XXXXabcd/agent.1234", "/tmp/ssh-XXXXabcd", "/tmp",
+		"/tmp/systemd-private-0123abcd-nginx.service-AbCdEf/tmp", "/var/tmp/systemd-private-0123abcd-app.service-x/tmp/uploads",
+		"/home/bob/.npmrc", "/home/bob/.m2/settings.xml",
 		"/root", "/home", "/home/alice", "/home/alice/.ssh", "/home/alice/.ssh/id_ed25519", "/root/.aws",
 		"/home/bob/.kube/config", "/home/bob/.config/gcloud", "/home/bob/.config", "/home/bob/.gnupg",
 		"/home/bob/.docker/config.json", "/home/bob/.azure", "/home/bob/.netrc", "/srv/build/.ssh",

@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,6 +58,80 @@ func TestPlainBindKeepsAHomePrivate(t *testing.T) {
 			}
 			if r := bind(filepath.Join(home, ".npmrc")); r.code == 0 || !strings.Contains(r.stderr, "dot-entry") {
 				t.Errorf("~/.npmrc of a home others may enter: exit %d\n%s", r.code, r.stderr)
+			}
+		})
+	}
+}
+
+// TestHomeReachedElsewhereStaysPrivate: a home is the same home where it
+// is mounted again (an operator's bind of /home/alice at /srv) and where
+// /home/<name> is a symlink (an LDAP site's homes elsewhere): a plain bind
+// there is refused as it is at /home/<name>, and so is a workspace in a
+// dot-entry of it, whose id map would show the owner's 0600 files.
+func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
+	pid := os.Getpid()
+	home := fmt.Sprintf("/home/bh-test-m%d", pid)
+	mirror := fmt.Sprintf("/srv/bh-test-mirror-%d", pid)
+	users := fmt.Sprintf("/srv/bh-test-users-%d", pid)
+	linked := fmt.Sprintf("/home/bh-test-l%d", pid)
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			t.Cleanup(func() {
+				exec.Command("umount", mirror).Run()
+				os.RemoveAll(mirror)
+				os.Remove(linked)
+				os.RemoveAll(users)
+				os.RemoveAll(home)
+			})
+			for _, h := range []string{home, filepath.Join(users, "bob")} {
+				for name, body := range map[string]string{".m2/token": "SECRET-0600\n", "proj/notes": "PRIVATE\n"} {
+					p := filepath.Join(h, name)
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.Chown(p, 1000, 1000); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := os.Chmod(filepath.Join(h, "proj/notes"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := exec.Command("chown", "-R", "1000:1000", h).Run(); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(h, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.MkdirAll(mirror, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("mount", "--bind", home, mirror).CombinedOutput(); err != nil {
+				t.Fatalf("mount --bind: %v %s", err, out)
+			}
+			if err := os.Symlink(filepath.Join(users, "bob"), linked); err != nil {
+				t.Fatal(err)
+			}
+			root := stateRoot(t)
+			run := func(b string) result {
+				return bulkhead(t, "", "--root", root, "--backend", backend, "run", "--bundle", b, uniqueID("homeel-"+backend))
+			}
+			for _, src := range []string{filepath.Join(mirror, "proj"), filepath.Join(mirror, ".m2"), filepath.Join(linked, "proj"), filepath.Join(linked, ".m2")} {
+				b := bundle.New(t, []string{"sh", "-c", "cat /data/*"}, func(s *rspec.Spec) {
+					s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: src, Options: []string{"rbind", "ro"}})
+				})
+				if r := run(b); r.code == 0 || !strings.Contains(r.stderr, "rule host_mounts") {
+					t.Errorf("a plain bind of %s: exit %d, stdout %q\n%s", src, r.code, r.stdout, r.stderr)
+				}
+			}
+			for _, src := range []string{filepath.Join(mirror, ".m2"), filepath.Join(linked, ".m2")} {
+				if r := run(workspaceBundle(t, src, "cat /workspace/token")); r.code == 0 || strings.Contains(r.stdout, "SECRET") {
+					t.Errorf("a workspace of %s: exit %d, stdout %q\n%s", src, r.code, r.stdout, r.stderr)
+				}
 			}
 		})
 	}
