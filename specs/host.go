@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Host is what the rules read from the host's filesystem. Nil fields, and
@@ -47,5 +49,33 @@ func (c *Context) mountedFrom(p string, fd int) (MountSource, error) {
 	if c.Host != nil && c.Host.MountedFrom != nil {
 		return c.Host.MountedFrom(p, fd)
 	}
-	return mountedFrom(p, fd)
+	// Each source is asked about by more than one rule (what is mounted
+	// there, the homes it lies in), once when planned and once opened;
+	// the mount table is read once for each. An opened source is known by
+	// its file too: a descriptor number is reused once closed.
+	key := mountedKey{path: p, fd: fd}
+	if fd >= 0 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return MountSource{}, err
+		}
+		key.dev, key.ino = st.Dev, st.Ino
+	}
+	if src, ok := c.mounted[key]; ok {
+		return src, nil
+	}
+	src, err := mountedFrom(p, fd)
+	if err == nil {
+		if c.mounted == nil {
+			c.mounted = map[mountedKey]MountSource{}
+		}
+		c.mounted[key] = src
+	}
+	return src, err
+}
+
+type mountedKey struct {
+	path     string
+	fd       int
+	dev, ino uint64
 }

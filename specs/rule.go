@@ -7,6 +7,9 @@ import (
 // Context is what a rule may know besides the spec: the profile it
 // enforces and facts about the host and the bundle.
 type Context struct {
+	// mounted remembers mountedFrom's answers for this container.
+	mounted map[mountedKey]MountSource
+
 	Profile *Profile
 	// Bundle is the absolute path of the bundle; root.path and cwd resolve
 	// against it.
