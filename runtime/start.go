@@ -98,8 +98,37 @@ func startedOwn(g *Globals, b *backend.Backend, rec *state.Record, id string) er
 	if kerr := backend.Quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
 		logrus.Errorf("bulkhead: start %s: kill: %v", id, kerr)
 	}
-	return fmt.Errorf("start %s: the init create verified (pid %d) has ended, and the backend started another container under this id (%s, pid %d), not the one verified; it was killed: delete it (bulkhead delete --force %s)",
-		id, rec.InitPid, st.Status, st.Pid, id)
+	killed := "it was killed"
+	if !stoppedWithin(g, b, id, killWait) {
+		killed = fmt.Sprintf("it was sent SIGKILL and still ran %s later", killWait)
+	}
+	return fmt.Errorf("start %s: the init create verified (pid %d) has ended, and the backend started another container under this id (%s, pid %d), not the one verified; %s: delete it (bulkhead delete --force %s)",
+		id, rec.InitPid, st.Status, st.Pid, killed, id)
+}
+
+// killWait bounds how long a start that killed what it must not have
+// started waits for the backend to see it stopped: runsc ends the sandbox
+// a while after its processes, longer on a busy machine, and the caller
+// told "killed" may look at once.
+const killWait = 10 * time.Second
+
+// stoppedWithin polls the backend's state of id until it is stopped or
+// gone, for at most d.
+func stoppedWithin(g *Globals, b *backend.Backend, id string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		out, err := backend.Output(g.backendArgv(b, "state", id))
+		var st struct {
+			Status string `json:"status"`
+		}
+		if err != nil || (json.Unmarshal(out, &st) == nil && st.Status == "stopped") {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // judgeMemberStdio judges the stdio a start hands a pod member on runsc.
