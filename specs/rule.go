@@ -32,6 +32,10 @@ type Context struct {
 	// bulkhead created under this enforced profile and that still runs.
 	// Nil means none may be joined.
 	JoinableSandbox func(id string) bool
+	// MadeByCRI says the container's bundle is one a CRI engine made
+	// (CRIBundle of its resolved path): a CRI sandbox's own files are its
+	// own only then.
+	MadeByCRI bool
 	// KubeletPod reports whether a pod uid is the pod of this container's
 	// own sandbox (JoinableSandbox's), made by a CRI engine: its bundle in
 	// containerd's k8s.io namespace or CRI-O's storage (CRIBundle). Pod

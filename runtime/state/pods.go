@@ -98,7 +98,11 @@ func (r *Registry) SandboxFor(p *specs.Profile, backendName string, a map[string
 func (r *Registry) KubeletPodFor(p *specs.Profile, backendName string, a map[string]string) func(string) bool {
 	return func(uid string) bool {
 		rec := r.PodSandbox(p, backendName, a)
-		return rec != nil && rec.Pod != nil && rec.Pod.UID == uid && specs.CRIBundle(rec.Bundle)
+		if rec == nil || rec.Pod == nil || rec.Pod.UID != uid {
+			return false
+		}
+		real, err := filepath.EvalSymlinks(rec.Bundle)
+		return err == nil && specs.CRIBundle(real)
 	}
 }
 

@@ -223,7 +223,9 @@ func check(t *testing.T, name string, c capture, n *normaliser, joinable ...int)
 	// its cgroup then held its own processes and dockerd's layer record is
 	// gone. Both facts are read as create saw them; test/policy and
 	// test/docker judge them on the live host.
-	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data, ID: c.ID,
+	// The engine's bundle (c.Bundle) is where it made it; its state
+	// directory still holds the layout that says whose.
+	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data, ID: c.ID, MadeByCRI: specs.CRIBundle(c.Bundle),
 		CgroupTaken:     func(string) (bool, error) { return false, nil },
 		CgroupPopulated: func(string) (bool, error) { return false, nil },
 		Host: &specs.Host{DockerMountID: func(_, id string) (string, error) {
@@ -233,6 +235,7 @@ func check(t *testing.T, name string, c capture, n *normaliser, joinable ...int)
 		// The captured pod's sandbox ran through the capture runtime, not
 		// bulkhead: stand in for the registry, as for its namespaces.
 		ctx.JoinableSandbox = func(string) bool { return true }
+		ctx.KubeletPod = func(string) bool { return true }
 		ctx.JoinableNamespace = func(_ rspec.LinuxNamespaceType, path string) bool {
 			for _, pid := range joinable {
 				if strings.HasPrefix(path, fmt.Sprintf("/proc/%d/ns/", pid)) {
