@@ -11,11 +11,7 @@ import (
 // profiles, and a selectable runc profile.
 func selectConfig(t *testing.T) *Config {
 	t.Helper()
-	base, err := decodeConfig(nil, builtinConfig, "built-in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := decodeConfig(base, []byte(`
+	return configOver(t, `
 default_profile = "default"
 [backends.runc]
 path = "/bin/true"
@@ -29,7 +25,17 @@ selectable = true
 [profiles.open]
 backend = "runc"
 selectable = true
-`), "test")
+`)
+}
+
+// configOver is the built-in configuration with doc over it.
+func configOver(t *testing.T, doc string) *Config {
+	t.Helper()
+	base, err := decodeConfig(nil, builtinConfig, "built-in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := decodeConfig(base, []byte(doc), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,17 +73,8 @@ func TestSelect(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sel, err := Select(cfg, &c.g, c.annotations)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err %v, want one containing %q", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sel.Profile.Name != c.profile || sel.Backend.Name != c.backend {
+			sel := selected(t, cfg, c.g, c.annotations, c.err)
+			if sel != nil && (sel.Profile.Name != c.profile || sel.Backend.Name != c.backend) {
 				t.Fatalf("selected %s on %s, want %s on %s", sel.Profile.Name, sel.Backend.Name, c.profile, c.backend)
 			}
 		})
@@ -93,11 +90,7 @@ func TestSelectRanksBackendsByKind(t *testing.T) {
 	if err := os.WriteFile(runsc, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base, err := decodeConfig(nil, builtinConfig, "built-in")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := decodeConfig(base, []byte(`
+	cfg := configOver(t, `
 default_profile = "default"
 [backends.runc]
 path = "/bin/true"
@@ -109,10 +102,7 @@ selectable = true
 [profiles.open]
 backend = "runc"
 selectable = true
-`), "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	for _, c := range []struct {
 		name        string
 		g           Globals
@@ -126,19 +116,27 @@ selectable = true
 		{"an entry's unknown backend", Globals{Backend: "nope"}, map[string]string{AnnotationProfile: "open"}, "", `unknown backend "nope"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sel, err := Select(cfg, &c.g, c.annotations)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err %v, want one containing %q", err, c.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sel.Backend.Name != c.want || !sel.Backend.IsGVisor() {
+			sel := selected(t, cfg, c.g, c.annotations, c.err)
+			if sel != nil && (sel.Backend.Name != c.want || !sel.Backend.IsGVisor()) {
 				t.Fatalf("selected %s (%s), want %s", sel.Backend.Name, sel.Backend.Kind(), c.want)
 			}
 		})
 	}
+}
+
+// selected is Select's choice, or nil once the error containing wantErr
+// (when not "") was returned.
+func selected(t *testing.T, cfg *Config, g Globals, annotations map[string]string, wantErr string) *Selection {
+	t.Helper()
+	sel, err := Select(cfg, &g, annotations)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err %v, want one containing %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
 }
