@@ -58,7 +58,7 @@ var linkedHomes = sync.OnceValue(func() []string {
 })
 
 // knownHomes are the homes /etc/passwd lists and those /home links to.
-func knownHomes() []string { return append(slices.Clone(passwdHomes()), linkedHomes()...) }
+var knownHomes = func() []string { return append(slices.Clone(passwdHomes()), linkedHomes()...) }
 
 // homeParents are the directories whose children are homes by name alone
 // (a user of LDAP or sssd is in no /etc/passwd): /home, as written and as
@@ -112,6 +112,23 @@ func HomeAbove(p string) string {
 	return ""
 }
 
+// homesAbove are all the homes p lies below, outermost first: a home
+// /etc/passwd lists may lie below another, or below a /home/<name> that
+// is none (/home/staff/dave), and each keeps its own dot-entries.
+func homesAbove(p string) []string {
+	var homes []string
+	if h := namedHome(p); h != "" && h != p {
+		homes = append(homes, h)
+	}
+	for _, h := range knownHomes() {
+		if p != h && under(p, h) && !slices.Contains(homes, h) {
+			homes = append(homes, h)
+		}
+	}
+	slices.SortFunc(homes, func(a, b string) int { return len(a) - len(b) })
+	return homes
+}
+
 // privateInHome refuses a plain bind of a path below a home that the
 // owner keeps from others: runc mounts as root, past every directory
 // above the source, so a bind of ~/.npmrc below a 0700 home showed the
@@ -123,10 +140,11 @@ func HomeAbove(p string) string {
 // is the owner's checkout by design (workspace_owners) and is judged by
 // its own rules.
 func privateInHome(real string) string {
-	home := HomeAbove(real)
-	if home == "" {
+	homes := homesAbove(real)
+	if len(homes) == 0 {
 		return ""
 	}
+	home := homes[0] // the outermost: every directory below it counts
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		var st unix.Stat_t
 		if err := unix.Stat(dir, &st); errors.Is(err, unix.ENOENT) {
@@ -152,6 +170,12 @@ func homePrivacyRefusal(c *Context, real string, fd int, plain bool) string {
 	paths := []string{real}
 	if src, err := c.mountedFrom(real, fd); err == nil {
 		for _, pl := range src.Places {
+			// A mount made inside a home (a shared dataset bound into
+			// each user's home) shows files that are not the home's:
+			// they are judged where they come from.
+			if HomeAbove(pl.Mount.Mountpoint) != "" {
+				continue
+			}
 			paths = append(paths, pl.Path)
 		}
 	}
@@ -180,16 +204,14 @@ func HomePrivacyRefusal(c *Context, real string, fd int, plain bool) string {
 // ~/.config: the owner's application state and keys, listed among the
 // credentials or not).
 func dotEntryOfHome(p string) string {
-	home := HomeAbove(p)
-	if home == "" {
-		return ""
-	}
-	rel, err := filepath.Rel(home, p)
-	if err != nil || rel == "." {
-		return ""
-	}
-	if first, _, _ := strings.Cut(rel, "/"); strings.HasPrefix(first, ".") {
-		return "lies in " + filepath.Join(home, first) + ", a dot-entry of the home " + home + ", which holds the owner's application state and keys"
+	for _, home := range homesAbove(p) {
+		rel, err := filepath.Rel(home, p)
+		if err != nil || rel == "." {
+			continue
+		}
+		if first, _, _ := strings.Cut(rel, "/"); strings.HasPrefix(first, ".") {
+			return "lies in " + filepath.Join(home, first) + ", a dot-entry of the home " + home + ", which holds the owner's application state and keys"
+		}
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package specs
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -44,5 +45,28 @@ func TestResolvedToo(t *testing.T) {
 	homes := resolvedToo(filepath.Join(link, "alice"))
 	if homeOfAUser(real, homes) == "" || homeOfAUser(filepath.Join(link, "alice"), homes) == "" {
 		t.Errorf("homes %v: the home is not matched by both its paths", homes)
+	}
+}
+
+// TestDotEntryOfNestedHome: a home /etc/passwd lists below a /home/<name>
+// that is none (/home/staff/dave) keeps its own dot-entries, as the
+// outer one keeps its.
+func TestDotEntryOfNestedHome(t *testing.T) {
+	defer func(f func() []string) { knownHomes = f }(knownHomes)
+	knownHomes = func() []string { return []string{"/home/staff/dave", "/srv/users/erin"} }
+	for p, refused := range map[string]bool{
+		"/home/staff/dave/.m2/settings.xml": true,
+		"/home/staff/dave/.npmrc":           true,
+		"/home/staff/.profile":              true,
+		"/home/staff/dave/src/app":          false,
+		"/srv/users/erin/.config/gh":        true,
+		"/srv/users/erin/work":              false,
+	} {
+		if got := dotEntryOfHome(p) != ""; got != refused {
+			t.Errorf("dotEntryOfHome(%s) refuses: %v, want %v", p, got, refused)
+		}
+	}
+	if got := homesAbove("/home/staff/dave/src"); !slices.Equal(got, []string{"/home/staff", "/home/staff/dave"}) {
+		t.Errorf("homesAbove = %v, want the outer home first", got)
 	}
 }

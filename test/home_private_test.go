@@ -74,6 +74,7 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 	mirror := fmt.Sprintf("/srv/bh-test-mirror-%d", pid)
 	users := fmt.Sprintf("/srv/bh-test-users-%d", pid)
 	linked := fmt.Sprintf("/home/bh-test-l%d", pid)
+	dataset := fmt.Sprintf("/srv/bh-test-share-%d", pid)
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			needRoot(t, backend)
@@ -82,6 +83,7 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 				os.RemoveAll(mirror)
 				os.Remove(linked)
 				os.RemoveAll(users)
+				os.RemoveAll(dataset)
 				os.RemoveAll(home)
 			})
 			for _, h := range []string{home, filepath.Join(users, "bob")} {
@@ -132,6 +134,29 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 				if r := run(workspaceBundle(t, src, "cat /workspace/token")); r.code == 0 || strings.Contains(r.stdout, "SECRET") {
 					t.Errorf("a workspace of %s: exit %d, stdout %q\n%s", src, r.code, r.stdout, r.stderr)
 				}
+			}
+			// A public dataset also bound into the private home (as HPC and
+			// JupyterHub sites do) is still the dataset's, bound from where
+			// it lives.
+			if err := os.MkdirAll(filepath.Join(dataset, "data"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dataset, "data", "README"), []byte("PUBLIC-DATA\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			inHome := filepath.Join(home, "proj", "data")
+			if err := os.MkdirAll(inHome, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("mount", "--bind", filepath.Join(dataset, "data"), inHome).CombinedOutput(); err != nil {
+				t.Fatalf("mount --bind: %v %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", inHome).Run() })
+			b := bundle.New(t, []string{"sh", "-c", "cat /data/*"}, func(s *rspec.Spec) {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: filepath.Join(dataset, "data"), Options: []string{"rbind", "ro"}})
+			})
+			if r := run(b); r.code != 0 || !strings.Contains(r.stdout, "PUBLIC-DATA") {
+				t.Errorf("a public dataset also mounted in a private home: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 			}
 		})
 	}
