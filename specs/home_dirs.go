@@ -169,13 +169,11 @@ func privateInHome(real string) string {
 func homePrivacyRefusal(c *Context, real string, fd int, plain bool) string {
 	paths := []string{real}
 	if src, err := c.mountedFrom(real, fd); err == nil {
+		// Every place counts, a mount made inside a home too: it cannot be
+		// told from the owner's own (a home on a filesystem of its own at
+		// /home/staff/dave, ~/.local kept on another disk), so a public
+		// dataset that is also bound into a private home is refused.
 		for _, pl := range src.Places {
-			// A mount made inside a home (a shared dataset bound into
-			// each user's home) shows files that are not the home's:
-			// they are judged where they come from.
-			if HomeAbove(pl.Mount.Mountpoint) != "" {
-				continue
-			}
 			paths = append(paths, pl.Path)
 		}
 	}

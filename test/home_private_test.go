@@ -75,6 +75,8 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 	users := fmt.Sprintf("/srv/bh-test-users-%d", pid)
 	linked := fmt.Sprintf("/home/bh-test-l%d", pid)
 	dataset := fmt.Sprintf("/srv/bh-test-share-%d", pid)
+	group := fmt.Sprintf("/home/bh-test-g%d", pid)
+	ownFS := filepath.Join(group, "dave")
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			needRoot(t, backend)
@@ -84,6 +86,7 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 				os.Remove(linked)
 				os.RemoveAll(users)
 				os.RemoveAll(dataset)
+				os.RemoveAll(group)
 				os.RemoveAll(home)
 			})
 			for _, h := range []string{home, filepath.Join(users, "bob")} {
@@ -135,9 +138,42 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 					t.Errorf("a workspace of %s: exit %d, stdout %q\n%s", src, r.code, r.stdout, r.stderr)
 				}
 			}
+			// A home on a filesystem of its own below /home/<group> (NFS,
+			// a dataset per user), mounted again elsewhere: its own place
+			// is judged as a home's.
+			if err := os.MkdirAll(ownFS, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700,uid=1000,gid=1000", "bh-test-home", ownFS).CombinedOutput(); err != nil {
+				t.Fatalf("mount tmpfs: %v %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", ownFS).Run() })
+			if err := os.MkdirAll(filepath.Join(ownFS, "private"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ownFS, "private", "secret"), []byte("DAVE-SECRET\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ownMirror := filepath.Join(mirror+"-own", "dave")
+			if err := os.MkdirAll(ownMirror, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("mount", "--bind", ownFS, ownMirror).CombinedOutput(); err != nil {
+				t.Fatalf("mount --bind: %v %s", err, out)
+			}
+			t.Cleanup(func() { exec.Command("umount", ownMirror).Run(); os.RemoveAll(mirror + "-own") })
+			b0 := bundle.New(t, []string{"sh", "-c", "cat /data/*"}, func(s *rspec.Spec) {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: filepath.Join(ownMirror, "private"), Options: []string{"rbind", "ro"}})
+			})
+			if r := run(b0); r.code == 0 || strings.Contains(r.stdout, "DAVE-SECRET") {
+				t.Errorf("a home of its own filesystem, mounted again: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+			}
+
 			// A public dataset also bound into the private home (as HPC and
-			// JupyterHub sites do) is still the dataset's, bound from where
-			// it lives.
+			// JupyterHub sites do) is refused at its own place too: a mount
+			// inside a home cannot be told from the owner's own (a home on
+			// a filesystem of its own below /home/staff, ~/.local on another
+			// disk), so the refusal fails closed and says where.
 			if err := os.MkdirAll(filepath.Join(dataset, "data"), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +191,7 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 			b := bundle.New(t, []string{"sh", "-c", "cat /data/*"}, func(s *rspec.Spec) {
 				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: filepath.Join(dataset, "data"), Options: []string{"rbind", "ro"}})
 			})
-			if r := run(b); r.code != 0 || !strings.Contains(r.stdout, "PUBLIC-DATA") {
+			if r := run(b); r.code == 0 || !strings.Contains(r.stderr, "is a mount of "+inHome) {
 				t.Errorf("a public dataset also mounted in a private home: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 			}
 		})
