@@ -223,6 +223,8 @@ var engineOwnFiles = sync.OnceValue(func() []*regexp.Regexp {
 		regexp.MustCompile(`^/var/lib/docker/volumes/[^/]+/_data(/.*)?$`),
 		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/sandboxes/(?P<sandbox>[0-9a-f]+)/.+$`),
 		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/containers/(?P<container>[0-9a-f]+)/.+$`),
+		// containerd 2's image volumes: <state>/image-volumes/<pod sandbox>/<image>.
+		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/image-volumes/(?P<sandbox>[0-9a-f]+)/[0-9a-f]+(/.*)?$`),
 		regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/(?P<container>[0-9a-f]+)/userdata/.+$`),
 		regexp.MustCompile(`^/var/lib/containers/storage/volumes/[^/]+/_data(/.*)?$`),
 		regexp.MustCompile(`^/var/lib/kubelet/pods/(?P<pod>[^/]+)/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`),

@@ -216,3 +216,22 @@ func TestSandboxFilesNeedTheCRIPod(t *testing.T) {
 		wantDecision(t, ruleHostMounts(c, s), "mounts[/dev/shm]", want)
 	}
 }
+
+// TestImageVolumeOfThePod: containerd 2 mounts a pod's image volume in its
+// state at image-volumes/<pod sandbox>/<image>; a container of that pod,
+// made by the CRI, binds it, another pod's container does not.
+func TestImageVolumeOfThePod(t *testing.T) {
+	vol := "/run/containerd/io.containerd.grpc.v1.cri/image-volumes/" + testSandboxID + "/4e47650d6ba158475f9dd30def6b1095ddba7b283da1932801b1545d4ec01d29"
+	for name, sandbox := range map[string]string{"its own pod's": testSandboxID, "another pod's": testID} {
+		s := hostileSpec()
+		s.Annotations = map[string]string{AnnotationCRIContainerType: "container", AnnotationCRISandboxID: sandbox, "io.kubernetes.cri.sandbox-uid": testPod}
+		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt/image-volume", Type: "bind", Source: vol, Options: []string{"rbind", "ro"}})
+		want := Tightened
+		if sandbox != testSandboxID {
+			want = Refused
+		}
+		t.Run(name, func(t *testing.T) {
+			wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/mnt/image-volume]", want)
+		})
+	}
+}
