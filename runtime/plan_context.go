@@ -21,7 +21,7 @@ func specContext(g *Globals, p *specs.Profile, backendName, bundle string, reg *
 		JoinableNamespace: reg.JoinableFor(p, backendName, annotations),
 		JoinableSandbox:   reg.SandboxFor(p, backendName, annotations),
 		KubeletPod:        reg.KubeletPodFor(p, backendName, annotations),
-		MadeByCRI:         madeByCRI(bundle),
+		MadeByCRI:         func() bool { return madeByCRI(bundle) },
 		CgroupTaken:       cgroups.Taken,
 		CgroupPopulated:   func(path string) (bool, error) { return cgroups.Populated(path) },
 		PodCgroupParent:   reg.PodCgroupParentFor(p, backendName, annotations),

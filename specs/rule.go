@@ -34,8 +34,9 @@ type Context struct {
 	JoinableSandbox func(id string) bool
 	// MadeByCRI says the container's bundle is one a CRI engine made
 	// (CRIBundle of its resolved path): a CRI sandbox's own files are its
-	// own only then.
-	MadeByCRI bool
+	// own only then. Asked only for such a file, so that a create binding
+	// none looks up no layout of its bundle. Nil: none is.
+	MadeByCRI func() bool
 	// KubeletPod reports whether a pod uid is the pod of this container's
 	// own sandbox (JoinableSandbox's), made by a CRI engine: its bundle in
 	// containerd's k8s.io namespace or CRI-O's storage (CRIBundle). Pod

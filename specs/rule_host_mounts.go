@@ -347,7 +347,7 @@ func ownedByThisContainer(c *Context, s map[string]string, kind, id string) bool
 		// the pod's only where a CRI engine made the pod: a caller that
 		// picks ids and annotations makes no CRI sandbox.
 		if s[AnnotationCRIContainerType] == "sandbox" {
-			return c.ID != "" && id == c.ID && c.MadeByCRI
+			return c.ID != "" && id == c.ID && c.MadeByCRI != nil && c.MadeByCRI()
 		}
 		return id == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(id) &&
 			c.KubeletPod != nil && c.KubeletPod(s["io.kubernetes.cri.sandbox-uid"])

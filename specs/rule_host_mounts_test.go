@@ -193,7 +193,7 @@ func TestSandboxFilesNeedTheCRIPod(t *testing.T) {
 			s.Annotations = asSandbox
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/dev/shm", Type: "bind", Source: shm, Options: []string{"rbind", "ro"}})
 			c := testContext()
-			c.MadeByCRI = CRIBundle(tt.bundle)
+			c.MadeByCRI = func() bool { return CRIBundle(tt.bundle) }
 			wantDecision(t, ruleHostMounts(c, s), "mounts[/dev/shm]", tt.want)
 		})
 	}

@@ -225,7 +225,7 @@ func check(t *testing.T, name string, c capture, n *normaliser, joinable ...int)
 	// test/docker judge them on the live host.
 	// The engine's bundle (c.Bundle) is where it made it; its state
 	// directory still holds the layout that says whose.
-	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data, ID: c.ID, MadeByCRI: specs.CRIBundle(c.Bundle),
+	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data, ID: c.ID, MadeByCRI: func() bool { return specs.CRIBundle(c.Bundle) },
 		CgroupTaken:     func(string) (bool, error) { return false, nil },
 		CgroupPopulated: func(string) (bool, error) { return false, nil },
 		Host: &specs.Host{DockerMountID: func(_, id string) (string, error) {
