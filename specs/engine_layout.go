@@ -33,6 +33,10 @@ var engineLayouts = []engineLayout{
 	{"/var/lib/containerd", []string{"io.containerd.snapshotter.v1.overlayfs"}},
 	{"/var/lib/containerd", []string{"io.containerd.snapshotter.v1.native"}},
 	{"/var/lib/containerd", []string{"io.containerd.grpc.v1.cri"}},
+	// A snapshotter's root_path, moved on its own (overlayfs, native,
+	// btrfs, blockfile, erofs keep their bolt database beside the
+	// snapshots): every container's writable layer and every image's.
+	{"/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs", []string{"metadata.db", "snapshots"}},
 	{"/var/lib/containers/storage", []string{"storage.lock", "overlay-layers"}},
 	{"/var/lib/containers/storage", []string{"storage.lock", "overlay-containers"}},
 	{"/var/lib/containers/storage", []string{"storage.lock", "vfs-layers"}},

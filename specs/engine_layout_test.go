@@ -66,6 +66,9 @@ func TestBindSourceInEngineState(t *testing.T) {
 		"image/", "network/files/local-kv.db", "volumes/v/_data/f", "overlay2/abc/diff/root/.npmrc")
 	ctd := filepath.Join(dir, "disk", "containerd")
 	layout(t, ctd, "io.containerd.content.v1.content/", "io.containerd.snapshotter.v1.overlayfs/snapshots/2/fs/root/.npmrc")
+	// The overlayfs snapshotter's root_path, moved on its own.
+	snap := filepath.Join(dir, "fast", "snap")
+	layout(t, snap, "metadata.db", "snapshots/7/fs/root/.npmrc", "snapshots/7/work/")
 	checkout := filepath.Join(dir, "repo")
 	layout(t, checkout, "containers/a", "image/b", "network/c")
 	p := testProfile()
@@ -79,6 +82,9 @@ func TestBindSourceInEngineState(t *testing.T) {
 		{filepath.Join(dir, "data"), "holds " + docker + ", laid out as an engine's state"},
 		{filepath.Join(ctd, "io.containerd.snapshotter.v1.overlayfs/snapshots/2/fs"), "laid out as an engine's state"},
 		{filepath.Join(dir, "disk"), "holds " + ctd + ", laid out as an engine's state"},
+		{filepath.Join(snap, "snapshots/7/fs"), "laid out as an engine's state"},
+		{filepath.Join(snap, "snapshots"), "laid out as an engine's state"},
+		{filepath.Join(dir, "fast"), "holds " + snap + ", laid out as an engine's state"},
 		{checkout, ""},
 	})
 }
