@@ -188,9 +188,29 @@ var criBundle = sync.OnceValue(func() *regexp.Regexp {
 
 // CRIBundle tells whether a bundle is one a CRI engine made: the pod
 // annotations of its spec are the CRI's, not a caller's. Judged as a
-// grant (grantPath): the engine's state must be root's.
+// grant (grantPath): the engine's state must be root's. A task in
+// containerd's k8s.io namespace is the CRI's only where its CRI plugin
+// keeps the sandbox's or container's own directory beside it: any client
+// of any containerd can name that namespace, but only the plugin makes
+// <state>/io.containerd.grpc.v1.cri/{sandboxes,containers}/<id>.
 func CRIBundle(bundle string) bool {
-	return criBundle().MatchString(grantPath(filepath.Clean(bundle)))
+	bundle = filepath.Clean(bundle)
+	judged := grantPath(bundle)
+	if !criBundle().MatchString(judged) {
+		return false
+	}
+	if !strings.HasPrefix(judged, "/run/containerd/") {
+		return true
+	}
+	state, id := filepath.Dir(filepath.Dir(filepath.Dir(bundle))), filepath.Base(bundle)
+	for _, kind := range []string{"sandboxes", "containers"} {
+		var st unix.Stat_t
+		err := unix.Lstat(filepath.Join(state, "io.containerd.grpc.v1.cri", kind, id), &st)
+		if err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Uid == 0 && st.Mode&0o022 == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // EngineHomeAt is the home of the engine whose state dir is laid out as,

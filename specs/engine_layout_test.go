@@ -150,26 +150,32 @@ func TestEngineLayoutGrantsOnlyAsRoots(t *testing.T) {
 }
 
 // TestCRIBundle: a bundle in containerd's k8s.io namespace is a CRI
-// engine's, wherever containerd's state lies; Docker's (moby), a
-// directory laid out by a user, or any other place is not.
+// engine's where the CRI plugin keeps the sandbox's or container's
+// directory beside it, wherever containerd's state lies; a task a client
+// made in that namespace of a containerd (the plugin knows nothing of
+// it), Docker's (moby), a directory laid out by a user, or any other
+// place is not.
 func TestCRIBundle(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: engines' state is root's, and the fake one is given to a user")
 	}
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	layout(t, state, "io.containerd.runtime.v2.task/k8s.io/sb1/", "io.containerd.runtime.v2.task/moby/c1/")
+	layout(t, state, "io.containerd.runtime.v2.task/k8s.io/sb1/", "io.containerd.runtime.v2.task/k8s.io/c2/",
+		"io.containerd.runtime.v2.task/k8s.io/forged/", "io.containerd.runtime.v2.task/moby/c1/",
+		"io.containerd.grpc.v1.cri/sandboxes/sb1/", "io.containerd.grpc.v1.cri/containers/c2/")
 	fake := filepath.Join(dir, "fake")
 	layout(t, fake, "io.containerd.runtime.v2.task/k8s.io/sb1/")
 	if err := os.Chown(fake, 1000, 1000); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]bool{
-		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"): true,
-		"/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc":       true,
-		filepath.Join(state, "io.containerd.runtime.v2.task/moby/c1"):    false,
-		filepath.Join(fake, "io.containerd.runtime.v2.task/k8s.io/sb1"):  false,
-		filepath.Join(dir, "bundle"):                                     false,
+		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"):    true,
+		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/c2"):     true,
+		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/forged"): false,
+		filepath.Join(state, "io.containerd.runtime.v2.task/moby/c1"):       false,
+		filepath.Join(fake, "io.containerd.runtime.v2.task/k8s.io/sb1"):     false,
+		filepath.Join(dir, "bundle"):                                        false,
 	} {
 		if got := CRIBundle(p); got != want {
 			t.Errorf("CRIBundle(%s) = %v, want %v", p, got, want)

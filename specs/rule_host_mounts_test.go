@@ -179,12 +179,20 @@ func TestKubeletFilesNeedTheCRIPod(t *testing.T) {
 func TestSandboxFilesNeedTheCRIPod(t *testing.T) {
 	shm := "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/" + testID + "/shm"
 	asSandbox := map[string]string{AnnotationCRIContainerType: "sandbox", AnnotationCRISandboxID: testID, "io.kubernetes.cri.sandbox-uid": testPod}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a CRI engine's state is root's")
+	}
+	cri := filepath.Join(t.TempDir(), "containerd")
+	layout(t, cri, "io.containerd.runtime.v2.task/k8s.io/"+testID+"/", "io.containerd.grpc.v1.cri/sandboxes/"+testID+"/")
+	forged := filepath.Join(t.TempDir(), "containerd")
+	layout(t, forged, "io.containerd.runtime.v2.task/k8s.io/"+testID+"/")
 	for _, tt := range []struct {
 		name   string
 		bundle string
 		want   Action
 	}{
-		{"the sandbox, made by the CRI", "/run/containerd/io.containerd.runtime.v2.task/k8s.io/" + testID, Tightened},
+		{"the sandbox, made by the CRI", filepath.Join(cri, "io.containerd.runtime.v2.task/k8s.io", testID), Tightened},
+		{"a sandbox a client made in the CRI's namespace", filepath.Join(forged, "io.containerd.runtime.v2.task/k8s.io", testID), Refused},
 		{"a sandbox of a caller's own bundle", "/bundle", Refused},
 		{"a sandbox Docker made", "/run/docker/containerd/daemon/io.containerd.runtime.v2.task/moby/" + testID, Refused},
 	} {

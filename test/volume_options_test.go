@@ -93,12 +93,17 @@ set +e
 	script.WriteString(setup)
 	root, logs := stateRoot(t), t.TempDir()
 	// The pod's sandbox, made where containerd's CRI plugin makes its
-	// bundles (the k8s.io namespace of its tasks): the kubelet's files of
-	// the pod are its containers'.
+	// bundles (the k8s.io namespace of its tasks), with the directory the
+	// plugin keeps for it: the kubelet's files of the pod are its
+	// containers'.
 	podAnnotations := map[string]string{"io.kubernetes.cri.sandbox-uid": mine, "io.kubernetes.cri.sandbox-namespace": "default",
 		"io.kubernetes.cri.sandbox-name": "web"}
 	sandbox := uniqueID("sandbox")
-	sandboxBundle := filepath.Join(t.TempDir(), "state", "io.containerd.runtime.v2.task", "k8s.io", sandbox)
+	state := filepath.Join(t.TempDir(), "state")
+	sandboxBundle := filepath.Join(state, "io.containerd.runtime.v2.task", "k8s.io", sandbox)
+	if err := os.MkdirAll(filepath.Join(state, "io.containerd.grpc.v1.cri", "sandboxes", sandbox), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := bundle.Make(sandboxBundle, []string{"sleep", "600"}, func(s *rspec.Spec) {
 		s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": sandbox}
 		maps.Copy(s.Annotations, podAnnotations)
