@@ -127,12 +127,12 @@ func (c *creation) pinHostPaths() error {
 		case p.Own:
 			judge = func(real string, _ int, st *unix.Stat_t) string { return ownFileRefusal(real, st) }
 		case p.Root:
-			judge = func(real string, _ int, _ *unix.Stat_t) string {
+			judge = func(real string, fd int, _ *unix.Stat_t) string {
 				bundleReal, err := c.bundleDir.real()
 				if err != nil {
 					return err.Error()
 				}
-				return specs.JudgeRoot(c.ctx, real, bundleReal)
+				return specs.JudgeRoot(c.ctx, c.handed.Annotations, real, bundleReal, fd)
 			}
 		}
 		slave := func(string, int) bool { return p.Slave }

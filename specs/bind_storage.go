@@ -51,27 +51,49 @@ func storageRefusal(real string, holder *mountinfo.Info) string {
 		real, t, holder.Source, holder.Mountpoint, why)
 }
 
-// snapshotDir is a directory of containerd's overlayfs snapshotter: a
-// snapshot's files (fs) or its overlay work directory (work).
+// snapshotDir is a directory of containerd's overlayfs or native
+// snapshotter: a snapshot's files (fs) or its overlay work directory
+// (work).
 var snapshotDir = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^/[^:,]+/io\.containerd\.snapshotter\.v1\.overlayfs/snapshots/[0-9]+/(fs|work)$`)
+	return regexp.MustCompile(`^/[^:,]+/io\.containerd\.snapshotter\.v1\.(overlayfs|native)/snapshots/[0-9]+/(fs|work)$`)
 })
+
+// snapshotLayer tells whether d is a snapshot's directory, where
+// containerd keeps it or where a snapshotter's root_path moved it (judged
+// as at its home when that root is root's, grantPath).
+func snapshotLayer(d string) bool {
+	return !strings.Contains(d, "..") && (snapshotDir().MatchString(d) || snapshotDir().MatchString(grantPath(d)))
+}
+
+// overlayLayers are the directories an overlay's superblock options (as
+// mountinfo shows them) name: its lower layers, and its upper and work
+// directories.
+func overlayLayers(options string) (lower []string, upper, work string) {
+	for _, o := range strings.Split(options, ",") {
+		switch k, v, _ := strings.Cut(o, "="); k {
+		case "lowerdir":
+			lower = append(lower, strings.Split(v, ":")...)
+		case "upperdir":
+			upper = v
+		case "workdir":
+			work = v
+		}
+	}
+	return lower, upper, work
+}
 
 // imageLayersOnly tells whether an overlay's superblock options (as
 // mountinfo shows them) name only containerd's snapshots: image layers
 // below, a snapshot of the engine's own above (an image volume).
 func imageLayersOnly(options string) bool {
-	var dirs []string
-	for _, o := range strings.Split(options, ",") {
-		switch k, v, _ := strings.Cut(o, "="); k {
-		case "lowerdir":
-			dirs = append(dirs, strings.Split(v, ":")...)
-		case "upperdir", "workdir":
-			dirs = append(dirs, v)
+	dirs, upper, work := overlayLayers(options)
+	for _, d := range []string{upper, work} {
+		if d != "" {
+			dirs = append(dirs, d)
 		}
 	}
 	for _, d := range dirs {
-		if strings.Contains(d, "..") || !snapshotDir().MatchString(d) {
+		if !snapshotLayer(d) {
 			return false
 		}
 	}

@@ -29,6 +29,8 @@ type MountSource struct {
 	// state moved to a data disk below a bind root), but bulkhead's own
 	// pins (isOwnPin). None when the holder is the only one.
 	Places []Place
+	// Mounts is the mount table the source was judged in.
+	Mounts []*mountinfo.Info
 }
 
 // Place is where a mount shows the files of a source: the source itself
@@ -71,6 +73,7 @@ func mountedFrom(p string, fd int) (MountSource, error) {
 		return MountSource{}, fmt.Errorf("mountinfo: %w", err)
 	}
 	src := mountedFromIn(p, id, mounts)
+	src.Mounts = mounts
 	if src.Holder == nil {
 		return MountSource{}, fmt.Errorf("the mount of %s (id %d) is not in the mount table: it changed while it was read", p, id)
 	}

@@ -23,7 +23,7 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 		return []Decision{{Rule: "root", Field: field, Action: Refused, Before: "none", Layer: LayerNone,
 			Why: "a container needs a root filesystem; set root.path to the bundle's rootfs"}}
 	}
-	why := rootRefusal(c, rootfsPath(c, s.Root))
+	why := rootRefusal(c, s.Annotations, rootfsPath(c, s.Root))
 	if why != "" {
 		return []Decision{{Rule: "root", Field: field, Action: Refused, Before: s.Root.Path, Layer: LayerNone,
 			Why: why + "; put the container's rootfs inside its bundle"}}
@@ -39,7 +39,7 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 // read from its descriptor at the same moment. Nothing is resolved again
 // here: re-resolving the caller's bundle path would let the caller move
 // the yardstick (the bundle a symlink to / by then) along with the root.
-func JudgeRoot(c *Context, real, bundleReal string) string {
+func JudgeRoot(c *Context, annotations map[string]string, real, bundleReal string, fd int) string {
 	if real == "/" {
 		return "the host's / would be the container's root"
 	}
@@ -49,7 +49,7 @@ func JudgeRoot(c *Context, real, bundleReal string) string {
 		}
 	}
 	if bundleReal != "" && bundleReal != "/" && real != bundleReal && under(real, bundleReal) {
-		return ""
+		return c.rootMountRefusal(annotations, real, bundleReal, fd)
 	}
 	if dockerOwnLayer(c, real) {
 		return ""
@@ -57,7 +57,7 @@ func JudgeRoot(c *Context, real, bundleReal string) string {
 	return real + " lies outside the bundle (" + bundleReal + ") and is not the layer the engine made for this container"
 }
 
-func rootRefusal(c *Context, root string) string {
+func rootRefusal(c *Context, annotations map[string]string, root string) string {
 	if root == "" {
 		return "a relative root.path cannot be placed without the bundle"
 	}
@@ -74,7 +74,7 @@ func rootRefusal(c *Context, root string) string {
 		}
 	}
 	if bundle, err := c.resolve(c.Bundle); err == nil && c.Bundle != "" && real != bundle && under(real, bundle) {
-		return ""
+		return c.rootMountRefusal(annotations, real, bundle, -1)
 	}
 	if dockerOwnLayer(c, real) {
 		return ""
@@ -92,4 +92,62 @@ func dockerOwnLayer(c *Context, root string) bool {
 	}
 	mountID, err := c.dockerMountID(m[1], c.ID)
 	return err == nil && mountID == m[2]
+}
+
+// rootMountRefusal judges the files really at a rootfs inside the bundle
+// (opened at fd, -1 when not), as a bind source's are: an engine mounts
+// the image there before it calls the runtime, and a containerd client
+// chooses those mounts (a task's rootfs), so a bind of the host's / or an
+// overlay over another container's layer would pass a judgement of the
+// path alone. The files must be plain storage or an overlay of
+// containerd's snapshots, none of its layers one another overlay writes
+// to (a running container's), and every other place they are at the
+// bundle's own, a snapshot, or one a bind could name.
+func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle string, fd int) string {
+	src, err := c.mountedFrom(real, fd)
+	if err != nil {
+		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")"
+	}
+	if why := storageRefusal(real, src.Holder); why != "" {
+		return why
+	}
+	if why := writtenLayerRefusal(src); why != "" {
+		return why
+	}
+	for _, pl := range src.Places {
+		if under(pl.Path, bundle) || (pl.Inner == "" && snapshotLayer(pl.Path)) {
+			continue
+		}
+		if why := c.placeRefusal(annotations, pl); why != "" {
+			if pl.Inner != "" {
+				return real + " holds " + pl.Inner + ", which is also mounted at " + pl.Path + ", which " + why
+			}
+			return real + " is a mount of " + pl.Path + ", which " + why
+		}
+	}
+	return ""
+}
+
+// writtenLayerRefusal refuses an overlay root with a layer that another
+// mounted overlay writes to: that is a running container's writable layer
+// (its files, or a second writer that overlayfs does not stop).
+func writtenLayerRefusal(src MountSource) string {
+	h := src.Holder
+	if h == nil || h.FSType != "overlay" {
+		return ""
+	}
+	lower, upper, work := overlayLayers(h.VFSOptions)
+	mine := append(lower, upper, work)
+	for _, m := range src.Mounts {
+		if (m.Major == h.Major && m.Minor == h.Minor) || m.FSType != "overlay" {
+			continue // the same overlay, mounted again (a pin of it)
+		}
+		_, theirUpper, theirWork := overlayLayers(m.VFSOptions)
+		for _, d := range mine {
+			if d != "" && (d == theirUpper || d == theirWork) {
+				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m.Mountpoint + ", another container's"
+			}
+		}
+	}
+	return ""
 }

@@ -1,0 +1,92 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// TestRootfsJudgedByWhatIsMounted: an engine mounts the image at the
+// bundle's rootfs before it calls the runtime, and a containerd client
+// chooses those mounts (a task's rootfs). A rootfs inside the bundle was
+// judged by its path alone: a bind of the host's / there, or an overlay
+// whose lower layer was a running container's writable layer, ran as the
+// container's root on runc and runsc. Both are refused now; an overlay of
+// snapshots as containerd makes one still runs.
+func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			cfg, _ := workspaceConfig(t, "")
+			g := []string{"--root", root, "--config", cfg, "--backend", backend}
+			run := func(b, name string) result {
+				return bulkhead(t, "", append(g, "run", "--bundle", b, uniqueID(name+"-"+backend))...)
+			}
+
+			hostRoot := bundle.New(t, []string{"cat", "/etc/hostname"})
+			mountAt(t, "/", filepath.Join(hostRoot, "rootfs"), "", unix.MS_BIND)
+			if r := run(hostRoot, "root-host"); r.code == 0 || !strings.Contains(r.stderr, "host / exposes every host file") {
+				t.Fatalf("a bind of the host's / at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+
+			// containerd's overlayfs snapshotter, as a root of its own:
+			// snapshot 1 the image, 2 a running container's writable layer.
+			snaps := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs", "snapshots")
+			snap := func(n string) (fs, work string) {
+				fs, work = filepath.Join(snaps, n, "fs"), filepath.Join(snaps, n, "work")
+				for _, d := range []string{fs, work} {
+					if err := os.MkdirAll(d, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return fs, work
+			}
+			image, _ := snap("1")
+			if err := bundle.Rootfs(image); err != nil {
+				t.Fatal(err)
+			}
+			victimUpper, victimWork := snap("2")
+			victim := filepath.Join(t.TempDir(), "victim")
+			if err := os.Mkdir(victim, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mountAt(t, "overlay", victim, "lowerdir="+image+",upperdir="+victimUpper+",workdir="+victimWork, 0)
+			if err := os.WriteFile(filepath.Join(victim, "secret"), []byte("victim's\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+
+			over := bundle.New(t, []string{"cat", "/secret"})
+			upper, work := snap("3")
+			mountAt(t, "overlay", filepath.Join(over, "rootfs"), "lowerdir="+victimUpper+":"+image+",upperdir="+upper+",workdir="+work, 0)
+			if r := run(over, "root-victim"); r.code == 0 || !strings.Contains(r.stderr, "is the writable layer of the overlay at "+victim) {
+				t.Fatalf("an overlay over a running container's writable layer at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+
+			own := bundle.New(t, []string{"echo", "ok"})
+			upper, work = snap("4")
+			mountAt(t, "overlay", filepath.Join(own, "rootfs"), "lowerdir="+image+",upperdir="+upper+",workdir="+work, 0)
+			if r := run(own, "root-own"); r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
+				t.Fatalf("an overlay of the image's snapshot at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// mountAt mounts source at target for the rest of the test.
+func mountAt(t *testing.T, source, target, data string, flags uintptr) {
+	t.Helper()
+	fstype := ""
+	if flags&unix.MS_BIND == 0 {
+		fstype = source
+	}
+	if err := unix.Mount(source, target, fstype, flags, data); err != nil {
+		t.Fatalf("mount %s at %s: %v", source, target, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+}
