@@ -96,6 +96,7 @@ func testContext() *Context {
 		JoinableSandbox: func(id string) bool { return id == testSandboxID },
 		// The sandbox testSandboxID is a CRI engine's, made for testPod.
 		KubeletPod:  func(uid string) bool { return uid == testPod },
+		MadeByCRI:   func() bool { return true },
 		CgroupTaken: func(p string) (bool, error) { return p == "/system-busy", nil },
 		// Groups whose children hold processes: the engines' parents,
 		// another tenant's parent and a pod's.

@@ -347,16 +347,21 @@ func ownedByThisContainer(c *Context, s map[string]string, kind, id string) bool
 		// the pod's only where a CRI engine made the pod: a caller that
 		// picks ids and annotations makes no CRI sandbox.
 		if s[AnnotationCRIContainerType] == "sandbox" {
-			return c.ID != "" && id == c.ID && c.MadeByCRI != nil && c.MadeByCRI()
+			return c.ID != "" && id == c.ID && madeByCRI(c)
 		}
 		return id == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(id) &&
-			c.KubeletPod != nil && c.KubeletPod(s["io.kubernetes.cri.sandbox-uid"])
+			c.KubeletPod != nil && c.KubeletPod(s["io.kubernetes.cri.sandbox-uid"]) && madeByCRI(c)
 	case "pod":
 		return id != "" && id == s["io.kubernetes.cri.sandbox-uid"] && s[AnnotationCRIContainerType] == "container" &&
-			c.KubeletPod != nil && c.KubeletPod(id)
+			c.KubeletPod != nil && c.KubeletPod(id) && madeByCRI(c)
 	}
 	return false
 }
+
+// madeByCRI tells whether a CRI engine made this container's own bundle:
+// a pod's files go to the pod's containers, and a client that names the
+// pod's sandbox and uid in annotations of a task of its own is none.
+func madeByCRI(c *Context) bool { return c.MadeByCRI != nil && c.MadeByCRI() }
 
 func credentialIn(p string) string {
 	parts := strings.Split(strings.Trim(p, "/"), "/")

@@ -158,6 +158,7 @@ func TestKubeletFilesNeedTheCRIPod(t *testing.T) {
 		{"the uid alone", map[string]string{"io.kubernetes.cri.sandbox-uid": testPod}, nil, Refused},
 		{"as a sandbox", map[string]string{AnnotationCRIContainerType: "sandbox", AnnotationCRISandboxID: testID, "io.kubernetes.cri.sandbox-uid": testPod}, nil, Refused},
 		{"beside a sandbox no CRI engine made", crid, func(c *Context) { c.KubeletPod = func(string) bool { return false } }, Refused},
+		{"a task a client made, naming the CRI's pod", crid, func(c *Context) { c.MadeByCRI = func() bool { return false } }, Refused},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := hostileSpec()
@@ -208,20 +209,24 @@ func TestSandboxFilesNeedTheCRIPod(t *testing.T) {
 	// A container of the pod: its sandbox must be the CRI's too.
 	sandboxShm := "/run/containerd/io.containerd.grpc.v1.cri/sandboxes/" + testSandboxID + "/shm"
 	crid := map[string]string{AnnotationCRIContainerType: "container", AnnotationCRISandboxID: testSandboxID, "io.kubernetes.cri.sandbox-uid": testPod}
-	for name, kubeletPod := range map[string]func(string) bool{
-		"of the CRI's sandbox":  func(uid string) bool { return uid == testPod },
-		"of a caller's sandbox": func(string) bool { return false },
+	for _, tt := range []struct {
+		name       string
+		kubeletPod func(string) bool
+		madeByCRI  bool
+		want       Action
+	}{
+		{"of the CRI's sandbox", func(uid string) bool { return uid == testPod }, true, Tightened},
+		{"of a caller's sandbox", func(string) bool { return false }, true, Refused},
+		{"a task a client made, naming the CRI's sandbox", func(uid string) bool { return uid == testPod }, false, Refused},
 	} {
 		s := hostileSpec()
 		s.Annotations = crid
 		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/dev/shm", Type: "bind", Source: sandboxShm, Options: []string{"rbind", "ro"}})
 		c := testContext()
-		c.KubeletPod = kubeletPod
-		want := Tightened
-		if name == "of a caller's sandbox" {
-			want = Refused
-		}
-		wantDecision(t, ruleHostMounts(c, s), "mounts[/dev/shm]", want)
+		c.KubeletPod = tt.kubeletPod
+		c.MadeByCRI = func() bool { return tt.madeByCRI }
+		got := ruleHostMounts(c, s)
+		t.Run(tt.name, func(t *testing.T) { wantDecision(t, got, "mounts[/dev/shm]", tt.want) })
 	}
 }
 

@@ -115,12 +115,19 @@ set +e
 		binaries.Bulkhead(t), root, logs, sandboxBundle, sandbox)
 	for i, c := range cases {
 		id := uniqueID(fmt.Sprintf("source-%d", i))
-		b := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
+		// A container of the pod, as the CRI hands it: its bundle beside
+		// the plugin's own directory for it.
+		b := filepath.Join(state, "io.containerd.runtime.v2.task", "k8s.io", id)
+		if err := os.MkdirAll(filepath.Join(state, "io.containerd.grpc.v1.cri", "containers", id), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := bundle.Make(b, []string{"true"}, func(s *rspec.Spec) {
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: []string{"rbind", "ro"}})
-			// A container of the pod, as the CRI hands it.
 			s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": sandbox}
 			maps.Copy(s.Annotations, podAnnotations)
-		})
+		}); err != nil {
+			t.Fatal(err)
+		}
 		// Pipes, as engines hand them: the container's stdio is not a
 		// file of root's.
 		fmt.Fprintf(&script, "%q --root %q run --bundle %q %s </dev/null 2>&1 | cat > %s/%d.log; echo ${PIPESTATUS[0]} > %s/%d.exit\n",
