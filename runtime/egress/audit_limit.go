@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -96,9 +97,19 @@ func (l *auditLimit) audit(c Connection) {
 	}
 }
 
-// lineBytes is what a line costs of the byte budget.
+// lineBytes is what a line costs of the byte budget: its job-chosen
+// fields as the log's JSON spells them (an '&' of a Host name is six
+// bytes there, \u0026, and a quote in a reason two), and the rest.
 func lineBytes(c Connection) int {
-	return len(c.Destination) + len(c.Address) + len(c.Reason) + auditLineOverhead
+	return jsonLen(c.Destination) + jsonLen(c.Address) + jsonLen(c.Reason) + auditLineOverhead
+}
+
+func jsonLen(s string) int {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 6 * len(s)
+	}
+	return len(b)
 }
 
 func (l *auditLimit) flush() {

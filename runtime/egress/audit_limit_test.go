@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -48,16 +49,21 @@ func leftOutCount(t *testing.T, c Connection) int {
 // A job that connects for as long as it runs, at twice the rate and with
 // names at their cut, gets no more bytes written than the budget holds
 // at once and refills since, one line saying it ran out, and every other
-// connection counted.
+// connection counted. Its names are of '&', which JSON writes as six
+// bytes each: the bytes counted are the line's as the log has them.
 func TestLimitAuditBytes(t *testing.T) {
 	var lines []Connection
 	written := 0
 	now := time.Now()
 	l := newAuditLimit(func(c Connection) {
 		lines = append(lines, c)
-		written += lineBytes(c)
+		line, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written += len(line) + 1
 	}, func() time.Time { return now })
-	long := strings.Repeat("b", 60000) + ".x:1"
+	long := strings.Repeat("&", 60000) + ".x:1"
 	const calls, every = 60000, 10 * time.Millisecond // ten minutes
 	for i := 0; i < calls; i++ {
 		now = now.Add(every)
