@@ -2,11 +2,13 @@ package specs
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 // plainStorage are the filesystem types whose files are only files, kept on
@@ -52,17 +54,40 @@ func storageRefusal(real string, holder *mountinfo.Info) string {
 }
 
 // snapshotDir is a directory of containerd's overlayfs or native
-// snapshotter: a snapshot's files (fs) or its overlay work directory
-// (work).
+// snapshotter at its home: a snapshot's files (fs) or its overlay work
+// directory (work).
 var snapshotDir = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^/[^:,]+/io\.containerd\.snapshotter\.v1\.(overlayfs|native)/snapshots/[0-9]+/(fs|work)$`)
+	return regexp.MustCompile(`^/var/lib/containerd/io\.containerd\.snapshotter\.v1\.(overlayfs|native)/snapshots/[0-9]+/(fs|work)$`)
 })
 
-// snapshotLayer tells whether d is a snapshot's directory, where
-// containerd keeps it or where a snapshotter's root_path moved it (judged
-// as at its home when that root is root's, grantPath).
+// snapshotLayer tells whether d, a path an overlay's options or a mount
+// name, is a snapshot's directory of a containerd's: where containerd
+// keeps it, or wherever its root or a snapshotter's root_path lies (judged
+// as at its home, grantPath). The path is the caller's word, as given when
+// the overlay was mounted: it must be clean, and no one but root may have
+// been able to make or change any directory on it (no symlink, root's
+// and no one else's to write, or a sticky directory's entry of root's),
+// so that it names what it names.
 func snapshotLayer(d string) bool {
-	return !strings.Contains(d, "..") && (snapshotDir().MatchString(d) || snapshotDir().MatchString(grantPath(d)))
+	if filepath.Clean(d) != d || !filepath.IsAbs(d) || !snapshotDir().MatchString(grantPath(d)) {
+		return false
+	}
+	for p := d; ; p = filepath.Dir(p) {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return false
+		}
+		// The layer itself may be anyone's (an id-mapped pod's); what
+		// leads to it is root's. A sticky directory lets others add
+		// entries, not rename or remove root's: the one below it was
+		// checked to be root's.
+		if p != d && (st.Uid != 0 || (st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0)) {
+			return false
+		}
+		if p == "/" {
+			return true
+		}
+	}
 }
 
 // overlayLayers are the directories an overlay's superblock options (as

@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,7 +35,27 @@ func TestStorageRefusal(t *testing.T) {
 			t.Errorf("%s at %s: %q, want %q", c.fstype, c.mountpoint, why, c.want)
 		}
 	}
-	const snap = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/"
+	// A containerd root of the test's, as the snapshotter lays it out.
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: containerd's snapshots are root's")
+	}
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "containerd", "io.containerd.snapshotter.v1.overlayfs", "snapshots") + "/"
+	for _, n := range []string{"1", "7", "11", "12"} {
+		layout(t, snap+n, "fs/", "work/")
+	}
+	// Made to look like snapshots: a link to /, a user's directory.
+	if err := os.MkdirAll(snap+"2", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", snap+"2/fs"); err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "user", "io.containerd.snapshotter.v1.overlayfs", "snapshots") + "/"
+	layout(t, users+"3", "fs/")
+	if err := os.Chown(filepath.Join(dir, "user"), 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		options string
 		allowed bool
@@ -43,6 +65,9 @@ func TestStorageRefusal(t *testing.T) {
 		{"rw,lowerdir=" + snap + "12/fs,upperdir=/srv/u,workdir=/srv/w", false},
 		{"ro,lowerdir=" + snap + "12/fs:/etc", false},
 		{"ro,lowerdir=" + snap + "12/fs/../../../../../etc", false},
+		{"ro,lowerdir=" + snap + "2/fs:" + snap + "12/fs", false},
+		{"ro,lowerdir=" + users + "3/fs:" + snap + "12/fs", false},
+		{"ro,lowerdir=" + strings.Replace(snap, "/containerd/", "//containerd/", 1) + "12/fs", false},
 		{"ro", false},
 	} {
 		why := storageRefusal("/run/x/image-volumes/a/b", &mountinfo.Info{FSType: "overlay", Mountpoint: "/run/x/image-volumes/a/b", VFSOptions: c.options})

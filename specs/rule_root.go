@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -102,7 +103,7 @@ func dockerOwnLayer(c *Context, root string) bool {
 // path alone. The files must be plain storage or an overlay of
 // containerd's snapshots, none of its layers one another overlay writes
 // to (a running container's), and every other place they are at the
-// bundle's own, a snapshot, or one a bind could name.
+// bundle's own, such a snapshot, or one a bind could name.
 func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle string, fd int) string {
 	src, err := c.mountedFrom(real, fd)
 	if err != nil {
@@ -111,11 +112,23 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 	if why := storageRefusal(real, src.Holder); why != "" {
 		return why
 	}
-	if why := writtenLayerRefusal(src); why != "" {
-		return why
+	written := writtenLayers(src)
+	if h := src.Holder; h.FSType == "overlay" {
+		lower, upper, work := overlayLayers(h.VFSOptions)
+		for _, d := range append(lower, upper, work) {
+			if m, ok := written[filepath.Clean(d)]; ok {
+				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's"
+			}
+		}
 	}
 	for _, pl := range src.Places {
-		if under(pl.Path, bundle) || (pl.Inner == "" && snapshotLayer(pl.Path)) {
+		if under(pl.Path, bundle) {
+			continue
+		}
+		if pl.Inner == "" && snapshotLayer(pl.Path) {
+			if m, ok := written[pl.Path]; ok {
+				return real + " is a mount of " + pl.Path + ", the writable layer of the overlay at " + m + ", another container's"
+			}
 			continue
 		}
 		if why := c.placeRefusal(annotations, pl); why != "" {
@@ -128,26 +141,23 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 	return ""
 }
 
-// writtenLayerRefusal refuses an overlay root with a layer that another
-// mounted overlay writes to: that is a running container's writable layer
-// (its files, or a second writer that overlayfs does not stop).
-func writtenLayerRefusal(src MountSource) string {
+// writtenLayers are the directories that mounted overlays other than the
+// rootfs's own (and its pins) write to, each with where that overlay is
+// mounted: running containers' writable layers, whose files are theirs,
+// and where a second writer is one overlayfs does not stop.
+func writtenLayers(src MountSource) map[string]string {
 	h := src.Holder
-	if h == nil || h.FSType != "overlay" {
-		return ""
-	}
-	lower, upper, work := overlayLayers(h.VFSOptions)
-	mine := append(lower, upper, work)
+	written := map[string]string{}
 	for _, m := range src.Mounts {
 		if (m.Major == h.Major && m.Minor == h.Minor) || m.FSType != "overlay" {
 			continue // the same overlay, mounted again (a pin of it)
 		}
-		_, theirUpper, theirWork := overlayLayers(m.VFSOptions)
-		for _, d := range mine {
-			if d != "" && (d == theirUpper || d == theirWork) {
-				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m.Mountpoint + ", another container's"
+		_, upper, work := overlayLayers(m.VFSOptions)
+		for _, d := range []string{upper, work} {
+			if d != "" {
+				written[filepath.Clean(d)] = m.Mountpoint
 			}
 		}
 	}
-	return ""
+	return written
 }

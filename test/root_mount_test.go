@@ -14,10 +14,11 @@ import (
 // TestRootfsJudgedByWhatIsMounted: an engine mounts the image at the
 // bundle's rootfs before it calls the runtime, and a containerd client
 // chooses those mounts (a task's rootfs). A rootfs inside the bundle was
-// judged by its path alone: a bind of the host's / there, or an overlay
-// whose lower layer was a running container's writable layer, ran as the
-// container's root on runc and runsc. Both are refused now; an overlay of
-// snapshots as containerd makes one still runs.
+// judged by its path alone: a bind of the host's / there, an overlay whose
+// lower layer was a running container's writable layer, a bind of that
+// layer, or an overlay of a user's directories named as snapshots (one a
+// link to /) ran as the container's root on runc and runsc. All are
+// refused now; an overlay of snapshots as containerd makes one still runs.
 func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -66,6 +67,41 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			mountAt(t, "overlay", filepath.Join(over, "rootfs"), "lowerdir="+victimUpper+":"+image+",upperdir="+upper+",workdir="+work, 0)
 			if r := run(over, "root-victim"); r.code == 0 || !strings.Contains(r.stderr, "is the writable layer of the overlay at "+victim) {
 				t.Fatalf("an overlay over a running container's writable layer at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+
+			bound := bundle.New(t, []string{"cat", "/secret"})
+			mountAt(t, victimUpper, filepath.Join(bound, "rootfs"), "", unix.MS_BIND)
+			if r := run(bound, "root-victim-bind"); r.code == 0 || !strings.Contains(r.stderr, "the writable layer of the overlay at "+victim) {
+				t.Fatalf("a bind of a running container's writable layer at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+
+			// Directories named as snapshots by a user: the first a link
+			// to the host's /. overlayfs takes no layer overlapping
+			// another, so the second lies on /dev/shm.
+			users := filepath.Join(t.TempDir(), "u")
+			fake := filepath.Join(users, "io.containerd.snapshotter.v1.overlayfs", "snapshots", "1")
+			if err := os.MkdirAll(fake, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/", filepath.Join(fake, "fs")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(users, 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+			shm, err := os.MkdirTemp("/dev/shm", "bh-root-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(shm) })
+			second := filepath.Join(shm, "io.containerd.snapshotter.v1.overlayfs", "snapshots", "2", "fs")
+			if err := os.MkdirAll(second, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			linked := bundle.New(t, []string{"cat", "/etc/hostname"})
+			mountAt(t, "overlay", filepath.Join(linked, "rootfs"), "lowerdir="+filepath.Join(fake, "fs")+":"+second, 0)
+			if r := run(linked, "root-linked"); r.code == 0 || !strings.Contains(r.stderr, "its files are its layers'") {
+				t.Fatalf("an overlay of a link to the host's / named as a snapshot at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
 			own := bundle.New(t, []string{"echo", "ok"})
