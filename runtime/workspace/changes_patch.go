@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -83,6 +84,7 @@ func (ps patchSource) content(c Change, old bool, judged *unix.Stat_t) ([]byte, 
 // change of mode bits alone that git records the same, and rejected
 // entries. What the reviewer reads is then exactly what applies.
 func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (skipped []string, err error) {
+	work := maxDiffWork
 	for _, c := range changes {
 		if c.Type == "dir" {
 			continue // git tracks no directories
@@ -162,7 +164,7 @@ func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (s
 				to = "/dev/null"
 			}
 			fmt.Fprintf(&b, "--- %s\n+++ %s\n", from, to)
-			writeHunks(&b, splitLines(oldData), splitLines(newData))
+			writeHunks(&b, splitLines(oldData), splitLines(newData), &work)
 		}
 		if _, err := w.Write(b.Bytes()); err != nil {
 			return skipped, err
@@ -202,10 +204,25 @@ func writeLine(b *bytes.Buffer, mark byte, line string) {
 	}
 }
 
-// writeHunks writes unified hunks with three lines of context.
-func writeHunks(b *bytes.Buffer, a, c []string) {
-	m := difflib.NewMatcher(a, c)
-	for _, g := range m.GetGroupedOpCodes(3) {
+// diffContext is the lines of context around each hunk.
+const diffContext = 3
+
+// maxDiffWork bounds what difflib's matching may cost in one patch,
+// counted as the product of the line counts of each stretch it matches.
+// Its matcher is quadratic in them, and worse where every line matches
+// once: a job that wrote a line after each of a 36,000-line file's had one
+// delete spend eighteen minutes of the host's CPU on it. So lines found
+// once on each side, in the same order, are matched first (as patience
+// diff does, in about linear time), and difflib matches only the
+// stretches between them; a stretch past what is left of this is shown
+// as replaced whole, which applies all the same. This much is about a
+// second at worst on a slow machine.
+const maxDiffWork = 1 << 24
+
+// writeHunks writes unified hunks with diffContext lines of context,
+// taking what matching costs from work.
+func writeHunks(b *bytes.Buffer, a, c []string, work *int) {
+	for _, g := range groupOpCodes(opCodes(a, c, work), diffContext) {
 		first, last := g[0], g[len(g)-1]
 		fmt.Fprintf(b, "@@ -%s +%s @@\n", hunkRange(first.I1, last.I2-first.I1), hunkRange(first.J1, last.J2-first.J1))
 		for _, op := range g {
@@ -224,4 +241,127 @@ func writeHunks(b *bytes.Buffer, a, c []string) {
 			}
 		}
 	}
+}
+
+// opCodes turns a into c: the lines each side has once, in an order both
+// keep (the longest such run), are equal; difflib matches what lies
+// between them while work lasts.
+func opCodes(a, c []string, work *int) []difflib.OpCode {
+	var codes []difflib.OpCode
+	add := func(op difflib.OpCode) {
+		if op.I1 == op.I2 && op.J1 == op.J2 {
+			return
+		}
+		if n := len(codes); n > 0 && op.Tag == 'e' && codes[n-1].Tag == 'e' {
+			codes[n-1].I2, codes[n-1].J2 = op.I2, op.J2
+			return
+		}
+		codes = append(codes, op)
+	}
+	i, j := 0, 0
+	stretch := func(i2, j2 int) {
+		switch cost := (i2 - i) * (j2 - j); {
+		case i == i2 && j == j2:
+		case i == i2:
+			add(difflib.OpCode{Tag: 'i', I1: i, I2: i, J1: j, J2: j2})
+		case j == j2:
+			add(difflib.OpCode{Tag: 'd', I1: i, I2: i2, J1: j, J2: j})
+		case cost <= *work:
+			*work -= cost
+			for _, op := range difflib.NewMatcher(a[i:i2], c[j:j2]).GetOpCodes() {
+				add(difflib.OpCode{Tag: op.Tag, I1: i + op.I1, I2: i + op.I2, J1: j + op.J1, J2: j + op.J2})
+			}
+		default:
+			add(difflib.OpCode{Tag: 'r', I1: i, I2: i2, J1: j, J2: j2})
+		}
+	}
+	for _, anchor := range uniqueAnchors(a, c) {
+		stretch(anchor[0], anchor[1])
+		add(difflib.OpCode{Tag: 'e', I1: anchor[0], I2: anchor[0] + 1, J1: anchor[1], J2: anchor[1] + 1})
+		i, j = anchor[0]+1, anchor[1]+1
+	}
+	stretch(len(a), len(c))
+	return codes
+}
+
+// uniqueAnchors are the pairs (i, j) with a[i] == c[j] a line each side has
+// once, the longest run of them that rises on both sides (patience
+// sorting: n log n).
+func uniqueAnchors(a, c []string) [][2]int {
+	count := map[string]int{}
+	for _, l := range a {
+		count[l]++
+	}
+	inC := map[string]int{}
+	for j, l := range c {
+		if count[l] == 1 {
+			if _, seen := inC[l]; seen {
+				inC[l] = -1
+			} else {
+				inC[l] = j
+			}
+		}
+	}
+	var pairs [][2]int
+	for i, l := range a {
+		if j, ok := inC[l]; ok && j >= 0 && count[l] == 1 {
+			pairs = append(pairs, [2]int{i, j})
+		}
+	}
+	// tops[k] is the pair ending the best run of length k+1 found so far
+	// (the one with the smallest j); prev links each pair to the one
+	// before it in its run.
+	var tops []int
+	prev := make([]int, len(pairs))
+	for p, pair := range pairs {
+		k := sort.Search(len(tops), func(k int) bool { return pairs[tops[k]][1] >= pair[1] })
+		prev[p] = -1
+		if k > 0 {
+			prev[p] = tops[k-1]
+		}
+		if k == len(tops) {
+			tops = append(tops, p)
+		} else {
+			tops[k] = p
+		}
+	}
+	run := make([][2]int, len(tops))
+	for k, p := len(tops)-1, -1; k >= 0; k-- {
+		if p == -1 {
+			p = tops[k]
+		} else {
+			p = prev[p]
+		}
+		run[k] = pairs[p]
+	}
+	return run
+}
+
+// groupOpCodes cuts the operations into hunks with n lines of context,
+// as difflib's GetGroupedOpCodes does for its own.
+func groupOpCodes(codes []difflib.OpCode, n int) [][]difflib.OpCode {
+	if len(codes) == 0 {
+		return nil
+	}
+	if c := &codes[0]; c.Tag == 'e' {
+		c.I1, c.J1 = max(c.I1, c.I2-n), max(c.J1, c.J2-n)
+	}
+	if c := &codes[len(codes)-1]; c.Tag == 'e' {
+		c.I2, c.J2 = min(c.I2, c.I1+n), min(c.J2, c.J1+n)
+	}
+	var groups [][]difflib.OpCode
+	var group []difflib.OpCode
+	for _, c := range codes {
+		if c.Tag == 'e' && c.I2-c.I1 > 2*n {
+			group = append(group, difflib.OpCode{Tag: 'e', I1: c.I1, I2: min(c.I2, c.I1+n), J1: c.J1, J2: min(c.J2, c.J1+n)})
+			groups = append(groups, group)
+			group = nil
+			c.I1, c.J1 = max(c.I1, c.I2-n), max(c.J1, c.J2-n)
+		}
+		group = append(group, c)
+	}
+	if len(group) > 0 && !(len(group) == 1 && group[0].Tag == 'e') {
+		groups = append(groups, group)
+	}
+	return groups
 }
