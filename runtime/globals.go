@@ -1,10 +1,14 @@
 package runtime
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -191,6 +195,44 @@ func (g *Globals) selfArgv(self, verb string, rest ...string) []string {
 // rendered for it, then the verb and what follows. runsc needs
 // --network=none and --oci-seccomp so that the policy holds inside gVisor
 // too.
+// criuRefusal refuses a --criu program that anyone but root could have
+// written or replaced: runc runs it as root, with every capability and
+// outside any container, to checkpoint one.
+func (g *Globals) criuRefusal() error {
+	if g.Criu == "" {
+		return nil
+	}
+	path, err := exec.LookPath(g.Criu)
+	if err != nil {
+		return fmt.Errorf("--criu %s: %w", g.Criu, err)
+	}
+	// runc is handed the program's real path, judged here: a link on
+	// the way (Debian's /sbin) could be turned elsewhere meanwhile.
+	if path, err = filepath.Abs(path); err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	if err != nil {
+		return fmt.Errorf("--criu %s: %w", g.Criu, err)
+	}
+	for p := path; ; p = filepath.Dir(p) {
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("--criu %s: %w", g.Criu, err)
+		}
+		switch {
+		case p == path && st.Mode&unix.S_IFMT != unix.S_IFREG:
+			return fmt.Errorf("--criu %s: %s is not a regular file; name the criu program itself", g.Criu, p)
+		case st.Uid != 0 || (st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0) || (p == path && st.Mode&0o022 != 0):
+			return fmt.Errorf("--criu %s: %s can be changed by uid %d or by others (mode %04o), and runc runs criu as root; install criu where only root can change it",
+				g.Criu, p, st.Uid, st.Mode&0o7777)
+		}
+		if p == "/" {
+			g.Criu = path
+			return nil
+		}
+	}
+}
+
 func (g *Globals) backendArgv(b *backend.Backend, verb string, rest ...string) []string {
 	argv := []string{b.Path}
 	argv = append(argv, b.Args...)

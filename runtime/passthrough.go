@@ -84,6 +84,9 @@ func Passthrough(g *Globals, verb string, v Values, args []string) error {
 // passthroughTo is Passthrough to a backend the caller already resolved
 // from the container's record.
 func passthroughTo(g *Globals, b *backend.Backend, verb string, v Values, args []string) error {
+	if err := g.criuRefusal(); err != nil {
+		return err
+	}
 	flags, dropped := ForwardFlags(verb, v, b.IsGVisor())
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))

@@ -208,12 +208,21 @@ func (p *Plan) FlagRefusal(verb string, v Values) error {
 	if w := p.globals.rootlessWeakens(); w != "" {
 		weak = append(weak, w)
 	}
-	if verb == "restore" && p.Selection.Backend.IsGVisor() {
-		// CRIU's image is of host processes, whose restored state the
-		// verification after restore reads; a gVisor image holds the
-		// sandbox's tasks, which the host cannot see into.
+	switch {
+	case verb == "restore" && p.Selection.Backend.IsGVisor():
+		// A gVisor image holds the sandbox's tasks, which the host cannot
+		// see into.
 		weak = append(weak, "restore on "+p.Selection.Backend.Name+": a gVisor checkpoint image carries its tasks' identity, "+
-			"capabilities and seccomp filter, which the sandbox restores and the host cannot verify; create the container afresh, or restore on runc")
+			"capabilities and seccomp filter, which the sandbox restores and the host cannot verify; create the container afresh")
+	case verb == "restore":
+		// CRIU rebuilds every process of the image as the image says:
+		// beside an init that passes create's verification, a root
+		// process with every capability, no seccomp filter and open
+		// files, sockets or connections of its own. The spec rules none
+		// of it, and what the image holds is the caller's.
+		weak = append(weak, "restore on "+p.Selection.Backend.Name+": a CRIU image carries every process of the container with the identity, "+
+			"capabilities, no_new_privs and seccomp filter it had, and its open files and sockets, which the spec does not rule and verification "+
+			"of the init does not see; create the container afresh")
 	}
 	if !p.Enforce() || len(weak) == 0 {
 		return nil

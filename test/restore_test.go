@@ -1,28 +1,85 @@
 package test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
-// A gVisor checkpoint image restores its tasks with the identity,
-// capabilities and seccomp filter they had, which no check from the host
-// sees inside the sandbox: an enforced profile refuses restore on runsc,
+// A checkpoint image restores every process of the container with the
+// identity, capabilities and seccomp filter it had: a gVisor image inside
+// a sandbox the host cannot see into, and a CRIU image on runc beside an
+// init that passes create's verification (a root process with every
+// capability and no filter escaped the host's root filesystem through
+// open_by_handle_at). An enforced profile refuses restore on both,
 // whatever the image holds, and leaves nothing behind.
-func TestRestoreOnRunscRefused(t *testing.T) {
-	needRoot(t, "runsc")
+func TestRestoreRefused(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			g := []string{"--root", root, "--backend", backend}
+			id := uniqueID("restore-" + backend)
+			r := bulkhead(t, "", append(g, "restore", "--image-path", t.TempDir(), "--bundle", bundle.New(t, []string{"true"}), id)...)
+			if r.code == 0 {
+				bulkhead(t, "", append(g, "delete", "--force", id)...)
+				t.Fatalf("restore on %s under the default profile was handed over", backend)
+			}
+			if !strings.Contains(r.stderr, "restore on "+backend) {
+				t.Fatalf("refused, but not for restoring on %s:\n%s", backend, r.stderr)
+			}
+			assertGone(t, root, backend, id)
+		})
+	}
+}
+
+// runc runs the --criu program as root, outside any container: a program
+// that anyone but root could have written is refused before runc runs
+// it, and one of root's alone is run by its real path.
+func TestCriuMustBeRoots(t *testing.T) {
+	needRoot(t, "runc")
 	root := stateRoot(t)
-	g := []string{"--root", root, "--backend", "runsc"}
-	id := uniqueID("restore-runsc")
-	r := bulkhead(t, "", append(g, "restore", "--image-path", t.TempDir(), "--bundle", bundle.New(t, []string{"true"}), id)...)
-	if r.code == 0 {
-		bulkhead(t, "", append(g, "delete", "--force", id)...)
-		t.Fatal("restore on runsc under the default profile was handed over")
+	g := []string{"--root", root, "--backend", "runc"}
+	id := uniqueID("criu")
+	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "60"}), id)...)
+	defer bulkhead(t, "", append(g, "delete", "--force", id)...)
+	must(t, append(g, "start", id)...)
+
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(r.stderr, "restore on runsc") {
-		t.Fatalf("refused, but not for restoring on runsc:\n%s", r.stderr)
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
 	}
-	assertGone(t, root, "runsc", id)
+	fake := filepath.Join(open, "criu")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\ntouch "+marker+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := bulkhead(t, "", append([]string{"--criu", fake}, append(g, "checkpoint", "--image-path", t.TempDir(), id)...)...)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("a --criu program in a directory anyone may write was run as root (exit %d):\n%s", r.code, r.stderr)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "can be changed by") {
+		t.Fatalf("--criu in a directory anyone may write: exit %d, want it refused:\n%s", r.code, r.stderr)
+	}
+
+	// Root's alone, named through a link in that directory: runc runs
+	// the program the link named when it was judged.
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(fake, link); err != nil {
+		t.Fatal(err)
+	}
+	r = bulkhead(t, "", append([]string{"--criu", link}, append(g, "checkpoint", "--image-path", t.TempDir(), id)...)...)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("a --criu program of root's alone was not run (exit %d): %v\n%s", r.code, err, r.stderr)
+	}
 }
