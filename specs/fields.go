@@ -84,12 +84,12 @@ var Fields = []FieldClass{
 	{"process.execCPUAffinity.initial", Contained, "spec_fields", "narrows the CPUs an exec starts on"},
 	{"process.execCPUAffinity.final", Contained, "spec_fields", "narrows the CPUs an exec runs on"},
 
-	{"root.path", Allowlisted, "root", "inside the bundle, or the engine's own layer for this container"},
+	{"root.path", Allowlisted, "root", "inside the bundle, judged by what is mounted there (plain storage or containerd's snapshots, no other container's writable layer), or the engine's own layer for this container"},
 	{"root.readonly", Forced, "readonly_rootfs", "true"},
 	{"hostname", Contained, "sysctl", "set in the container's own UTS namespace; refused in a joined one"},
 	{"domainname", Contained, "sysctl", "set in the container's own UTS namespace; refused in a joined one"},
 
-	{"mounts[].destination", Allowlisted, "mounts", "kernel filesystems only at their own place (proc at /proc, sysfs at /sys)"},
+	{"mounts[].destination", Allowlisted, "mounts", "kernel filesystems only at their own place (proc at /proc, sysfs at /sys); below /dev only devpts at /dev/pts, mqueue at /dev/mqueue, tmpfs or bind at /dev/shm, bind at /dev/termination-log"},
 	{"mounts[].type", Allowlisted, "mounts", "bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup"},
 	{"mounts[].source", Allowlisted, "host_mounts", "a bind source below the profile's bind_roots, or the engine's own file for this container, on plain storage; never a socket or FIFO or a tree holding one"},
 	{"mounts[].options[]", Allowlisted, "mounts", "per filesystem type; binds ro,nosuid,nodev and not recursive, tmpfs noexec,nosuid,nodev with a size"},

@@ -273,10 +273,25 @@ func mountPlaceProblem(typ, dst string) string {
 		return "nothing is mounted inside /proc or /sys except their own filesystems"
 	case dst == "/dev" && typ != "tmpfs":
 		return "/dev is a tmpfs in which runc lays out the allowed device nodes; remove this mount"
+	case under(dst, "/dev") && dst != "/dev" && !devPlaces[dst][typ]:
+		return "below /dev runc lays out the device nodes, /dev/pts, /dev/ptmx and /dev/console itself, and a mount there replaces or redirects them " +
+			"(a bind at /dev/pts hands runc's console a link of the caller's); only a devpts at /dev/pts, an mqueue at /dev/mqueue, " +
+			"a tmpfs or bind at /dev/shm and a bind at /dev/termination-log go there"
 	case typ == "bind" && (under(dst, "/proc") || under(dst, "/sys")):
 		return "a bind over " + dst + " would replace kernel files or the device directory bulkhead lays out"
 	}
 	return ""
+}
+
+// devPlaces are the mounts engines put below /dev, by place and type:
+// the pseudo-terminals' and message queues' own filesystems, the shared
+// memory Docker and CRI give a container or pod, and the kubelet's
+// termination log.
+var devPlaces = map[string]map[string]bool{
+	"/dev/pts":             {"devpts": true},
+	"/dev/mqueue":          {"mqueue": true},
+	"/dev/shm":             {"tmpfs": true, "bind": true},
+	"/dev/termination-log": {"bind": true},
 }
 
 // isPolicyPlace: the places whose mounts the policy decides itself (the

@@ -28,6 +28,12 @@ func TestRuleMounts(t *testing.T) {
 		{name: "tmpfs over /proc/sys", spec: addMount(rspec.Mount{Destination: "/proc/sys", Type: "tmpfs", Source: "tmpfs"}), want: refused("mounts[/proc/sys]")},
 		{name: "bind over /proc/self/attr", spec: addMount(rspec.Mount{Destination: "/proc/self/attr", Type: "bind", Source: "/srv/x"}), want: refused("mounts[/proc/self/attr]")},
 		{name: "bind at /dev", spec: addMount(rspec.Mount{Destination: "/dev", Type: "bind", Source: "/srv/dev"}), want: refused("mounts[/dev]")},
+		// runc opens its console's pty through /dev/pts and the image's
+		// /dev/ptmx: a directory of links bound there redirects it.
+		{name: "bind at /dev/pts", spec: addMount(rspec.Mount{Destination: "/dev/pts", Type: "bind", Source: "/srv/pts"}), want: refused("mounts[/dev/pts]")},
+		{name: "bind at /dev/console", spec: addMount(rspec.Mount{Destination: "/dev/console", Type: "bind", Source: "/srv/f"}), want: refused("mounts[/dev/console]")},
+		{name: "tmpfs below /dev", spec: addMount(rspec.Mount{Destination: "/dev/x", Type: "tmpfs", Source: "tmpfs"}), want: refused("mounts[/dev/x]")},
+		{name: "mqueue at /dev/pts", spec: addMount(rspec.Mount{Destination: "/dev/pts", Type: "mqueue", Source: "mqueue"}), want: refused("mounts[/dev/pts]")},
 		{name: "unknown option", spec: addMount(rspec.Mount{Destination: "/data", Type: "bind", Source: "/srv/x", Options: []string{"rbind", "shared"}}), want: refused("mounts[/data]")},
 		{name: "idmap option", spec: addMount(rspec.Mount{Destination: "/data", Type: "bind", Source: "/srv/x", Options: []string{"bind", "idmap"}}), want: refused("mounts[/data]")},
 		{name: "shared rootfs propagation", spec: func(s *rspec.Spec) { ensureLinux(s).RootfsPropagation = "rshared" }, want: refused("linux.rootfsPropagation")},
@@ -234,8 +240,8 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 			[]rspec.Mount{bind("/data/m", hostDir), tmpfs("/data/k"), bind("/data", checkout)}, "mounts[/data/m]"},
 		{"a bind inside /tmp whose source moves the next", nil,
 			[]rspec.Mount{tmpfs("/tmp"), bind("/tmp/b", checkout), bind("/tmp/b/m", hostDir)}, "mounts[/tmp/b/m]"},
-		{"a bind inside /dev whose source moves the next", nil,
-			[]rspec.Mount{bind("/dev/b", checkout), tmpfs("/dev/b/k")}, "mounts[/dev/b/k]"},
+		{"a bind inside /dev", nil,
+			[]rspec.Mount{bind("/dev/b", checkout), tmpfs("/dev/b/k")}, "mounts[/dev/b]"},
 		// /proc/1/cwd is runc's working directory while it mounts: the ..
 		// after it climb a tree the image does not show.
 		{"a link through /proc/1/cwd", map[string]string{"l": "/proc/1/cwd/../../../../../fs"},
