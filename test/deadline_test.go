@@ -13,6 +13,7 @@ import (
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
+	bhstate "bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/leftover"
 )
@@ -295,8 +296,14 @@ func TestDeadlineWatchdogOfReplacedContainer(t *testing.T) {
 			}
 			// Stopped, the watchdog sees nothing of the delete and the
 			// newer create; it resumes with its init gone and a record
-			// under its id that is not its container's.
-			if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
+			// under its id that is not its container's. It is stopped
+			// while the test holds the registry's lock, so not while it
+			// holds it (arming its deadline just after the start): a
+			// watchdog stopped there would stop the delete below.
+			unlock := registryLocked(t, root)
+			err := syscall.Kill(old, syscall.SIGSTOP)
+			unlock()
+			if err != nil {
 				t.Fatal(err)
 			}
 			resumed := false
@@ -417,4 +424,19 @@ func parentCmdline(pid int) string {
 		return ""
 	}
 	return fields[1] + ": " + strings.ReplaceAll(strings.TrimRight(string(data), "\x00"), "\x00", " ") + " "
+}
+
+// registryLocked takes the registry's lock under root, as every bulkhead
+// process that changes a record does, and returns its release.
+func registryLocked(t *testing.T, root string) func() {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(root, "bulkhead", bhstate.LockName), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	return func() { f.Close() }
 }
