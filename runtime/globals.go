@@ -12,6 +12,7 @@ import (
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // Globals are runc's global flags plus bulkhead's own. dockerd puts a
@@ -214,23 +215,23 @@ func (g *Globals) criuRefusal() error {
 	if err != nil {
 		return fmt.Errorf("--criu %s: %w", g.Criu, err)
 	}
-	for p := path; ; p = filepath.Dir(p) {
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return fmt.Errorf("--criu %s: %w", g.Criu, err)
-		}
-		switch {
-		case p == path && st.Mode&unix.S_IFMT != unix.S_IFREG:
-			return fmt.Errorf("--criu %s: %s is not a regular file; name the criu program itself", g.Criu, p)
-		case st.Uid != 0 || (st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0) || (p == path && st.Mode&0o022 != 0):
-			return fmt.Errorf("--criu %s: %s can be changed by uid %d or by others (mode %04o), and runc runs criu as root; install criu where only root can change it",
-				g.Criu, p, st.Uid, st.Mode&0o7777)
-		}
-		if p == "/" {
-			g.Criu = path
-			return nil
-		}
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fmt.Errorf("--criu %s: %w", g.Criu, err)
 	}
+	changeable := specs.RootsAbove(path)
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		return fmt.Errorf("--criu %s: %s is not a regular file; name the criu program itself", g.Criu, path)
+	case st.Uid != 0 || st.Mode&0o022 != 0:
+		changeable = fmt.Sprintf("%s (uid %d, mode %04o)", path, st.Uid, st.Mode&0o7777)
+	}
+	if changeable != "" {
+		return fmt.Errorf("--criu %s: %s can be changed by others than root, and runc runs criu as root; install criu where only root can change it",
+			g.Criu, changeable)
+	}
+	g.Criu = path
+	return nil
 }
 
 func (g *Globals) backendArgv(b *backend.Backend, verb string, rest ...string) []string {

@@ -72,20 +72,29 @@ func snapshotLayer(d string) bool {
 	if filepath.Clean(d) != d || !filepath.IsAbs(d) || !snapshotDir().MatchString(grantPath(d)) {
 		return false
 	}
-	for p := d; ; p = filepath.Dir(p) {
+	// The layer itself may be anyone's (an id-mapped pod's); what leads
+	// to it is root's.
+	var st unix.Stat_t
+	return unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && RootsAbove(d) == ""
+}
+
+// RootsAbove says which directory above the clean absolute path p
+// anyone but root could change (rename or replace what p names through
+// it), or "" when none: each is a directory, not a link, root's and
+// writable by no one else, or sticky (others may add entries to a sticky
+// directory, not rename or remove root's, and the one below it is
+// checked to be root's).
+func RootsAbove(p string) string {
+	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
 		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return false
+		if err := unix.Lstat(dir, &st); err != nil {
+			return fmt.Sprintf("%s: %v", dir, err)
 		}
-		// The layer itself may be anyone's (an id-mapped pod's); what
-		// leads to it is root's. A sticky directory lets others add
-		// entries, not rename or remove root's: the one below it was
-		// checked to be root's.
-		if p != d && (st.Uid != 0 || (st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0)) {
-			return false
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || (st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0) {
+			return fmt.Sprintf("%s (uid %d, mode %04o)", dir, st.Uid, st.Mode&0o7777)
 		}
-		if p == "/" {
-			return true
+		if dir == "/" {
+			return ""
 		}
 	}
 }
