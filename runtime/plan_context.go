@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"path/filepath"
-
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
@@ -21,17 +19,10 @@ func specContext(g *Globals, p *specs.Profile, backendName, bundle string, reg *
 		JoinableNamespace: reg.JoinableFor(p, backendName, annotations),
 		JoinableSandbox:   reg.SandboxFor(p, backendName, annotations),
 		KubeletPod:        reg.KubeletPodFor(p, backendName, annotations),
-		MadeByCRI:         func() bool { return madeByCRI(bundle) },
+		MadeByCRI:         func() bool { return specs.CRIBundle(bundle) },
 		CgroupTaken:       cgroups.Taken,
 		CgroupPopulated:   func(path string) (bool, error) { return cgroups.Populated(path) },
 		PodCgroupParent:   reg.PodCgroupParentFor(p, backendName, annotations),
 		SystemdCgroup:     g.SystemdCgroup,
 	}
-}
-
-// madeByCRI tells whether the bundle, symlinks resolved, is one a CRI
-// engine made.
-func madeByCRI(bundle string) bool {
-	real, err := filepath.EvalSymlinks(bundle)
-	return err == nil && specs.CRIBundle(real)
 }

@@ -186,15 +186,19 @@ var criBundle = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(/run/containerd/io\.containerd\.runtime\.v[12]\.(task|linux)/k8s\.io/[^/]+|/run/containers/storage/overlay-containers/[^/]+/userdata)$`)
 })
 
-// CRIBundle tells whether a bundle is one a CRI engine made: the pod
-// annotations of its spec are the CRI's, not a caller's. Judged as a
-// grant (grantPath): the engine's state must be root's. A task in
+// CRIBundle tells whether a bundle, symlinks resolved, is one a CRI
+// engine made: the pod annotations of its spec are the CRI's, not a
+// caller's. Judged as a grant (grantPath): the engine's state must be
+// root's. A task in
 // containerd's k8s.io namespace is the CRI's only where its CRI plugin
 // keeps the sandbox's or container's own directory beside it: any client
 // of any containerd can name that namespace, but only the plugin makes
 // <state>/io.containerd.grpc.v1.cri/{sandboxes,containers}/<id>.
 func CRIBundle(bundle string) bool {
-	bundle = filepath.Clean(bundle)
+	bundle, err := filepath.EvalSymlinks(bundle)
+	if err != nil {
+		return false
+	}
 	judged := grantPath(bundle)
 	if !criBundle().MatchString(judged) {
 		return false

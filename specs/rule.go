@@ -33,13 +33,12 @@ type Context struct {
 	// Nil means none may be joined.
 	JoinableSandbox func(id string) bool
 	// MadeByCRI says the container's bundle is one a CRI engine made
-	// (CRIBundle of its resolved path): a CRI sandbox's own files are its
-	// own only then. Asked only for such a file, so that a create binding
-	// none looks up no layout of its bundle. Nil: none is.
+	// (CRIBundle): a CRI sandbox's own files, and its pod's, go to a
+	// container only then. Asked only for such a file, so that a create
+	// binding none looks up no layout of its bundle. Nil: none is.
 	MadeByCRI func() bool
 	// KubeletPod reports whether a pod uid is the pod of this container's
-	// own sandbox (JoinableSandbox's), made by a CRI engine: its bundle in
-	// containerd's k8s.io namespace or CRI-O's storage (CRIBundle). Pod
+	// own sandbox (JoinableSandbox's), made by a CRI engine (CRIBundle). Pod
 	// annotations are the caller's to write; a Docker user's sandbox
 	// naming a pod uid is no pod's. Nil: no pod's files, nor its
 	// sandbox's, are granted.

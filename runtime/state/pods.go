@@ -101,8 +101,7 @@ func (r *Registry) KubeletPodFor(p *specs.Profile, backendName string, a map[str
 		if rec == nil || rec.Pod == nil || rec.Pod.UID != uid {
 			return false
 		}
-		real, err := filepath.EvalSymlinks(rec.Bundle)
-		return err == nil && specs.CRIBundle(real)
+		return specs.CRIBundle(rec.Bundle)
 	}
 }
 
