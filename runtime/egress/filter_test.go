@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // filterChild is set in the process that installs the filter: a filter
@@ -48,6 +50,29 @@ func underFilter(dir string) int {
 	_, err = os.OpenFile(filepath.Join(dir, "written"), os.O_CREATE|os.O_WRONLY, 0o600)
 	check("open for writing", err, true)
 	check("kill another process", syscall.Kill(os.Getppid(), 0), true)
+	check("clone into a new user namespace", cloneNewUser(), true)
+	if _, _, e := syscall.RawSyscall(unix.SYS_CLONE3, 0, 0, 0); e != syscall.ENOSYS {
+		os.Stderr.WriteString("clone3: " + errString(e) + ", want ENOSYS\n")
+		bad++
+	}
+	for _, sock := range []struct {
+		what                   string
+		family, kind, protocol int
+	}{
+		{"an AF_ALG socket", unix.AF_ALG, unix.SOCK_SEQPACKET, 0},
+		{"an AF_VSOCK socket", unix.AF_VSOCK, unix.SOCK_STREAM, 0},
+		{"a netlink uevent socket", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT},
+	} {
+		fd, err := unix.Socket(sock.family, sock.kind, sock.protocol)
+		if err == nil {
+			unix.Close(fd)
+		}
+		check(sock.what, err, true)
+	}
+	if _, err := syscall.NetlinkRIB(syscall.RTM_GETROUTE, syscall.AF_UNSPEC); err != nil {
+		os.Stderr.WriteString("read the routing tables: " + err.Error() + "\n")
+		bad++
+	}
 	_, err = os.ReadFile("/etc/hosts")
 	check("read /etc/hosts", err, false)
 	c, err := net.Dial("tcp", ln.Addr().String())
@@ -59,6 +84,21 @@ func underFilter(dir string) int {
 		os.Stdout.WriteString(filterDone)
 	}
 	return bad
+}
+
+// cloneNewUser forks into a new user namespace, as a taken-over broker
+// would to gain capabilities there; a child that was made exits at once.
+func cloneNewUser() error {
+	pid, _, e := syscall.RawSyscall6(unix.SYS_CLONE, unix.CLONE_NEWUSER|uintptr(unix.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	if pid == 0 {
+		syscall.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+	}
+	var ws syscall.WaitStatus
+	syscall.Wait4(int(pid), &ws, 0, nil)
+	return nil
 }
 
 // filterDone is the child's last line when every attempt went as it must.
