@@ -201,6 +201,34 @@ const repoMetaReason = "a repository's own directory (.git): its configuration a
 // spelling of it on a case-insensitive filesystem.
 func isRepoMeta(name string) bool { return strings.EqualFold(name, ".git") }
 
+// repoDirReason says why a directory git would take for a repository of
+// its own never leaves the layer, whatever its name: git looks for one in
+// every directory it runs in and above (a bare repository), and runs its
+// configuration as it runs a .git's.
+const repoDirReason = "a directory git takes for a repository (HEAD with objects and refs, or commondir): its configuration and hooks run on the host; never exported"
+
+// looksLikeRepo tells whether git could take the directory rel for a
+// repository once the changes are applied (setup.c's is_git_directory:
+// a HEAD, with objects and refs beside it or in the directory a commondir
+// file names). It counts the names the upper layer holds there, in any
+// case, and those of the lower layer (nil: not known), on either side of
+// the change: a HEAD the job deletes beside a config it writes must not
+// make the config safe to export.
+func looksLikeRepo(upNames []string, low *layer, rel string) bool {
+	has := map[string]bool{}
+	for _, n := range upNames {
+		has[strings.ToLower(n)] = true
+	}
+	if low != nil {
+		for _, n := range []string{"HEAD", "objects", "refs", "commondir"} {
+			if _, err := low.lstat(join(rel, n)); err == nil {
+				has[strings.ToLower(n)] = true
+			}
+		}
+	}
+	return has["head"] && (has["commondir"] || has["objects"] && has["refs"])
+}
+
 // scanChanges compares an upper layer with its lower layer. It never
 // follows a link in either, opens only regular files (checked on the
 // descriptor), and reads no more than b allows.
@@ -217,7 +245,14 @@ func scanChanges(upperDir, lowerDir string, b *budget, reader *idShift) ([]Chang
 	}
 	defer low.Close()
 	s := &scanner{up: up, low: low, b: b, reader: reader, links: map[inode]linked{}}
-	if err := s.dir("", false, 1); err != nil {
+	names, err := up.names("", b)
+	if err != nil {
+		return nil, err
+	}
+	if looksLikeRepo(names, low, "") {
+		return []Change{{Path: ".", Kind: "modified", Type: "dir", Rejected: repoDirReason}}, nil
+	}
+	if err := s.dir("", names, false, 1); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(s.out, func(i, j int) bool { return s.out[i].Path < s.out[j].Path })
@@ -250,13 +285,10 @@ func join(dir, name string) string {
 
 func modeString(m uint32) string { return fmt.Sprintf("%04o", m&0o7777) }
 
-// dir compares one upper directory; hidden says that an opaque ancestor
-// hides the lower tree, so a same-named lower directory counts as replaced.
-func (s *scanner) dir(rel string, hidden bool, depth int) error {
-	names, err := s.up.names(rel, s.b)
-	if err != nil {
-		return err
-	}
+// dir compares one upper directory, whose names are given; hidden says
+// that an opaque ancestor hides the lower tree, so a same-named lower
+// directory counts as replaced.
+func (s *scanner) dir(rel string, names []string, hidden bool, depth int) error {
 	for _, n := range names {
 		p := join(rel, n)
 		if err := s.b.entry(p, depth); err != nil {
@@ -298,6 +330,19 @@ func (s *scanner) dir(rel string, hidden bool, depth int) error {
 			continue
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			below, err := s.up.names(p, s.b)
+			if err != nil {
+				return err
+			}
+			if looksLikeRepo(below, s.low, p) {
+				// Nothing below it is read: the whole entry stays out.
+				c := Change{Path: p, Kind: "added", Type: "dir", Mode: modeString(st.Mode), Rejected: repoDirReason, upperRel: p}
+				if lst != nil {
+					c.Kind, c.lowerRel = "modified", p
+				}
+				s.out = append(s.out, c)
+				continue
+			}
 			opaque := hidden || s.up.opaque(p)
 			switch {
 			case lst == nil:
@@ -320,7 +365,7 @@ func (s *scanner) dir(rel string, hidden bool, depth int) error {
 						Mode: modeString(st.Mode), OldMode: modeString(lst.Mode), upperRel: p, lowerRel: p})
 				}
 			}
-			if err := s.dir(p, opaque, depth+1); err != nil {
+			if err := s.dir(p, below, opaque, depth+1); err != nil {
 				return err
 			}
 			continue

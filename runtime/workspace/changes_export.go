@@ -228,15 +228,18 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		return nil, err
 	}
 	defer up.Close()
+	var low *layer
+	if s.Lower != "" {
+		if low, err = openLayer(s.Lower); err != nil {
+			return nil, err
+		}
+		defer low.Close()
+	}
 	var rejected []string
 	links := map[inode]string{}
 	reject := func(p, why string) { rejected = append(rejected, rejectLine(s.Prefix+p, why)) }
-	var walk func(rel string, depth int) error
-	walk = func(rel string, depth int) error {
-		names, err := up.names(rel, b)
-		if err != nil {
-			return err
-		}
+	var walk func(rel string, names []string, depth int) error
+	walk = func(rel string, names []string, depth int) error {
 		if rel != "" && up.opaque(rel) {
 			hdr := &tar.Header{Name: s.Prefix + rel + "/" + whiteoutPrefix + whiteoutPrefix + ".opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}
 			if err := held.writeHeader(tw, hdr, func(why string) { reject(rel, why) }); err != nil {
@@ -282,6 +285,14 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 			}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
+				below, err := up.names(p, b)
+				if err != nil {
+					return err
+				}
+				if looksLikeRepo(below, low, p) {
+					reject(p, repoDirReason)
+					continue
+				}
 				hdr.Name += "/"
 				hdr.Typeflag = tar.TypeDir
 				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
@@ -290,7 +301,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if hdr.Typeflag == 0 {
 					continue // left out, and so is everything below it
 				}
-				if err := walk(p, depth+1); err != nil {
+				if err := walk(p, below, depth+1); err != nil {
 					return err
 				}
 			case unix.S_IFLNK:
@@ -353,7 +364,15 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		}
 		return nil
 	}
-	return rejected, walk("", 1)
+	names, err := up.names("", b)
+	if err != nil {
+		return nil, err
+	}
+	if looksLikeRepo(names, low, "") {
+		reject(".", repoDirReason)
+		return rejected, nil
+	}
+	return rejected, walk("", names, 1)
 }
 
 // tarModeMask is what the tar keeps of a mode: no write for group or

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,6 +142,122 @@ func TestExportRepositoryMetadataDeleted(t *testing.T) {
 		}
 		if format != "tar" && len(rejected) != 2 {
 			t.Errorf("%s names %d left-out paths, want .git and d/.git: %q", format, len(rejected), rejected)
+		}
+	}
+}
+
+// TestExportRepositoryByContent: git takes any directory holding HEAD with
+// objects and refs (or commondir) for a repository of its own, whatever
+// its name, and runs its configuration in it and below. A job that made
+// one in the checkout, or wrote a config into one the checkout already
+// holds, or made the workspace's root one, gets none of it into any
+// format or the kept copy; a directory with only some of those names is
+// an ordinary change.
+func TestExportRepositoryByContent(t *testing.T) {
+	h := newHostileWorkspace(t)
+	fsmonitor := []byte("[core]\n\tfsmonitor = \"touch /tmp/owned; false\"\n")
+	h.file("bare/HEAD", []byte("ref: refs/heads/main\n"))
+	h.file("bare/objects/info/packs", []byte("x\n"))
+	h.file("bare/refs/heads/keep", []byte("0000000000000000000000000000000000000000\n"))
+	h.file("bare/config", fsmonitor)
+	h.file("caps/Head", []byte("ref: refs/heads/main\n"))
+	h.file("caps/OBJECTS/x", []byte("x\n"))
+	h.file("caps/Refs/x", []byte("x\n"))
+	h.file("caps/config", fsmonitor)
+	h.file("wt/HEAD", []byte("ref: refs/heads/main\n"))
+	h.file("wt/commondir", []byte("../.git\n"))
+	h.file("wt/config.worktree", fsmonitor)
+	// The checkout's own fixture repository; the job only adds a config.
+	for _, f := range []string{"fixture/HEAD", "fixture/objects/x", "fixture/refs/x"} {
+		p := filepath.Join(h.ws.Source, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("fixture/config", fsmonitor)
+	h.file("notrepo/HEAD", []byte("a file named HEAD\n"))
+	h.file("notrepo/refs/x", []byte("x\n"))
+	h.file("notrepo/config", []byte("plain\n"))
+	left := []string{"bare", "caps", "fixture", "wt"}
+
+	for _, format := range []string{"patch", "json", "tar"} {
+		out, rejected, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range left {
+			if !slices.Contains(rejected, d+": "+repoDirReason) {
+				t.Errorf("%s does not name %s as left out: %q", format, d, rejected)
+			}
+		}
+		var exported []string
+		switch format {
+		case "tar":
+			for _, n := range tarNames(t, out) {
+				_, name, _ := strings.Cut(n, " ")
+				exported = append(exported, name)
+			}
+		case "json":
+			var rep ChangeReport
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range rep.Workspaces[0].Changes {
+				if c.Rejected == "" {
+					exported = append(exported, c.Path)
+				}
+			}
+		case "patch":
+			for _, l := range strings.Split(out, "\n") {
+				if rest, ok := strings.CutPrefix(l, "+++ b/"); ok {
+					exported = append(exported, rest)
+				}
+			}
+		}
+		var plain bool
+		for _, n := range exported {
+			plain = plain || strings.HasPrefix(n, "notrepo/config")
+			for _, d := range left {
+				if strings.HasPrefix(n, d+"/") || n == d {
+					t.Errorf("%s exports %s", format, n)
+				}
+			}
+		}
+		if !plain {
+			t.Errorf("%s leaves out notrepo/config, which no git takes for a repository's: %q", format, exported)
+		}
+	}
+
+	dst := filepath.Join(t.TempDir(), "kept")
+	if err := copyLayer(h.upperDir, h.ws.Source, dst, newBudget(defaultChangeLimits), &diskBudget{limit: 1 << 30}, h.ws.Shift); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range left {
+		if _, err := os.Lstat(filepath.Join(dst, d)); err == nil {
+			t.Errorf("the kept copy holds %s", d)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "notrepo", "config")); err != nil {
+		t.Errorf("the kept copy lost notrepo/config: %v", err)
+	}
+
+	// The workspace's root made a repository: nothing of it leaves.
+	h.file("HEAD", []byte("ref: refs/heads/main\n"))
+	h.file("objects/x", []byte("x\n"))
+	h.file("refs/x", []byte("x\n"))
+	for _, format := range []string{"patch", "tar"} {
+		out, rejected, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rejected, []string{".: " + repoDirReason}) {
+			t.Errorf("%s with a repository at the root names %q as left out", format, rejected)
+		}
+		if format == "patch" && strings.Contains(out, "+++") || format == "tar" && len(tarNames(t, out)) > 0 {
+			t.Errorf("%s with a repository at the root exports:\n%s", format, out)
 		}
 	}
 }

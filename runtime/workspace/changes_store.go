@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -245,7 +246,7 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, err
 		}
-		if err := copyLayer(s.Upper, dst, files, disk, s.Shift); err != nil {
+		if err := copyLayer(s.Upper, s.Lower, dst, files, disk, s.Shift); err != nil {
 			return nil, fmt.Errorf("copy upper layer of %s: %w", s.Destination, err)
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
@@ -377,27 +378,32 @@ const blockSize = 4096
 
 // copyLayer copies an upper layer beneath src to dst: files, dirs,
 // symlinks (as links, never followed), whiteouts and opaque markers.
-// Device nodes, fifos, sockets, setuid/setgid files and files the sandbox
-// user (reader) could not read are left out. A file's holes stay holes, a
-// hard link's later names are links to its first copy, and the walk stops
-// at the limits of b and disk.
-func copyLayer(src, dst string, b *budget, disk *diskBudget, reader *idShift) error {
+// Device nodes, fifos, sockets, setuid/setgid files, files the sandbox
+// user (reader) could not read and directories git would take for a
+// repository (judged with the lower layer at lower, "" for none: the kept
+// copy has none, so it must not hold what only the lower layer made one)
+// are left out. A file's holes stay holes, a hard link's later names are
+// links to its first copy, and the walk stops at the limits of b and disk.
+func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idShift) error {
 	up, err := openLayer(src)
 	if err != nil {
 		return err
 	}
 	defer up.Close()
+	var low *layer
+	if lower != "" {
+		if low, err = openLayer(lower); err != nil {
+			return err
+		}
+		defer low.Close()
+	}
 	if err := os.Mkdir(dst, 0o700); err != nil {
 		return err
 	}
 	links := map[inode]string{}
 	buf := make([]byte, copyBuf)
-	var walk func(rel string, depth int) error
-	walk = func(rel string, depth int) error {
-		names, err := up.names(rel, b)
-		if err != nil {
-			return err
-		}
+	var walk func(rel string, names []string, depth int) error
+	walk = func(rel string, names []string, depth int) error {
 		for _, n := range names {
 			p := join(rel, n)
 			if err := b.entry(p, depth); err != nil {
@@ -424,6 +430,13 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget, reader *idShift) er
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+				below, err := up.names(p, b)
+				if err != nil {
+					return err
+				}
+				if looksLikeRepo(below, low, p) {
+					continue
+				}
 				if err := disk.take(blockSize); err != nil {
 					return err
 				}
@@ -435,7 +448,7 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget, reader *idShift) er
 						return err
 					}
 				}
-				if err := walk(p, depth+1); err != nil {
+				if err := walk(p, below, depth+1); err != nil {
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -464,7 +477,11 @@ func copyLayer(src, dst string, b *budget, disk *diskBudget, reader *idShift) er
 		}
 		return nil
 	}
-	return walk("", 1)
+	names, err := up.names("", b)
+	if err != nil || looksLikeRepo(names, low, "") {
+		return err
+	}
+	return walk("", names, 1)
 }
 
 // copySparse copies the regular file rel (as the walk saw it in st) to
@@ -584,6 +601,13 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 				return nil, err
 			}
 			rejected = append(rejected, rej...)
+		}
+		// A repository the lower layer made one was not copied: the keep
+		// said so, and the copy no longer shows it.
+		for _, line := range r.Rejected {
+			if strings.HasSuffix(line, escapeText(repoDirReason)) && !slices.Contains(rejected, line) {
+				rejected = append(rejected, line)
+			}
 		}
 		return rejected, tw.Close()
 	}
