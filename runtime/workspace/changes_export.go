@@ -89,7 +89,7 @@ func exportChanges(w io.Writer, format string, sets []layerSet, lim changeLimits
 	if format == "json" {
 		return rejected, writeReport(w, wcs, rejected)
 	}
-	return writePatchSets(w, wcs, rejected)
+	return writePatchSets(w, wcs, rejected, b)
 }
 
 // scanSets scans every layer set with one budget for the container.
@@ -185,7 +185,9 @@ func writeReport(w io.Writer, wcs []workspaceChanges, rejected []string) error {
 	return bw.Flush()
 }
 
-func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]string, error) {
+// writePatchSets writes the patch of every scanned layer set; the old
+// sides it reads are charged to b, the budget the scan used.
+func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string, b *budget) ([]string, error) {
 	for _, wc := range wcs {
 		up, err := openLayer(wc.Upper)
 		if err != nil {
@@ -196,7 +198,7 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string) ([]s
 			up.Close()
 			return nil, err
 		}
-		skipped, err := writePatch(w, wc.Changes, patchSource{up: up, low: low, reader: wc.Shift}, wc.Prefix)
+		skipped, err := writePatch(w, wc.Changes, patchSource{up: up, low: low, reader: wc.Shift, b: b}, wc.Prefix)
 		up.Close()
 		low.Close()
 		if err != nil {

@@ -477,3 +477,47 @@ func TestDiffSparseBoundedMemory(t *testing.T) {
 		t.Errorf("json: %s", out)
 	}
 }
+
+// TestPatchOldSideCharged: the old side of a patch is read as the new one
+// is, from the one budget of changes_max_bytes. A job that deletes and
+// empties checkout files costs nothing in its upper layer, and its patch
+// printed each old content whole, past any bound.
+func TestPatchOldSideCharged(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a whiteout (a 0:0 device)")
+	}
+	h := newHostileWorkspace(t)
+	line := strings.Repeat("checkout text\n", 1<<15) // 448 KiB
+	for _, f := range []string{"f1.txt", "f2.txt", "f3.txt"} {
+		if err := os.WriteFile(filepath.Join(h.ws.Source, f), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"f1.txt", "f2.txt"} {
+		if err := unix.Mknod(filepath.Join(h.upperDir, f), unix.S_IFCHR, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("f3.txt", nil)
+	lim := defaultChangeLimits
+	lim.Bytes = 1 << 20
+	out, rejected, err := h.export("patch", lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(out)) > lim.Bytes+(64<<10) {
+		t.Errorf("a patch of %d bytes, with changes_max_bytes %d", len(out), lim.Bytes)
+	}
+	charged := 0
+	for _, r := range rejected {
+		if strings.Contains(r, "changes_max_bytes") {
+			charged++
+		}
+	}
+	if charged != 1 {
+		t.Errorf("want one old side past changes_max_bytes named, got %q", rejected)
+	}
+	if n := strings.Count(out, "diff --git"); n != 2 {
+		t.Errorf("want the two old sides within the bound in the patch, got %d:\n%.300s", n, out)
+	}
+}

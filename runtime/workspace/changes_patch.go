@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -42,6 +43,10 @@ type patchSource struct {
 	// reader is the sandbox user, as the workspace's id map made it;
 	// nil when unknown, and then no old side is shown.
 	reader *idShift
+	// b is charged with every old side read: the job chooses which of
+	// the checkout's files it deletes or rewrites, and so what a patch
+	// would print of them.
+	b *budget
 }
 
 // sandboxCouldRead tells whether the sandbox user could read the lower
@@ -64,6 +69,11 @@ func (ps patchSource) content(c Change, old bool, judged *unix.Stat_t) ([]byte, 
 		if c.Type == "symlink" {
 			t, err := ps.low.readlink(c.lowerRel)
 			return []byte(t), err
+		}
+		if judged.Size <= maxPatchFile {
+			if why := ps.b.read(judged.Size); why != "" {
+				return nil, errors.New(why)
+			}
 		}
 		return ps.low.readSmall(c.lowerRel, judged, maxPatchFile)
 	}

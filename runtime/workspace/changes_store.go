@@ -217,7 +217,8 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	now := nowUTC()
 	r := &Kept{ID: rec.ID, Root: root, Profile: rec.Profile, Bundle: rec.Bundle, Deleted: now, Expires: now.Add(keep), Dir: final}
 	sets := liveSets(ws)
-	wcs, rejected, err := scanSets(sets, newBudget(lim))
+	read := newBudget(lim)
+	wcs, rejected, err := scanSets(sets, read)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +230,7 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		return nil, nil
 	}
 	if err := writeKept(filepath.Join(tmp, "changes.patch"), disk, func(w io.Writer) error {
-		rejected, err = writePatchSets(w, wcs, rejected)
+		rejected, err = writePatchSets(w, wcs, rejected, read)
 		return err
 	}); err != nil {
 		return nil, err

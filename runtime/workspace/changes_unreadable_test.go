@@ -172,7 +172,7 @@ func TestPatchReadsTheFileItJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	rejected, err = writePatchSets(&out, wcs, rejected)
+	rejected, err = writePatchSets(&out, wcs, rejected, b)
 	if err != nil {
 		t.Fatal(err)
 	}
