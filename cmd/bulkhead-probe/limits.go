@@ -25,7 +25,7 @@ import (
 
 const (
 	maxChildren   = 200              // the fewest the pids attempt forks at most (childrenCeiling)
-	sleeperLife   = 10 * time.Second // a sleeper outlives no probe run
+	sleeperLife   = 90 * time.Second // a sleeper outlives no pids attempt (pidsCap)
 	memStep       = 16 << 20
 	memCeiling    = 1 << 30 // the least the memory attempt touches (memoryCeiling)
 	oomScoreWorst = "1000"
@@ -92,14 +92,12 @@ func checkPids(env *probeEnv) Result {
 			"and when they reach the host pids.max the sentry panics (\"error initializing first thread: resource temporarily unavailable\") "+
 			"and the whole sandbox dies, so the probe would not report; the host's pids.events is the evidence here")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Second)
-	defer cancel()
 	warmThreads(8)
-	cmd := exec.CommandContext(ctx, "/proc/self/exe", "-child-pids", strconv.Itoa(children))
+	cmd := exec.Command("/proc/self/exe", "-child-pids", strconv.Itoa(children))
 	cmd.Env = childEnv()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := runWhileProgressing(cmd, pidsStall, pidsCap)
 	var rep pidsReport
 	jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &rep)
 	switch {
@@ -139,8 +137,68 @@ func checkPids(env *probeEnv) Result {
 	return r
 }
 
-// childPidsMain forks up to n sleepers, reports, then kills and reaps them.
+// The pids worker is killed when it starts no child for pidsStall, or at
+// pidsCap: a fork that never returns must not hold the probe, but a slow
+// one is no failure (under gVisor, on a loaded host, 256 re-executions
+// took more than seven seconds).
+const (
+	pidsStall = 15 * time.Second
+	pidsCap   = 75 * time.Second
+)
+
+// runWhileProgressing runs cmd, which writes a byte to descriptor 3 for
+// each step it makes, and kills it once no step came for stall or at most
+// after limit.
+func runWhileProgressing(cmd *exec.Cmd, stall, limit time.Duration) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return err
+	}
+	steps := make(chan struct{})
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, err := r.Read(buf); err != nil {
+				close(steps)
+				return
+			}
+			steps <- struct{}{}
+		}
+	}()
+	end := time.After(limit)
+	idle := time.NewTimer(stall)
+	defer idle.Stop()
+	for {
+		select {
+		case _, ok := <-steps:
+			if !ok {
+				return cmd.Wait()
+			}
+			idle.Reset(stall)
+			continue
+		case <-idle.C:
+		case <-end:
+		}
+		cmd.Process.Kill()
+		for range steps {
+		}
+		return cmd.Wait()
+	}
+}
+
+// childPidsMain forks up to n sleepers, reports, then kills and reaps them;
+// it writes a byte to descriptor 3 (runWhileProgressing) for each one.
 func childPidsMain(n int, w io.Writer) int {
+	// Not the sleepers': the pipe ends when the worker is done.
+	syscall.CloseOnExec(3)
+	progress := os.NewFile(3, "progress")
 	warmThreads(4)
 	var kids []*exec.Cmd
 	rep := pidsReport{Errno: "none"}
@@ -157,6 +215,12 @@ func childPidsMain(n int, w io.Writer) int {
 			break
 		}
 		kids = append(kids, c)
+		if progress != nil {
+			progress.Write([]byte{1})
+		}
+	}
+	if progress != nil {
+		progress.Close()
 	}
 	rep.Started = len(kids)
 	// Report before cleaning up: the report is what matters if cleanup
