@@ -20,17 +20,19 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 		return nil, nil, err
 	}
 	var resolve func(string) (string, error)
-	switch {
-	case c.LiveRoot != "":
-		resolve = liveResolver(c.LiveRoot)
-	case c.Bundle != "":
+	var mounts []rspec.Mount
+	if c.Bundle != "" {
 		s, _, err := Load(c.Bundle)
 		if err != nil {
-			return nil, nil, fmt.Errorf("exec: cwd cannot be resolved: %w", err)
+			return nil, nil, fmt.Errorf("exec: the container's config cannot be read: %w", err)
 		}
-		if v := viewOf(c, s); v != nil {
+		mounts = s.Mounts
+		if v := viewOf(c, s); v != nil && c.LiveRoot == "" {
 			resolve = v.resolve
 		}
+	}
+	if c.LiveRoot != "" {
+		resolve = liveResolver(c.LiveRoot)
 	}
 	var ds []Decision
 	ds = append(ds, refuseUnclassified(reflect.ValueOf(out), "process")...)
@@ -39,6 +41,8 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	ds = append(ds, demoteUser(c.Profile, out)...)
 	ds = append(ds, dropSecretEnv(c.Profile, out)...)
 	ds = append(ds, proxyEnv(c.Profile, out)...)
+	ds = append(ds, homeEnvOf(c.Profile, out, mounts)...)
+	ds = append(ds, scratchEnvOf(c.Profile, out)...)
 	ds = append(ds, checkCwd(out, resolve)...)
 	ds = append(ds, clampRlimits(out)...)
 	ds = append(ds, raiseOOMScoreAdj(out)...)

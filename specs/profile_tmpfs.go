@@ -50,12 +50,9 @@ func placeTmpfs(rule string, s *rspec.Spec, dst string, opts []string, why strin
 // setEnvDefaults sets each variable the caller did not set, in order, and
 // records each one added. A caller's own value is kept, unrecorded: the
 // caller chose it.
-func setEnvDefaults(rule string, s *rspec.Spec, vars [][2]string, layer Layer, why string) []Decision {
-	if s.Process == nil {
-		return nil
-	}
+func setEnvDefaults(rule string, p *rspec.Process, vars [][2]string, layer Layer, why string) []Decision {
 	set := map[string]bool{}
-	for _, kv := range s.Process.Env {
+	for _, kv := range p.Env {
 		name, _, _ := strings.Cut(kv, "=")
 		set[name] = true
 	}
@@ -64,7 +61,7 @@ func setEnvDefaults(rule string, s *rspec.Spec, vars [][2]string, layer Layer, w
 		if set[v[0]] {
 			continue
 		}
-		s.Process.Env = append(s.Process.Env, v[0]+"="+v[1])
+		p.Env = append(p.Env, v[0]+"="+v[1])
 		ds = append(ds, Decision{Rule: rule, Field: "process.env[" + v[0] + "]", Action: Added,
 			Before: "unset", After: v[1], Layer: layer, Why: why})
 	}

@@ -41,35 +41,59 @@ func ruleHome(c *Context, s *rspec.Spec) []Decision {
 	opts := []string{"rw", "noexec", "nosuid", "nodev", "size=" + c.Profile.HomeSize, "mode=0700"}
 	ds := placeTmpfs(rule, s, HomeDir, opts,
 		"the sandbox user's home and caches: writable, size-capped (ENOSPC), noexec (EACCES); its pages count against the memory ceiling")
-	ds = append(ds, homeOutOfReadOnlyRoot(c, s)...)
-	return append(ds, setEnvDefaults(rule, s, homeEnv, LayerTmpfs,
+	return append(ds, homeEnvOf(c.Profile, s.Process, s.Mounts)...)
+}
+
+// homeEnvOf points the process's home and caches into the writable home
+// (a job profile's, home_size set): each variable where the caller set
+// none, and each one the caller set in the read-only root. It holds for
+// create's process and for every exec'd one (docker exec, ctr task exec),
+// whose environment is the engine's, not the container's. mounts are the
+// container's.
+func homeEnvOf(prof *Profile, p *rspec.Process, mounts []rspec.Mount) []Decision {
+	if p == nil {
+		return nil
+	}
+	if size, err := prof.HomeBytes(); err != nil || size == 0 {
+		return nil
+	}
+	ds := outOfReadOnlyRoot(prof, p, mounts)
+	return append(ds, setEnvDefaults("home", p, homeEnv, LayerTmpfs,
 		"home and caches in the writable home; set only where the caller did not")...)
 }
 
-// homeOutOfReadOnlyRoot points a caller's HOME that lies in the read-only
-// root filesystem at the writable home. Docker sends HOME=/root for every
-// image whose user it does not know, and the process runs as the sandbox
-// user in a read-only root: git config --global, go env -w and every
+// outOfReadOnlyRoot points a caller's home or cache variable that lies in
+// the read-only root filesystem at the writable home. Docker sends
+// HOME=/root for every image whose user it does not know, and the golang
+// images set GOPATH=/go: the process runs as the sandbox user in a
+// read-only root, so git config --global, go mod download and every
 // ~/.config write failed (EROFS) beside a home that was there to take
-// them. A HOME in a writable place of the profile's (the home, /tmp, the
-// scratch, a workspace) is the caller's choice and kept.
-func homeOutOfReadOnlyRoot(c *Context, s *rspec.Spec) []Decision {
-	if s.Process == nil {
-		return nil
+// them. A value in a writable place (the home, /tmp, the scratch, a
+// workspace, a tmpfs the caller mounted: binds are read-only) is the
+// caller's choice and kept; the first entry of a list (GOPATH's) is the
+// one written to.
+func outOfReadOnlyRoot(prof *Profile, p *rspec.Process, mounts []rspec.Mount) []Decision {
+	writable := append([]string{HomeDir, "/tmp", ScratchDir}, prof.Workspaces...)
+	for _, m := range mounts {
+		if m.Type == "tmpfs" {
+			writable = append(writable, m.Destination)
+		}
 	}
-	writable := append([]string{HomeDir, "/tmp", ScratchDir}, c.Profile.Workspaces...)
-	for i, kv := range s.Process.Env {
+	var ds []Decision
+	for i, kv := range p.Env {
 		name, value, _ := strings.Cut(kv, "=")
-		if name != "HOME" {
+		j := slices.IndexFunc(homeEnv, func(v [2]string) bool { return v[0] == name })
+		if j < 0 {
 			continue
 		}
-		clean := path.Clean("/" + value)
+		first, _, _ := strings.Cut(value, ":")
+		clean := path.Clean("/" + first)
 		if slices.ContainsFunc(writable, func(w string) bool { return under(clean, path.Clean(w)) }) {
 			continue
 		}
-		s.Process.Env[i] = "HOME=" + HomeDir
-		return []Decision{{Rule: "home", Field: "process.env[HOME]", Action: Tightened, Before: value, After: HomeDir, Layer: LayerTmpfs,
-			Why: value + " lies in the read-only root filesystem, where every write below HOME fails (EROFS): the writable home instead"}}
+		p.Env[i] = name + "=" + homeEnv[j][1]
+		ds = append(ds, Decision{Rule: "home", Field: "process.env[" + name + "]", Action: Tightened, Before: value, After: homeEnv[j][1], Layer: LayerTmpfs,
+			Why: value + " lies in the read-only root filesystem, where every write below it fails (EROFS): the writable home instead"})
 	}
-	return nil
+	return ds
 }

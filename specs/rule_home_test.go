@@ -73,8 +73,21 @@ func TestRuleHome(t *testing.T) {
 			}
 			wantDecision(t, ds, "process.env[HOME]", Tightened)
 		}},
-		{name: "caller's HOME in a workspace and GOCACHE kept", ctx: withHome, spec: func(s *rspec.Spec) {
+		{name: "caller's GOPATH and CARGO_HOME in the read-only root moved to the home", ctx: withHome, spec: func(s *rspec.Spec) {
+			// The golang and rust images' own values.
+			s.Process.Env = []string{"GOPATH=/go:/usr/share/gocode", "CARGO_HOME=/usr/local/cargo", "PATH=/go/bin:/usr/local/cargo/bin:/bin"}
+		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			for name, want := range map[string]string{"GOPATH": HomeDir + "/go", "CARGO_HOME": HomeDir + "/.cargo", "PATH": "/go/bin:/usr/local/cargo/bin:/bin"} {
+				if got := envOf(s, name); !slices.Equal(got, []string{want}) {
+					t.Errorf("%s = %v, want [%s]", name, got, want)
+				}
+			}
+			wantDecision(t, ds, "process.env[GOPATH]", Tightened)
+			wantDecision(t, ds, "process.env[CARGO_HOME]", Tightened)
+		}},
+		{name: "caller's HOME in a workspace and GOCACHE on its own tmpfs kept", ctx: withHome, spec: func(s *rspec.Spec) {
 			s.Process.Env = []string{"HOME=/workspace/.home", "GOCACHE=/work/cache"}
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/work", Type: "tmpfs", Source: "tmpfs"})
 		}, want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
 			wantHome(Added)(t, s, ds)
 			if got := envOf(s, "HOME"); !slices.Equal(got, []string{"/workspace/.home"}) {
@@ -97,4 +110,33 @@ func TestRuleHome(t *testing.T) {
 				wantDecision(t, ds, "mounts["+HomeDir+"]", Refused)
 			}},
 	})
+}
+
+// TestApplyProcessHomeAndScratch: an exec'd process (docker exec, ctr task
+// exec) gets a job profile's home, caches and scratch as create's process
+// does: its environment is the engine's own (HOME=/root, no caches), and
+// without them go test failed at once (EROFS on /nonexistent/.cache).
+func TestApplyProcessHomeAndScratch(t *testing.T) {
+	c := &Context{Profile: testProfile()}
+	c.Profile.HomeSize, c.Profile.ScratchSize = "64m", "128m"
+	p, ds, err := ApplyProcess(c, &rspec.Process{Args: []string{"go", "test"}, Cwd: "/", Env: []string{"PATH=/bin", "HOME=/root", "GOPATH=/go"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"HOME=" + HomeDir, "GOPATH=" + HomeDir + "/go", "GOCACHE=" + HomeDir + "/.cache/go-build", "TMPDIR=" + ScratchDir, "GOTMPDIR=" + ScratchDir} {
+		if !slices.Contains(p.Env, want) {
+			t.Errorf("exec env %v lacks %s", p.Env, want)
+		}
+	}
+	wantDecision(t, ds, "process.env[HOME]", Tightened)
+	wantDecision(t, ds, "process.env[TMPDIR]", Added)
+
+	c.Profile.HomeSize, c.Profile.ScratchSize = "0", "0"
+	p, _, err = ApplyProcess(c, &rspec.Process{Args: []string{"sh"}, Cwd: "/", Env: []string{"HOME=/root"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Env, []string{"HOME=/root"}) {
+		t.Errorf("a profile with no home or scratch changed the exec env: %v", p.Env)
+	}
 }

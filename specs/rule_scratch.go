@@ -32,6 +32,19 @@ func ruleScratch(c *Context, s *rspec.Spec) []Decision {
 	opts := []string{"rw", "exec", "nosuid", "nodev", "size=" + c.Profile.ScratchSize, "mode=0700"}
 	ds := placeTmpfs(rule, s, ScratchDir, opts,
 		"build scratch whose outputs may be executed (a job-profile grant): size-capped (ENOSPC), nosuid, nodev; its pages count against the memory ceiling")
-	return append(ds, setEnvDefaults(rule, s, scratchEnv, LayerTmpfs,
-		"temporary build outputs go to the scratch, where they may be run; set only where the caller did not")...)
+	return append(ds, scratchEnvOf(c.Profile, s.Process)...)
+}
+
+// scratchEnvOf sends the process's temporary build outputs to a job
+// profile's scratch (scratch_size set) where the caller set no TMPDIR or
+// GOTMPDIR: create's process and every exec'd one.
+func scratchEnvOf(prof *Profile, p *rspec.Process) []Decision {
+	if p == nil {
+		return nil
+	}
+	if size, err := prof.ScratchBytes(); err != nil || size == 0 {
+		return nil
+	}
+	return setEnvDefaults("scratch", p, scratchEnv, LayerTmpfs,
+		"temporary build outputs go to the scratch, where they may be run; set only where the caller did not")
 }
