@@ -259,6 +259,48 @@ func TestKeptByRootAndID(t *testing.T) {
 	}
 }
 
+// TestKeptRunsOfOneID: a container id run again (docker start of an
+// exited container) keeps its second run's changes beside the first's:
+// the second keep replaced the first, and what the first run wrote was
+// lost to the reviewer. The id reaches the newest; the earlier one is
+// listed, exported and pruned by a name of its own.
+func TestKeptRunsOfOneID(t *testing.T) {
+	cfg := testConfig(t)
+	for _, run := range []string{"first", "second", "third"} {
+		h := newHostileWorkspace(t)
+		h.file("log.txt", []byte("run "+run+"\n"))
+		if _, err := saveChanges(cfg, "/run/engine", &state.Record{ID: "again"}, []Workspace{h.ws}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, _, err := scanStore(cfg)
+	if err != nil || len(all) != 3 {
+		t.Fatalf("store lists %d entries (%v), want 3", len(all), err)
+	}
+	seen := map[string]bool{}
+	for _, r := range all {
+		got, err := loadRetained(cfg, "/run/engine", r.ID)
+		if err != nil {
+			t.Fatalf("entry %s cannot be reached by its name: %v", r.ID, err)
+		}
+		patch, err := os.ReadFile(filepath.Join(got.Dir, "changes.patch"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, run := range []string{"first", "second", "third"} {
+			if strings.Contains(string(patch), "+run "+run) {
+				seen[run] = true
+				if (run == "third") != (r.ID == "again") {
+					t.Errorf("entry %s holds the %s run", r.ID, run)
+				}
+			}
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("the kept entries hold the runs %v, want all three", seen)
+	}
+}
+
 // Regular files named like whiteouts never become whiteouts in the tar;
 // a real whiteout does. Every format names what it left out.
 func TestExportWhiteoutNames(t *testing.T) {

@@ -275,11 +275,47 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
 		return nil, err
 	}
+	if err := setAsideEarlier(cfg, root, rec.ID); err != nil {
+		return nil, err
+	}
 	if err := replaceDir(tmp, final); err != nil {
 		return nil, err
 	}
 	done = true
 	return r, nil
+}
+
+// setAsideEarlier gives the entry an earlier run of the same container id
+// kept (docker start of an exited container, an engine reusing a name) a
+// name of its own, id.<its delete time>, so the new keep does not replace
+// it: changes kept for review are not lost to a later job. It is listed,
+// exported and pruned by that name.
+func setAsideEarlier(cfg *Settings, root, id string) error {
+	prev, err := readRetained(keptDir(cfg, root, id))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	stamp := id + "." + prev.Deleted.UTC().Format("20060102T150405.000000000Z")
+	name, to := stamp, keptDir(cfg, root, stamp)
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		name = fmt.Sprintf("%s-%d", stamp, n)
+		to = keptDir(cfg, root, name)
+	}
+	prev.ID, prev.Dir = name, to
+	meta, err := json.MarshalIndent(prev, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(keptDir(cfg, root, id), "meta.json"), meta, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(keptDir(cfg, root, id), to)
 }
 
 // writeKept writes one file of a kept entry through the disk budget.
