@@ -563,3 +563,24 @@ func TestPatchOldSideCharged(t *testing.T) {
 		t.Errorf("want the two old sides within the bound in the patch, got %d:\n%.300s", n, out)
 	}
 }
+
+// TestDiffOfADeletedContainer: an engine deletes a finished container at
+// once, so diff finds no container: it shows the changes kept of it, and
+// under another --root names the root they are kept under.
+func TestDiffOfADeletedContainer(t *testing.T) {
+	cfg := testConfig(t)
+	root, other := t.TempDir(), t.TempDir()
+	h := newHostileWorkspace(t)
+	h.file("out.txt", []byte("made by the job\n"))
+	if _, err := saveChanges(cfg, root, &state.Record{ID: "gone"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if _, err := Diff(cfg, root, "gone", "patch", &out); err != nil || !strings.Contains(out.String(), "+made by the job") {
+		t.Fatalf("diff of a deleted container with kept changes: %v\n%s", err, out.String())
+	}
+	_, err := Diff(cfg, other, "gone", "patch", &out)
+	if err == nil || !strings.Contains(err.Error(), "kept under --root "+root) {
+		t.Fatalf("diff under another root: %v, want the root the changes are kept under", err)
+	}
+}

@@ -108,7 +108,12 @@ func Diff(cfg *Settings, root, id, format string, w io.Writer) ([]string, error)
 		return nil, err
 	}
 	if _, err := reg.Get(id); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("container %s does not exist under --root %s, and no changes of it are kept (a job that changed nothing in its workspaces keeps none; kept changes expire after changes_retention): bulkhead changes list shows what is kept", id, root)
+		// An engine deletes a finished container at once (docker run,
+		// a shim's exit): its kept changes are what diff shows then.
+		if _, kerr := loadRetained(cfg, root, id); kerr == nil {
+			return Export(cfg, root, id, format, w)
+		}
+		return nil, fmt.Errorf("container %s does not exist under --root %s, and no changes of it are kept there%s (a job that changed nothing in its workspaces keeps none; kept changes expire after changes_retention): bulkhead changes list shows what is kept", id, root, keptElsewhere(cfg, id))
 	} else if err != nil {
 		return nil, fmt.Errorf("container %s: %w", id, err)
 	}
@@ -120,6 +125,25 @@ func Diff(cfg *Settings, root, id, format string, w io.Writer) ([]string, error)
 		return nil, fmt.Errorf("container %s has no overlay workspace", id)
 	}
 	return exportChanges(w, format, liveSets(ws), lim)
+}
+
+// keptElsewhere names the other roots that kept changes of id, for the
+// message of a diff or export under the wrong --root.
+func keptElsewhere(cfg *Settings, id string) string {
+	all, _, err := scanStore(cfg)
+	if err != nil {
+		return ""
+	}
+	var roots []string
+	for _, r := range all {
+		if r.ID == id && !slices.Contains(roots, r.Root) {
+			roots = append(roots, escapeText(r.Root))
+		}
+	}
+	if len(roots) == 0 {
+		return ""
+	}
+	return "; they are kept under --root " + strings.Join(roots, ", ")
 }
 
 // Retain keeps a deleted container's workspace changes and says
