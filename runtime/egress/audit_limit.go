@@ -27,8 +27,8 @@ const (
 	auditRate  = 50
 	auditBurst = 200
 	// auditBytesBurst and auditBytesPerHour bound the bytes of lines, each
-	// counted as its job-chosen fields and auditLineOverhead for the rest
-	// of it. A real connection's line is a few hundred bytes: 30,000 of
+	// counted as its job-chosen fields and the rest of it at its longest
+	// (the broker's AuditOverhead, auditLineOverhead when not known). A real connection's line is a few hundred bytes: 30,000 of
 	// them at once, then about two a second, for ever.
 	auditBytesBurst   = 8 << 20
 	auditBytesPerHour = 2 << 20
@@ -39,18 +39,22 @@ const (
 // and auditRate a second after that, with long fields cut, and returns
 // the wrapper and a flush that writes the count of lines left out, for
 // the broker's end.
-func LimitAudit(write func(Connection)) (audit func(Connection), flush func()) {
+func LimitAudit(write func(Connection), overhead int) (audit func(Connection), flush func()) {
 	l := newAuditLimit(write, time.Now)
+	if overhead > 0 {
+		l.overhead = overhead
+	}
 	return l.audit, l.flush
 }
 
 func newAuditLimit(write func(Connection), now func() time.Time) *auditLimit {
-	return &auditLimit{write: write, now: now, tokens: auditBurst, bytes: auditBytesBurst, last: now()}
+	return &auditLimit{write: write, now: now, tokens: auditBurst, bytes: auditBytesBurst, last: now(), overhead: auditLineOverhead}
 }
 
 type auditLimit struct {
 	write     func(Connection)
 	now       func() time.Time
+	overhead  int // of a line beside its job-chosen fields
 	mu        sync.Mutex
 	tokens    float64 // lines that may be written now
 	bytes     float64 // bytes of lines that may be written now
@@ -84,7 +88,7 @@ func (l *auditLimit) audit(c Connection) {
 	}
 	lines = append(lines, c)
 	for _, line := range lines {
-		l.bytes -= float64(lineBytes(line))
+		l.bytes -= float64(lineBytes(line, l.overhead))
 	}
 	if l.bytes <= 0 && !l.spentOnce {
 		l.spentOnce = true
@@ -100,8 +104,8 @@ func (l *auditLimit) audit(c Connection) {
 // lineBytes is what a line costs of the byte budget: its job-chosen
 // fields as the log's JSON spells them (an '&' of a Host name is six
 // bytes there, \u0026, and a quote in a reason two), and the rest.
-func lineBytes(c Connection) int {
-	return jsonLen(c.Destination) + jsonLen(c.Address) + jsonLen(c.Reason) + auditLineOverhead
+func lineBytes(c Connection, overhead int) int {
+	return jsonLen(c.Destination) + jsonLen(c.Address) + jsonLen(c.Reason) + overhead
 }
 
 func jsonLen(s string) int {

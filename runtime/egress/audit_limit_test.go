@@ -70,7 +70,7 @@ func TestLimitAuditBytes(t *testing.T) {
 		l.audit(Connection{Destination: long, Address: "192.0.2.1:1", Verdict: "failed", Reason: long + " could not be reached"})
 	}
 	l.flush()
-	line := lineBytes(Connection{Destination: cut(long), Address: "192.0.2.1:1", Reason: cut(long)})
+	line := lineBytes(Connection{Destination: cut(long), Address: "192.0.2.1:1", Reason: cut(long)}, auditLineOverhead)
 	allowed := auditBytesBurst + int(time.Duration(calls*every).Hours()*auditBytesPerHour) + 4*line
 	if written > allowed {
 		t.Fatalf("%d bytes written for %d connections in %s, want at most %d", written, calls, time.Duration(calls*every), allowed)

@@ -44,8 +44,12 @@ type Broker struct {
 	// the bytes carried both ways in all, 0 for none.
 	MaxConns int
 	MaxBytes int64
-	// Audit gets every connection once it ends.
-	Audit func(Connection)
+	// Audit gets every connection once it ends. AuditOverhead is what a
+	// line of it costs the audit budget beside the job-chosen fields
+	// (destination, address, reason): the record's own fields and the
+	// rest of the line at their longest; 0 for auditLineOverhead.
+	Audit         func(Connection)
+	AuditOverhead int
 	// Resolve, HostLocal and Dial default to the host's resolver, the
 	// addresses its kernel takes for its own (hostLocal) and a TCP dial.
 	Resolve   func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -63,7 +67,7 @@ type Broker struct {
 // every connection and returns once their audit lines are written.
 func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 	b.conns = map[net.Conn]struct{}{}
-	audit, flush := LimitAudit(b.Audit)
+	audit, flush := LimitAudit(b.Audit, b.AuditOverhead)
 	b.Audit = audit
 	defer flush() // after every connection's line: b.wg is waited for below
 	srv := &http.Server{
