@@ -168,7 +168,7 @@ func statusCode(line string) string {
 // connection.
 func connectAllowed(proxy, dest string) egressStep {
 	s := egressStep{name: "allowed " + dest}
-	conn, status, _, _, err := connectStatus(proxy, dest, 15*time.Second)
+	conn, status, _, body, err := connectStatus(proxy, dest, 15*time.Second)
 	if err != nil {
 		s.observed, s.layer, s.detail = errName(err), protocol.LayerNone, "no answer from the broker at "+proxy
 		return s
@@ -176,7 +176,12 @@ func connectAllowed(proxy, dest string) egressStep {
 	conn.Close()
 	if statusCode(status) != "200" {
 		s.observed, s.layer = statusCode(status), protocol.LayerEgressBroker
+		// The broker's one line says why (a listed name that resolves
+		// to a refused address, say), which the status alone hides.
 		s.detail = "the broker did not open a listed destination: " + status
+		if body != "" {
+			s.detail += ": " + body
+		}
 		return s
 	}
 	s.observed, s.layer, s.pass = "200 through the broker", protocol.LayerEgressBroker, true

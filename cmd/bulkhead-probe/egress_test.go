@@ -50,8 +50,8 @@ func TestEgressStepsAgainstTheBroker(t *testing.T) {
 		t.Errorf("destination outside the list: %+v, want 403 from the broker with its reason", s)
 	}
 	// Turned around, each step must fail.
-	if s := connectAllowed(proxy, "denied.bulkhead.invalid:80"); s.pass || s.observed != "403" {
-		t.Errorf("allowed step on a denied destination: %+v, want a failure with 403", s)
+	if s := connectAllowed(proxy, "denied.bulkhead.invalid:80"); s.pass || s.observed != "403" || !strings.Contains(s.detail, "not in the profile's egress list") {
+		t.Errorf("allowed step on a denied destination: %+v, want a failure with 403 and the broker's reason", s)
 	}
 	if s := connectDenied(proxy, destAddr); s.pass {
 		t.Errorf("denied step on a listed destination: %+v, want a failure", s)
