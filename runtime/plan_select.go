@@ -89,11 +89,12 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 		if _, ok := cfg.Backends[want]; !ok {
 			return nil, fmt.Errorf("annotation %s=%q: unknown backend", AnnotationBackend, want)
 		}
-		if !profile.Selectable {
-			return nil, fmt.Errorf("annotation %s=%q: profile %s is not selectable, so its backend is fixed; an administrator can set selectable = true in [profiles.%s]", AnnotationBackend, want, profile.Name, profile.Name)
-		}
+		// A weaker backend is never granted, so no setting is offered for it.
 		if isolationOf(cfg, want) <= isolationOf(cfg, backendName) {
 			return nil, fmt.Errorf("annotation %s=%q: refused, only a stronger isolation than %s may be requested", AnnotationBackend, want, backendName)
+		}
+		if !profile.Selectable {
+			return nil, fmt.Errorf("annotation %s=%q: profile %s is not selectable, so its backend is fixed; an administrator can set selectable = true in [profiles.%s]", AnnotationBackend, want, profile.Name, profile.Name)
 		}
 		backendName = want
 	}

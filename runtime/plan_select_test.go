@@ -68,6 +68,8 @@ func TestSelect(t *testing.T) {
 		{"backend annotation, selectable profile", Globals{Profile: "open"}, map[string]string{AnnotationBackend: "runsc"}, "open", "runsc", ""},
 		{"backend annotation, fixed profile", Globals{}, map[string]string{AnnotationBackend: "runsc"}, "", "", "not selectable"},
 		{"backend annotation towards weaker", Globals{Profile: "gvisor"}, map[string]string{AnnotationBackend: "runc"}, "", "", "only a stronger isolation"},
+		// No setting would grant it, so the refusal offers none.
+		{"backend annotation towards weaker, fixed profile", Globals{Argv0: "bulkhead-runsc"}, map[string]string{AnnotationBackend: "runc"}, "", "", "only a stronger isolation"},
 		{"backend annotation unknown", Globals{Profile: "open"}, map[string]string{AnnotationBackend: "nope"}, "", "", "unknown backend"},
 		{"annotation naming what is chosen anyway", Globals{}, map[string]string{AnnotationBackend: "runc", AnnotationProfile: "default"}, "default", "runc", ""},
 	}
