@@ -175,3 +175,25 @@ func BenchmarkParseArgv(b *testing.B) {
 		}
 	}
 }
+
+// TestUsageErrorsAreOneLine: a flag error of any verb, subcommands
+// included, is one line on stderr: without OnUsageError urfave printed
+// "Incorrect Usage" and the help text on stdout. A global option given
+// after the verb says where it goes.
+func TestUsageErrorsAreOneLine(t *testing.T) {
+	app := newApp(&runtime.Globals{}, wiring{ownVerbs: true})
+	var walk func(prefix string, cmds []*cli.Command)
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			if c.OnUsageError == nil {
+				t.Errorf("%s%s has no OnUsageError: its flag errors print help on stdout", prefix, c.Name)
+			}
+			walk(prefix+c.Name+" ", c.Subcommands)
+		}
+	}
+	walk("", app.Commands)
+	err := parse(&runtime.Globals{}, wiring{ownVerbs: true}, strings.Fields("bulkhead changes export abc --root /run/x"))
+	if err == nil || !strings.Contains(err.Error(), "--root is a global option: give it before the verb (bulkhead --root VALUE changes export") {
+		t.Errorf("a global option after the verb: %v", err)
+	}
+}

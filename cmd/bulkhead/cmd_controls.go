@@ -17,8 +17,9 @@ import (
 // the probe attempts. The README's table is this command's markdown.
 func controlsCommand(_ *runtime.Globals) *cli.Command {
 	return &cli.Command{
-		Name:  "controls",
-		Usage: "print the table of controls of the default profile",
+		Name:         "controls",
+		Usage:        "print the table of controls of the default profile",
+		OnUsageError: usageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, markdown or json"},
 			&cli.BoolFlag{Name: "fields", Usage: "print the class of every runtime-spec field instead"},

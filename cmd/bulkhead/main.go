@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -99,6 +100,15 @@ func newApp(g *runtime.Globals, w wiring) *cli.App {
 // usageError keeps flag errors to one line on stderr: stdout is the
 // backend's protocol, never bulkhead's help text.
 func usageError(c *cli.Context, err error, _ bool) error {
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		name = strings.TrimLeft(name, "-")
+		for _, f := range runtime.GlobalFlags {
+			if f.Name == name {
+				verb := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+				return fmt.Errorf("%s: %w; --%s is a global option: give it before the verb (bulkhead --%s VALUE %s ...)", verb, err, name, name, verb)
+			}
+		}
+	}
 	return fmt.Errorf("%s: %w", c.Command.FullName(), err)
 }
 
