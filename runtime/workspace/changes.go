@@ -201,32 +201,33 @@ const repoMetaReason = "a repository's own directory (.git): its configuration a
 // spelling of it on a case-insensitive filesystem.
 func isRepoMeta(name string) bool { return strings.EqualFold(name, ".git") }
 
-// repoDirReason says why a directory git would take for a repository of
+// repoDirReason says why a directory git could take for a repository of
 // its own never leaves the layer, whatever its name: git looks for one in
 // every directory it runs in and above (a bare repository), and runs its
 // configuration as it runs a .git's.
-const repoDirReason = "a directory git takes for a repository (HEAD with objects and refs, or commondir): its configuration and hooks run on the host; never exported"
+const repoDirReason = "a directory holding HEAD, which git can take for a repository (with objects and refs, or commondir, from this export or another): its configuration and hooks would run on the host; never exported"
 
 // looksLikeRepo tells whether git could take the directory rel for a
-// repository once the changes are applied (setup.c's is_git_directory:
-// a HEAD, with objects and refs beside it or in the directory a commondir
-// file names). It counts the names the upper layer holds there, in any
-// case, and those of the lower layer (nil: not known), on either side of
-// the change: a HEAD the job deletes beside a config it writes must not
+// repository once changes are applied: it holds a HEAD, the one entry
+// every repository git accepts has (setup.c's is_git_directory; objects
+// and refs beside it, or a commondir, complete it). Judging the whole
+// shape would not do: two exports, each short of it and applied one after
+// the other, made a repository whose config ran the job's command. HEAD
+// counts in any case, on the upper layer's side or the lower layer's (nil:
+// not known): a HEAD the job deletes beside a config it writes must not
 // make the config safe to export.
 func looksLikeRepo(upNames []string, low *layer, rel string) bool {
-	has := map[string]bool{}
 	for _, n := range upNames {
-		has[strings.ToLower(n)] = true
-	}
-	if low != nil {
-		for _, n := range []string{"HEAD", "objects", "refs", "commondir"} {
-			if _, err := low.lstat(join(rel, n)); err == nil {
-				has[strings.ToLower(n)] = true
-			}
+		if strings.EqualFold(n, "HEAD") {
+			return true
 		}
 	}
-	return has["head"] && (has["commondir"] || has["objects"] && has["refs"])
+	if low != nil {
+		if _, err := low.lstat(join(rel, "HEAD")); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // scanChanges compares an upper layer with its lower layer. It never

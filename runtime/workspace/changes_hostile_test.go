@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -265,12 +266,30 @@ func TestKeptByRootAndID(t *testing.T) {
 // lost to the reviewer. The id reaches the newest; the earlier one is
 // listed, exported and pruned by a name of its own.
 func TestKeptRunsOfOneID(t *testing.T) {
+	for _, id := range []string{"again", strings.Repeat("L", 250)} {
+		t.Run(fmt.Sprintf("an id of %d bytes", len(id)), func(t *testing.T) { keptRunsOfOneID(t, id) })
+	}
+}
+
+func keptRunsOfOneID(t *testing.T, id string) {
 	cfg := testConfig(t)
 	for _, run := range []string{"first", "second", "third"} {
 		h := newHostileWorkspace(t)
 		h.file("log.txt", []byte("run "+run+"\n"))
-		if _, err := saveChanges(cfg, "/run/engine", &state.Record{ID: "again"}, []Workspace{h.ws}, time.Hour); err != nil {
-			t.Fatal(err)
+		// An id too long for the set-aside name once made the search for
+		// a free name spin for ever under the changes lock.
+		saved := make(chan error, 1)
+		go func() {
+			_, err := saveChanges(cfg, "/run/engine", &state.Record{ID: id}, []Workspace{h.ws}, time.Hour)
+			saved <- err
+		}()
+		select {
+		case err := <-saved:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("the keep of the %s run did not end", run)
 		}
 	}
 	all, _, err := scanStore(cfg)
@@ -290,7 +309,7 @@ func TestKeptRunsOfOneID(t *testing.T) {
 		for _, run := range []string{"first", "second", "third"} {
 			if strings.Contains(string(patch), "+run "+run) {
 				seen[run] = true
-				if (run == "third") != (r.ID == "again") {
+				if (run == "third") != (r.ID == id) {
 					t.Errorf("entry %s holds the %s run", r.ID, run)
 				}
 			}

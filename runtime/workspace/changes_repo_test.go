@@ -149,10 +149,10 @@ func TestExportRepositoryMetadataDeleted(t *testing.T) {
 // TestExportRepositoryByContent: git takes any directory holding HEAD with
 // objects and refs (or commondir) for a repository of its own, whatever
 // its name, and runs its configuration in it and below. A job that made
-// one in the checkout, or wrote a config into one the checkout already
-// holds, or made the workspace's root one, gets none of it into any
-// format or the kept copy; a directory with only some of those names is
-// an ordinary change.
+// one in the checkout, or half of one (another export may hold the rest),
+// or wrote a config into one the checkout already holds, or made the
+// workspace's root one, gets none of it into any format or the kept copy;
+// a directory without a HEAD is an ordinary change.
 func TestExportRepositoryByContent(t *testing.T) {
 	h := newHostileWorkspace(t)
 	fsmonitor := []byte("[core]\n\tfsmonitor = \"touch /tmp/owned; false\"\n")
@@ -178,10 +178,15 @@ func TestExportRepositoryByContent(t *testing.T) {
 		}
 	}
 	h.file("fixture/config", fsmonitor)
-	h.file("notrepo/HEAD", []byte("a file named HEAD\n"))
+	// Half a repository: HEAD and config here, objects and refs in
+	// another job's export; applied one after the other they made one.
+	h.file("split/HEAD", []byte("ref: refs/heads/main\n"))
+	h.file("split/config", fsmonitor)
+	// No HEAD: nothing git takes for a repository.
+	h.file("notrepo/objects/x", []byte("x\n"))
 	h.file("notrepo/refs/x", []byte("x\n"))
 	h.file("notrepo/config", []byte("plain\n"))
-	left := []string{"bare", "caps", "fixture", "wt"}
+	left := []string{"bare", "caps", "fixture", "split", "wt"}
 
 	for _, format := range []string{"patch", "json", "tar"} {
 		out, rejected, err := h.export(format, defaultChangeLimits)

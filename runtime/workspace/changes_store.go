@@ -309,6 +309,38 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	return r, nil
 }
 
+// maxAside bounds the names tried for one set-aside entry: a store that
+// holds as many of one id and instant is not one to add to.
+const maxAside = 100
+
+// asideName is a free name for an earlier entry of id: id.<deleted>, then
+// with -2, -3, ...; an id too long for a file name with that suffix (the
+// caller chooses ids, of any length) is cut to fit. Any error but a free
+// name's ENOENT ends the search.
+func asideName(cfg *Settings, root, id string, deleted time.Time) (string, string, error) {
+	stamp := "." + deleted.UTC().Format("20060102T150405.000000000Z")
+	for n := 1; n <= maxAside; n++ {
+		suffix := stamp
+		if n > 1 {
+			suffix += "-" + strconv.Itoa(n)
+		}
+		name := id
+		if len(name)+len(suffix) > unix.NAME_MAX {
+			name = name[:unix.NAME_MAX-len(suffix)]
+		}
+		name += suffix
+		to := keptDir(cfg, root, name)
+		_, err := os.Lstat(to)
+		if errors.Is(err, os.ErrNotExist) {
+			return name, to, nil
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("kept changes of %s: %w", escapeText(id), err)
+		}
+	}
+	return "", "", fmt.Errorf("kept changes of %s: %d entries of it were deleted at %s", escapeText(id), maxAside, deleted.UTC().Format(time.RFC3339Nano))
+}
+
 // setAsideEarlier gives the entry an earlier run of the same container id
 // kept (docker start of an exited container, an engine reusing a name) a
 // name of its own, id.<its delete time>, so the new keep does not replace
@@ -322,14 +354,9 @@ func setAsideEarlier(cfg *Settings, root, id string) error {
 	if err != nil {
 		return err
 	}
-	stamp := id + "." + prev.Deleted.UTC().Format("20060102T150405.000000000Z")
-	name, to := stamp, keptDir(cfg, root, stamp)
-	for n := 2; ; n++ {
-		if _, err := os.Lstat(to); errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		name = fmt.Sprintf("%s-%d", stamp, n)
-		to = keptDir(cfg, root, name)
+	name, to, err := asideName(cfg, root, id, prev.Deleted)
+	if err != nil {
+		return err
 	}
 	prev.ID, prev.Dir = name, to
 	meta, err := json.MarshalIndent(prev, "", "  ")
