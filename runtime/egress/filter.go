@@ -14,8 +14,8 @@ import (
 // netlink for the host's own addresses) and writing to descriptors it
 // holds. No execve, no namespaces, no mounts, no ptrace, no ids, no
 // signals to any other process. Names unknown on the native architecture
-// (poll on arm64) are skipped. clone and socket are allowed with
-// conditions only (InstallFilter).
+// (poll on arm64) are skipped. clone, socket and setsockopt are allowed
+// with conditions only (InstallFilter).
 var brokerSyscalls = []string{
 	// memory and threads
 	"brk", "mmap", "munmap", "mprotect", "madvise", "mremap", "mincore", "membarrier",
@@ -33,7 +33,7 @@ var brokerSyscalls = []string{
 	"poll", "ppoll", "pselect6",
 	// sockets
 	"connect", "accept4", "bind", "listen", "shutdown",
-	"getsockopt", "setsockopt", "getsockname", "getpeername",
+	"getsockopt", "getsockname", "getpeername",
 	"sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
 }
 
@@ -48,13 +48,24 @@ const openFlagsWriting = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRU
 const cloneNewNamespaces = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// socketFamilies are what the broker opens: TCP and UDP (dials, DNS), unix
-// (a resolver's), and netlink's routing family (the host's own
-// addresses). Not AF_ALG, AF_PACKET, AF_VSOCK or netlink's other families,
-// each more kernel code a taken-over broker could reach.
-var socketFamilies = []struct{ family, protocol int }{
-	{unix.AF_INET, -1}, {unix.AF_INET6, -1}, {unix.AF_UNIX, -1}, {unix.AF_NETLINK, unix.NETLINK_ROUTE},
+// brokerSockets are what the broker opens: TCP and UDP (dials, DNS), unix
+// (a resolver's) and netlink's routing family (the host's own addresses),
+// as family, type (SOCK_NONBLOCK and SOCK_CLOEXEC aside; -1 any) and
+// protocol (-1 any). Not AF_ALG, AF_PACKET, AF_VSOCK, netlink's other
+// families, raw sockets or another protocol of inet's (MPTCP, SCTP,
+// UDP-Lite, L2TP), each more kernel code a taken-over broker could reach,
+// and some loaded as modules on first use.
+var brokerSockets = []struct{ family, kind, protocol int }{
+	{unix.AF_INET, unix.SOCK_STREAM, 0}, {unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_TCP},
+	{unix.AF_INET, unix.SOCK_DGRAM, 0}, {unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_UDP},
+	{unix.AF_INET6, unix.SOCK_STREAM, 0}, {unix.AF_INET6, unix.SOCK_STREAM, unix.IPPROTO_TCP},
+	{unix.AF_INET6, unix.SOCK_DGRAM, 0}, {unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_UDP},
+	{unix.AF_UNIX, -1, -1}, {unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE},
 }
+
+// sockTypeMask is the type argument less its flags (the kernel's
+// SOCK_TYPE_MASK).
+const sockTypeMask = 0xf
 
 // InstallFilter puts the broker under a seccomp filter on every thread
 // (TSYNC) that answers EPERM to any system call it does not need.
@@ -96,14 +107,21 @@ func InstallFilter() error {
 			return fmt.Errorf("egress broker: seccomp: clone3: %w", err)
 		}
 	}
-	for _, fam := range socketFamilies {
-		family, err := libseccomp.MakeCondition(0, libseccomp.CompareEqual, uint64(fam.family))
+	for _, so := range brokerSockets {
+		family, err := libseccomp.MakeCondition(0, libseccomp.CompareEqual, uint64(so.family))
 		if err != nil {
 			return err
 		}
 		conds := []libseccomp.ScmpCondition{family}
-		if fam.protocol >= 0 {
-			protocol, err := libseccomp.MakeCondition(2, libseccomp.CompareEqual, uint64(fam.protocol))
+		if so.kind >= 0 {
+			kind, err := libseccomp.MakeCondition(1, libseccomp.CompareMaskedEqual, sockTypeMask, uint64(so.kind))
+			if err != nil {
+				return err
+			}
+			conds = append(conds, kind)
+		}
+		if so.protocol >= 0 {
+			protocol, err := libseccomp.MakeCondition(2, libseccomp.CompareEqual, uint64(so.protocol))
 			if err != nil {
 				return err
 			}
@@ -112,6 +130,26 @@ func InstallFilter() error {
 		if err := addConditional(f, "socket", conds...); err != nil {
 			return err
 		}
+	}
+	// setsockopt on every level but TCP's, and TCP's options but
+	// TCP_ULP, which attaches an upper-layer protocol (kTLS) to a socket.
+	notTCP, err := libseccomp.MakeCondition(1, libseccomp.CompareNotEqual, unix.IPPROTO_TCP)
+	if err != nil {
+		return err
+	}
+	if err := addConditional(f, "setsockopt", notTCP); err != nil {
+		return err
+	}
+	tcp, err := libseccomp.MakeCondition(1, libseccomp.CompareEqual, unix.IPPROTO_TCP)
+	if err != nil {
+		return err
+	}
+	notULP, err := libseccomp.MakeCondition(2, libseccomp.CompareNotEqual, unix.TCP_ULP)
+	if err != nil {
+		return err
+	}
+	if err := addConditional(f, "setsockopt", tcp, notULP); err != nil {
+		return err
 	}
 	// Signals to itself only: the runtime preempts its own threads with
 	// tgkill(getpid(), tid, ...) and raises with kill(getpid(), ...).

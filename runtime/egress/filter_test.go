@@ -62,6 +62,9 @@ func underFilter(dir string) int {
 		{"an AF_ALG socket", unix.AF_ALG, unix.SOCK_SEQPACKET, 0},
 		{"an AF_VSOCK socket", unix.AF_VSOCK, unix.SOCK_STREAM, 0},
 		{"a netlink uevent socket", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT},
+		{"an MPTCP socket", unix.AF_INET, unix.SOCK_STREAM, 262},
+		{"a UDP-Lite socket", unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_UDPLITE},
+		{"an SCTP socket", unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP},
 	} {
 		fd, err := unix.Socket(sock.family, sock.kind, sock.protocol)
 		if err == nil {
@@ -78,7 +81,19 @@ func underFilter(dir string) int {
 	c, err := net.Dial("tcp", ln.Addr().String())
 	check("dial", err, false)
 	if err == nil {
+		if raw, rerr := c.(*net.TCPConn).SyscallConn(); rerr == nil {
+			var serr error
+			raw.Control(func(fd uintptr) { serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_ULP, "tls") })
+			check("attach kTLS (TCP_ULP)", serr, true)
+			raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) })
+			check("TCP_NODELAY", serr, false)
+		}
 		c.Close()
+	}
+	if u, err := net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+		check("a UDP socket (DNS)", err, false)
+	} else {
+		u.Close()
 	}
 	if bad == 0 {
 		os.Stdout.WriteString(filterDone)
