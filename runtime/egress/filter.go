@@ -14,14 +14,14 @@ import (
 // netlink for the host's own addresses) and writing to descriptors it
 // holds. No execve, no namespaces, no mounts, no ptrace, no ids, no
 // signals to any other process. Names unknown on the native architecture
-// (poll on arm64) are skipped. clone, socket and setsockopt are allowed
-// with conditions only (InstallFilter).
+// (poll on arm64) are skipped. clone, socket, setsockopt and prlimit64
+// are allowed with conditions only (InstallFilter).
 var brokerSyscalls = []string{
 	// memory and threads
 	"brk", "mmap", "munmap", "mprotect", "madvise", "mremap", "mincore", "membarrier",
 	"futex", "set_robust_list", "rseq", "sched_yield", "sched_getaffinity",
 	"gettid", "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "exit", "exit_group",
-	"prlimit64", "getrlimit", "uname", "getrandom", "restart_syscall",
+	"getrlimit", "uname", "getrandom", "restart_syscall",
 	// signals and time
 	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
 	"nanosleep", "clock_gettime", "clock_nanosleep", "clock_getres", "gettimeofday",
@@ -131,25 +131,45 @@ func InstallFilter() error {
 			return err
 		}
 	}
-	// setsockopt on every level but TCP's, and TCP's options but
-	// TCP_ULP, which attaches an upper-layer protocol (kTLS) to a socket.
-	notTCP, err := libseccomp.MakeCondition(1, libseccomp.CompareNotEqual, unix.IPPROTO_TCP)
-	if err != nil {
-		return err
-	}
-	if err := addConditional(f, "setsockopt", notTCP); err != nil {
-		return err
+	// setsockopt on the levels the broker's sockets use, and of TCP's
+	// options those Go's net package sets: not TCP_ULP, which attaches
+	// an upper-layer protocol (kTLS), nor UDP's encapsulations. Only
+	// equality is compared: the kernel reads these int arguments' low 32
+	// bits, so a "not equal" would pass a level or option with high bits
+	// set that the kernel then takes for the one refused.
+	for _, level := range []int{unix.SOL_SOCKET, unix.IPPROTO_IP, unix.IPPROTO_IPV6} {
+		c, err := libseccomp.MakeCondition(1, libseccomp.CompareEqual, uint64(level))
+		if err != nil {
+			return err
+		}
+		if err := addConditional(f, "setsockopt", c); err != nil {
+			return err
+		}
 	}
 	tcp, err := libseccomp.MakeCondition(1, libseccomp.CompareEqual, unix.IPPROTO_TCP)
 	if err != nil {
 		return err
 	}
-	notULP, err := libseccomp.MakeCondition(2, libseccomp.CompareNotEqual, unix.TCP_ULP)
-	if err != nil {
-		return err
+	for _, opt := range []int{unix.TCP_NODELAY, unix.TCP_KEEPIDLE, unix.TCP_KEEPINTVL, unix.TCP_KEEPCNT, unix.TCP_USER_TIMEOUT} {
+		c, err := libseccomp.MakeCondition(2, libseccomp.CompareEqual, uint64(opt))
+		if err != nil {
+			return err
+		}
+		if err := addConditional(f, "setsockopt", tcp, c); err != nil {
+			return err
+		}
 	}
-	if err := addConditional(f, "setsockopt", tcp, notULP); err != nil {
-		return err
+	// Limits of itself only: every broker runs as egress_broker_user, and
+	// another one's RLIMIT_NOFILE set to 0 left it spinning on EMFILE
+	// with its container's egress gone.
+	for _, pid := range []int{0, os.Getpid()} {
+		c, err := libseccomp.MakeCondition(0, libseccomp.CompareEqual, uint64(pid))
+		if err != nil {
+			return err
+		}
+		if err := addConditional(f, "prlimit64", c); err != nil {
+			return err
+		}
 	}
 	// Signals to itself only: the runtime preempts its own threads with
 	// tgkill(getpid(), tid, ...) and raises with kill(getpid(), ...).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,6 +51,9 @@ func underFilter(dir string) int {
 	_, err = os.OpenFile(filepath.Join(dir, "written"), os.O_CREATE|os.O_WRONLY, 0o600)
 	check("open for writing", err, true)
 	check("kill another process", syscall.Kill(os.Getppid(), 0), true)
+	var lim unix.Rlimit
+	check("read another process's limits", unix.Prlimit(os.Getppid(), unix.RLIMIT_NOFILE, nil, &lim), true)
+	check("read its own limits", unix.Prlimit(0, unix.RLIMIT_NOFILE, nil, &lim), false)
 	check("clone into a new user namespace", cloneNewUser(), true)
 	if _, _, e := syscall.RawSyscall(unix.SYS_CLONE3, 0, 0, 0); e != syscall.ENOSYS {
 		os.Stderr.WriteString("clone3: " + errString(e) + ", want ENOSYS\n")
@@ -85,6 +89,18 @@ func underFilter(dir string) int {
 			var serr error
 			raw.Control(func(fd uintptr) { serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_ULP, "tls") })
 			check("attach kTLS (TCP_ULP)", serr, true)
+			// The kernel reads the low 32 bits of level and option.
+			for _, hi := range [][2]uintptr{{unix.IPPROTO_TCP | 1<<32, unix.TCP_ULP}, {unix.IPPROTO_TCP, unix.TCP_ULP | 1<<32}} {
+				tls := []byte("tls")
+				raw.Control(func(fd uintptr) {
+					_, _, e := syscall.Syscall6(unix.SYS_SETSOCKOPT, fd, hi[0], hi[1], uintptr(unsafe.Pointer(&tls[0])), uintptr(len(tls)), 0)
+					serr = nil
+					if e != 0 {
+						serr = e
+					}
+				})
+				check("TCP_ULP with high bits set", serr, true)
+			}
 			raw.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1) })
 			check("TCP_NODELAY", serr, false)
 		}
