@@ -453,6 +453,61 @@ func TestExportLimitsAndFifos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+// What a terminal does not show is judged by Unicode property, not by a
+// list: a line separator ends a JavaScript comment where the reviewer sees
+// one line, a zero-width space makes a second "a.txt", a tag character
+// carries text nobody sees. Such content is left out of the patch and
+// such names are escaped, while letters, emoji and other visible text in
+// any script pass as they are.
+func TestExportInvisibleUnicode(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.file("check.js", []byte("// only admins may pass\u2028return true;\nreturn user.isAdmin;\n"))
+	h.file("para.txt", []byte("a\u2029b\n"))
+	h.file("zw.txt", []byte("x\u200by\n"))
+	h.file("tag.txt", []byte("hi\U000e0041\n"))
+	h.file("a\u200b.txt", []byte("plain\n"))
+	h.file("visible.md", []byte("caf\u00e9 \u4e2d\u6587 \U0001f600 \u00a0nbsp\n"))
+	out, rejected, err := h.export("patch", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"check.js", "para.txt", "zw.txt", "tag.txt", "\u200b"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("patch carries %q:\n%s", bad, out)
+		}
+	}
+	if !strings.Contains(out, "+++ b/visible.md") {
+		t.Errorf("patch leaves out visible text:\n%s", out)
+	}
+	if len(rejected) != 5 {
+		t.Errorf("patch names %d left-out paths, want 5: %q", len(rejected), rejected)
+	}
+	js, _, err := h.export("json", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(js, `"a\\u200b.txt"`) || strings.Contains(js, "\u200b") {
+		t.Errorf("json does not show the zero-width name escaped:\n%s", js)
+	}
+}
+
+func TestHiddenRune(t *testing.T) {
+	for _, r := range []rune{0x00, 0x1b, 0x7f, 0x9b, 0x00ad, 0x061c, 0x200b, 0x200c, 0x200d, 0x200e, 0x2028, 0x2029,
+		0x202e, 0x2060, 0x2066, 0x3164, 0xfe0f, 0xfeff, 0xfffe, 0xe000, 0xe0041, 0xe0100, 0x10ffff, 0x0378} {
+		if !hiddenRune(r) {
+			t.Errorf("hiddenRune(%U) = false", r)
+		}
+	}
+	for _, r := range []rune{'a', ' ', '~', 0x00a0, 0x00e9, 0x0301, 0x4e2d, 0x3000, 0x05d0, 0x1f600, 0x2014} {
+		if hiddenRune(r) {
+			t.Errorf("hiddenRune(%U) = true", r)
+		}
+	}
+	if got := escapeText("tag\U000e0041x"); got != `tag\U000e0041x` {
+		t.Errorf("escapeText of a tag character: %q", got)
+	}
+}
+
 	// The sandbox swaps the file for a fifo between the walk and the open.
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)

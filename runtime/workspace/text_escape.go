@@ -14,22 +14,27 @@ import (
 // patch must apply to the very bytes) leave such entries out.
 
 // hiddenRune tells whether a terminal or editor would not show r as
-// itself: control characters (C0, DEL, C1) and bidi controls.
+// itself. Judged by Unicode property, not by a list of known tricks: a
+// rune shows when it is a letter, mark, number, punctuation, symbol or
+// space, and not one Unicode says a renderer ignores (variation
+// selectors, the Hangul fillers) or a noncharacter. Everything else is
+// hidden: control characters (C0, DEL, C1), format characters (bidi
+// controls, zero-width spaces and joiners, the byte order mark, the soft
+// hyphen, tag characters), the line and paragraph separators (JavaScript
+// takes them for a line break a terminal does not show), private use
+// and code points this Unicode version does not assign.
 func hiddenRune(r rune) bool {
-	if unicode.IsControl(r) {
+	if r < 0x80 {
+		return r < 0x20 || r == 0x7f
+	}
+	if unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Noncharacter_Code_Point) {
 		return true
 	}
-	switch {
-	case r == 0x061c, r == 0x200e, r == 0x200f,
-		r >= 0x202a && r <= 0x202e,
-		r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
+	return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs)
 }
 
 // escapeText writes s so that every byte of it shows: a hidden rune as
-// \xNN (below 0x100) or \uNNNN, a byte that is not UTF-8 as \xNN, and a
+// \xNN (below 0x100), \uNNNN or \UNNNNNNNN, a byte that is not UTF-8 as \xNN, and a
 // backslash as \\, so the escaped form is never ambiguous.
 func escapeText(s string) string {
 	if !needsEscape(s) {
@@ -58,6 +63,8 @@ func escape(s string, layout bool) string {
 			b.WriteString(`\\`)
 		case hiddenRune(r) && r < 0x100:
 			fmt.Fprintf(&b, `\x%02x`, r)
+		case hiddenRune(r) && r > 0xffff:
+			fmt.Fprintf(&b, `\U%08x`, r)
 		case hiddenRune(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
@@ -78,6 +85,8 @@ func escapedLen(s string) int {
 			n += 4
 		case r == '\\':
 			n += 2
+		case hiddenRune(r) && r > 0xffff:
+			n += 10
 		case hiddenRune(r):
 			n += 6
 		default:
