@@ -260,6 +260,39 @@ func TestKeptByRootAndID(t *testing.T) {
 	}
 }
 
+// TestKeptIDsNamedLikeTheStore: a container id is the caller's choice and
+// may be a name the store gives meaning to. A keep of "meta.json" made its
+// root's directory look like an entry kept before entries were keyed by
+// root: the list showed nothing of that root, and the next keep pruned
+// the whole root, every entry in it.
+func TestKeptIDsNamedLikeTheStore(t *testing.T) {
+	cfg := testConfig(t)
+	ids := []string{"before", "meta.json", ".lock", ".tmp-x", "changes.patch", "after"}
+	for _, id := range ids {
+		h := newHostileWorkspace(t)
+		h.file("id.txt", []byte(id+"\n"))
+		if _, err := saveChanges(cfg, "/run/engine", &state.Record{ID: id}, []Workspace{h.ws}, time.Hour); err != nil {
+			t.Fatalf("keep of %s: %v", id, err)
+		}
+	}
+	if _, err := Prune(cfg, -1); err != nil {
+		t.Fatal(err)
+	}
+	all, _, err := scanStore(cfg)
+	if err != nil || len(all) != len(ids) {
+		t.Fatalf("store lists %d entries (%v), want %d", len(all), err, len(ids))
+	}
+	for _, id := range ids {
+		r, err := loadRetained(cfg, "/run/engine", id)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if patch, err := os.ReadFile(filepath.Join(r.Dir, "changes.patch")); err != nil || !strings.Contains(string(patch), "+"+id) {
+			t.Errorf("%s reaches %q (%v)", id, patch, err)
+		}
+	}
+}
+
 // TestKeptRunsOfOneID: a container id run again (docker start of an
 // exited container) keeps its second run's changes beside the first's:
 // the second keep replaced the first, and what the first run wrote was
@@ -420,39 +453,6 @@ func TestExportControlCharacters(t *testing.T) {
 	}
 }
 
-// Walks stop at changes_max_files and changes_max_depth; a fifo is
-// never opened for reading, and a file swapped for one is refused.
-func TestExportLimitsAndFifos(t *testing.T) {
-	h := newHostileWorkspace(t)
-	deep := h.upperDir
-	for i := 0; i < 20; i++ {
-		deep = filepath.Join(deep, "d")
-	}
-	if err := os.MkdirAll(deep, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, format := range []string{"patch", "json", "tar"} {
-		if _, _, err := h.export(format, changeLimits{Bytes: 1 << 20, Files: 1000, Depth: 10}); err == nil || !strings.Contains(err.Error(), "changes_max_depth") {
-			t.Errorf("%s: 20 levels under changes_max_depth 10: %v", format, err)
-		}
-		if _, _, err := h.export(format, changeLimits{Bytes: 1 << 20, Files: 10, Depth: 100}); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
-			t.Errorf("%s: 21 entries under changes_max_files 10: %v", format, err)
-		}
-	}
-	h = newHostileWorkspace(t)
-	if err := unix.Mkfifo(filepath.Join(h.upperDir, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := h.file("swapped", []byte("was a file\n"))
-	l, err := openLayer(h.upperDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	st, err := l.lstat("swapped")
-	if err != nil {
-		t.Fatal(err)
-	}
 // What a terminal does not show is judged by Unicode property, not by a
 // list: a line separator ends a JavaScript comment where the reviewer sees
 // one line, a zero-width space makes a second "a.txt", a tag character
@@ -508,6 +508,39 @@ func TestHiddenRune(t *testing.T) {
 	}
 }
 
+// Walks stop at changes_max_files and changes_max_depth; a fifo is
+// never opened for reading, and a file swapped for one is refused.
+func TestExportLimitsAndFifos(t *testing.T) {
+	h := newHostileWorkspace(t)
+	deep := h.upperDir
+	for i := 0; i < 20; i++ {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"patch", "json", "tar"} {
+		if _, _, err := h.export(format, changeLimits{Bytes: 1 << 20, Files: 1000, Depth: 10}); err == nil || !strings.Contains(err.Error(), "changes_max_depth") {
+			t.Errorf("%s: 20 levels under changes_max_depth 10: %v", format, err)
+		}
+		if _, _, err := h.export(format, changeLimits{Bytes: 1 << 20, Files: 10, Depth: 100}); err == nil || !strings.Contains(err.Error(), "changes_max_files") {
+			t.Errorf("%s: 21 entries under changes_max_files 10: %v", format, err)
+		}
+	}
+	h = newHostileWorkspace(t)
+	if err := unix.Mkfifo(filepath.Join(h.upperDir, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := h.file("swapped", []byte("was a file\n"))
+	l, err := openLayer(h.upperDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	st, err := l.lstat("swapped")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The sandbox swaps the file for a fifo between the walk and the open.
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)

@@ -751,8 +751,9 @@ func scanStore(cfg *Settings) (kept []*Kept, orphans []string, err error) {
 			orphans = append(orphans, p)
 			continue
 		}
-		if _, err := os.Lstat(filepath.Join(p, "meta.json")); err == nil {
-			// kept before changes were keyed by root
+		if st, err := os.Lstat(filepath.Join(p, "meta.json")); err == nil && st.Mode().IsRegular() {
+			// kept before changes were keyed by root; a directory of that
+			// name is the keep of a container named meta.json
 			if r, err := readRetained(p); err == nil {
 				kept = append(kept, r)
 			} else {
