@@ -95,6 +95,8 @@ func dispatch(g *runtime.Globals, verb string, c *cli.Context) error {
 		return runtime.Features(g, os.Stdout)
 	case "kill":
 		return runtime.Kill(g, c, args)
+	case "ps":
+		return runtime.Ps(g, c, args, os.Stdout)
 	default:
 		return runtime.Passthrough(g, verb, c, args)
 	}
