@@ -197,9 +197,13 @@ const whiteoutNameReason = "name begins with .wh., which an OCI layer reads as a
 const repoMetaReason = "a repository's own directory (.git): its configuration and hooks run on the host; never exported"
 
 // isRepoMeta tells whether a name is a repository's .git (a directory, or
-// the file of a worktree or submodule), in any case: git refuses every
-// spelling of it on a case-insensitive filesystem.
-func isRepoMeta(name string) bool { return strings.EqualFold(name, ".git") }
+// the file of a worktree or submodule) on any filesystem a reviewer may
+// use (nameKey): ".GIT.", "git~1" and ".git" with an invisible code point
+// are one there.
+func isRepoMeta(name string) bool {
+	k := nameKey(name)
+	return k == ".git" || k == "git~1"
+}
 
 // repoDirReason says why a directory git could take for a repository of
 // its own never leaves the layer, whatever its name: git looks for one in
@@ -218,7 +222,7 @@ const repoDirReason = "a directory holding HEAD, which git can take for a reposi
 // make the config safe to export.
 func looksLikeRepo(upNames []string, low *layer, rel string) bool {
 	for _, n := range upNames {
-		if strings.EqualFold(n, "HEAD") {
+		if nameKey(n) == "head" {
 			return true
 		}
 	}

@@ -381,25 +381,28 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 // others, no setuid, setgid or sticky bit.
 const tarModeMask = 0o755
 
-// archiveNames are the names one tar holds, each marked whether it is a
-// directory. Several workspaces share an archive, and a symlink one of
-// them holds must never stand above an entry another adds: an extractor
-// that follows it (Python's tarfile, a plain Go loop) would write that
-// entry where the link points, on the host. So an entry below a name the
-// archive already holds as anything but a directory, or a name it already
-// holds, is left out.
+// archiveNames are the names one tar holds, as the filesystems a reviewer
+// may extract it on compare them (pathKey), each marked whether it is a
+// directory. A symlink the archive holds must never stand above an entry
+// it adds later, from the same workspace or another: an extractor that
+// follows it (Python's tarfile, a plain Go loop) would write that entry
+// where the link points, on the host, and on macOS or Windows a link
+// "Foo" stands above "foo/x". So an entry below a name the archive already
+// holds as anything but a directory, or a name it already holds, is left
+// out.
 type archiveNames map[string]bool
 
 func (a archiveNames) writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(string)) error {
 	name := strings.TrimSuffix(hdr.Name, "/")
-	if isDir, ok := a[name]; ok && !(isDir && hdr.Typeflag == tar.TypeDir) {
-		reject("the archive already holds " + escapeText(name))
+	key := pathKey(name)
+	if isDir, ok := a[key]; ok && !(isDir && hdr.Typeflag == tar.TypeDir) {
+		reject("the archive already holds " + escapeText(name) + " or a name a case-insensitive filesystem takes for it")
 		hdr.Typeflag = 0
 		return nil
 	}
-	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
-		if isDir, ok := a[dir]; ok && !isDir {
-			reject("below " + escapeText(dir) + ", which the archive holds as a link or a file")
+	for dir, dkey := path.Dir(name), path.Dir(key); dir != "." && dir != "/"; dir, dkey = path.Dir(dir), path.Dir(dkey) {
+		if isDir, ok := a[dkey]; ok && !isDir {
+			reject("below " + escapeText(dir) + ", which the archive holds as a link or a file (or a name a case-insensitive filesystem takes for it)")
 			hdr.Typeflag = 0
 			return nil
 		}
@@ -407,7 +410,7 @@ func (a archiveNames) writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(s
 	if err := writeHeader(tw, hdr, reject); err != nil || hdr.Typeflag == 0 {
 		return err
 	}
-	a[name] = hdr.Typeflag == tar.TypeDir
+	a[key] = hdr.Typeflag == tar.TypeDir
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -264,5 +266,62 @@ func TestExportRepositoryByContent(t *testing.T) {
 		if format == "patch" && strings.Contains(out, "+++") || format == "tar" && len(tarNames(t, out)) > 0 {
 			t.Errorf("%s with a repository at the root exports:\n%s", format, out)
 		}
+	}
+}
+
+// TestRepoMetaSpellings: a .git or a HEAD in any spelling a reviewer's
+// filesystem takes for one (macOS folds case, normalises and ignores
+// invisible code points; Windows also drops trailing dots and spaces,
+// reads a colon as a stream and answers to the 8.3 short name).
+func TestRepoMetaSpellings(t *testing.T) {
+	for _, n := range []string{".git", ".GIT", ".Git.", ".git ", ".git. .", "git~1", "GIT~1", ".g\u200cit", ".git\ufeff", ".git::$INDEX_ALLOCATION"} {
+		if !isRepoMeta(n) {
+			t.Errorf("isRepoMeta(%q) = false", n)
+		}
+	}
+	for _, n := range []string{".github", "git", ".gitignore", "x.git", ".git2", "git~2"} {
+		if isRepoMeta(n) {
+			t.Errorf("isRepoMeta(%q) = true", n)
+		}
+	}
+	for _, n := range []string{"HEAD", "head", "HEAD.", "He\u200bad", "HEAD:x"} {
+		if !looksLikeRepo([]string{n}, nil, "") {
+			t.Errorf("looksLikeRepo with %q = false", n)
+		}
+	}
+	if looksLikeRepo([]string{"HEADER", "ahead"}, nil, "") {
+		t.Error("looksLikeRepo with HEADER and ahead = true")
+	}
+}
+
+// TestArchiveNamesFold: a link the tar holds stands above no later entry
+// in any spelling: extracted on macOS or Windows, "Foo" (a link) is the
+// directory of "foo/x" and "cafe\u0301" that of "caf\u00e9/x".
+func TestArchiveNamesFold(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	held := archiveNames{}
+	var rejected []string
+	reject := func(s string) { rejected = append(rejected, s) }
+	write := func(name string, typ byte) bool {
+		hdr := &tar.Header{Name: name, Typeflag: typ, Mode: 0o644, Linkname: "/etc"}
+		if typ != tar.TypeSymlink {
+			hdr.Linkname = ""
+		}
+		if err := held.writeHeader(tw, hdr, reject); err != nil {
+			t.Fatal(err)
+		}
+		return hdr.Typeflag != 0
+	}
+	write("Foo", tar.TypeSymlink)
+	write("cafe\u0301", tar.TypeSymlink)
+	write("dir/", tar.TypeDir)
+	for _, name := range []string{"foo/x", "FOO./x", "caf\u00e9/x", "Cafe\u0301/y", "foo"} {
+		if write(name, tar.TypeReg) {
+			t.Errorf("%q written below or over a link the archive holds", name)
+		}
+	}
+	if !write("DIR/x", tar.TypeReg) || !write("other", tar.TypeReg) {
+		t.Errorf("entries below a directory or beside the links left out: %q", rejected)
 	}
 }

@@ -1,0 +1,54 @@
+package workspace
+
+import (
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// A reviewer may apply or extract an export on macOS or Windows, whose
+// filesystems take names this one keeps apart for one: APFS and HFS+ fold
+// case, normalise and (HFS+) ignore invisible code points; NTFS folds case,
+// drops trailing dots and spaces, reads what follows a colon as a stream of
+// the file before it, and answers to a directory's 8.3 short name. So
+// ".GIT.", "Git\u200c" and "git~1" are a .git there, and a symlink "Foo"
+// stands above an entry "foo/x".
+
+// nameKey is one path component as such a filesystem compares it.
+func nameKey(name string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(name) {
+		if r >= 0x80 && hiddenRune(r) {
+			continue
+		}
+		b.WriteRune(foldRune(r))
+	}
+	k := b.String()
+	if i := strings.IndexByte(k, ':'); i >= 0 {
+		k = k[:i]
+	}
+	if t := strings.TrimRight(k, ". "); t != "" {
+		return t
+	}
+	return k
+}
+
+// pathKey is nameKey of every component of a slash-separated path.
+func pathKey(p string) string {
+	parts := strings.Split(p, "/")
+	for i, c := range parts {
+		parts[i] = nameKey(c)
+	}
+	return strings.Join(parts, "/")
+}
+
+// foldRune is one rune for every spelling of a letter (K, k and the Kelvin
+// sign): the lower case of the smallest rune r's case folds to.
+func foldRune(r rune) rune {
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return unicode.ToLower(m)
+}
