@@ -57,6 +57,7 @@ func gvisorExecOnPty(g *Globals, b *backend.Backend, v Values, process, id strin
 		<-exited
 		return nil
 	}
+	backend.ForwardEverySignal() // the process gets the caller's, as with runc exec
 	status, err := backend.SuperviseOn(slave, argv, v.Int("preserve-fds"), 0, watch)
 	if err != nil {
 		return err

@@ -78,6 +78,7 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	argv := g.backendArgv(c.backend, "exec", append(rest, id)...)
 	pids := watchPids(c)
 	started := false
+	backend.ForwardEverySignal() // the process gets the caller's, as with runc exec
 	status, err := backend.Supervise(argv, v.Int("preserve-fds"), 0, func(exited <-chan struct{}) error {
 		pid, err := waitPidFile(pidFile, exited)
 		if err != nil {

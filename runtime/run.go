@@ -55,6 +55,7 @@ func Run(g *Globals, v Values, id string) error {
 	}
 	// Signals from now on are the container's, as with runc run.
 	sigs := make(chan os.Signal, 16)
+	backend.ForwardEverySignal()
 	defer backend.Listen(sigs)()
 	signal.Notify(sigs, unix.SIGWINCH) // the console's size; never forwarded
 	defer signal.Stop(sigs)
