@@ -456,9 +456,10 @@ func TestExportControlCharacters(t *testing.T) {
 // What a terminal does not show is judged by Unicode property, not by a
 // list: a line separator ends a JavaScript comment where the reviewer sees
 // one line, a zero-width space makes a second "a.txt", a tag character
-// carries text nobody sees. Such content is left out of the patch and
-// such names are escaped, while letters, emoji and other visible text in
-// any script pass as they are.
+// carries text nobody sees, as does a run of variation selectors. Such
+// content is left out of the patch and such names are escaped, while
+// letters, emoji (with the selector and joiners that make them) and other
+// visible text in any script pass as they are.
 func TestExportInvisibleUnicode(t *testing.T) {
 	h := newHostileWorkspace(t)
 	h.file("check.js", []byte("// only admins may pass\u2028return true;\nreturn user.isAdmin;\n"))
@@ -466,12 +467,14 @@ func TestExportInvisibleUnicode(t *testing.T) {
 	h.file("zw.txt", []byte("x\u200by\n"))
 	h.file("tag.txt", []byte("hi\U000e0041\n"))
 	h.file("a\u200b.txt", []byte("plain\n"))
-	h.file("visible.md", []byte("caf\u00e9 \u4e2d\u6587 \U0001f600 \u00a0nbsp\n"))
+	h.file("visible.md", []byte("caf\u00e9 \u4e2d\u6587 \U0001f600 \u00a0nbsp \u2714\ufe0f \U0001f469\u200d\U0001f4bb \u2764\ufe0f\u200d\U0001f525 1\ufe0f\u20e3\n"))
+	h.file("selectors.txt", []byte("\U0001f600\ufe0f\ufe0f\ufe0e\U000e0100\n"))
+	h.file("joiner.txt", []byte("pass\u200dword\n"))
 	out, rejected, err := h.export("patch", defaultChangeLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"check.js", "para.txt", "zw.txt", "tag.txt", "\u200b"} {
+	for _, bad := range []string{"check.js", "para.txt", "zw.txt", "tag.txt", "\u200b", "selectors.txt", "joiner.txt"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("patch carries %q:\n%s", bad, out)
 		}
@@ -479,8 +482,8 @@ func TestExportInvisibleUnicode(t *testing.T) {
 	if !strings.Contains(out, "+++ b/visible.md") {
 		t.Errorf("patch leaves out visible text:\n%s", out)
 	}
-	if len(rejected) != 5 {
-		t.Errorf("patch names %d left-out paths, want 5: %q", len(rejected), rejected)
+	if len(rejected) != 7 {
+		t.Errorf("patch names %d left-out paths, want 7: %q", len(rejected), rejected)
 	}
 	js, _, err := h.export("json", defaultChangeLimits)
 	if err != nil {
@@ -501,6 +504,19 @@ func TestHiddenRune(t *testing.T) {
 	for _, r := range []rune{'a', ' ', '~', 0x00a0, 0x00e9, 0x0301, 0x4e2d, 0x3000, 0x05d0, 0x1f600, 0x2014} {
 		if hiddenRune(r) {
 			t.Errorf("hiddenRune(%U) = true", r)
+		}
+	}
+	for _, c := range []struct {
+		prev, r, next rune
+		shown         bool
+	}{
+		{0x2714, 0xfe0f, ' ', true}, {'1', 0xfe0f, 0x20e3, true}, {0x1f469, 0x200d, 0x1f4bb, true},
+		{0xfe0f, 0x200d, 0x1f525, true}, {0x1f3fd, 0x200d, 0x1f4bb, true},
+		{'a', 0xfe0f, ' ', false}, {0xfe0f, 0xfe0f, ' ', false}, {'s', 0x200d, 'w', false},
+		{0x1f469, 0x200d, 'x', false}, {0x2714, 0x200b, ' ', false},
+	} {
+		if got := shownRune(c.prev, c.r, c.next); got != c.shown {
+			t.Errorf("shownRune(%U, %U, %U) = %v", c.prev, c.r, c.next, got)
 		}
 	}
 	if got := escapeText("tag\U000e0041x"); got != `tag\U000e0041x` {

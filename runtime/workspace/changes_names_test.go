@@ -63,7 +63,7 @@ func TestExportLongNamesBounded(t *testing.T) {
 }
 
 func TestEscapedLen(t *testing.T) {
-	for _, s := range []string{"", "plain/path.go", "a\\b", "\xff\x00\x1b", "bidi\u202e", "é中\u2066x", "\xc3", "tag\U000e0041", "zw\u200b"} {
+	for _, s := range []string{"", "plain/path.go", "a\\b", "\xff\x00\x1b", "bidi\u202e", "é中\u2066x", "\xc3", "tag\U000e0041", "zw\u200b", "ok\u2714\ufe0f", "run\u2714\ufe0f\ufe0f"} {
 		if got, want := escapedLen(s), len(escapeText(s)); got != want {
 			t.Errorf("escapedLen(%q) = %d, want %d", s, got, want)
 		}

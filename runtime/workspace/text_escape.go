@@ -33,6 +33,31 @@ func hiddenRune(r rune) bool {
 	return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs)
 }
 
+// shownRune tells whether r, between prev and next (utf8.RuneError at
+// either end), shows as itself: a rune that is not hidden, or one of the
+// two that only style or join the emoji around them: a variation selector
+// 15 or 16 right after a symbol or a keycap's base (✔️, 1️⃣), a zero-width
+// joiner between emoji (👩‍💻, ❤️‍🔥). What is more (a run of selectors, a
+// joiner beside a letter) is hidden: it carries what nobody sees.
+func shownRune(prev, r, next rune) bool {
+	if !hiddenRune(r) {
+		return true
+	}
+	switch r {
+	case 0xfe0e, 0xfe0f:
+		return emojiBase(prev)
+	case 0x200d:
+		return (emojiBase(prev) || prev == 0xfe0f || unicode.Is(unicode.Sk, prev)) && emojiBase(next)
+	}
+	return false
+}
+
+// emojiBase tells whether r can begin an emoji sequence: a symbol, or a
+// keycap's digit, '#' or '*'.
+func emojiBase(r rune) bool {
+	return unicode.Is(unicode.So, r) || r >= '0' && r <= '9' || r == '#' || r == '*'
+}
+
 // escapeText writes s so that every byte of it shows: a hidden rune as
 // \xNN (below 0x100), \uNNNN or \UNNNNNNNN, a byte that is not UTF-8 as \xNN, and a
 // backslash as \\, so the escaped form is never ambiguous.
@@ -52,8 +77,11 @@ func EscapeTerminal(s string) string {
 
 func escape(s string, layout bool) string {
 	var b strings.Builder
+	prev := rune(0)
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
+		next, _ := utf8.DecodeRuneInString(s[i+n:])
+		hidden := !shownRune(prev, r, next)
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
@@ -61,15 +89,16 @@ func escape(s string, layout bool) string {
 			b.WriteRune(r)
 		case r == '\\':
 			b.WriteString(`\\`)
-		case hiddenRune(r) && r < 0x100:
+		case hidden && r < 0x100:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case hiddenRune(r) && r > 0xffff:
+		case hidden && r > 0xffff:
 			fmt.Fprintf(&b, `\U%08x`, r)
-		case hiddenRune(r):
+		case hidden:
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
 		}
+		prev = r
 		i += n
 	}
 	return b.String()
@@ -78,20 +107,24 @@ func escape(s string, layout bool) string {
 // escapedLen is len(escapeText(s)), without building it.
 func escapedLen(s string) int {
 	n := 0
+	prev := rune(0)
 	for i := 0; i < len(s); {
 		r, k := utf8.DecodeRuneInString(s[i:])
+		next, _ := utf8.DecodeRuneInString(s[i+k:])
+		hidden := !shownRune(prev, r, next)
 		switch {
-		case r == utf8.RuneError && k <= 1, hiddenRune(r) && r < 0x100:
+		case r == utf8.RuneError && k <= 1, hidden && r < 0x100:
 			n += 4
 		case r == '\\':
 			n += 2
-		case hiddenRune(r) && r > 0xffff:
+		case hidden && r > 0xffff:
 			n += 10
-		case hiddenRune(r):
+		case hidden:
 			n += 6
 		default:
 			n += k
 		}
+		prev = r
 		i += k
 	}
 	return n
@@ -104,10 +137,13 @@ func needsEscape(s string) bool {
 	if !utf8.ValidString(s) {
 		return true
 	}
-	for _, r := range s {
-		if r == '\\' || hiddenRune(r) {
+	prev := rune(0)
+	for i, r := range s {
+		next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
+		if r == '\\' || !shownRune(prev, r, next) {
 			return true
 		}
+		prev = r
 	}
 	return false
 }
@@ -118,11 +154,14 @@ func plainText(b []byte) bool {
 	if !utf8.Valid(b) {
 		return false
 	}
+	prev := rune(0)
 	for i := 0; i < len(b); {
 		r, n := utf8.DecodeRune(b[i:])
-		if r != '\t' && r != '\n' && hiddenRune(r) {
+		next, _ := utf8.DecodeRune(b[i+n:])
+		if r != '\t' && r != '\n' && !shownRune(prev, r, next) {
 			return false
 		}
+		prev = r
 		i += n
 	}
 	return true
