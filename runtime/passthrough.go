@@ -70,15 +70,22 @@ func ownerIn(cfg *Config, g *Globals, id string) (*backend.Backend, *state.Regis
 // whole effect is the backend's: pid, stdio, console socket, preserved fds,
 // signals and exit status are then the backend's own.
 func Passthrough(g *Globals, verb string, v Values, args []string) error {
+	b, err := ownerOfArgs(g, args)
+	if err != nil {
+		return err
+	}
+	return passthroughTo(g, b, verb, v, args)
+}
+
+// ownerOfArgs is owner of the container a handed-on verb's arguments name
+// first.
+func ownerOfArgs(g *Globals, args []string) (*backend.Backend, error) {
 	id := ""
 	if len(args) > 0 {
 		id = args[0]
 	}
 	b, _, _, err := owner(g, id)
-	if err != nil {
-		return err
-	}
-	return passthroughTo(g, b, verb, v, args)
+	return b, err
 }
 
 // passthroughTo is Passthrough to a backend the caller already resolved

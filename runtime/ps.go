@@ -15,11 +15,7 @@ import (
 // backend. The json format is handed over as it is: JSON escapes control
 // characters itself, and callers parse it.
 func Ps(g *Globals, v Values, args []string, stdout io.Writer) error {
-	id := ""
-	if len(args) > 0 {
-		id = args[0]
-	}
-	b, _, _, err := owner(g, id)
+	b, err := ownerOfArgs(g, args)
 	if err != nil {
 		return err
 	}
