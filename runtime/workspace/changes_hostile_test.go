@@ -470,11 +470,14 @@ func TestExportInvisibleUnicode(t *testing.T) {
 	h.file("visible.md", []byte("caf\u00e9 \u4e2d\u6587 \U0001f600 \u00a0nbsp \u2714\ufe0f \U0001f469\u200d\U0001f4bb \u2764\ufe0f\u200d\U0001f525 1\ufe0f\u20e3\n"))
 	h.file("selectors.txt", []byte("\U0001f600\ufe0f\ufe0f\ufe0e\U000e0100\n"))
 	h.file("joiner.txt", []byte("pass\u200dword\n"))
+	h.file("digits.js", []byte("const v1\u200d2 = user.isAdmin;\nconst v12 = true;\n"))
+	h.file("a1\u200d2.txt", []byte("plain\n"))
+	h.file("a.txt\u200a", []byte("plain\n"))
 	out, rejected, err := h.export("patch", defaultChangeLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"check.js", "para.txt", "zw.txt", "tag.txt", "\u200b", "selectors.txt", "joiner.txt"} {
+	for _, bad := range []string{"check.js", "para.txt", "zw.txt", "tag.txt", "\u200b", "selectors.txt", "joiner.txt", "digits.js", "a1\u200d2", "\u200a"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("patch carries %q:\n%s", bad, out)
 		}
@@ -482,14 +485,15 @@ func TestExportInvisibleUnicode(t *testing.T) {
 	if !strings.Contains(out, "+++ b/visible.md") {
 		t.Errorf("patch leaves out visible text:\n%s", out)
 	}
-	if len(rejected) != 7 {
-		t.Errorf("patch names %d left-out paths, want 7: %q", len(rejected), rejected)
+	if len(rejected) != 10 {
+		t.Errorf("patch names %d left-out paths, want 10: %q", len(rejected), rejected)
 	}
 	js, _, err := h.export("json", defaultChangeLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(js, `"a\\u200b.txt"`) || strings.Contains(js, "\u200b") {
+	if !strings.Contains(js, `"a\\u200b.txt"`) || !strings.Contains(js, `"a1\\u200d2.txt"`) || !strings.Contains(js, `"a.txt\\u200a"`) ||
+		strings.ContainsAny(js, "\u200b\u200d\u200a") {
 		t.Errorf("json does not show the zero-width name escaped:\n%s", js)
 	}
 }
@@ -513,6 +517,7 @@ func TestHiddenRune(t *testing.T) {
 		{0x2714, 0xfe0f, ' ', true}, {'1', 0xfe0f, 0x20e3, true}, {0x1f469, 0x200d, 0x1f4bb, true},
 		{0xfe0f, 0x200d, 0x1f525, true}, {0x1f3fd, 0x200d, 0x1f4bb, true},
 		{'a', 0xfe0f, ' ', false}, {0xfe0f, 0xfe0f, ' ', false}, {'s', 0x200d, 'w', false},
+		{'1', 0x200d, '2', false}, {'1', 0xfe0f, '2', false}, {'^', 0x200d, 0x263a, false},
 		{0x1f469, 0x200d, 'x', false}, {0x2714, 0x200b, ' ', false},
 	} {
 		if got := shownRune(c.prev, c.r, c.next); got != c.shown {

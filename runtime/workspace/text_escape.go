@@ -36,26 +36,33 @@ func hiddenRune(r rune) bool {
 // shownRune tells whether r, between prev and next (utf8.RuneError at
 // either end), shows as itself: a rune that is not hidden, or one of the
 // two that only style or join the emoji around them: a variation selector
-// 15 or 16 right after a symbol or a keycap's base (✔️, 1️⃣), a zero-width
-// joiner between emoji (👩‍💻, ❤️‍🔥). What is more (a run of selectors, a
-// joiner beside a letter) is hidden: it carries what nobody sees.
+// 15 or 16 right after a symbol (✔️) or inside a keycap (1️⃣, the digit,
+// '#' or '*' followed by the enclosing keycap mark), a zero-width joiner
+// between emoji (👩‍💻, ❤️‍🔥, 👩🏽‍💻). Anywhere else (between digits, a
+// run of selectors, beside a letter) they are hidden: there they carry
+// what nobody sees.
 func shownRune(prev, r, next rune) bool {
 	if !hiddenRune(r) {
 		return true
 	}
 	switch r {
 	case 0xfe0e, 0xfe0f:
-		return emojiBase(prev)
+		return unicode.Is(unicode.So, prev) || keycapBase(prev) && next == 0x20e3
 	case 0x200d:
-		return (emojiBase(prev) || prev == 0xfe0f || unicode.Is(unicode.Sk, prev)) && emojiBase(next)
+		return (unicode.Is(unicode.So, prev) || prev == 0xfe0f || emojiModifier(prev)) && unicode.Is(unicode.So, next)
 	}
 	return false
 }
 
-// emojiBase tells whether r can begin an emoji sequence: a symbol, or a
-// keycap's digit, '#' or '*'.
-func emojiBase(r rune) bool {
-	return unicode.Is(unicode.So, r) || r >= '0' && r <= '9' || r == '#' || r == '*'
+func keycapBase(r rune) bool { return r >= '0' && r <= '9' || r == '#' || r == '*' }
+
+// emojiModifier tells whether r is one of the five skin tones.
+func emojiModifier(r rune) bool { return r >= 0x1f3fb && r <= 0x1f3ff }
+
+// hiddenInName is !shownRune for a name, where a space other than ASCII's
+// is hidden too: "a.txt\u200a" reads as "a.txt" beside it.
+func hiddenInName(prev, r, next rune) bool {
+	return !shownRune(prev, r, next) || r >= 0x80 && unicode.Is(unicode.Zs, r)
 }
 
 // escapeText writes s so that every byte of it shows: a hidden rune as
@@ -65,27 +72,34 @@ func escapeText(s string) string {
 	if !needsEscape(s) {
 		return s
 	}
-	return escape(s, false)
+	return escape(s, nil)
 }
 
 // EscapeTerminal escapes, for a message on a terminal, what escapeText
 // does but the line breaks and tabs that lay the message out and the
 // backslashes a quoted value carries: a message is read, not parsed.
 func EscapeTerminal(s string) string {
-	return escape(s, true)
+	return escape(s, func(r rune) bool { return r == '\n' || r == '\t' || r == '\\' })
 }
 
-func escape(s string, layout bool) string {
+// EscapeLines escapes what escapeText does but the line breaks: for a
+// table whose rows are lines and whose fields the sandbox chose.
+func EscapeLines(s string) string {
+	return escape(s, func(r rune) bool { return r == '\n' })
+}
+
+// escape escapes s but the runes keep says to keep as they are.
+func escape(s string, keep func(rune) bool) string {
 	var b strings.Builder
 	prev := rune(0)
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		next, _ := utf8.DecodeRuneInString(s[i+n:])
-		hidden := !shownRune(prev, r, next)
+		hidden := hiddenInName(prev, r, next)
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case layout && (r == '\n' || r == '\t' || r == '\\'):
+		case keep != nil && keep(r):
 			b.WriteRune(r)
 		case r == '\\':
 			b.WriteString(`\\`)
@@ -111,7 +125,7 @@ func escapedLen(s string) int {
 	for i := 0; i < len(s); {
 		r, k := utf8.DecodeRuneInString(s[i:])
 		next, _ := utf8.DecodeRuneInString(s[i+k:])
-		hidden := !shownRune(prev, r, next)
+		hidden := hiddenInName(prev, r, next)
 		switch {
 		case r == utf8.RuneError && k <= 1, hidden && r < 0x100:
 			n += 4
@@ -140,7 +154,7 @@ func needsEscape(s string) bool {
 	prev := rune(0)
 	for i, r := range s {
 		next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
-		if r == '\\' || !shownRune(prev, r, next) {
+		if r == '\\' || hiddenInName(prev, r, next) {
 			return true
 		}
 		prev = r
