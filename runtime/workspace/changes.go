@@ -198,11 +198,11 @@ const repoMetaReason = "a repository's own directory (.git): its configuration a
 
 // isRepoMeta tells whether a name is a repository's .git (a directory, or
 // the file of a worktree or submodule) on any filesystem a reviewer may
-// use (nameKey): ".GIT.", "git~1" and ".git" with an invisible code point
-// are one there.
+// use (nameKey): ".GIT.", "git~1" (or ~2 when another entry took ~1) and
+// ".git" with an invisible code point are one there.
 func isRepoMeta(name string) bool {
 	k := nameKey(name)
-	return k == ".git" || k == "git~1"
+	return k == ".git" || strings.HasPrefix(k, "git~") && windowsAlias(k)
 }
 
 // repoDirReason says why a directory git could take for a repository of

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -394,6 +395,11 @@ type archiveNames map[string]bool
 
 func (a archiveNames) writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(string)) error {
 	name := strings.TrimSuffix(hdr.Name, "/")
+	if slices.ContainsFunc(strings.Split(name, "/"), windowsAlias) {
+		reject("a backslash or an 8.3 short name in its path, which Windows reads as another entry's")
+		hdr.Typeflag = 0
+		return nil
+	}
 	key := pathKey(name)
 	if isDir, ok := a[key]; ok && !(isDir && hdr.Typeflag == tar.TypeDir) {
 		reject("the archive already holds " + escapeText(name) + " or a name a case-insensitive filesystem takes for it")

@@ -274,12 +274,12 @@ func TestExportRepositoryByContent(t *testing.T) {
 // invisible code points; Windows also drops trailing dots and spaces,
 // reads a colon as a stream and answers to the 8.3 short name).
 func TestRepoMetaSpellings(t *testing.T) {
-	for _, n := range []string{".git", ".GIT", ".Git.", ".git ", ".git. .", "git~1", "GIT~1", ".g\u200cit", ".git\ufeff", ".git::$INDEX_ALLOCATION"} {
+	for _, n := range []string{".git", ".GIT", ".Git.", ".git ", ".git. .", "git~1", "GIT~1", ".g\u200cit", ".git\ufeff", ".git::$INDEX_ALLOCATION", "GIT~2", "git~10"} {
 		if !isRepoMeta(n) {
 			t.Errorf("isRepoMeta(%q) = false", n)
 		}
 	}
-	for _, n := range []string{".github", "git", ".gitignore", "x.git", ".git2", "git~2"} {
+	for _, n := range []string{".github", "git", ".gitignore", "x.git", ".git2", "git~", "gitx~1"} {
 		if isRepoMeta(n) {
 			t.Errorf("isRepoMeta(%q) = true", n)
 		}
@@ -296,7 +296,9 @@ func TestRepoMetaSpellings(t *testing.T) {
 
 // TestArchiveNamesFold: a link the tar holds stands above no later entry
 // in any spelling: extracted on macOS or Windows, "Foo" (a link) is the
-// directory of "foo/x" and "cafe\u0301" that of "caf\u00e9/x".
+// directory of "foo/x" and "cafe\u0301" that of "caf\u00e9/x". Names
+// Windows reads as another entry's (a backslash, an 8.3 short name such as
+// a link's "LONGLI~1") are left out.
 func TestArchiveNamesFold(t *testing.T) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -316,12 +318,14 @@ func TestArchiveNamesFold(t *testing.T) {
 	write("Foo", tar.TypeSymlink)
 	write("cafe\u0301", tar.TypeSymlink)
 	write("dir/", tar.TypeDir)
-	for _, name := range []string{"foo/x", "FOO./x", "caf\u00e9/x", "Cafe\u0301/y", "foo"} {
+	write("longlinkname", tar.TypeSymlink)
+	for _, name := range []string{"foo/x", "FOO./x", "caf\u00e9/x", "Cafe\u0301/y", "foo", "LONGLI~1/cron", "lnk\\passwd",
+		".git\\config", "sub\\.git\\HEAD", "dir/README~1.MD"} {
 		if write(name, tar.TypeReg) {
 			t.Errorf("%q written below or over a link the archive holds", name)
 		}
 	}
-	if !write("DIR/x", tar.TypeReg) || !write("other", tar.TypeReg) {
+	if !write("DIR/x", tar.TypeReg) || !write("other", tar.TypeReg) || !write("backup~", tar.TypeReg) || !write("a~b.txt", tar.TypeReg) {
 		t.Errorf("entries below a directory or beside the links left out: %q", rejected)
 	}
 }

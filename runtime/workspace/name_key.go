@@ -52,3 +52,20 @@ func foldRune(r rune) rune {
 	}
 	return unicode.ToLower(m)
 }
+
+// windowsAlias tells whether a path component is one Windows may read as
+// another entry: it holds a backslash, a directory separator there (a
+// ".git\\config" is a .git's config), or it has the form of an 8.3 short
+// name ("LONGLI~1", "GIT~2", "README~1.MD"), which names whatever entry the
+// volume gave that short name: a link the same archive made, a .git.
+func windowsAlias(name string) bool {
+	if strings.ContainsRune(name, '\\') {
+		return true
+	}
+	base, ext, _ := strings.Cut(name, ".")
+	if strings.Contains(ext, ".") || len(ext) > 3 || len(base) > 8 {
+		return false
+	}
+	i := strings.LastIndexByte(base, '~')
+	return i > 0 && i < len(base)-1 && strings.Trim(base[i+1:], "0123456789") == ""
+}
