@@ -120,7 +120,7 @@ func TestWorkspaceHostileLayer(t *testing.T) {
 					if strings.Contains(r.Stdout, "b/.wh.") || strings.Contains(r.Stdout, "cr.txt") {
 						t.Errorf("patch shows a .wh. file or cr.txt:\n%s", r.Stdout)
 					}
-					if !strings.Contains(r.Stderr, "cr.txt: holds control characters") || !strings.Contains(r.Stderr, `esc\x1b[31mname`) {
+					if !strings.Contains(r.Stderr, "cr.txt: holds characters a terminal would not show") || !strings.Contains(r.Stderr, `esc\x1b[31mname`) {
 						t.Errorf("patch does not name cr.txt and the escaped name as left out:\n%s", r.Stderr)
 					}
 				case "tar":

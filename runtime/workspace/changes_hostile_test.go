@@ -456,7 +456,9 @@ func TestExportControlCharacters(t *testing.T) {
 // What a terminal does not show is judged by Unicode property, not by a
 // list: a line separator ends a JavaScript comment where the reviewer sees
 // one line, a zero-width space makes a second "a.txt", a tag character
-// carries text nobody sees, as does a run of variation selectors. Such
+// carries text nobody sees, as does a run of variation selectors; a
+// no-break space reads as a space in "exit 1" and the shell runs a command
+// of that name instead. Such
 // content is left out of the patch and such names are escaped, while
 // letters, emoji (with the selector and joiners that make them) and other
 // visible text in any script pass as they are.
@@ -467,17 +469,20 @@ func TestExportInvisibleUnicode(t *testing.T) {
 	h.file("zw.txt", []byte("x\u200by\n"))
 	h.file("tag.txt", []byte("hi\U000e0041\n"))
 	h.file("a\u200b.txt", []byte("plain\n"))
-	h.file("visible.md", []byte("caf\u00e9 \u4e2d\u6587 \U0001f600 \u00a0nbsp \u2714\ufe0f \U0001f469\u200d\U0001f4bb \u2764\ufe0f\u200d\U0001f525 1\ufe0f\u20e3\n"))
+	h.file("visible.md", []byte("caf\u00e9 \u4e2d\u6587 \U0001f600 \u2714\ufe0f \U0001f469\u200d\U0001f4bb \u2764\ufe0f\u200d\U0001f525 1\ufe0f\u20e3\n"))
 	h.file("selectors.txt", []byte("\U0001f600\ufe0f\ufe0f\ufe0e\U000e0100\n"))
 	h.file("joiner.txt", []byte("pass\u200dword\n"))
 	h.file("digits.js", []byte("const v1\u200d2 = user.isAdmin;\nconst v12 = true;\n"))
 	h.file("a1\u200d2.txt", []byte("plain\n"))
 	h.file("a.txt\u200a", []byte("plain\n"))
+	h.file("a.txt\u2800", []byte("plain\n"))
+	h.file("gate.sh", []byte("[ \"$(id -u)\" = 0 ] || { echo refused; exit\u00a01; }\n"))
+	h.file("cjk.txt", []byte("\u4e2d\u3000\u6587\n"))
 	out, rejected, err := h.export("patch", defaultChangeLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"check.js", "para.txt", "zw.txt", "tag.txt", "\u200b", "selectors.txt", "joiner.txt", "digits.js", "a1\u200d2", "\u200a"} {
+	for _, bad := range []string{"check.js", "para.txt", "zw.txt", "tag.txt", "\u200b", "selectors.txt", "joiner.txt", "digits.js", "a1\u200d2", "\u200a", "\u2800", "gate.sh", "cjk.txt"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("patch carries %q:\n%s", bad, out)
 		}
@@ -485,8 +490,8 @@ func TestExportInvisibleUnicode(t *testing.T) {
 	if !strings.Contains(out, "+++ b/visible.md") {
 		t.Errorf("patch leaves out visible text:\n%s", out)
 	}
-	if len(rejected) != 10 {
-		t.Errorf("patch names %d left-out paths, want 10: %q", len(rejected), rejected)
+	if len(rejected) != 13 {
+		t.Errorf("patch names %d left-out paths, want 13: %q", len(rejected), rejected)
 	}
 	js, _, err := h.export("json", defaultChangeLimits)
 	if err != nil {
@@ -500,12 +505,12 @@ func TestExportInvisibleUnicode(t *testing.T) {
 
 func TestHiddenRune(t *testing.T) {
 	for _, r := range []rune{0x00, 0x1b, 0x7f, 0x9b, 0x00ad, 0x061c, 0x200b, 0x200c, 0x200d, 0x200e, 0x2028, 0x2029,
-		0x202e, 0x2060, 0x2066, 0x3164, 0xfe0f, 0xfeff, 0xfffe, 0xe000, 0xe0041, 0xe0100, 0x10ffff, 0x0378} {
+		0x202e, 0x2060, 0x2066, 0x3164, 0xfe0f, 0x00a0, 0x3000, 0x2800, 0x1d159, 0xfeff, 0xfffe, 0xe000, 0xe0041, 0xe0100, 0x10ffff, 0x0378} {
 		if !hiddenRune(r) {
 			t.Errorf("hiddenRune(%U) = false", r)
 		}
 	}
-	for _, r := range []rune{'a', ' ', '~', 0x00a0, 0x00e9, 0x0301, 0x4e2d, 0x3000, 0x05d0, 0x1f600, 0x2014} {
+	for _, r := range []rune{'a', ' ', '~', 0x00e9, 0x0301, 0x4e2d, 0x05d0, 0x1f600, 0x2014, 0x2801} {
 		if hiddenRune(r) {
 			t.Errorf("hiddenRune(%U) = true", r)
 		}

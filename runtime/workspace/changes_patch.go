@@ -90,9 +90,10 @@ func (ps patchSource) content(c Change, old bool, judged *unix.Stat_t) ([]byte, 
 // in a clean checkout of the source) and returns the paths it could not
 // express faithfully: binary files, odd names, files too large for a text
 // patch, second names of a hard link, content with characters a terminal
-// would not show as they are (CR, ESC, other controls, bidi controls), a
-// change of mode bits alone that git records the same, and rejected
-// entries. What the reviewer reads is then exactly what applies.
+// would not show as they are (hiddenRune: controls, format and bidi
+// characters, spaces other than ASCII's, ...), a change of mode bits alone
+// that git records the same, and rejected entries. What the reviewer reads
+// is then exactly what applies.
 func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (skipped []string, err error) {
 	work := maxDiffWork
 	for _, c := range changes {
@@ -150,7 +151,7 @@ func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (s
 			continue
 		}
 		if !modeOnly && (!plainText(oldData) || !plainText(newData) || (c.Type == "symlink" && strings.Contains(c.Target, "\n"))) {
-			skipped = append(skipped, rejectLine(p, "holds control characters (CR, ESC, ...) or bidi controls that a terminal would not show as they are; use --format tar"))
+			skipped = append(skipped, rejectLine(p, "holds characters a terminal would not show as they are (control, format, bidi, zero-width, a space other than ASCII's); use --format tar"))
 			continue
 		}
 		var b bytes.Buffer

@@ -15,22 +15,29 @@ import (
 
 // hiddenRune tells whether a terminal or editor would not show r as
 // itself. Judged by Unicode property, not by a list of known tricks: a
-// rune shows when it is a letter, mark, number, punctuation, symbol or
-// space, and not one Unicode says a renderer ignores (variation
-// selectors, the Hangul fillers) or a noncharacter. Everything else is
-// hidden: control characters (C0, DEL, C1), format characters (bidi
-// controls, zero-width spaces and joiners, the byte order mark, the soft
-// hyphen, tag characters), the line and paragraph separators (JavaScript
-// takes them for a line break a terminal does not show), private use
-// and code points this Unicode version does not assign.
+// rune shows when it is a letter, mark, number, punctuation or symbol, and
+// not one Unicode says a renderer ignores (variation selectors, the Hangul
+// fillers) or a noncharacter. Everything else is hidden: control
+// characters (C0, DEL, C1), format characters (bidi controls, zero-width
+// spaces and joiners, the byte order mark, the soft hyphen, tag
+// characters), every space but ASCII's (a no-break space reads as one in
+// "exit 1" and makes the shell run a command "exit 1"), the line and
+// paragraph separators (JavaScript takes them for a line break a terminal
+// does not show), private use and code points this Unicode version does
+// not assign; and the symbols every font draws blank (the braille blank,
+// the musical null notehead).
 func hiddenRune(r rune) bool {
 	if r < 0x80 {
 		return r < 0x20 || r == 0x7f
 	}
+	switch r {
+	case 0x2800, 0x1d159:
+		return true
+	}
 	if unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector, unicode.Noncharacter_Code_Point) {
 		return true
 	}
-	return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs)
+	return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S)
 }
 
 // shownRune tells whether r, between prev and next (utf8.RuneError at
@@ -58,12 +65,6 @@ func keycapBase(r rune) bool { return r >= '0' && r <= '9' || r == '#' || r == '
 
 // emojiModifier tells whether r is one of the five skin tones.
 func emojiModifier(r rune) bool { return r >= 0x1f3fb && r <= 0x1f3ff }
-
-// hiddenInName is !shownRune for a name, where a space other than ASCII's
-// is hidden too: "a.txt\u200a" reads as "a.txt" beside it.
-func hiddenInName(prev, r, next rune) bool {
-	return !shownRune(prev, r, next) || r >= 0x80 && unicode.Is(unicode.Zs, r)
-}
 
 // escapeText writes s so that every byte of it shows: a hidden rune as
 // \xNN (below 0x100), \uNNNN or \UNNNNNNNN, a byte that is not UTF-8 as \xNN, and a
@@ -95,7 +96,7 @@ func escape(s string, keep func(rune) bool) string {
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		next, _ := utf8.DecodeRuneInString(s[i+n:])
-		hidden := hiddenInName(prev, r, next)
+		hidden := !shownRune(prev, r, next)
 		switch {
 		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
@@ -125,7 +126,7 @@ func escapedLen(s string) int {
 	for i := 0; i < len(s); {
 		r, k := utf8.DecodeRuneInString(s[i:])
 		next, _ := utf8.DecodeRuneInString(s[i+k:])
-		hidden := hiddenInName(prev, r, next)
+		hidden := !shownRune(prev, r, next)
 		switch {
 		case r == utf8.RuneError && k <= 1, hidden && r < 0x100:
 			n += 4
@@ -154,7 +155,7 @@ func needsEscape(s string) bool {
 	prev := rune(0)
 	for i, r := range s {
 		next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
-		if r == '\\' || hiddenInName(prev, r, next) {
+		if r == '\\' || !shownRune(prev, r, next) {
 			return true
 		}
 		prev = r
