@@ -320,7 +320,7 @@ func TestArchiveNamesFold(t *testing.T) {
 	write("dir/", tar.TypeDir)
 	write("longlinkname", tar.TypeSymlink)
 	for _, name := range []string{"foo/x", "FOO./x", "caf\u00e9/x", "Cafe\u0301/y", "foo", "LONGLI~1/cron", "lnk\\passwd",
-		".git\\config", "sub\\.git\\HEAD", "dir/README~1.MD"} {
+		".git\\config", "sub\\.git\\HEAD", "dir/README~1.MD", "LONGLI~1 /x", "LONGLI~1../y", "README~1.MD.."} {
 		if write(name, tar.TypeReg) {
 			t.Errorf("%q written below or over a link the archive holds", name)
 		}

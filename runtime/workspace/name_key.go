@@ -62,7 +62,9 @@ func windowsAlias(name string) bool {
 	if strings.ContainsRune(name, '\\') {
 		return true
 	}
-	base, ext, _ := strings.Cut(name, ".")
+	// Windows drops a name's trailing dots and spaces: "LONGLI~1 ." is
+	// LONGLI~1.
+	base, ext, _ := strings.Cut(strings.TrimRight(name, ". "), ".")
 	if strings.Contains(ext, ".") || len(ext) > 3 || len(base) > 8 {
 		return false
 	}
