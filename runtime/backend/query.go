@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -39,13 +40,25 @@ func Status(argv []string) string {
 // CountProcesses is how many processes the backend lists, argv being its
 // command line for `ps --format json ID`.
 func CountProcesses(argv []string) (int, error) {
+	procs, err := Processes(argv)
+	return len(procs), err
+}
+
+// Processes are the processes the backend lists, each as its json, sorted,
+// argv being its command line for `ps --format json ID`.
+func Processes(argv []string) ([]string, error) {
 	out, err := Query(argv)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var procs []json.RawMessage
 	if err := json.Unmarshal(bytes.TrimSpace(out), &procs); err != nil {
-		return 0, fmt.Errorf("ps output %q: %w", out, err)
+		return nil, fmt.Errorf("ps output %q: %w", out, err)
 	}
-	return len(procs), nil
+	list := make([]string, len(procs))
+	for i, p := range procs {
+		list[i] = string(p)
+	}
+	slices.Sort(list)
+	return list, nil
 }
