@@ -529,6 +529,21 @@ func TestHiddenRune(t *testing.T) {
 			t.Errorf("shownRune(%U, %U, %U) = %v", c.prev, c.r, c.next, got)
 		}
 	}
+	// The ends of the text and a byte that is not UTF-8 are nothing a
+	// joiner or a selector could style or join.
+	for in, want := range map[string]string{
+		"\U0001f469\u200d":     "\U0001f469\\u200d",
+		"\U0001f469\u200d\xff": "\U0001f469\\u200d\\xff",
+		"\xff\ufe0f":           `\xff\ufe0f`,
+		"\ufe0f":               `\ufe0f`,
+	} {
+		if got := escapeText(in); got != want {
+			t.Errorf("escapeText(%q) = %q, want %q", in, got, want)
+		}
+		if plainText([]byte(in)) {
+			t.Errorf("plainText(%q) holds", in)
+		}
+	}
 	if got := escapeText("tag\U000e0041x"); got != `tag\U000e0041x` {
 		t.Errorf("escapeText of a tag character: %q", got)
 	}

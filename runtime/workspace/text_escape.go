@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -40,8 +41,8 @@ func hiddenRune(r rune) bool {
 	return !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S)
 }
 
-// shownRune tells whether r, between prev and next (utf8.RuneError at
-// either end), shows as itself: a rune that is not hidden, or one of the
+// shownRune tells whether r, between prev and next (notUTF8 at either
+// end and for a byte that is not UTF-8), shows as itself: a rune that is not hidden, or one of the
 // two that only style or join the emoji around them: a variation selector
 // 15 or 16 right after a symbol (✔️) or inside a keycap (1️⃣, the digit,
 // '#' or '*' followed by the enclosing keycap mark), a zero-width joiner
@@ -92,92 +93,88 @@ func EscapeLines(s string) string {
 // escape escapes s but the runes keep says to keep as they are.
 func escape(s string, keep func(rune) bool) string {
 	var b strings.Builder
-	prev := rune(0)
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		next, _ := utf8.DecodeRuneInString(s[i+n:])
-		hidden := !shownRune(prev, r, next)
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case keep != nil && keep(r):
-			b.WriteRune(r)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case hidden && r < 0x100:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case hidden && r > 0xffff:
-			fmt.Fprintf(&b, `\U%08x`, r)
-		case hidden:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		prev = r
-		i += n
-	}
+	escapeTo(&b, s, keep)
 	return b.String()
 }
 
 // escapedLen is len(escapeText(s)), without building it.
 func escapedLen(s string) int {
-	n := 0
-	prev := rune(0)
-	for i := 0; i < len(s); {
-		r, k := utf8.DecodeRuneInString(s[i:])
-		next, _ := utf8.DecodeRuneInString(s[i+k:])
-		hidden := !shownRune(prev, r, next)
+	var n byteCount
+	escapeTo(&n, s, nil)
+	return int(n)
+}
+
+// escapeTo writes s escaped to w, but the runes keep says to keep.
+func escapeTo(w io.Writer, s string, keep func(rune) bool) {
+	eachRune(s, func(raw string, r rune, shown bool) bool {
 		switch {
-		case r == utf8.RuneError && k <= 1, hidden && r < 0x100:
-			n += 4
+		case r == notUTF8:
+			fmt.Fprintf(w, `\x%02x`, raw[0])
+		case keep != nil && keep(r):
+			io.WriteString(w, raw)
 		case r == '\\':
-			n += 2
-		case hidden && r > 0xffff:
-			n += 10
-		case hidden:
-			n += 6
+			io.WriteString(w, `\\`)
+		case shown:
+			io.WriteString(w, raw)
+		case r < 0x100:
+			fmt.Fprintf(w, `\x%02x`, r)
+		case r > 0xffff:
+			fmt.Fprintf(w, `\U%08x`, r)
 		default:
-			n += k
+			fmt.Fprintf(w, `\u%04x`, r)
 		}
-		prev = r
-		i += k
+		return true
+	})
+}
+
+// byteCount is a writer that only counts.
+type byteCount int
+
+func (n *byteCount) Write(p []byte) (int, error) { *n += byteCount(len(p)); return len(p), nil }
+
+func (n *byteCount) WriteString(s string) (int, error) { *n += byteCount(len(s)); return len(s), nil }
+
+// notUTF8 stands for a byte that does not begin a UTF-8 encoding.
+const notUTF8 rune = -1
+
+// eachRune hands visit each rune of s with its bytes and whether it shows
+// between its neighbours (shownRune), a byte that is not UTF-8 as notUTF8,
+// until visit returns false; it tells whether visit saw them all. Every
+// judgement of text is made here, so escaping, measuring and checking
+// cannot disagree.
+func eachRune(s string, visit func(raw string, r rune, shown bool) bool) bool {
+	prev := notUTF8
+	r, n := decodeRune(s)
+	for len(s) > 0 {
+		next, k := decodeRune(s[n:])
+		if !visit(s[:n], r, r != notUTF8 && shownRune(prev, r, next)) {
+			return false
+		}
+		s = s[n:]
+		prev, r, n = r, next, k
 	}
-	return n
+	return true
+}
+
+// decodeRune is utf8.DecodeRuneInString with notUTF8 for a byte that is
+// not UTF-8 and for the end of s: neither is a rune an emoji could join.
+func decodeRune(s string) (rune, int) {
+	r, n := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && n <= 1 {
+		return notUTF8, n
+	}
+	return r, n
 }
 
 // EscapeText is escapeText for messages made outside this package.
 func EscapeText(s string) string { return escapeText(s) }
 
 func needsEscape(s string) bool {
-	if !utf8.ValidString(s) {
-		return true
-	}
-	prev := rune(0)
-	for i, r := range s {
-		next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):])
-		if r == '\\' || !shownRune(prev, r, next) {
-			return true
-		}
-		prev = r
-	}
-	return false
+	return !eachRune(s, func(_ string, r rune, shown bool) bool { return shown && r != '\\' })
 }
 
 // plainText tells whether content shows on a terminal exactly as a patch
 // applies it: UTF-8 with no hidden rune except tab and newline.
 func plainText(b []byte) bool {
-	if !utf8.Valid(b) {
-		return false
-	}
-	prev := rune(0)
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		next, _ := utf8.DecodeRune(b[i+n:])
-		if r != '\t' && r != '\n' && !shownRune(prev, r, next) {
-			return false
-		}
-		prev = r
-		i += n
-	}
-	return true
+	return eachRune(string(b), func(_ string, r rune, shown bool) bool { return shown || r == '\t' || r == '\n' })
 }
