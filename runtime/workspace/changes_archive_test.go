@@ -3,6 +3,7 @@ package workspace
 import (
 	"archive/tar"
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,10 +38,31 @@ func TestTarNeverBelowALink(t *testing.T) {
 		t.Errorf("the tar holds %s", names)
 	}
 	joined := strings.Join(rejected, "\n")
-	for _, want := range []string{"x: the archive already holds x", "y: the archive already holds y"} {
+	for _, want := range []string{"x: the archive already holds this name", "y: the archive already holds this name"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("left-out lines %q do not say %q", rejected, want)
 		}
+	}
+}
+
+// TestArchiveNamesEscapeOnce: a left-out line escapes what the sandbox
+// named once, in its path and in its reason alike, so "l\x1bk" in the
+// reason is the "l\x1bk" of the path and not a name with a backslash.
+func TestArchiveNamesEscapeOnce(t *testing.T) {
+	tw := tar.NewWriter(io.Discard)
+	held := archiveNames{}
+	var lines []string
+	for _, hdr := range []*tar.Header{
+		{Name: "l\x1bk", Typeflag: tar.TypeSymlink, Linkname: "/etc"},
+		{Name: "l\x1bk/z", Typeflag: tar.TypeReg},
+	} {
+		reject := func(why string) { lines = append(lines, rejectLine(hdr.Name, why)) }
+		if err := held.writeHeader(tw, hdr, reject); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], `l\x1bk/z: below l\x1bk, `) {
+		t.Errorf("left-out lines %q, want one naming l\\x1bk/z below l\\x1bk", lines)
 	}
 }
 

@@ -383,7 +383,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 const tarModeMask = 0o755
 
 // archiveNames are the names one tar holds, as the filesystems a reviewer
-// may extract it on compare them (pathKey), each marked whether it is a
+// may extract it on compare them (pathKeys), each marked whether it is a
 // directory. A symlink the archive holds must never stand above an entry
 // it adds later, from the same workspace or another: an extractor that
 // follows it (Python's tarfile, a plain Go loop) would write that entry
@@ -395,20 +395,21 @@ type archiveNames map[string]bool
 
 func (a archiveNames) writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(string)) error {
 	name := strings.TrimSuffix(hdr.Name, "/")
-	if slices.ContainsFunc(strings.Split(name, "/"), windowsAlias) {
+	keys := pathKeys(name)
+	if slices.ContainsFunc(keys, windowsAlias) {
 		reject("a backslash or an 8.3 short name in its path, which Windows reads as another entry's")
 		hdr.Typeflag = 0
 		return nil
 	}
-	key := pathKey(name)
+	key := strings.Join(keys, "/")
 	if isDir, ok := a[key]; ok && !(isDir && hdr.Typeflag == tar.TypeDir) {
-		reject("the archive already holds " + escapeText(name) + " or a name a case-insensitive filesystem takes for it")
+		reject("the archive already holds this name or one a case-insensitive filesystem takes for it")
 		hdr.Typeflag = 0
 		return nil
 	}
 	for dir, dkey := path.Dir(name), path.Dir(key); dir != "." && dir != "/"; dir, dkey = path.Dir(dir), path.Dir(dkey) {
 		if isDir, ok := a[dkey]; ok && !isDir {
-			reject("below " + escapeText(dir) + ", which the archive holds as a link or a file (or a name a case-insensitive filesystem takes for it)")
+			reject("below " + dir + ", which the archive holds as a link or a file (or a name a case-insensitive filesystem takes for it)")
 			hdr.Typeflag = 0
 			return nil
 		}

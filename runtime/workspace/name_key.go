@@ -34,13 +34,13 @@ func nameKey(name string) string {
 	return k
 }
 
-// pathKey is nameKey of every component of a slash-separated path.
-func pathKey(p string) string {
+// pathKeys is nameKey of every component of a slash-separated path.
+func pathKeys(p string) []string {
 	parts := strings.Split(p, "/")
 	for i, c := range parts {
 		parts[i] = nameKey(c)
 	}
-	return strings.Join(parts, "/")
+	return parts
 }
 
 // foldRune is one rune for every spelling of a letter (K, k and the Kelvin
@@ -53,18 +53,17 @@ func foldRune(r rune) rune {
 	return unicode.ToLower(m)
 }
 
-// windowsAlias tells whether a path component is one Windows may read as
-// another entry: it holds a backslash, a directory separator there (a
+// windowsAlias tells whether a name key (nameKey: trailing dots and
+// spaces cut, as Windows cuts them) is one Windows may read as another
+// entry: it holds a backslash, a directory separator there (a
 // ".git\\config" is a .git's config), or it has the form of an 8.3 short
-// name ("LONGLI~1", "GIT~2", "README~1.MD"), which names whatever entry the
+// name ("longli~1", "git~2", "readme~1.md"), which names whatever entry the
 // volume gave that short name: a link the same archive made, a .git.
-func windowsAlias(name string) bool {
-	if strings.ContainsRune(name, '\\') {
+func windowsAlias(key string) bool {
+	if strings.ContainsRune(key, '\\') {
 		return true
 	}
-	// Windows drops a name's trailing dots and spaces: "LONGLI~1 ." is
-	// LONGLI~1.
-	base, ext, _ := strings.Cut(strings.TrimRight(name, ". "), ".")
+	base, ext, _ := strings.Cut(key, ".")
 	if strings.Contains(ext, ".") || len(ext) > 3 || len(base) > 8 {
 		return false
 	}
