@@ -10,13 +10,15 @@ import (
 
 // forwarder passes the signals bulkhead receives to the backends it is
 // running: the ones that would end bulkhead, or every one for a backend
-// that passes them on to the container (ForwardEverySignal). Asking the Go runtime for a signal costs a round trip to the
-// thread that owns its signal mask, about 50 µs each: every signal asked
-// for and then given back (signal.Notify and signal.Stop around each
-// backend call) was 3 ms of CPU per verb, a fifth of create's own work.
-// So the signals are asked for once per process and never given back; a
-// signal that arrives while no backend runs gets what it would have got
-// from a process that never asked: its default action.
+// that passes them on to the container (ForwardEverySignal). Asking the Go
+// runtime for a signal is a round trip to the thread that owns its signal
+// mask, with the wake-ups of the threads between: asking for all 59 cost
+// about 6 ms of CPU per create (the engine bench, before and after), and
+// giving them back after each backend call meant asking again for the
+// next. So the signals are asked for once per process, only as many as the
+// verb needs, and never given back; a signal that arrives while no backend
+// runs gets what it would have got from a process that never asked: its
+// default action.
 type forwarder struct {
 	once     sync.Once
 	mu       sync.Mutex
