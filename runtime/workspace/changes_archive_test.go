@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,83 @@ func TestTarOwnersAndModes(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("the tar holds %d entries, want ww/ and ww/s.sh", n)
+	}
+}
+
+// TestTarNeverThroughCheckoutLinks: a job that replaces a symlink of the
+// checkout (one pointing out of it) with a directory or a file gets
+// neither into a tar, live or kept: extracted into the checkout by an
+// extractor that follows links (Python's tarfile makes a directory over a
+// link and opens a file through it), they would be written where the links
+// point. The patch carries them: git apply deletes the links first.
+func TestTarNeverThroughCheckoutLinks(t *testing.T) {
+	h := newHostileWorkspace(t)
+	for name, target := range map[string]string{"linkdir": "../outside", "abslink": "/etc/passwd", "relink": "../outside"} {
+		if err := os.Symlink(target, filepath.Join(h.ws.Source, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("linkdir/keep.txt", []byte("owned\n"))
+	h.file("abslink", []byte("owned\n"))
+	h.file("keep.txt", []byte("changed\n"))
+	// A link that replaces a link is a link in the tar: extractors remove
+	// a link before they make one.
+	if err := os.Symlink("keep.txt", filepath.Join(h.upperDir, "relink")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how, out string, rejected []string) {
+		t.Helper()
+		names := tarNames(t, out)
+		joined := strings.Join(names, ",")
+		if strings.Contains(joined, "linkdir") || strings.Contains(joined, "abslink") {
+			t.Errorf("%s tar holds %s", how, joined)
+		}
+		if !strings.Contains(joined, "keep.txt") || !strings.Contains(joined, "relink") {
+			t.Errorf("%s tar lost the other changes: %s", how, joined)
+		}
+		for _, p := range []string{"linkdir", "abslink"} {
+			if !slices.Contains(rejected, p+": "+checkoutLinkReason) {
+				t.Errorf("%s tar's left-out lines %q do not name %s", how, rejected, p)
+			}
+		}
+	}
+	out, rejected, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the live", out, rejected)
+	patch, _, err := h.export("patch", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(patch, "+++ b/linkdir/keep.txt") || !strings.Contains(patch, "+++ b/abslink") {
+		t.Errorf("the patch does not carry the replaced links:\n%s", patch)
+	}
+
+	cfg := testConfig(t)
+	const root = "/run/root-a"
+	r, err := saveChanges(cfg, root, &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept bytes.Buffer
+	rejected, err = Export(cfg, root, "c1", "tar", &kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the kept", kept.String(), rejected)
+
+	// An entry kept by a copy that did not judge the checkout's links
+	// has no tar.
+	meta := filepath.Join(r.Dir, "meta.json")
+	data, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, bytes.Replace(data, []byte(`"links_judged_at_copy": true`), []byte(`"links_judged_at_copy": false`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Export(cfg, root, "c1", "tar", io.Discard); err == nil || !strings.Contains(err.Error(), "--format patch") {
+		t.Errorf("the tar of an entry whose copy did not judge links: %v", err)
 	}
 }

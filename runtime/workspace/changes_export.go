@@ -286,6 +286,12 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				reject(p, whiteoutNameReason)
 				continue
 			}
+			// A symlink entry replaces the checkout's link: extractors
+			// remove a link before they make one.
+			if st.Mode&unix.S_IFMT != unix.S_IFLNK && onCheckoutLink(low, p) {
+				reject(p, checkoutLinkReason)
+				continue
+			}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
 				below, err := up.names(p, b)

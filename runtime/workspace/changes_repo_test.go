@@ -239,7 +239,7 @@ func TestExportRepositoryByContent(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "kept")
-	if err := copyLayer(h.upperDir, h.ws.Source, dst, newBudget(defaultChangeLimits), &diskBudget{limit: 1 << 30}, h.ws.Shift); err != nil {
+	if err := copyLayer(h.upperDir, h.ws.Source, dst, newBudget(defaultChangeLimits), &diskBudget{limit: 1 << 30}, h.ws.Shift, func(string, string) {}); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range left {

@@ -45,9 +45,14 @@ type Kept struct {
 	Workspaces []layerSet `json:"workspaces"`
 	// JudgedAtCopy says each file was judged against the sandbox user when
 	// copied, so the kept tar shows none it could not read.
-	JudgedAtCopy bool     `json:"judged_at_copy,omitempty"`
-	Changes      int      `json:"changes"`
-	Rejected     []string `json:"rejected,omitempty"`
+	JudgedAtCopy bool `json:"judged_at_copy,omitempty"`
+	// LinksJudgedAtCopy says the copy left out what only the lower layer
+	// showed must not go into a tar, each named in CopyLeftOut; the kept
+	// tar of an entry copied before that is refused.
+	LinksJudgedAtCopy bool     `json:"links_judged_at_copy,omitempty"`
+	CopyLeftOut       []string `json:"copy_left_out,omitempty"`
+	Changes           int      `json:"changes"`
+	Rejected          []string `json:"rejected,omitempty"`
 	// Bytes is the disk the entry takes, counted against changes_quota.
 	Bytes  int64      `json:"bytes"`
 	Dir    string     `json:"dir"`
@@ -271,12 +276,13 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 			return nil, err
 		}
-		if err := copyLayer(s.Upper, s.Lower, dst, files, disk, s.Shift); err != nil {
+		leftOut := func(p, why string) { r.CopyLeftOut = append(r.CopyLeftOut, rejectLine(s.Prefix+p, why)) }
+		if err := copyLayer(s.Upper, s.Lower, dst, files, disk, s.Shift, leftOut); err != nil {
 			return nil, fmt.Errorf("copy upper layer of %s: %w", s.Destination, err)
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
 	}
-	r.JudgedAtCopy = true
+	r.JudgedAtCopy, r.LinksJudgedAtCopy = true, true
 	copied, err := diskUsage(tmp)
 	if err != nil {
 		return nil, err
@@ -466,13 +472,14 @@ const blockSize = 4096
 
 // copyLayer copies an upper layer beneath src to dst: files, dirs,
 // symlinks (as links, never followed), whiteouts and opaque markers.
-// Device nodes, fifos, sockets, setuid/setgid files, files the sandbox
-// user (reader) could not read and directories git would take for a
-// repository (judged with the lower layer at lower, "" for none: the kept
-// copy has none, so it must not hold what only the lower layer made one)
-// are left out. A file's holes stay holes, a hard link's later names are
-// links to its first copy, and the walk stops at the limits of b and disk.
-func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idShift) error {
+// Device nodes, fifos, sockets, setuid/setgid files and files the sandbox
+// user (reader) could not read are left out. So is what only the lower
+// layer at lower ("" for none) shows must never go into a tar, since the
+// kept copy has no lower layer to show it: directories git would take for
+// a repository and entries where the checkout has a symlink; leftOut hears
+// of each. A file's holes stay holes, a hard link's later names are links
+// to its first copy, and the walk stops at the limits of b and disk.
+func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idShift, leftOut func(rel, why string)) error {
 	up, err := openLayer(src)
 	if err != nil {
 		return err
@@ -502,10 +509,14 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				return err
 			}
 			out := filepath.Join(dst, filepath.FromSlash(p))
+			kind := st.Mode & unix.S_IFMT
+			if !isWhiteout(st) && kind != unix.S_IFLNK && onCheckoutLink(low, p) {
+				leftOut(p, checkoutLinkReason)
+				continue
+			}
 			// Every inode the copy makes costs a block of the budget,
 			// as diskUsage counts it; a hard link's later name makes none.
 			_, linked := links[inode{st.Dev, st.Ino}]
-			kind := st.Mode & unix.S_IFMT
 			copied := kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && upperReadable(st, reader) && !up.hasAccessACL(p, st)
 			if isWhiteout(st) || kind == unix.S_IFLNK || (copied && !linked) {
 				if err := disk.take(blockSize); err != nil {
@@ -523,6 +534,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 					return err
 				}
 				if looksLikeRepo(below, low, p) {
+					leftOut(p, repoDirReason)
 					continue
 				}
 				if err := disk.take(blockSize); err != nil {
@@ -566,8 +578,12 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 		return nil
 	}
 	names, err := up.names("", b)
-	if err != nil || looksLikeRepo(names, low, "") {
+	if err != nil {
 		return err
+	}
+	if looksLikeRepo(names, low, "") {
+		leftOut(".", repoDirReason)
+		return nil
 	}
 	return walk("", names, 1)
 }
@@ -679,6 +695,9 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 		return nil, err
 	}
 	if format == "tar" {
+		if !r.LinksJudgedAtCopy {
+			return nil, fmt.Errorf("kept changes of %s were copied by an earlier bulkhead, which did not leave out what stands where the checkout has a symlink: no tar of them; --format patch carries them", id)
+		}
 		tw := tar.NewWriter(w)
 		b := newBudget(lim)
 		held := archiveNames{}
@@ -690,10 +709,8 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 			}
 			rejected = append(rejected, rej...)
 		}
-		// A repository the lower layer made one was not copied: the keep
-		// said so, and the copy no longer shows it.
-		for _, line := range r.Rejected {
-			if strings.HasSuffix(line, escapeText(repoDirReason)) && !slices.Contains(rejected, line) {
+		for _, line := range r.CopyLeftOut {
+			if !slices.Contains(rejected, line) {
 				rejected = append(rejected, line)
 			}
 		}

@@ -137,7 +137,7 @@ func TestExportHidesWhatTheSandboxMovedButCouldNotRead(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "kept")
-	if err := copyLayer(h.upperDir, "", dst, newBudget(defaultChangeLimits), &diskBudget{limit: 1 << 30}, h.ws.Shift); err != nil {
+	if err := copyLayer(h.upperDir, "", dst, newBudget(defaultChangeLimits), &diskBudget{limit: 1 << 30}, h.ws.Shift, func(string, string) {}); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]bool{"stolen.txt": false, "readme.txt": false, "mine.txt": true} {
