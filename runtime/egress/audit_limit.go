@@ -35,16 +35,16 @@ const (
 	auditLineOverhead = 256
 )
 
-// LimitAudit wraps write so that it gets at most auditBurst lines at once
-// and auditRate a second after that, with long fields cut, and returns
-// the wrapper and a flush that writes the count of lines left out, for
-// the broker's end.
-func LimitAudit(write func(Connection), overhead int) (audit func(Connection), flush func()) {
+// limitAudit wraps write so that it gets at most auditBurst lines at once
+// and auditRate a second after that, with long fields cut; its flush
+// writes the count of lines left out, for the broker's end.
+func limitAudit(write func(Connection), overhead int) *auditLimit {
 	l := newAuditLimit(write, time.Now)
 	if overhead > 0 {
 		l.overhead = overhead
 	}
-	return l.audit, l.flush
+	l.tickAfter = auditTick
+	return l
 }
 
 func newAuditLimit(write func(Connection), now func() time.Time) *auditLimit {
@@ -62,31 +62,78 @@ type auditLimit struct {
 	leftOut   int
 	leftOutBy map[string]int // verdict → lines left out
 	spentOnce bool           // the bytes ran out once, and a line said so
+	// tickAfter is how soon the count of lines left out is tried again
+	// (0: only with the next line and at the end), and ticking says a try
+	// is due: the count is written as soon as the rate has room for it,
+	// not only with the next line or at the broker's end, which a SIGKILL
+	// never reaches.
+	tickAfter time.Duration
+	ticking   bool
 }
 
 func (l *auditLimit) audit(c Connection) {
 	c.Destination, c.Reason = cut(c.Destination), cut(c.Reason)
 	l.mu.Lock()
-	now := l.now()
-	elapsed := now.Sub(l.last)
-	l.tokens = min(auditBurst, l.tokens+elapsed.Seconds()*auditRate)
-	l.bytes = min(auditBytesBurst, l.bytes+elapsed.Hours()*auditBytesPerHour)
-	l.last = now
+	l.refill()
 	if l.tokens < 1 || l.bytes <= 0 {
 		if l.leftOutBy == nil {
 			l.leftOutBy = map[string]int{}
 		}
 		l.leftOut++
 		l.leftOutBy[c.Verdict]++
+		if !l.ticking && l.tickAfter > 0 {
+			l.ticking = true
+			time.AfterFunc(l.tickAfter, l.tick)
+		}
 		l.mu.Unlock()
 		return
 	}
-	l.tokens--
 	var lines []Connection
 	if summary := l.takeSummary(); summary != nil {
 		lines = append(lines, *summary)
 	}
-	lines = append(lines, c)
+	lines = l.take(append(lines, c))
+	l.mu.Unlock()
+	for _, line := range lines {
+		l.write(line)
+	}
+}
+
+// auditTick is how soon the broker tries again to write the count of
+// lines left out.
+const auditTick = time.Second
+
+// tick writes the count of lines left out if the rate has room for it,
+// and tries again later if it has not.
+func (l *auditLimit) tick() {
+	l.mu.Lock()
+	l.refill()
+	var lines []Connection
+	if l.leftOut > 0 && l.tokens >= 1 && l.bytes > 0 {
+		lines = l.take([]Connection{*l.takeSummary()})
+	}
+	if l.ticking = l.leftOut > 0; l.ticking {
+		time.AfterFunc(l.tickAfter, l.tick)
+	}
+	l.mu.Unlock()
+	for _, line := range lines {
+		l.write(line)
+	}
+}
+
+// refill adds what the time since the last refill earned; l.mu is held.
+func (l *auditLimit) refill() {
+	now := l.now()
+	elapsed := now.Sub(l.last)
+	l.tokens = min(auditBurst, l.tokens+elapsed.Seconds()*auditRate)
+	l.bytes = min(auditBytesBurst, l.bytes+elapsed.Hours()*auditBytesPerHour)
+	l.last = now
+}
+
+// take spends a line's token and the bytes of lines, and adds the line
+// that says the bytes ran out, the first time they do; l.mu is held.
+func (l *auditLimit) take(lines []Connection) []Connection {
+	l.tokens--
 	for _, line := range lines {
 		l.bytes -= float64(lineBytes(line, l.overhead))
 	}
@@ -95,10 +142,7 @@ func (l *auditLimit) audit(c Connection) {
 		lines = append(lines, Connection{Verdict: "left out", Reason: fmt.Sprintf(
 			"this container's audit lines have taken %d MiB: from now on %d MiB an hour of them are written, and the rest counted", auditBytesBurst>>20, auditBytesPerHour>>20)})
 	}
-	l.mu.Unlock()
-	for _, line := range lines {
-		l.write(line)
-	}
+	return lines
 }
 
 // lineBytes is what a line costs of the byte budget: its job-chosen

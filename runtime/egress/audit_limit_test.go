@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -109,4 +110,41 @@ func TestLimitAuditSteady(t *testing.T) {
 	if len(lines) != calls {
 		t.Fatalf("%d lines for %d connections a second apart, want every one: %+v", len(lines), calls, lines[len(lines)-1])
 	}
+}
+
+// The count of lines left out reaches the log once the rate has room for
+// it, with no line after it and before the broker's end: a broker killed
+// after a burst must not take the job's denied attempts with it.
+func TestLimitAuditCountWithoutNextLine(t *testing.T) {
+	var mu sync.Mutex
+	var lines []Connection
+	start := time.Now()
+	now := start
+	l := newAuditLimit(func(c Connection) { mu.Lock(); lines = append(lines, c); mu.Unlock() }, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	})
+	l.tickAfter = 10 * time.Millisecond
+	for i := 0; i < auditBurst+3; i++ {
+		l.audit(Connection{Destination: "169.254.169.254:80", Verdict: "denied", Reason: "not in the profile's egress list"})
+	}
+	mu.Lock()
+	now = start.Add(time.Second) // room for a line again
+	mu.Unlock()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(lines)
+		var last Connection
+		if n > 0 {
+			last = lines[n-1]
+		}
+		mu.Unlock()
+		if n == auditBurst+1 && last.Verdict == "left out" && leftOutCount(t, last) == 3 {
+			return
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Fatalf("%d lines, the last %+v: want %d and the count of the 3 left out, with no line after them", len(lines), lines[len(lines)-1], auditBurst)
 }

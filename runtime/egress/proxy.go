@@ -61,15 +61,22 @@ type Broker struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	conns map[net.Conn]struct{} // client connections, closed at shutdown
+	// work ends at shutdown, and with it every dial and every connection
+	// to a destination: a destination that never answers must not keep
+	// the broker past its container, its lines unwritten.
+	work context.Context
 }
 
 // Serve answers the job's requests on ln until ctx ends, then closes
 // every connection and returns once their audit lines are written.
 func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 	b.conns = map[net.Conn]struct{}{}
-	audit, flush := LimitAudit(b.Audit, b.AuditOverhead)
-	b.Audit = audit
-	defer flush() // after every connection's line: b.wg is waited for below
+	limit := limitAudit(b.Audit, b.AuditOverhead)
+	b.Audit = limit.audit
+	defer limit.flush() // after every connection's line: b.wg is waited for below
+	work, endWork := context.WithCancel(context.Background())
+	defer endWork()
+	b.work = work
 	srv := &http.Server{
 		Handler:           b,
 		ReadHeaderTimeout: 30 * time.Second,
@@ -85,6 +92,7 @@ func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 	case err = <-errc:
 	}
 	srv.Close()
+	endWork()
 	b.mu.Lock()
 	open := make([]net.Conn, 0, len(b.conns))
 	for c := range b.conns {
@@ -99,6 +107,25 @@ func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// endingConn is a connection to a destination that its context closes.
+type endingConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *endingConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+// CloseWrite passes a client's half-close on to the destination.
+func (c *endingConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // denial is a request the broker answers itself: status and one line.
@@ -128,7 +155,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// `nc` do, and the answer is still wanted. The lookup and the
 		// dial have their own timeouts.
 		var up net.Conn
-		up, d = b.connect(context.Background(), host, port)
+		up, d = b.connect(b.work, host, port)
 		if d == nil {
 			c.Address = up.RemoteAddr().String()
 			counted := &countedConn{Conn: up, b: b}
@@ -193,9 +220,10 @@ func target(r *http.Request) (host string, port uint16, dest string, d *denial) 
 	return h, n, net.JoinHostPort(h, p), nil
 }
 
-// connect vets the destination and connects to it. A name outside the
-// egress list is never resolved: the job learns nothing of it, and the
-// resolver sees no query the job made up.
+// connect vets the destination and connects to it, with a connection
+// closed when ctx ends. A name outside the egress list is never resolved:
+// the job learns nothing of it, and the resolver sees no query the job
+// made up.
 func (b *Broker) connect(ctx context.Context, host string, port uint16) (net.Conn, *denial) {
 	if b.MaxBytes > 0 && b.used.Load() >= b.MaxBytes {
 		return nil, deny(fmt.Sprintf("the container used up its egress_bytes (%d bytes)", b.MaxBytes))
@@ -217,7 +245,7 @@ func (b *Broker) connect(ctx context.Context, host string, port uint16) (net.Con
 		conn, err := dial(dctx, netip.AddrPortFrom(a, port).String())
 		cancel()
 		if err == nil {
-			return conn, nil
+			return &endingConn{Conn: conn, stop: context.AfterFunc(ctx, func() { conn.Close() })}, nil
 		}
 		errs = append(errs, err.Error())
 	}
@@ -308,7 +336,7 @@ func (b *Broker) tunnel(w http.ResponseWriter, host string, port uint16) (addr s
 	defer client.Close()
 	// The request's context ends with the hijack; the dial is bounded
 	// by its own timeout.
-	up, d := b.connect(context.Background(), host, port)
+	up, d := b.connect(b.work, host, port)
 	if d != nil {
 		body := d.line(net.JoinHostPort(host, strconv.Itoa(int(port))))
 		fmt.Fprintf(client, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Bulkhead-Egress: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
@@ -414,6 +442,9 @@ func forward(w http.ResponseWriter, r *http.Request, up *countedConn) (*denial, 
 func upstreamFailure(up *countedConn, err error) *denial {
 	if errors.Is(err, errBudget) {
 		return deny(fmt.Sprintf("the container used up its egress_bytes (%d bytes)", up.b.MaxBytes))
+	}
+	if up.b.work != nil && up.b.work.Err() != nil {
+		return fail("the broker ended with its container before the destination answered")
 	}
 	return fail(strings.ReplaceAll(err.Error(), "\n", " "))
 }

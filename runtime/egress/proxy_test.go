@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -194,5 +195,134 @@ func TestBrokerByteBudget(t *testing.T) {
 	lines := waitLines(t, audit, 2)
 	if lines[0].Received > 64<<10+32<<10 {
 		t.Fatalf("first transfer received %d bytes past a 64 KiB budget", lines[0].Received)
+	}
+}
+
+// A destination in the list that accepts and never answers, and a dial
+// that never completes, do not keep the broker past its end: the broker
+// ends with its container and writes every connection's line, where it
+// once waited on them until SIGKILL took the lines of everything the job
+// did before. A client's half-close still reaches a destination through
+// a tunnel.
+func TestBrokerEndsWithStalledDestinations(t *testing.T) {
+	stall, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stall.Close()
+	held := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := stall.Accept()
+			if err != nil {
+				return
+			}
+			held <- c
+		}
+	}()
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		c, err := echo.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		got, _ := io.ReadAll(c) // until the client's half-close
+		fmt.Fprintf(c, "got %d bytes", len(got))
+	}()
+	stallPort, echoPort := stall.Addr().(*net.TCPAddr).Port, echo.Addr().(*net.TCPAddr).Port
+	dialEnded := make(chan error, 1)
+	entries, err := specs.ParseEgress([]string{fmt.Sprintf("127.0.0.1:%d", stallPort), fmt.Sprintf("127.0.0.1:%d", echoPort), "blackhole.test:80"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan Connection, 10)
+	b := &Broker{Allow: entries, MaxConns: 8, Audit: func(c Connection) { lines <- c },
+		Resolve: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("198.51.99.1")}, nil
+		},
+		HostLocal: func() ([]netip.Prefix, error) { return nil, nil },
+		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+			if addr == "198.51.99.1:80" {
+				<-ctx.Done() // a destination that drops every SYN
+				dialEnded <- context.Cause(ctx)
+				return nil, ctx.Err()
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		},
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, ln) }()
+	proxy := ln.Addr().String()
+
+	tunnel, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tunnel.Close()
+	fmt.Fprintf(tunnel, "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\nhello", echoPort, echoPort)
+	tunnel.(*net.TCPConn).CloseWrite()
+	if all, _ := io.ReadAll(tunnel); !strings.HasSuffix(string(all), "\r\n\r\ngot 5 bytes") {
+		t.Fatalf("a half-closed tunnel: %q", all)
+	}
+	waitLines(t, lines, 1)
+
+	for _, req := range []string{
+		fmt.Sprintf("GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", stallPort),
+		fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", stallPort),
+		"GET http://blackhole.test/ HTTP/1.1\r\nHost: blackhole.test\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		io.WriteString(c, req)
+	}
+	// Both stalled connections reach the destination before the end.
+	for i := 0; i < 2; i++ {
+		select {
+		case c := <-held:
+			defer c.Close()
+		case <-time.After(30 * time.Second):
+			t.Fatal("the broker did not connect to the stalled destination")
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the broker still waits on destinations that never answer, 30 s after its end")
+	}
+	select {
+	case cause := <-dialEnded:
+		if !errors.Is(cause, context.Canceled) {
+			t.Errorf("the dial that never completes ended by %v, not by the broker's end", cause)
+		}
+	default:
+		t.Error("the dial that never completes is still going after the broker's end")
+	}
+	got := waitLines(t, lines, 3)
+	var stalled int
+	for _, c := range got {
+		if strings.HasSuffix(c.Destination, fmt.Sprint(stallPort)) && (c.Verdict == "allowed" || strings.Contains(c.Reason, "the broker ended")) {
+			stalled++
+		}
+	}
+	if stalled != 2 {
+		t.Errorf("lines %+v, want both stalled connections' lines", got)
 	}
 }
