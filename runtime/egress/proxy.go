@@ -83,6 +83,9 @@ func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(io.Discard, "", 0),
+		// Every request is the broker's to answer and to write a line
+		// of, "OPTIONS *" too (the server would answer it itself).
+		DisableGeneralOptionsHandler: true,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(&limitedListener{Listener: ln, b: b}) }()

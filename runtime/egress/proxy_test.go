@@ -138,7 +138,18 @@ func TestBrokerRefuses(t *testing.T) {
 			t.Errorf("%s: %d %q, want 403 with one line saying %q", c.url, resp.StatusCode, body, c.reason)
 		}
 	}
-	for _, l := range waitLines(t, audit, 8) {
+	// A request for the broker itself, "OPTIONS *" among them, is
+	// refused with its line like any other.
+	conn, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")
+	if line, _ := bufio.NewReader(conn).ReadString('\n'); !strings.Contains(line, "403") {
+		t.Errorf("OPTIONS *: %q, want 403", line)
+	}
+	for _, l := range waitLines(t, audit, 9) {
 		if l.Verdict != "denied" || l.Address != "" || l.Reason == "" {
 			t.Errorf("audit %+v, want denied with a reason and no address", l)
 		}
