@@ -30,8 +30,10 @@ type Flag struct {
 	// NotRunsc marks flags runsc does not know; they are dropped for it.
 	NotRunsc bool
 	// Weakens says how the flag loosens the boundary the profile sets;
-	// enforce mode refuses a caller's flag that has it (Plan.FlagRefusal).
-	Weakens string
+	// enforce mode refuses a caller's flag that has it (Plan.FlagRefusal,
+	// Passthrough). WeakensOnGVisor says so for gVisor's backends only.
+	Weakens         string
+	WeakensOnGVisor string
 }
 
 // Values is what a parsed command line offers; urfave/cli's Context
@@ -109,7 +111,9 @@ var VerbFlags = map[string][]Flag{
 		{Name: "mem-bw-schema", Kind: String, Usage: "the string of Intel RDT/MBA memory bandwidth schema"}},
 	"checkpoint": {
 		{Name: "image-path", Kind: String}, {Name: "work-path", Kind: String}, {Name: "parent-path", Kind: String},
-		{Name: "leave-running", Kind: Bool}, {Name: "tcp-established", Kind: Bool}, {Name: "tcp-skip-in-flight", Kind: Bool},
+		{Name: "leave-running", Kind: Bool, WeakensOnGVisor: "runsc leaves a checkpointed container running by restoring a new sandbox " +
+			"from the image it just wrote, a restore the host cannot verify (restore is refused); checkpoint without it and create the container afresh"},
+		{Name: "tcp-established", Kind: Bool}, {Name: "tcp-skip-in-flight", Kind: Bool},
 		{Name: "link-remap", Kind: Bool}, {Name: "ext-unix-sk", Kind: Bool}, {Name: "shell-job", Kind: Bool},
 		{Name: "lazy-pages", Kind: Bool}, {Name: "status-fd", Kind: Int, Default: "-1"}, {Name: "page-server", Kind: String},
 		{Name: "file-locks", Kind: Bool}, {Name: "pre-dump", Kind: Bool}, {Name: "manage-cgroups-mode", Kind: String},
@@ -128,17 +132,21 @@ var VerbFlags = map[string][]Flag{
 }
 
 // WeakeningFlags names the caller's flags of verb that loosen the
-// boundary, with why.
-func WeakeningFlags(verb string, v Values) []string {
+// boundary on a backend (gVisor's or not), with why.
+func WeakeningFlags(verb string, v Values, gvisor bool) []string {
 	var out []string
 	for _, f := range VerbFlags[verb] {
-		if f.Weakens == "" || !v.IsSet(f.Name) {
+		why := f.Weakens
+		if why == "" && gvisor {
+			why = f.WeakensOnGVisor
+		}
+		if why == "" || !v.IsSet(f.Name) {
 			continue
 		}
 		if f.Kind == Bool && !v.Bool(f.Name) {
 			continue
 		}
-		out = append(out, "--"+f.Name+": "+f.Weakens)
+		out = append(out, "--"+f.Name+": "+why)
 	}
 	return out
 }

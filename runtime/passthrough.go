@@ -13,6 +13,7 @@ import (
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // owner returns the backend that owns id: the one recorded at create, or,
@@ -69,10 +70,21 @@ func ownerIn(cfg *Config, g *Globals, id string) (*backend.Backend, *state.Regis
 // Passthrough replaces bulkhead with the owning backend for verbs whose
 // whole effect is the backend's: pid, stdio, console socket, preserved fds,
 // signals and exit status are then the backend's own.
+// A flag that loosens the boundary on that backend is refused for a
+// container of an enforce-mode profile, as at create.
 func Passthrough(g *Globals, verb string, v Values, args []string) error {
-	b, err := ownerOfArgs(g, args)
+	id := ""
+	if len(args) > 0 {
+		id = args[0]
+	}
+	b, _, rec, err := owner(g, id)
 	if err != nil {
 		return err
+	}
+	if rec != nil && rec.Mode == specs.Enforce {
+		if weak := WeakeningFlags(verb, v, b.IsGVisor()); len(weak) > 0 {
+			return fmt.Errorf("profile %s refuses %s", rec.Profile, strings.Join(weak, "; "))
+		}
 	}
 	return passthroughTo(g, b, verb, v, args)
 }

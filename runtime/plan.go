@@ -204,7 +204,7 @@ func (p *Plan) BackendArgv(verb string, v Values) (argv, dropped []string) {
 // cannot verify; nil when there are none or in audit mode, which promises
 // the backend's own behaviour.
 func (p *Plan) FlagRefusal(verb string, v Values) error {
-	weak := WeakeningFlags(verb, v)
+	weak := WeakeningFlags(verb, v, p.Selection.Backend.IsGVisor())
 	if w := p.globals.rootlessWeakens(); w != "" {
 		weak = append(weak, w)
 	}

@@ -83,3 +83,29 @@ func TestCriuMustBeRoots(t *testing.T) {
 		t.Fatalf("a --criu program of root's alone was not run (exit %d): %v\n%s", r.code, err, r.stderr)
 	}
 }
+
+// runsc leaves a checkpointed container running by restoring a new
+// sandbox from the image it just wrote: a restore by another name, which
+// no verification of bulkhead's would see. An enforced profile refuses
+// it, and the container runs on as it was; runc's --leave-running keeps
+// the process it checkpointed, and is the backend's.
+func TestCheckpointLeaveRunningRefusedOnRunsc(t *testing.T) {
+	needRoot(t, "runsc")
+	root := stateRoot(t)
+	g := []string{"--root", root, "--backend", "runsc"}
+	id := uniqueID("leave-running")
+	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "60"}), id)...)
+	defer bulkhead(t, "", append(g, "delete", "--force", id)...)
+	must(t, append(g, "start", id)...)
+	images := t.TempDir()
+	r := bulkhead(t, "", append(g, "checkpoint", "--leave-running", "--image-path", images, id)...)
+	if r.code == 0 || !strings.Contains(r.stderr, "--leave-running: runsc leaves a checkpointed container running by restoring") {
+		t.Fatalf("checkpoint --leave-running on runsc: exit %d, want it refused naming the flag:\n%s", r.code, r.stderr)
+	}
+	if entries, _ := os.ReadDir(images); len(entries) > 0 {
+		t.Errorf("the refused checkpoint wrote %d entries to its image path", len(entries))
+	}
+	if st := must(t, append(g, "state", id)...); !strings.Contains(st, `"running"`) {
+		t.Errorf("after the refused checkpoint the container is not running:\n%s", st)
+	}
+}
