@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -211,28 +210,6 @@ func isRepoMeta(name string) bool {
 // every directory it runs in and above (a bare repository), and runs its
 // configuration as it runs a .git's.
 const repoDirReason = "a directory holding HEAD, which git can take for a repository (with objects and refs, or commondir, from this export or another): its configuration and hooks would run on the host; never exported"
-
-// checkoutLinkReason says why an entry standing where the checkout has a
-// symlink never goes into a tar, whatever replaced the link: extracted into
-// the checkout by an extractor that follows links (Python's tarfile makes
-// the directory over it and opens the file through it), it is written
-// where the link points, outside the checkout. A patch carries the change:
-// git apply deletes the link first.
-const checkoutLinkReason = "stands where the checkout has a symlink, through which an extractor that follows links (Python's tarfile) would write outside the checkout; never in a tar: the patch carries it (git apply replaces the link)"
-
-// onCheckoutLink tells whether the lower layer (nil: not known) has a
-// symlink at rel. A lower layer that cannot say (a link or a mount above
-// rel, an error) counts as having one.
-func onCheckoutLink(low *layer, rel string) bool {
-	if low == nil {
-		return false
-	}
-	st, err := low.lstat(rel)
-	if err != nil {
-		return !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR)
-	}
-	return st.Mode&unix.S_IFMT == unix.S_IFLNK
-}
 
 // looksLikeRepo tells whether git could take the directory rel for a
 // repository once changes are applied: it holds a HEAD, the one entry

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/runtime/state"
+	"golang.org/x/sys/unix"
 )
 
 // TestTarNeverBelowALink: an archive of several workspaces never holds an
@@ -241,10 +242,127 @@ func TestTarNeverThroughCheckoutLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(meta, bytes.Replace(data, []byte(`"links_judged_at_copy": true`), []byte(`"links_judged_at_copy": false`), 1), 0o600); err != nil {
+	if err := os.WriteFile(meta, bytes.Replace(data, []byte(`"tar_judgement": 2`), []byte(`"tar_judgement": 1`), 1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Export(cfg, root, "c1", "tar", io.Discard); err == nil || !strings.Contains(err.Error(), "--format patch") {
 		t.Errorf("the tar of an entry whose copy did not judge links: %v", err)
 	}
+}
+
+// TestTarMarksNeverThroughCheckoutLinks: the tar's own marks of a deletion
+// are names it writes in the checkout like any other. Where the checkout
+// (a fork's commit) has a symlink named .wh.file.txt or d/.wh..wh..opq, the
+// whiteout of a deleted file.txt and the marker of a replaced d would have
+// Python's tarfile, extracting into the checkout, empty the file the link
+// points at. Both are left out of the live and the kept tar and named; a
+// whiteout with no link of its name stays.
+func TestTarMarksNeverThroughCheckoutLinks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a whiteout (a 0:0 device) and an opaque directory")
+	}
+	h := newHostileWorkspace(t)
+	for _, f := range []string{"file.txt", "other.txt", "d/a.txt"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(h.ws.Source, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(h.ws.Source, f), []byte("in\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{".wh.file.txt": "../victim", "d/.wh..wh..opq": "../../victim"} {
+		if err := os.Symlink(target, filepath.Join(h.ws.Source, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"file.txt", "other.txt"} {
+		if err := unix.Mknod(filepath.Join(h.upperDir, f), unix.S_IFCHR, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("d/n.txt", []byte("new\n"))
+	if err := unix.Setxattr(filepath.Join(h.upperDir, "d"), "trusted.overlay.opaque", []byte("y"), 0); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how, out string, rejected []string) {
+		t.Helper()
+		names := tarNames(t, out)
+		for _, n := range []string{".wh.file.txt", "d/.wh..wh..opq"} {
+			if slices.Contains(names, "0 "+n) {
+				t.Errorf("%s tar holds %s, where the checkout has a symlink: %q", how, n, names)
+			}
+			if !slices.Contains(rejected, n+": "+checkoutMarkReason) {
+				t.Errorf("%s tar's left-out lines %q do not name %s", how, rejected, n)
+			}
+		}
+		for _, n := range []string{".wh.other.txt", "d/n.txt"} {
+			if !slices.Contains(names, "0 "+n) {
+				t.Errorf("%s tar lost %s: %q", how, n, names)
+			}
+		}
+	}
+	out, rejected, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the live", out, rejected)
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var kept bytes.Buffer
+	if rejected, err = Export(cfg, "/run/root-a", "c1", "tar", &kept); err != nil {
+		t.Fatal(err)
+	}
+	check("the kept", kept.String(), rejected)
+}
+
+// TestTarNeverThroughCheckoutLinksByKey: a reviewer on macOS or Windows
+// extracts "Docs/x" into the checkout's "docs", and "SRC/Keys/x" below its
+// "src/keys". Where those are symlinks, the entries are left out and named
+// as if the names were the same, live and kept.
+func TestTarNeverThroughCheckoutLinksByKey(t *testing.T) {
+	h := newHostileWorkspace(t)
+	if err := os.MkdirAll(filepath.Join(h.ws.Source, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"docs", "src/keys"} {
+		if err := os.Symlink("/tmp/outside", filepath.Join(h.ws.Source, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("Docs/x", []byte("owned\n"))
+	h.file("SRC/Keys/x", []byte("owned\n"))
+	h.file("SRC/fine", []byte("fine\n"))
+	check := func(how, out string, rejected []string) {
+		t.Helper()
+		names := tarNames(t, out)
+		for _, n := range []string{"Docs/x", "SRC/Keys/x"} {
+			if slices.Contains(names, "0 "+n) {
+				t.Errorf("%s tar holds %s: %q", how, n, names)
+			}
+		}
+		for _, n := range []string{"Docs", "SRC/Keys"} {
+			if !slices.Contains(rejected, n+": "+checkoutLinkReason) {
+				t.Errorf("%s tar's left-out lines %q do not name %s", how, rejected, n)
+			}
+		}
+		if !slices.Contains(names, "0 SRC/fine") {
+			t.Errorf("%s tar lost SRC/fine: %q", how, names)
+		}
+	}
+	out, rejected, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the live", out, rejected)
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var kept bytes.Buffer
+	if rejected, err = Export(cfg, "/run/root-a", "c1", "tar", &kept); err != nil {
+		t.Fatal(err)
+	}
+	check("the kept", kept.String(), rejected)
 }

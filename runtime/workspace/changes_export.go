@@ -222,9 +222,10 @@ func writePatchSets(w io.Writer, wcs []workspaceChanges, rejected []string, b *b
 // writeLayerTar writes the upper layer in the OCI layer format: a deleted
 // path is an empty file .wh.<name>, an opaque directory holds .wh..wh..opq.
 // Those two are the only .wh. names it writes: an entry the sandbox named
-// .wh.* is left out, with everything below it. A hard link's later names
-// are tar hard links to its first, so its content is written once. It
-// returns what it left out.
+// .wh.* is left out, with everything below it. No name it writes but a
+// symlink's stands where the checkout has a symlink (checkoutDir). A hard
+// link's later names are tar hard links to its first, so its content is
+// written once. It returns what it left out.
 func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]string, error) {
 	up, err := openLayer(s.Upper)
 	if err != nil {
@@ -241,11 +242,14 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 	var rejected []string
 	links := map[inode]string{}
 	reject := func(p, why string) { rejected = append(rejected, rejectLine(s.Prefix+p, why)) }
-	var walk func(rel string, names []string, depth int) error
-	walk = func(rel string, names []string, depth int) error {
+	var walk func(rel string, names []string, depth int, cd *checkoutDir) error
+	walk = func(rel string, names []string, depth int, cd *checkoutDir) error {
 		if rel != "" && up.opaque(rel) {
-			hdr := &tar.Header{Name: s.Prefix + rel + "/" + whiteoutPrefix + whiteoutPrefix + ".opq", Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}
-			if err := held.writeHeader(tw, hdr, func(why string) { reject(rel, why) }); err != nil {
+			marker := join(rel, opaqueMarker)
+			hdr := &tar.Header{Name: s.Prefix + marker, Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}
+			if cd.hasLink(opaqueMarker) {
+				reject(marker, checkoutMarkReason)
+			} else if err := held.writeHeader(tw, hdr, func(why string) { reject(rel, why) }); err != nil {
 				return err
 			}
 		}
@@ -275,6 +279,10 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 					reject(p, whiteoutNameReason)
 					continue
 				}
+				if cd.hasLink(whiteoutPrefix + n) {
+					reject(join(rel, whiteoutPrefix+n), checkoutMarkReason)
+					continue
+				}
 				hdr.Name = s.Prefix + join(rel, whiteoutPrefix+n)
 				hdr.Typeflag, hdr.Mode = tar.TypeReg, 0o600
 				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
@@ -288,7 +296,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 			}
 			// A symlink entry replaces the checkout's link: extractors
 			// remove a link before they make one.
-			if st.Mode&unix.S_IFMT != unix.S_IFLNK && onCheckoutLink(low, p) {
+			if st.Mode&unix.S_IFMT != unix.S_IFLNK && cd.hasLink(n) {
 				reject(p, checkoutLinkReason)
 				continue
 			}
@@ -310,7 +318,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if hdr.Typeflag == 0 {
 					continue // left out, and so is everything below it
 				}
-				if err := walk(p, below, depth+1); err != nil {
+				if err := walk(p, below, depth+1, cd.below(n)); err != nil {
 					return err
 				}
 			case unix.S_IFLNK:
@@ -381,7 +389,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		reject(".", repoDirReason)
 		return rejected, nil
 	}
-	return rejected, walk("", names, 1)
+	return rejected, walk("", names, 1, checkoutRoot(low))
 }
 
 // tarModeMask is what the tar keeps of a mode: no write for group or

@@ -35,6 +35,12 @@ import (
 // the changes lock and renames it into place, so a failed save leaves
 // nothing. They are removed by `bulkhead changes prune` once
 // changes_retention has passed.
+// tarJudgement is what a kept copy judged against the checkout (Kept):
+// 1 the entries standing on one of its symlinks by their exact name; 2
+// every name the tar writes, whiteouts and opaque markers too, as a
+// reviewer's filesystem compares names.
+const tarJudgement = 2
+
 type Kept struct {
 	ID         string     `json:"id"`
 	Root       string     `json:"root"`
@@ -46,13 +52,13 @@ type Kept struct {
 	// JudgedAtCopy says each file was judged against the sandbox user when
 	// copied, so the kept tar shows none it could not read.
 	JudgedAtCopy bool `json:"judged_at_copy,omitempty"`
-	// LinksJudgedAtCopy says the copy left out what only the lower layer
-	// showed must not go into a tar, each named in CopyLeftOut; the kept
-	// tar of an entry copied before that is refused.
-	LinksJudgedAtCopy bool     `json:"links_judged_at_copy,omitempty"`
-	CopyLeftOut       []string `json:"copy_left_out,omitempty"`
-	Changes           int      `json:"changes"`
-	Rejected          []string `json:"rejected,omitempty"`
+	// TarJudgement is how the copy judged what only the lower layer showed
+	// must not go into a tar (tarJudgement), each left out and named in
+	// CopyLeftOut; the kept tar of an entry judged less is refused.
+	TarJudgement int      `json:"tar_judgement,omitempty"`
+	CopyLeftOut  []string `json:"copy_left_out,omitempty"`
+	Changes      int      `json:"changes"`
+	Rejected     []string `json:"rejected,omitempty"`
 	// Bytes is the disk the entry takes, counted against changes_quota.
 	Bytes  int64      `json:"bytes"`
 	Dir    string     `json:"dir"`
@@ -282,7 +288,7 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		}
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
 	}
-	r.JudgedAtCopy, r.LinksJudgedAtCopy = true, true
+	r.JudgedAtCopy, r.TarJudgement = true, tarJudgement
 	copied, err := diskUsage(tmp)
 	if err != nil {
 		return nil, err
@@ -476,8 +482,9 @@ const blockSize = 4096
 // user (reader) could not read are left out. So is what only the lower
 // layer at lower ("" for none) shows must never go into a tar, since the
 // kept copy has no lower layer to show it: directories git would take for
-// a repository and entries where the checkout has a symlink; leftOut hears
-// of each. A file's holes stay holes, a hard link's later names are links
+// a repository, and every name a tar would write where the checkout has a
+// symlink (checkoutDir), whiteouts and opaque markers included; leftOut
+// hears of each. A file's holes stay holes, a hard link's later names are links
 // to its first copy, and the walk stops at the limits of b and disk.
 func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idShift, leftOut func(rel, why string)) error {
 	up, err := openLayer(src)
@@ -497,8 +504,8 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 	}
 	links := map[inode]string{}
 	buf := make([]byte, copyBuf)
-	var walk func(rel string, names []string, depth int) error
-	walk = func(rel string, names []string, depth int) error {
+	var walk func(rel string, names []string, depth int, cd *checkoutDir) error
+	walk = func(rel string, names []string, depth int, cd *checkoutDir) error {
 		for _, n := range names {
 			p := join(rel, n)
 			if err := b.entry(p, depth); err != nil {
@@ -510,7 +517,11 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 			}
 			out := filepath.Join(dst, filepath.FromSlash(p))
 			kind := st.Mode & unix.S_IFMT
-			if !isWhiteout(st) && kind != unix.S_IFLNK && onCheckoutLink(low, p) {
+			switch {
+			case isWhiteout(st) && cd.hasLink(whiteoutPrefix+n):
+				leftOut(join(rel, whiteoutPrefix+n), checkoutMarkReason)
+				continue
+			case !isWhiteout(st) && kind != unix.S_IFLNK && cd.hasLink(n):
 				leftOut(p, checkoutLinkReason)
 				continue
 			}
@@ -543,12 +554,17 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err := os.Mkdir(out, os.FileMode(st.Mode&0o777)); err != nil {
 					return err
 				}
-				if up.opaque(p) {
+				sub := cd.below(n)
+				switch {
+				case !up.opaque(p):
+				case sub.hasLink(opaqueMarker):
+					leftOut(join(p, opaqueMarker), checkoutMarkReason)
+				default:
 					if err := unix.Setxattr(out, "trusted.overlay.opaque", []byte("y"), 0); err != nil {
 						return err
 					}
 				}
-				if err := walk(p, below, depth+1); err != nil {
+				if err := walk(p, below, depth+1, sub); err != nil {
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
@@ -585,7 +601,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 		leftOut(".", repoDirReason)
 		return nil
 	}
-	return walk("", names, 1)
+	return walk("", names, 1, checkoutRoot(low))
 }
 
 // copySparse copies the regular file rel (as the walk saw it in st) to
@@ -695,8 +711,8 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 		return nil, err
 	}
 	if format == "tar" {
-		if !r.LinksJudgedAtCopy {
-			return nil, fmt.Errorf("kept changes of %s were copied by an earlier bulkhead, which did not leave out what stands where the checkout has a symlink: no tar of them; --format patch carries them", id)
+		if r.TarJudgement < tarJudgement {
+			return nil, fmt.Errorf("kept changes of %s were copied by an earlier bulkhead, which did not leave out every name standing where the checkout has a symlink: no tar of them; --format patch carries them", id)
 		}
 		tw := tar.NewWriter(w)
 		b := newBudget(lim)
