@@ -119,17 +119,38 @@ type limitedConn struct {
 	net.Conn
 	b    *Broker
 	once sync.Once
+	// What server_refusals.go needs to write the line of a request the
+	// server answered itself.
+	mu           sync.Mutex
+	head, answer []byte
+	handled      bool
 }
 
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.keepHead(p[:n])
+	return n, err
+}
+
+func (c *limitedConn) Write(p []byte) (int, error) {
+	c.keepAnswer(p)
+	return c.Conn.Write(p)
+}
+
+// Close writes the line of a request the server refused itself before
+// the job sees the connection end, and before the connection leaves the
+// broker's count: Serve waits for that.
 func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
 	c.once.Do(func() {
+		if line, ok := c.refusal(); ok {
+			c.b.Audit(line)
+		}
 		c.b.open.Add(-1)
 		c.b.mu.Lock()
 		delete(c.b.conns, c)
 		c.b.mu.Unlock()
 	})
-	return err
+	return c.Conn.Close()
 }
 
 func (c *limitedConn) CloseWrite() error {

@@ -86,7 +86,11 @@ func (b *Broker) Serve(ctx context.Context, ln net.Listener) error {
 		// Every request is the broker's to answer and to write a line
 		// of, "OPTIONS *" too (the server would answer it itself).
 		DisableGeneralOptionsHandler: true,
+		ConnContext:                  withConn,
 	}
+	// One request per connection: a request the server refuses itself
+	// is then the connection's first line (server_refusals.go).
+	srv.SetKeepAlivesEnabled(false)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(&limitedListener{Listener: ln, b: b}) }()
 	var err error
@@ -145,6 +149,7 @@ func fail(reason string) *denial { return &denial{http.StatusBadGateway, "failed
 func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.wg.Add(1)
 	defer b.wg.Done()
+	handling(r)
 	host, port, dest, d := target(r)
 	c := Connection{Destination: dest}
 	defer func() { b.Audit(c) }()

@@ -162,12 +162,9 @@ func TestBrokerConnectionLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer first.Close()
-	// The first connection is accepted once it is answered.
-	fmt.Fprintf(first, "GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n\r\n")
-	if line, _ := bufio.NewReader(first).ReadString('\n'); !strings.Contains(line, "403") {
-		t.Fatalf("first connection: %q", line)
-	}
+	// The first connection stays open: its request never ends. The
+	// listener takes connections in order, so it counts before the second.
+	fmt.Fprintf(first, "GET http://x.test/ HTTP/1.1\r\nHost: x.test\r\n")
 	second, err := net.Dial("tcp", proxy)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +174,12 @@ func TestBrokerConnectionLimit(t *testing.T) {
 	if !strings.HasPrefix(string(all), "HTTP/1.1 429") || !strings.Contains(string(all), "egress_connections (1)") {
 		t.Fatalf("second connection: %q", all)
 	}
-	waitLines(t, audit, 2)
+	// The request cut off by its close is a line of its own.
+	first.Close()
+	lines := waitLines(t, audit, 2)
+	if lines[1].Destination != "x.test:80" || !strings.Contains(lines[1].Reason, "400 Bad Request") {
+		t.Errorf("the cut-off request's line: %+v", lines[1])
+	}
 }
 
 func TestBrokerByteBudget(t *testing.T) {
@@ -335,5 +337,97 @@ func TestBrokerEndsWithStalledDestinations(t *testing.T) {
 	}
 	if stalled != 2 {
 		t.Errorf("lines %+v, want both stalled connections' lines", got)
+	}
+}
+
+// TestBrokerRecordsWhatTheServerRefuses: requests Go's HTTP server answers
+// itself, before the broker's handler, are the job's attempts all the
+// same: each gets one line naming what it asked for and the answer, and a
+// well-formed request after them gets its own line, not a second one.
+func TestBrokerRecordsWhatTheServerRefuses(t *testing.T) {
+	proxy, audit := testBroker(t, nil, nil)
+	for _, c := range []struct{ request, dest, answer string }{
+		{"CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "169.254.169.254:80", "400 Bad Request"},
+		{"GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "169.254.169.254:80", "501 Not Implemented"},
+		{"GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\nExpect: evil\r\n\r\n", "169.254.169.254:80", "417 Expectation Failed"},
+		{"CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\nBad Header: x\r\n\r\n", "169.254.169.254:80", "400 Bad Request"},
+		{"CONNECT 10.0.0.1:22 HTTP/1.1\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("p", 1000)+"\r\n", 80) + "\r\n", "10.0.0.1:22", "431 Request Header Fields Too Large"},
+		// Cut off by the job's close before the header ended.
+		{"GET http://169.254.169.254/ HTTP/1.1\r\nHost: 169.254.169.254\r\n", "169.254.169.254:80", "400 Bad Request"},
+	} {
+		conn, err := net.Dial("tcp", proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, c.request)
+		conn.(*net.TCPConn).CloseWrite()
+		all, _ := io.ReadAll(conn)
+		conn.Close()
+		if !strings.HasPrefix(string(all), "HTTP/1.1 "+c.answer) {
+			t.Errorf("%q: answered %q, want %s", c.request[:40], all, c.answer)
+		}
+		l := waitLines(t, audit, 1)[0]
+		want := "refused the request before the broker read it: " + c.answer
+		if l.Destination != c.dest || l.Verdict != "denied" || !strings.Contains(l.Reason, want) {
+			t.Errorf("%q: line %+v, want denied %s saying %q", c.request[:40], l, c.dest, want)
+		}
+	}
+	resp, err := proxyClient(proxy).Get("http://denied.test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if l := waitLines(t, audit, 1)[0]; l.Destination != "denied.test:80" {
+		t.Errorf("the line after the refused requests: %+v, want denied.test:80's", l)
+	}
+}
+
+// TestBrokerRecordsRequestsCutOffAtItsEnd: a request whose header had not
+// ended when the broker ended is never answered, and still gets its line.
+func TestBrokerRecordsRequestsCutOffAtItsEnd(t *testing.T) {
+	lines := make(chan Connection, 10)
+	b := &Broker{MaxConns: 8, Audit: func(c Connection) { lines <- c }}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = b.Serve(ctx, ln); close(done) }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254")
+	// Bytes the broker never read at its end are none of its lines: wait
+	// until it has them.
+	for read, deadline := false, time.Now().Add(30*time.Second); !read; {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker did not read the request in 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+		b.mu.Lock()
+		for c := range b.conns {
+			lc := c.(*limitedConn)
+			lc.mu.Lock()
+			read = read || len(lc.head) > 0
+			lc.mu.Unlock()
+		}
+		b.mu.Unlock()
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the broker did not end")
+	}
+	select {
+	case l := <-lines:
+		if l.Destination != "169.254.169.254:80" || !strings.Contains(l.Reason, "never answered") {
+			t.Errorf("the cut-off request's line: %+v", l)
+		}
+	default:
+		t.Error("the request cut off by the broker's end left no line")
 	}
 }
