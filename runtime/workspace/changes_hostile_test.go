@@ -524,6 +524,9 @@ func TestHiddenRune(t *testing.T) {
 		{'a', 0xfe0f, ' ', false}, {0xfe0f, 0xfe0f, ' ', false}, {'s', 0x200d, 'w', false},
 		{'1', 0x200d, '2', false}, {'1', 0xfe0f, '2', false}, {'^', 0x200d, 0x263a, false},
 		{0x1f469, 0x200d, 'x', false}, {0x2714, 0x200b, ' ', false},
+		// Symbols that are no emoji join and style nothing: °‍° reads °°.
+		{0xb0, 0x200d, 0xb0, false}, {0x25a0, 0xfe0f, ' ', false}, {0x1f469, 0x200d, 0xb0, false},
+		{0x2194, 0xfe0f, ' ', true}, {0xa9, 0xfe0f, ' ', true}, {0x2764, 0x200d, 0x1f525, true},
 	} {
 		if got := shownRune(c.prev, c.r, c.next); got != c.shown {
 			t.Errorf("shownRune(%U, %U, %U) = %v", c.prev, c.r, c.next, got)

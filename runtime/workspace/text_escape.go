@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/rivo/uniseg"
 )
 
 // Names, link targets and file contents come from the sandbox. Written raw
@@ -42,24 +44,37 @@ func hiddenRune(r rune) bool {
 }
 
 // shownRune tells whether r, between prev and next (notUTF8 at either
-// end and for a byte that is not UTF-8), shows as itself: a rune that is not hidden, or one of the
-// two that only style or join the emoji around them: a variation selector
-// 15 or 16 right after a symbol (✔️) or inside a keycap (1️⃣, the digit,
-// '#' or '*' followed by the enclosing keycap mark), a zero-width joiner
-// between emoji (👩‍💻, ❤️‍🔥, 👩🏽‍💻). Anywhere else (between digits, a
-// run of selectors, beside a letter) they are hidden: there they carry
-// what nobody sees.
+// end and for a byte that is not UTF-8), shows as itself: a rune that is
+// not hidden, or one of the two that only style or join the emoji around
+// them: a variation selector 15 or 16 right after an emoji (✔️) or inside
+// a keycap (1️⃣, the digit, '#' or '*' followed by the enclosing keycap
+// mark), a zero-width joiner between emoji (👩‍💻, ❤️‍🔥, 👩🏽‍💻).
+// Anywhere else (between digits, a run of selectors, beside a letter or a
+// symbol that is no emoji, °‍°) they are hidden: there they carry what
+// nobody sees.
 func shownRune(prev, r, next rune) bool {
 	if !hiddenRune(r) {
 		return true
 	}
 	switch r {
 	case 0xfe0e, 0xfe0f:
-		return unicode.Is(unicode.So, prev) || keycapBase(prev) && next == 0x20e3
+		return pictographic(prev) || keycapBase(prev) && next == 0x20e3
 	case 0x200d:
-		return (unicode.Is(unicode.So, prev) || prev == 0xfe0f || emojiModifier(prev)) && unicode.Is(unicode.So, next)
+		return (pictographic(prev) || prev == 0xfe0f || emojiModifier(prev)) && pictographic(next)
 	}
 	return false
+}
+
+// pictographic tells whether r is an emoji (Unicode's Extended_Pictographic):
+// the grapheme rules join r, a joiner and an emoji into one character
+// (UAX #29, GB11) only when it is.
+func pictographic(r rune) bool {
+	if r < 0xa9 {
+		return false
+	}
+	s := string([]rune{r, 0x200d, 0x1f600})
+	c, _, _, _ := uniseg.FirstGraphemeClusterInString(s, -1)
+	return len(c) == len(s)
 }
 
 func keycapBase(r rune) bool { return r >= '0' && r <= '9' || r == '#' || r == '*' }
