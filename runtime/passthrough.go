@@ -73,11 +73,7 @@ func ownerIn(cfg *Config, g *Globals, id string) (*backend.Backend, *state.Regis
 // A flag that loosens the boundary on that backend is refused for a
 // container of an enforce-mode profile, as at create.
 func Passthrough(g *Globals, verb string, v Values, args []string) error {
-	id := ""
-	if len(args) > 0 {
-		id = args[0]
-	}
-	b, _, rec, err := owner(g, id)
+	b, rec, err := ownerOfArgs(g, args)
 	if err != nil {
 		return err
 	}
@@ -90,14 +86,14 @@ func Passthrough(g *Globals, verb string, v Values, args []string) error {
 }
 
 // ownerOfArgs is owner of the container a handed-on verb's arguments name
-// first.
-func ownerOfArgs(g *Globals, args []string) (*backend.Backend, error) {
+// first: its backend and its record (nil for none).
+func ownerOfArgs(g *Globals, args []string) (*backend.Backend, *state.Record, error) {
 	id := ""
 	if len(args) > 0 {
 		id = args[0]
 	}
-	b, _, _, err := owner(g, id)
-	return b, err
+	b, _, rec, err := owner(g, id)
+	return b, rec, err
 }
 
 // passthroughTo is Passthrough to a backend the caller already resolved

@@ -19,7 +19,7 @@ import (
 // The json format is handed over as it is: JSON escapes control characters
 // itself, and callers parse it.
 func Ps(g *Globals, v Values, args []string, stdout io.Writer) error {
-	b, err := ownerOfArgs(g, args)
+	b, _, err := ownerOfArgs(g, args)
 	if err != nil {
 		return err
 	}

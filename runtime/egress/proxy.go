@@ -451,7 +451,7 @@ func upstreamFailure(up *countedConn, err error) *denial {
 	if errors.Is(err, errBudget) {
 		return deny(fmt.Sprintf("the container used up its egress_bytes (%d bytes)", up.b.MaxBytes))
 	}
-	if up.b.work != nil && up.b.work.Err() != nil {
+	if up.b.work.Err() != nil {
 		return fail("the broker ended with its container before the destination answered")
 	}
 	return fail(strings.ReplaceAll(err.Error(), "\n", " "))
