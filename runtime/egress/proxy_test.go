@@ -42,6 +42,15 @@ func testBroker(t *testing.T, allow []string, names map[string]string, mutate ..
 	for _, m := range mutate {
 		m(b)
 	}
+	addr, stop := serveBroker(t, b)
+	t.Cleanup(stop)
+	return addr, lines
+}
+
+// serveBroker serves b on a loopback listener; stop ends it and returns
+// once Serve has.
+func serveBroker(t *testing.T, b *Broker) (addr string, stop func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -49,8 +58,14 @@ func testBroker(t *testing.T, allow []string, names map[string]string, mutate ..
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = b.Serve(ctx, ln); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return ln.Addr().String(), lines
+	return ln.Addr().String(), func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the broker did not end within 30 s")
+		}
+	}
 }
 
 func proxyClient(proxy string) *http.Client {
@@ -387,14 +402,8 @@ func TestBrokerRecordsWhatTheServerRefuses(t *testing.T) {
 func TestBrokerRecordsRequestsCutOffAtItsEnd(t *testing.T) {
 	lines := make(chan Connection, 10)
 	b := &Broker{MaxConns: 8, Audit: func(c Connection) { lines <- c }}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = b.Serve(ctx, ln); close(done) }()
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	addr, stop := serveBroker(t, b)
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,12 +425,7 @@ func TestBrokerRecordsRequestsCutOffAtItsEnd(t *testing.T) {
 		}
 		b.mu.Unlock()
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the broker did not end")
-	}
+	stop()
 	select {
 	case l := <-lines:
 		if l.Destination != "169.254.169.254:80" || !strings.Contains(l.Reason, "never answered") {

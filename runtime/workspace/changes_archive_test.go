@@ -301,20 +301,7 @@ func TestTarMarksNeverThroughCheckoutLinks(t *testing.T) {
 			}
 		}
 	}
-	out, rejected, err := h.export("tar", defaultChangeLimits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("the live", out, rejected)
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	var kept bytes.Buffer
-	if rejected, err = Export(cfg, "/run/root-a", "c1", "tar", &kept); err != nil {
-		t.Fatal(err)
-	}
-	check("the kept", kept.String(), rejected)
+	liveAndKeptTar(t, h, check)
 }
 
 // TestTarNeverThroughCheckoutLinksByKey: a reviewer on macOS or Windows
@@ -351,6 +338,12 @@ func TestTarNeverThroughCheckoutLinksByKey(t *testing.T) {
 			t.Errorf("%s tar lost SRC/fine: %q", how, names)
 		}
 	}
+	liveAndKeptTar(t, h, check)
+}
+
+// liveAndKeptTar hands check the tar of h's changes, live, then kept.
+func liveAndKeptTar(t *testing.T, h *hostileWorkspace, check func(how, out string, rejected []string)) {
+	t.Helper()
 	out, rejected, err := h.export("tar", defaultChangeLimits)
 	if err != nil {
 		t.Fatal(err)
