@@ -249,6 +249,11 @@ func TestWorkspaceHostile(t *testing.T) {
 				if format == "patch" && !strings.Contains(r.stdout, "new file mode 120000") {
 					t.Errorf("patch lacks the symlink as a symlink:\n%s", r.stdout)
 				}
+				// A link out of the checkout is one a later tar would
+				// write through: never in a tar.
+				if format == "tar" && !strings.Contains(r.stderr, "shadow: a symlink whose target is absolute") {
+					t.Errorf("the tar does not name the link to /etc/shadow as left out: %s", r.stderr)
+				}
 			}
 			must(t, append(g, "delete", id)...)
 			if after := treeHash(t, src); after != before {

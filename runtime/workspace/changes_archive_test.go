@@ -19,11 +19,11 @@ import (
 // entry below a name it holds as a symlink: an extractor that follows the
 // link (Python's tarfile) would write the entry where it points. Here two
 // layer sets share the empty prefix, as kept changes had it, one holding
-// x -> /tmp/target and the other x/pwned: the second x, and everything
+// x -> target and the other x/pwned: the second x, and everything
 // below it, is left out and named.
 func TestTarNeverBelowALink(t *testing.T) {
 	a, b := newHostileWorkspace(t), newHostileWorkspace(t)
-	if err := os.Symlink("/tmp/target", filepath.Join(a.upperDir, "x")); err != nil {
+	if err := os.Symlink("target", filepath.Join(a.upperDir, "x")); err != nil {
 		t.Fatal(err)
 	}
 	b.file("x/pwned", []byte("owned\n"))
@@ -74,7 +74,7 @@ func TestArchiveNamesEscapeOnce(t *testing.T) {
 func TestKeptTarKeepsPrefixes(t *testing.T) {
 	a, b := newHostileWorkspace(t), newHostileWorkspace(t)
 	a.ws.Destination, b.ws.Destination = "/workspace", "/cache"
-	if err := os.Symlink("/tmp/target", filepath.Join(a.upperDir, "x")); err != nil {
+	if err := os.Symlink("target", filepath.Join(a.upperDir, "x")); err != nil {
 		t.Fatal(err)
 	}
 	b.file("x/pwned", []byte("owned\n"))
@@ -242,7 +242,7 @@ func TestTarNeverThroughCheckoutLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(meta, bytes.Replace(data, []byte(`"tar_judgement": 2`), []byte(`"tar_judgement": 1`), 1), 0o600); err != nil {
+	if err := os.WriteFile(meta, bytes.Replace(data, []byte(`"tar_judgement": 3`), []byte(`"tar_judgement": 2`), 1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Export(cfg, root, "c1", "tar", io.Discard); err == nil || !strings.Contains(err.Error(), "--format patch") {
@@ -353,6 +353,115 @@ func liveAndKeptTar(t *testing.T, h *hostileWorkspace, check func(how, out strin
 	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
+	var kept bytes.Buffer
+	if rejected, err = Export(cfg, "/run/root-a", "c1", "tar", &kept); err != nil {
+		t.Fatal(err)
+	}
+	check("the kept", kept.String(), rejected)
+}
+
+// TestTarLinksNeverLeadOut: a symlink in one tar is where a later tar
+// (another export of the same fork) writes through, so no link a tar holds
+// may lead out of the checkout: absolute, climbing above it or after it
+// descended, into .git, or through one of the checkout's links (by key,
+// as macOS finds it). Links that stay inside (node_modules/.bin's) stay,
+// live and kept.
+func TestTarLinksNeverLeadOut(t *testing.T) {
+	h := newHostileWorkspace(t)
+	if err := os.Symlink("../outside", filepath.Join(h.ws.Source, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{
+		"abs":     "/etc/passwd",
+		"up":      "../x",
+		"sub/up2": "../../x",
+		"sneaky":  "sub/../../x",
+		"dotdot":  "sub/../keep.txt",
+		"through": "linkdir/x",
+		"byKey":   "LINKDIR",
+		"hooks":   ".git/hooks",
+	}
+	in := map[string]string{
+		"ok":                  "keep.txt",
+		"node_modules/.bin/x": "../pkg/bin/x.js",
+		"sub/back":            "../keep.txt",
+		"self":                ".",
+	}
+	for _, links := range []map[string]string{out, in} {
+		for name, target := range links {
+			p := filepath.Join(h.upperDir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(target, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
+		t.Helper()
+		names := tarNames(t, tarball)
+		for name, target := range out {
+			if slices.Contains(names, "2 "+name) {
+				t.Errorf("%s tar holds %s -> %s", how, name, target)
+			}
+			if !slices.Contains(rejected, name+": "+checkoutLinkOutReason) {
+				t.Errorf("%s tar's left-out lines %q do not name %s", how, rejected, name)
+			}
+		}
+		for name := range in {
+			if !slices.Contains(names, "2 "+name) {
+				t.Errorf("%s tar lost %s: %q", how, name, names)
+			}
+		}
+	})
+}
+
+// TestTarJudgedAgainstTheCheckoutNow: the checkout the reviewer extracts
+// into is the one at the named path when the tar is made, which may hold
+// links the layer never saw (the fork's next commit, a fresh clone at the
+// same path). Entries standing on them are left out of the live tar and of
+// the kept one, though the keep judged them clean.
+func TestTarJudgedAgainstTheCheckoutNow(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
+	if err := os.Mkdir(h.ws.Named, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.file("conf.txt", []byte("owned\n"))
+	h.file("esc/payload", []byte("owned\n"))
+	h.file("fine.txt", []byte("fine\n"))
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"conf.txt", "esc"} {
+		if err := os.Symlink("/tmp/outside", filepath.Join(h.ws.Named, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(how, tarball string, rejected []string) {
+		t.Helper()
+		names := tarNames(t, tarball)
+		for _, n := range []string{"conf.txt", "esc/payload"} {
+			if slices.Contains(names, "0 "+n) {
+				t.Errorf("%s tar holds %s, where the checkout has a symlink now: %q", how, n, names)
+			}
+		}
+		for _, n := range []string{"conf.txt", "esc"} {
+			if !slices.Contains(rejected, n+": "+checkoutLinkReason) {
+				t.Errorf("%s tar's left-out lines %q do not name %s", how, rejected, n)
+			}
+		}
+		if !slices.Contains(names, "0 fine.txt") {
+			t.Errorf("%s tar lost fine.txt: %q", how, names)
+		}
+	}
+	live, rejected, err := h.export("tar", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("the live", live, rejected)
 	var kept bytes.Buffer
 	if rejected, err = Export(cfg, "/run/root-a", "c1", "tar", &kept); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,11 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"path"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,7 +20,13 @@ import (
 // checkout it lands in, and judged as the reviewer's filesystem finds
 // names (nameKey): on macOS an entry "Docs/x" lands in the checkout's
 // "docs". A symlink entry is the one thing that may stand on a link:
-// extractors remove a link before they make one.
+// extractors remove a link before they make one; and the links a tar holds
+// never lead out (linkLeaves), so no later tar writes through them.
+//
+// The checkout is judged as the layer saw it (its pin, while the container
+// lives; at the keep, for kept changes) and as it is at the path the caller
+// named when the tar is made: a fork's next commit, or a fresh clone at the
+// same path, may have put a link where the layer saw none.
 
 // checkoutLinkReason says why an entry standing where the checkout has a
 // symlink never goes into a tar, whatever replaced the link. A patch
@@ -32,25 +41,43 @@ const checkoutMarkReason = "the tar's mark of a deletion would stand where the c
 // opaqueMarker is the entry an OCI layer marks an opaque directory with.
 const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 
-// checkoutDir is what the checkout holds where one directory of the tar
-// lands: every directory of the lower layer whose path has the same keys.
-// A nil checkoutDir knows of no checkout (none, or not known).
+// checkoutLinkOutReason says why a symlink whose target could lead out of
+// the checkout never goes into a tar. Extracted, the link itself writes
+// nothing; but a later tar (another export of the same fork, or the same
+// one again) writes through it, and an extractor that follows links takes
+// "conf.txt" or "dir/x" where the link points.
+const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or passes through a symlink of the checkout: a later tar extracted by an extractor that follows links (Python's tarfile) would write through it outside the checkout; never in a tar: the patch carries it"
+
+// checkoutDir is what the checkouts hold where one directory of the tar
+// lands: every directory, in each checkout the tar is judged against, whose
+// path has the same keys. A nil checkoutDir knows of no checkout.
 type checkoutDir struct {
-	low   *layer
-	links map[string]bool     // keys of the symlinks there
-	dirs  map[string][]string // each key's directories there
+	parent *checkoutDir
+	links  map[string]bool    // keys of the symlinks there
+	dirs   map[string][]place // each key's directories there
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
 }
 
-// checkoutRoot is the checkout's top directory; low nil gives nil.
-func checkoutRoot(low *layer) *checkoutDir {
-	if low == nil {
-		return nil
+// place is a directory of one checkout.
+type place struct {
+	low *layer
+	rel string
+}
+
+// checkoutRoot is the top directory of the checkouts lows (nil ones
+// skipped); none gives nil.
+func checkoutRoot(lows ...*layer) *checkoutDir {
+	var c *checkoutDir
+	for _, low := range lows {
+		if low != nil {
+			if c == nil {
+				c = &checkoutDir{}
+			}
+			c.read(place{low, ""})
+		}
 	}
-	c := &checkoutDir{low: low}
-	c.read("")
 	return c
 }
 
@@ -59,15 +86,15 @@ func (c *checkoutDir) below(name string) *checkoutDir {
 	if c == nil {
 		return nil
 	}
-	d := &checkoutDir{low: c.low, unsure: c.unsure}
-	for _, rel := range c.dirs[nameKey(name)] {
-		d.read(rel)
+	d := &checkoutDir{parent: c, unsure: c.unsure}
+	for _, p := range c.dirs[nameKey(name)] {
+		d.read(p)
 	}
 	return d
 }
 
 // hasLink tells whether a name the tar writes in c's directory stands
-// where the checkout has a symlink.
+// where a checkout has a symlink.
 func (c *checkoutDir) hasLink(name string) bool {
 	if c == nil {
 		return false
@@ -75,10 +102,48 @@ func (c *checkoutDir) hasLink(name string) bool {
 	return c.unsure || c.links[nameKey(name)]
 }
 
-// read adds the lower directory rel. A directory that is not there (the
+// linkLeaves tells whether a symlink the tar writes in c's directory rel,
+// pointing at target, could lead out of the checkout. Links that pass
+// this lead, however a later tar chains them, only to places inside: each
+// climbs no further than its own directory's depth before it descends, and
+// descends only through names that are no link of the checkout (a link
+// the job made passes this itself).
+func (c *checkoutDir) linkLeaves(rel, target string) bool {
+	if target == "" || path.IsAbs(target) {
+		return true
+	}
+	depth := 0
+	if rel != "" {
+		depth = strings.Count(rel, "/") + 1
+	}
+	descended := false
+	d := c
+	for _, part := range strings.Split(target, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if descended || depth == 0 {
+				return true
+			}
+			depth--
+			if d != nil {
+				d = d.parent
+			}
+		default:
+			if isRepoMeta(part) || d.hasLink(part) {
+				return true
+			}
+			descended = true
+			d = d.below(part)
+		}
+	}
+	return false
+}
+
+// read adds the checkout directory p. A directory that is not there (the
 // job made it) adds nothing; one that cannot be read makes c unsure.
-func (c *checkoutDir) read(rel string) {
-	d, err := c.low.open(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+func (c *checkoutDir) read(p place) {
+	d, err := p.low.open(p.rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		c.unsure = c.unsure || !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR)
 		return
@@ -95,9 +160,9 @@ func (c *checkoutDir) read(rel string) {
 				c.links[k] = true
 			case e.IsDir():
 				if c.dirs == nil {
-					c.dirs = map[string][]string{}
+					c.dirs = map[string][]place{}
 				}
-				c.dirs[k] = append(c.dirs[k], join(rel, e.Name()))
+				c.dirs[k] = append(c.dirs[k], place{p.low, join(p.rel, e.Name())})
 			}
 		}
 		if err == io.EOF || len(batch) == 0 {
@@ -108,4 +173,20 @@ func (c *checkoutDir) read(rel string) {
 			return
 		}
 	}
+}
+
+// openCheckout opens the checkout at named as it is now; a path that is
+// gone (or "") gives nil: there is nothing there to write through.
+func openCheckout(named string) (*layer, error) {
+	if named == "" {
+		return nil, nil
+	}
+	l, err := openLayer(named)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the checkout %s, which a tar is judged against, cannot be read: %w", escapeText(named), err)
+	}
+	return l, nil
 }

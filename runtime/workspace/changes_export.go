@@ -239,6 +239,13 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		}
 		defer low.Close()
 	}
+	named, err := openCheckout(s.Source)
+	if err != nil {
+		return nil, err
+	}
+	if named != nil {
+		defer named.Close()
+	}
 	var rejected []string
 	links := map[inode]string{}
 	reject := func(p, why string) { rejected = append(rejected, rejectLine(s.Prefix+p, why)) }
@@ -326,6 +333,10 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if err != nil {
 					return err
 				}
+				if cd.linkLeaves(rel, t) {
+					reject(p, checkoutLinkOutReason)
+					continue
+				}
 				hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, t
 				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
@@ -389,7 +400,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		reject(".", repoDirReason)
 		return rejected, nil
 	}
-	return rejected, walk("", names, 1, checkoutRoot(low))
+	return rejected, walk("", names, 1, checkoutRoot(low, named))
 }
 
 // tarModeMask is what the tar keeps of a mode: no write for group or

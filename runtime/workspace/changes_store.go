@@ -38,8 +38,9 @@ import (
 // tarJudgement is what a kept copy judged against the checkout (Kept):
 // 1 the entries standing on one of its symlinks by their exact name; 2
 // every name the tar writes, whiteouts and opaque markers too, as a
-// reviewer's filesystem compares names.
-const tarJudgement = 2
+// reviewer's filesystem compares names; 3 also the symlinks whose target
+// could lead out of it.
+const tarJudgement = 3
 
 type Kept struct {
 	ID         string     `json:"id"`
@@ -571,6 +572,10 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				t, err := up.readlink(p)
 				if err != nil {
 					return err
+				}
+				if cd.linkLeaves(rel, t) {
+					leftOut(p, checkoutLinkOutReason)
+					continue
 				}
 				if err := os.Symlink(t, out); err != nil {
 					return err

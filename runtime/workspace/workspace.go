@@ -27,8 +27,9 @@ type Workspace struct {
 	Destination string `json:"destination"`
 	Source      string `json:"source"` // the host directory, symlinks resolved
 	Dir         string `json:"dir"`    // <state>/ws/<n>
-	// Named is the source as the caller's spec resolved, for messages:
-	// Source becomes its pin (runtime/pins.go).
+	// Named is the source as the caller's spec resolved, for messages and
+	// for judging a tar against the checkout as it is when the tar is
+	// made: Source becomes its pin (runtime/pins.go).
 	Named string `json:"named,omitempty"`
 	// Shift gives the source's owner's files to the sandbox user on the
 	// lower layer (workspace_idmap.go).
