@@ -363,6 +363,8 @@ func TestBrokerRecordsWhatTheServerRefuses(t *testing.T) {
 	proxy, audit := testBroker(t, nil, nil)
 	for _, c := range []struct{ request, dest, answer string }{
 		{"CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "169.254.169.254:80", "400 Bad Request"},
+		// Empty lines before the request line are the server's to skip.
+		{"\r\n\n\r\nCONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "169.254.169.254:80", "400 Bad Request"},
 		{"GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "169.254.169.254:80", "501 Not Implemented"},
 		{"GET http://169.254.169.254/latest/meta-data/ HTTP/1.1\r\nHost: 169.254.169.254\r\nExpect: evil\r\n\r\n", "169.254.169.254:80", "417 Expectation Failed"},
 		{"CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\nBad Header: x\r\n\r\n", "169.254.169.254:80", "400 Bad Request"},

@@ -43,11 +43,12 @@ func handling(r *http.Request) {
 	}
 }
 
-// keepHead keeps the start of what the job sent, up to its first line.
+// keepHead keeps the start of what the job sent, up to its request line:
+// the first line with anything in it (the server skips empty ones).
 func (c *limitedConn) keepHead(p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.handled || len(c.head) >= headLimit || bytes.IndexByte(c.head, '\n') >= 0 {
+	if c.handled || len(c.head) >= headLimit || bytes.IndexByte(bytes.TrimLeft(c.head, "\r\n"), '\n') >= 0 {
 		return
 	}
 	c.head = append(c.head, p[:min(len(p), headLimit-len(c.head))]...)
@@ -72,7 +73,7 @@ func (c *limitedConn) refusal() (Connection, bool) {
 	if c.handled || len(c.head) == 0 {
 		return Connection{}, false
 	}
-	line, _, _ := bytes.Cut(c.head, []byte("\n"))
+	line, _, _ := bytes.Cut(bytes.TrimLeft(c.head, "\r\n"), []byte("\n"))
 	reason := "the request was cut off before its header ended (the broker ended, or the header took past 30 s); never answered"
 	if answer, _, _ := bytes.Cut(c.answer, []byte("\r\n")); len(answer) > 0 {
 		reason = "the broker's HTTP server refused the request before the broker read it: " + strings.TrimPrefix(string(answer), "HTTP/1.1 ")
