@@ -526,7 +526,11 @@ func TestHiddenRune(t *testing.T) {
 		{0x1f469, 0x200d, 'x', false}, {0x2714, 0x200b, ' ', false},
 		// Symbols that are no emoji join and style nothing: °‍° reads °°.
 		{0xb0, 0x200d, 0xb0, false}, {0x25a0, 0xfe0f, ' ', false}, {0x1f469, 0x200d, 0xb0, false},
-		{0x2194, 0xfe0f, ' ', true}, {0xa9, 0xfe0f, ' ', true}, {0x2764, 0x200d, 0x1f525, true},
+		{0x2194, 0xfe0f, ' ', true}, {0xa9, 0xfe0f, ' ', true},
+		// A symbol that shows as text joins nothing, and a selector that
+		// changes nothing is hidden: ©‍© reads ©©, ™︎ reads ™, 👍️ 👍.
+		{0xa9, 0x200d, 0xa9, false}, {0x2764, 0x200d, 0x1f525, false}, {0x2122, 0xfe0e, ' ', false},
+		{0x1f44d, 0xfe0f, ' ', false}, {0x231a, 0xfe0e, ' ', true},
 	} {
 		if got := shownRune(c.prev, c.r, c.next); got != c.shown {
 			t.Errorf("shownRune(%U, %U, %U) = %v", c.prev, c.r, c.next, got)
@@ -538,13 +542,20 @@ func TestHiddenRune(t *testing.T) {
 		"\U0001f469\u200d":     "\U0001f469\\u200d",
 		"\U0001f469\u200d\xff": "\U0001f469\\u200d\\xff",
 		"\xff\ufe0f":           `\xff\ufe0f`,
-		"\ufe0f":               `\ufe0f`,
+		// A selector hidden where it stands supports no joiner.
+		"a\ufe0f\u200d\U0001f525": `a\ufe0f\u200d` + "\U0001f525",
+		"\ufe0f":                  `\ufe0f`,
 	} {
 		if got := escapeText(in); got != want {
 			t.Errorf("escapeText(%q) = %q, want %q", in, got, want)
 		}
 		if plainText([]byte(in)) {
 			t.Errorf("plainText(%q) holds", in)
+		}
+	}
+	for _, emoji := range []string{"\u2764\ufe0f\u200d\U0001f525", "\U0001f469\U0001f3fd\u200d\U0001f4bb", "1\ufe0f\u20e3", "\u2714\ufe0f", "\u231a\ufe0e"} {
+		if !plainText([]byte(emoji)) {
+			t.Errorf("plainText(%q) does not hold", emoji)
 		}
 	}
 	if got := escapeText("tag\U000e0041x"); got != `tag\U000e0041x` {

@@ -44,23 +44,30 @@ func hiddenRune(r rune) bool {
 }
 
 // shownRune tells whether r, between prev and next (notUTF8 at either
-// end and for a byte that is not UTF-8), shows as itself: a rune that is
-// not hidden, or one of the two that only style or join the emoji around
-// them: a variation selector 15 or 16 right after an emoji (✔️) or inside
-// a keycap (1️⃣, the digit, '#' or '*' followed by the enclosing keycap
-// mark), a zero-width joiner between emoji (👩‍💻, ❤️‍🔥, 👩🏽‍💻).
-// Anywhere else (between digits, a run of selectors, beside a letter or a
-// symbol that is no emoji, °‍°) they are hidden: there they carry what
-// nobody sees.
+// end, for a byte that is not UTF-8 and for a rune hidden where it
+// stands), shows as itself: a rune that is not hidden, or one of the three
+// that style or join the emoji around them where they change what shows: a
+// variation selector 16 after an emoji that shows as text on its own
+// (✔️, ©️) or inside a keycap (1️⃣: the digit, '#' or '*' followed by the
+// enclosing keycap mark), a selector 15 after one that shows as an emoji
+// on its own (⌚︎), a zero-width joiner after an emoji shown as one (a
+// selector 16 or a skin tone before it counts) and before another (👩‍💻,
+// ❤️‍🔥, 👩🏽‍💻). Anywhere else (between digits, a run of selectors, beside
+// a letter, a symbol that is no emoji, °‍°, or one shown as text, ©‍©, ™︎)
+// they are hidden: there they carry what nobody sees. A joiner between
+// two emoji that make no emoji together (👩‍🔥) shows as both of them:
+// telling it apart would take Unicode's list of sequences.
 func shownRune(prev, r, next rune) bool {
 	if !hiddenRune(r) {
 		return true
 	}
 	switch r {
-	case 0xfe0e, 0xfe0f:
-		return pictographic(prev) || keycapBase(prev) && next == 0x20e3
+	case 0xfe0f:
+		return pictographic(prev) && !emojiPresentation(prev) || keycapBase(prev) && next == 0x20e3
+	case 0xfe0e:
+		return emojiPresentation(prev)
 	case 0x200d:
-		return (pictographic(prev) || prev == 0xfe0f || emojiModifier(prev)) && pictographic(next)
+		return (emojiPresentation(prev) || prev == 0xfe0f || emojiModifier(prev)) && pictographic(next)
 	}
 	return false
 }
@@ -75,6 +82,13 @@ func pictographic(r rune) bool {
 	s := string([]rune{r, 0x200d, 0x1f600})
 	c, _, _, _ := uniseg.FirstGraphemeClusterInString(s, -1)
 	return len(c) == len(s)
+}
+
+// emojiPresentation tells whether r is an emoji that shows as one on its
+// own (Emoji_Presentation: 👩, ⌚), not as text (©, ™, ↔): uniseg gives
+// those two columns, and text-style ones one.
+func emojiPresentation(r rune) bool {
+	return pictographic(r) && uniseg.StringWidth(string(r)) == 2
 }
 
 func keycapBase(r rune) bool { return r >= '0' && r <= '9' || r == '#' || r == '*' }
@@ -162,10 +176,14 @@ func eachRune(s string, visit func(raw string, r rune, shown bool) bool) bool {
 	r, n := decodeRune(s)
 	for len(s) > 0 {
 		next, k := decodeRune(s[n:])
-		if !visit(s[:n], r, r != notUTF8 && shownRune(prev, r, next)) {
+		shown := r != notUTF8 && shownRune(prev, r, next)
+		if !visit(s[:n], r, shown) {
 			return false
 		}
 		s = s[n:]
+		if !shown {
+			r = notUTF8 // hidden where it stands, it styles and joins nothing
+		}
 		prev, r, n = r, next, k
 	}
 	return true
