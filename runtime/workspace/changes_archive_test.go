@@ -372,14 +372,16 @@ func TestTarLinksNeverLeadOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := map[string]string{
-		"abs":     "/etc/passwd",
-		"up":      "../x",
-		"sub/up2": "../../x",
-		"sneaky":  "sub/../../x",
-		"dotdot":  "sub/../keep.txt",
-		"through": "linkdir/x",
-		"byKey":   "LINKDIR",
-		"hooks":   ".git/hooks",
+		"abs":       "/etc/passwd",
+		"up":        "../x",
+		"sub/up2":   "../../x",
+		"sneaky":    "sub/../../x",
+		"dotdot":    "sub/../keep.txt",
+		"through":   "linkdir/x",
+		"byKey":     "LINKDIR",
+		"hooks":     ".git/hooks",
+		"short":     "LINKDI~1/x",
+		"backslash": "a\\..\\..\\x",
 	}
 	in := map[string]string{
 		"ok":                  "keep.txt",

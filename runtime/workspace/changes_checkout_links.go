@@ -46,7 +46,7 @@ const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 // nothing; but a later tar (another export of the same fork, or the same
 // one again) writes through it, and an extractor that follows links takes
 // "conf.txt" or "dir/x" where the link points.
-const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or passes through a symlink of the checkout: a later tar extracted by an extractor that follows links (Python's tarfile) would write through it outside the checkout; never in a tar: the patch carries it"
+const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, or passes through a symlink of the checkout: a later tar extracted by an extractor that follows links (Python's tarfile) would write through it outside the checkout; never in a tar: the patch carries it"
 
 // checkoutDir is what the checkouts hold where one directory of the tar
 // lands: every directory, in each checkout the tar is judged against, whose
@@ -103,7 +103,8 @@ func (c *checkoutDir) hasLink(name string) bool {
 }
 
 // linkLeaves tells whether a symlink the tar writes in c's directory rel,
-// pointing at target, could lead out of the checkout. Links that pass
+// pointing at target, could lead out of the checkout (a name Windows reads
+// as another, LONGLI~1 or a\..\.., counts as leading out). Links that pass
 // this lead, however a later tar chains them, only to places inside: each
 // climbs no further than its own directory's depth before it descends, and
 // descends only through names that are no link of the checkout (a link
@@ -130,7 +131,7 @@ func (c *checkoutDir) linkLeaves(rel, target string) bool {
 				d = d.parent
 			}
 		default:
-			if isRepoMeta(part) || d.hasLink(part) {
+			if isRepoMeta(part) || windowsAlias(nameKey(part)) || d.hasLink(part) {
 				return true
 			}
 			descended = true
