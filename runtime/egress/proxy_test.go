@@ -263,7 +263,7 @@ func TestBrokerEndsWithStalledDestinations(t *testing.T) {
 		fmt.Fprintf(c, "got %d bytes", len(got))
 	}()
 	stallPort, echoPort := stall.Addr().(*net.TCPAddr).Port, echo.Addr().(*net.TCPAddr).Port
-	dialEnded := make(chan error, 1)
+	dialEnded, dialing := make(chan error, 1), make(chan struct{}, 1)
 	entries, err := specs.ParseEgress([]string{fmt.Sprintf("127.0.0.1:%d", stallPort), fmt.Sprintf("127.0.0.1:%d", echoPort), "blackhole.test:80"})
 	if err != nil {
 		t.Fatal(err)
@@ -276,6 +276,7 @@ func TestBrokerEndsWithStalledDestinations(t *testing.T) {
 		HostLocal: func() ([]netip.Prefix, error) { return nil, nil },
 		Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 			if addr == "198.51.99.1:80" {
+				dialing <- struct{}{}
 				<-ctx.Done() // a destination that drops every SYN
 				dialEnded <- context.Cause(ctx)
 				return nil, ctx.Err()
@@ -317,7 +318,8 @@ func TestBrokerEndsWithStalledDestinations(t *testing.T) {
 		defer c.Close()
 		io.WriteString(c, req)
 	}
-	// Both stalled connections reach the destination before the end.
+	// Both stalled connections reach the destination, and the dial that
+	// never completes has begun, before the end.
 	for i := 0; i < 2; i++ {
 		select {
 		case c := <-held:
@@ -325,6 +327,11 @@ func TestBrokerEndsWithStalledDestinations(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the broker did not connect to the stalled destination")
 		}
+	}
+	select {
+	case <-dialing:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the broker did not begin to dial blackhole.test")
 	}
 	cancel()
 	select {

@@ -341,7 +341,8 @@ func TestTarNeverThroughCheckoutLinksByKey(t *testing.T) {
 	liveAndKeptTar(t, h, check)
 }
 
-// liveAndKeptTar hands check the tar of h's changes, live, then kept.
+// liveAndKeptTar hands check the tar of h's changes, live, then kept
+// (kept anew at each call).
 func liveAndKeptTar(t *testing.T, h *hostileWorkspace, check func(how, out string, rejected []string)) {
 	t.Helper()
 	out, rejected, err := h.export("tar", defaultChangeLimits)
@@ -469,4 +470,76 @@ func TestTarJudgedAgainstTheCheckoutNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the kept", kept.String(), rejected)
+}
+
+// TestTarRefusedWhereTheCheckoutPathChanged: the named path had no link
+// on it when the container was made. One on it now (the fork's next commit
+// made the directory above the workspace a link to .git) makes it another
+// directory, where the tar would put the job's files in .git/hooks: the
+// tar is refused, live and kept, as it is for a path through a .git.
+func TestTarRefusedWhereTheCheckoutPathChanged(t *testing.T) {
+	h := newHostileWorkspace(t)
+	mono := filepath.Join(t.TempDir(), "mono")
+	for _, d := range []string{"pkg/hooks", ".git/hooks"} {
+		if err := os.MkdirAll(filepath.Join(mono, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.ws.Named = filepath.Join(mono, "pkg", "hooks")
+	h.file("pre-commit", []byte("#!/bin/sh\necho owned\n"))
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(mono, "pkg")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".git", filepath.Join(mono, "pkg")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.export("tar", defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "passes through a symlink now") {
+		t.Errorf("the live tar into a path through a link: %v", err)
+	}
+	if _, err := Export(cfg, "/run/root-a", "c1", "tar", io.Discard); err == nil || !strings.Contains(err.Error(), "passes through a symlink now") {
+		t.Errorf("the kept tar into a path through a link: %v", err)
+	}
+	h.ws.Named = filepath.Join(mono, ".git", "hooks")
+	if _, _, err := h.export("tar", defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "lies in a repository's .git") {
+		t.Errorf("the live tar into a .git: %v", err)
+	}
+}
+
+// TestTarJudgesRepositoriesInTheCheckoutNow: a directory the checkout at
+// its named path holds a HEAD in now (the fork's next commit) is one git
+// may take for a repository, so the job's config there stays out of the
+// tar, live and kept, as it would had the layer seen the HEAD; a HEAD at
+// the checkout's top leaves the whole tar empty.
+func TestTarJudgesRepositoriesInTheCheckoutNow(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.file("fixture/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
+	h.file("fine.txt", []byte("fine\n"))
+	if err := os.WriteFile(filepath.Join(h.ws.Named, "fixture", "Head"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
+		names := tarNames(t, tarball)
+		if slices.Contains(names, "0 fixture/config") || !slices.Contains(rejected, "fixture: "+repoDirReason) {
+			t.Errorf("%s tar: %q, left out %q; want fixture left out as a repository", how, names, rejected)
+		}
+		if !slices.Contains(names, "0 fine.txt") {
+			t.Errorf("%s tar lost fine.txt: %q", how, names)
+		}
+	})
+	if err := os.WriteFile(filepath.Join(h.ws.Named, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
+		if names := tarNames(t, tarball); len(names) > 0 || !slices.Contains(rejected, ".: "+repoDirReason) {
+			t.Errorf("%s tar of a checkout with a HEAD at its top: %q, left out %q", how, names, rejected)
+		}
+	})
 }

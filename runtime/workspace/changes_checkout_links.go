@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -55,6 +57,7 @@ type checkoutDir struct {
 	parent *checkoutDir
 	links  map[string]bool    // keys of the symlinks there
 	dirs   map[string][]place // each key's directories there
+	head   bool               // a HEAD there: git may take it for a repository (looksLikeRepo)
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
@@ -100,6 +103,13 @@ func (c *checkoutDir) hasLink(name string) bool {
 		return false
 	}
 	return c.unsure || c.links[nameKey(name)]
+}
+
+// holdsHead tells whether a checkout has a HEAD where c lands, or cannot
+// say: git may take the directory for a repository once the tar is
+// extracted there, and run the configuration the tar holds.
+func (c *checkoutDir) holdsHead() bool {
+	return c != nil && (c.unsure || c.head)
 }
 
 // linkLeaves tells whether a symlink the tar writes in c's directory rel,
@@ -153,7 +163,9 @@ func (c *checkoutDir) read(p place) {
 	for {
 		batch, err := d.ReadDir(1024)
 		for _, e := range batch {
-			switch k := nameKey(e.Name()); {
+			k := nameKey(e.Name())
+			c.head = c.head || k == "head"
+			switch {
 			case e.Type()&fs.ModeSymlink != 0:
 				if c.links == nil {
 					c.links = map[string]bool{}
@@ -177,17 +189,30 @@ func (c *checkoutDir) read(p place) {
 }
 
 // openCheckout opens the checkout at named as it is now; a path that is
-// gone (or "") gives nil: there is nothing there to write through.
+// gone (or "") gives nil: there is nothing there to write through. named
+// had no symlink on it when the container was made (its source resolved):
+// one on it now (the fork's next commit turned a directory above the
+// workspace into a link to .git) makes the path another directory than
+// the one the tar was made for, and a path through a .git is a
+// repository's own; neither is judged, the tar is refused.
 func openCheckout(named string) (*layer, error) {
 	if named == "" {
 		return nil, nil
 	}
-	l, err := openLayer(named)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
+	if slices.ContainsFunc(strings.Split(named, "/"), isRepoMeta) {
+		return nil, fmt.Errorf("the checkout %s lies in a repository's .git: no tar of changes to it; --format patch carries them", escapeText(named))
 	}
-	if err != nil {
+	fd, err := unix.Openat2(unix.AT_FDCWD, named, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, nil
+	case errors.Is(err, unix.ELOOP):
+		return nil, fmt.Errorf("the path of the checkout %s passes through a symlink now, so it is not the directory the changes were made in: no tar of them; --format patch carries them", escapeText(named))
+	case err != nil:
 		return nil, fmt.Errorf("the checkout %s, which a tar is judged against, cannot be read: %w", escapeText(named), err)
 	}
-	return l, nil
+	return &layer{root: os.NewFile(uintptr(fd), named)}, nil
 }

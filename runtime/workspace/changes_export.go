@@ -313,7 +313,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if err != nil {
 					return err
 				}
-				if looksLikeRepo(below, low, p) {
+				sub := cd.below(n)
+				if looksLikeRepo(below, nil, p) || sub.holdsHead() {
 					reject(p, repoDirReason)
 					continue
 				}
@@ -325,7 +326,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if hdr.Typeflag == 0 {
 					continue // left out, and so is everything below it
 				}
-				if err := walk(p, below, depth+1, cd.below(n)); err != nil {
+				if err := walk(p, below, depth+1, sub); err != nil {
 					return err
 				}
 			case unix.S_IFLNK:
@@ -396,11 +397,12 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 	if err != nil {
 		return nil, err
 	}
-	if looksLikeRepo(names, low, "") {
+	root := checkoutRoot(low, named)
+	if looksLikeRepo(names, nil, "") || root.holdsHead() {
 		reject(".", repoDirReason)
 		return rejected, nil
 	}
-	return rejected, walk("", names, 1, checkoutRoot(low, named))
+	return rejected, walk("", names, 1, root)
 }
 
 // tarModeMask is what the tar keeps of a mode: no write for group or

@@ -545,7 +545,8 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err != nil {
 					return err
 				}
-				if looksLikeRepo(below, low, p) {
+				sub := cd.below(n)
+				if looksLikeRepo(below, nil, p) || sub.holdsHead() {
 					leftOut(p, repoDirReason)
 					continue
 				}
@@ -555,7 +556,6 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err := os.Mkdir(out, os.FileMode(st.Mode&0o777)); err != nil {
 					return err
 				}
-				sub := cd.below(n)
 				switch {
 				case !up.opaque(p):
 				case sub.hasLink(opaqueMarker):
@@ -602,11 +602,12 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 	if err != nil {
 		return err
 	}
-	if looksLikeRepo(names, low, "") {
+	root := checkoutRoot(low)
+	if looksLikeRepo(names, nil, "") || root.holdsHead() {
 		leftOut(".", repoDirReason)
 		return nil
 	}
-	return walk("", names, 1, checkoutRoot(low))
+	return walk("", names, 1, root)
 }
 
 // copySparse copies the regular file rel (as the walk saw it in st) to
