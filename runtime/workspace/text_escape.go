@@ -55,8 +55,9 @@ func hiddenRune(r rune) bool {
 // ❤️‍🔥, 👩🏽‍💻). Anywhere else (between digits, a run of selectors, beside
 // a letter, a symbol that is no emoji, °‍°, or one shown as text, ©‍©, ™︎)
 // they are hidden: there they carry what nobody sees. A joiner between
-// two emoji that make no emoji together (👩‍🔥) shows as both of them:
-// telling it apart would take Unicode's list of sequences.
+// two emoji that make no emoji together (👩‍🔥) shows as both of them,
+// and a selector 16 after a pictograph with no emoji form (★) as nothing:
+// telling those apart would take Unicode's emoji lists.
 func shownRune(prev, r, next rune) bool {
 	if !hiddenRune(r) {
 		return true
