@@ -507,6 +507,65 @@ func TestTarRefusedWhereTheCheckoutPathChanged(t *testing.T) {
 	if _, _, err := h.export("tar", defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "lies in a repository's .git") {
 		t.Errorf("the live tar into a .git: %v", err)
 	}
+	// The next commit made the directory above the workspace a bare
+	// repository: its hooks directory is the workspace.
+	bare := filepath.Join(mono, "bare")
+	if err := os.MkdirAll(filepath.Join(bare, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bare, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.ws.Named = filepath.Join(bare, "hooks")
+	if _, _, err := h.export("tar", defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "which holds a HEAD") {
+		t.Errorf("the live tar below a bare repository: %v", err)
+	}
+}
+
+// TestTarNeverWritesSharedFiles: pnpm and uv link what they install to
+// their stores, which other projects share; Python's tarfile writes a file
+// in place, so a tar entry (or a deletion's mark) over such a file would
+// change the store's. Those are left out, live and kept; the patch carries
+// them (git apply makes a new file).
+func TestTarNeverWritesSharedFiles(t *testing.T) {
+	h := newHostileWorkspace(t)
+	store := filepath.Join(t.TempDir(), "store")
+	if err := os.Mkdir(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.ws.Source, "node_modules", "dep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"index.js", "old.js"} {
+		if err := os.WriteFile(filepath.Join(store, f), []byte("module.exports = 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(filepath.Join(store, f), filepath.Join(h.ws.Source, "node_modules", "dep", f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(store, "old.js"), filepath.Join(h.ws.Source, "node_modules", "dep", ".wh.gone.js")); err != nil {
+		t.Fatal(err)
+	}
+	h.file("node_modules/dep/index.js", []byte("require('child_process').execSync('id')\n"))
+	h.file("node_modules/dep/fine.js", []byte("fine\n"))
+	if os.Geteuid() == 0 {
+		if err := unix.Mknod(filepath.Join(h.upperDir, "node_modules", "dep", "gone.js"), unix.S_IFCHR, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
+		names := tarNames(t, tarball)
+		if slices.Contains(names, "0 node_modules/dep/index.js") || !slices.Contains(rejected, "node_modules/dep/index.js: "+checkoutSharedReason) {
+			t.Errorf("%s tar: %q, left out %q; want index.js left out as a store's file", how, names, rejected)
+		}
+		if os.Geteuid() == 0 && (slices.Contains(names, "0 node_modules/dep/.wh.gone.js") || !slices.Contains(rejected, "node_modules/dep/.wh.gone.js: "+checkoutMarkReason)) {
+			t.Errorf("%s tar: %q, left out %q; want the whiteout over a store's file left out", how, names, rejected)
+		}
+		if !slices.Contains(names, "0 node_modules/dep/fine.js") {
+			t.Errorf("%s tar lost fine.js: %q", how, names)
+		}
+	})
 }
 
 // TestTarJudgesRepositoriesInTheCheckoutNow: a directory the checkout at

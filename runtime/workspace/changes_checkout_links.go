@@ -21,9 +21,11 @@ import (
 // whiteouts and opaque markers alike, is judged against the links of the
 // checkout it lands in, and judged as the reviewer's filesystem finds
 // names (nameKey): on macOS an entry "Docs/x" lands in the checkout's
-// "docs". A symlink entry is the one thing that may stand on a link:
-// extractors remove a link before they make one; and the links a tar holds
-// never lead out (linkLeaves), so no later tar writes through them.
+// "docs". A file with other hard links counts as a link: written in place,
+// it changes them all. A symlink entry is the one thing that may stand on
+// a link: extractors remove a link before they make one; and the links a
+// tar holds never lead out (linkLeaves), so no later tar writes through
+// them.
 //
 // The checkout is judged as the layer saw it (its pin, while the container
 // lives; at the keep, for kept changes) and as it is at the path the caller
@@ -35,10 +37,18 @@ import (
 // carries the change: git apply deletes the link first.
 const checkoutLinkReason = "stands where the checkout has a symlink, through which an extractor that follows links (Python's tarfile) would write outside the checkout; never in a tar: the patch carries it (git apply replaces the link)"
 
+// checkoutSharedReason says why an entry standing where the checkout has
+// a file with other hard links never goes into a tar. pnpm and uv link the
+// files they install to their stores, which other projects share, and an
+// extractor that writes a file in place (Python's tarfile opens it for
+// writing, then makes it the header's owner's) changes the store's file
+// and every project's. git apply deletes the file and makes a new one.
+const checkoutSharedReason = "stands where the checkout has a file with other hard links (a package store's), which an extractor that writes in place (Python's tarfile) would change through every link; never in a tar: the patch carries it (git apply replaces the file)"
+
 // checkoutMarkReason says why the tar's own mark of a deletion (a whiteout
 // .wh.<name>, an opaque marker .wh..wh..opq) is left out where the
-// checkout has a symlink of that name.
-const checkoutMarkReason = "the tar's mark of a deletion would stand where the checkout has a symlink, through which an extractor that follows links (Python's tarfile) would empty a file outside the checkout; never in a tar: the patch carries the deletion"
+// checkout has a symlink, or a file with other hard links, of that name.
+const checkoutMarkReason = "the tar's mark of a deletion would stand where the checkout has a symlink or a file with other hard links, through which an extractor (Python's tarfile) would empty a file outside the checkout; never in a tar: the patch carries the deletion"
 
 // opaqueMarker is the entry an OCI layer marks an opaque directory with.
 const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
@@ -56,6 +66,7 @@ const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above 
 type checkoutDir struct {
 	parent *checkoutDir
 	links  map[string]bool    // keys of the symlinks there
+	shared map[string]bool    // keys of the files with other hard links there
 	dirs   map[string][]place // each key's directories there
 	head   bool               // a HEAD there: git may take it for a repository (looksLikeRepo)
 	// unsure: a directory there could not be read, so every name counts
@@ -103,6 +114,26 @@ func (c *checkoutDir) hasLink(name string) bool {
 		return false
 	}
 	return c.unsure || c.links[nameKey(name)]
+}
+
+// entryReason says why an entry (anything but a symlink) the tar writes in
+// c's directory as name may not be written there, or "".
+func (c *checkoutDir) entryReason(name string) string {
+	switch {
+	case c.hasLink(name):
+		return checkoutLinkReason
+	case c != nil && c.shared[nameKey(name)]:
+		return checkoutSharedReason
+	}
+	return ""
+}
+
+// markReason is entryReason for the tar's own marks of a deletion.
+func (c *checkoutDir) markReason(name string) string {
+	if c.entryReason(name) != "" {
+		return checkoutMarkReason
+	}
+	return ""
 }
 
 // holdsHead tells whether a checkout has a HEAD where c lands, or cannot
@@ -171,6 +202,16 @@ func (c *checkoutDir) read(p place) {
 					c.links = map[string]bool{}
 				}
 				c.links[k] = true
+			case e.Type().IsRegular():
+				var st unix.Stat_t
+				if err := unix.Fstatat(int(d.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					c.unsure = true
+				} else if st.Nlink > 1 {
+					if c.shared == nil {
+						c.shared = map[string]bool{}
+					}
+					c.shared[k] = true
+				}
 			case e.IsDir():
 				if c.dirs == nil {
 					c.dirs = map[string][]place{}
@@ -193,8 +234,9 @@ func (c *checkoutDir) read(p place) {
 // had no symlink on it when the container was made (its source resolved):
 // one on it now (the fork's next commit turned a directory above the
 // workspace into a link to .git) makes the path another directory than
-// the one the tar was made for, and a path through a .git is a
-// repository's own; neither is judged, the tar is refused.
+// the one the tar was made for, and a path through a .git, or below a
+// directory holding a HEAD, is a repository's own; none is judged, the
+// tar is refused.
 func openCheckout(named string) (*layer, error) {
 	if named == "" {
 		return nil, nil
@@ -213,6 +255,19 @@ func openCheckout(named string) (*layer, error) {
 		return nil, fmt.Errorf("the path of the checkout %s passes through a symlink now, so it is not the directory the changes were made in: no tar of them; --format patch carries them", escapeText(named))
 	case err != nil:
 		return nil, fmt.Errorf("the checkout %s, which a tar is judged against, cannot be read: %w", escapeText(named), err)
+	}
+	// git takes a directory holding a HEAD for a repository, looking in
+	// every directory above where it runs: below one (the fork's next
+	// commit made the directory above the workspace a bare repository),
+	// the tar's files are that repository's hooks and config.
+	for dir := path.Dir(named); ; dir = path.Dir(dir) {
+		if _, err := os.Lstat(path.Join(dir, "HEAD")); err == nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("the checkout %s lies below %s, which holds a HEAD git may take for a repository: no tar of changes to it; --format patch carries them", escapeText(named), escapeText(dir))
+		}
+		if dir == "/" || dir == "." {
+			break
+		}
 	}
 	return &layer{root: os.NewFile(uintptr(fd), named)}, nil
 }

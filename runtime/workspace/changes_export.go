@@ -254,8 +254,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		if rel != "" && up.opaque(rel) {
 			marker := join(rel, opaqueMarker)
 			hdr := &tar.Header{Name: s.Prefix + marker, Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}
-			if cd.hasLink(opaqueMarker) {
-				reject(marker, checkoutMarkReason)
+			if why := cd.markReason(opaqueMarker); why != "" {
+				reject(marker, why)
 			} else if err := held.writeHeader(tw, hdr, func(why string) { reject(rel, why) }); err != nil {
 				return err
 			}
@@ -286,8 +286,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 					reject(p, whiteoutNameReason)
 					continue
 				}
-				if cd.hasLink(whiteoutPrefix + n) {
-					reject(join(rel, whiteoutPrefix+n), checkoutMarkReason)
+				if why := cd.markReason(whiteoutPrefix + n); why != "" {
+					reject(join(rel, whiteoutPrefix+n), why)
 					continue
 				}
 				hdr.Name = s.Prefix + join(rel, whiteoutPrefix+n)
@@ -303,8 +303,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 			}
 			// A symlink entry replaces the checkout's link: extractors
 			// remove a link before they make one.
-			if st.Mode&unix.S_IFMT != unix.S_IFLNK && cd.hasLink(n) {
-				reject(p, checkoutLinkReason)
+			if why := cd.entryReason(n); why != "" && st.Mode&unix.S_IFMT != unix.S_IFLNK {
+				reject(p, why)
 				continue
 			}
 			switch st.Mode & unix.S_IFMT {

@@ -518,12 +518,13 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 			}
 			out := filepath.Join(dst, filepath.FromSlash(p))
 			kind := st.Mode & unix.S_IFMT
-			switch {
-			case isWhiteout(st) && cd.hasLink(whiteoutPrefix+n):
-				leftOut(join(rel, whiteoutPrefix+n), checkoutMarkReason)
-				continue
-			case !isWhiteout(st) && kind != unix.S_IFLNK && cd.hasLink(n):
-				leftOut(p, checkoutLinkReason)
+			if isWhiteout(st) {
+				if why := cd.markReason(whiteoutPrefix + n); why != "" {
+					leftOut(join(rel, whiteoutPrefix+n), why)
+					continue
+				}
+			} else if why := cd.entryReason(n); why != "" && kind != unix.S_IFLNK {
+				leftOut(p, why)
 				continue
 			}
 			// Every inode the copy makes costs a block of the budget,
@@ -558,7 +559,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				}
 				switch {
 				case !up.opaque(p):
-				case sub.hasLink(opaqueMarker):
+				case sub.markReason(opaqueMarker) != "":
 					leftOut(join(p, opaqueMarker), checkoutMarkReason)
 				default:
 					if err := unix.Setxattr(out, "trusted.overlay.opaque", []byte("y"), 0); err != nil {
