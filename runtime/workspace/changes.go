@@ -237,8 +237,10 @@ func looksLikeRepo(upNames []string, low *layer, rel string) bool {
 // scanChanges compares an upper layer with its lower layer. It never
 // follows a link in either, opens only regular files (checked on the
 // descriptor), and reads no more than b allows.
-// reader is the sandbox user (nil: unknown).
-func scanChanges(upperDir, lowerDir string, b *budget, reader *idShift) ([]Change, error) {
+// reader is the sandbox user (nil: unknown). named is the checkout as it
+// is now at the path the caller named (nil: gone or not known): a HEAD
+// there makes a directory a repository as one in the lower layer does.
+func scanChanges(upperDir, lowerDir string, named *layer, b *budget, reader *idShift) ([]Change, error) {
 	up, err := openLayer(upperDir)
 	if err != nil {
 		return nil, err
@@ -249,12 +251,12 @@ func scanChanges(upperDir, lowerDir string, b *budget, reader *idShift) ([]Chang
 		return nil, err
 	}
 	defer low.Close()
-	s := &scanner{up: up, low: low, b: b, reader: reader, links: map[inode]linked{}}
+	s := &scanner{up: up, low: low, named: named, b: b, reader: reader, links: map[inode]linked{}}
 	names, err := up.names("", b)
 	if err != nil {
 		return nil, err
 	}
-	if looksLikeRepo(names, low, "") {
+	if looksLikeRepo(names, low, "") || looksLikeRepo(nil, named, "") {
 		return []Change{{Path: ".", Kind: "modified", Type: "dir", Rejected: repoDirReason}}, nil
 	}
 	if err := s.dir("", names, false, 1); err != nil {
@@ -274,11 +276,11 @@ type linked struct {
 }
 
 type scanner struct {
-	up, low *layer
-	b       *budget
-	reader  *idShift
-	out     []Change
-	links   map[inode]linked
+	up, low, named *layer
+	b              *budget
+	reader         *idShift
+	out            []Change
+	links          map[inode]linked
 }
 
 func join(dir, name string) string {
@@ -339,7 +341,7 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int) error 
 			if err != nil {
 				return err
 			}
-			if looksLikeRepo(below, s.low, p) {
+			if looksLikeRepo(below, s.low, p) || looksLikeRepo(nil, s.named, p) {
 				// Nothing below it is read: the whole entry stays out.
 				c := Change{Path: p, Kind: "added", Type: "dir", Mode: modeString(st.Mode), Rejected: repoDirReason, upperRel: p}
 				if lst != nil {

@@ -602,3 +602,52 @@ func TestTarJudgesRepositoriesInTheCheckoutNow(t *testing.T) {
 		}
 	})
 }
+
+// TestPatchJudgedAgainstTheCheckoutNow: git apply writes a patch's files
+// as they are, so the patch and json meet the checkout as it is now too: a
+// directory the fork's next commit made a repository keeps the job's config
+// out of the live patch and refuses the kept one (made at the keep), and a
+// workspace whose directory is gone below a bare repository (git would
+// make it again as that repository's hooks) is refused in every format.
+func TestPatchJudgedAgainstTheCheckoutNow(t *testing.T) {
+	h := newHostileWorkspace(t)
+	base := t.TempDir()
+	h.ws.Named = filepath.Join(base, "repo", "pkg", "hooks")
+	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.file("fixture/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
+	h.file("pre-commit", []byte("#!/bin/sh\necho owned\n"))
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws.Named, "fixture", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patch, rejected, err := h.export("patch", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(patch, "fixture/config") || !slices.Contains(rejected, "fixture: "+repoDirReason) {
+		t.Errorf("the live patch holds fixture/config or does not name it (left out %q):\n%s", rejected, patch)
+	}
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "holds a HEAD in fixture now") {
+		t.Errorf("the kept patch into a checkout that made fixture a repository: %v", err)
+	}
+	// The next commit made pkg a bare repository and took hooks away.
+	if err := os.RemoveAll(filepath.Join(base, "repo", "pkg", "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "repo", "pkg", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"patch", "json", "tar"} {
+		if _, _, err := h.export(format, defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "which holds a HEAD") {
+			t.Errorf("the live %s below a bare repository, the workspace gone: %v", format, err)
+		}
+		if _, err := Export(cfg, "/run/root-a", "c1", format, io.Discard); err == nil || !strings.Contains(err.Error(), "which holds a HEAD") {
+			t.Errorf("the kept %s below a bare repository, the workspace gone: %v", format, err)
+		}
+	}
+}

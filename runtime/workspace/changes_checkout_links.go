@@ -230,7 +230,8 @@ func (c *checkoutDir) read(p place) {
 }
 
 // openCheckout opens the checkout at named as it is now; a path that is
-// gone (or "") gives nil: there is nothing there to write through. named
+// gone (or "") gives nil: there is nothing there to write through, unless
+// a directory above it is a repository. named
 // had no symlink on it when the container was made (its source resolved):
 // one on it now (the fork's next commit turned a directory above the
 // workspace into a link to .git) makes the path another directory than
@@ -242,32 +243,38 @@ func openCheckout(named string) (*layer, error) {
 		return nil, nil
 	}
 	if slices.ContainsFunc(strings.Split(named, "/"), isRepoMeta) {
-		return nil, fmt.Errorf("the checkout %s lies in a repository's .git: no tar of changes to it; --format patch carries them", escapeText(named))
+		return nil, fmt.Errorf("the checkout %s lies in a repository's .git: no export of changes to it", escapeText(named))
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, named, &unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nil, nil
 	case errors.Is(err, unix.ELOOP):
-		return nil, fmt.Errorf("the path of the checkout %s passes through a symlink now, so it is not the directory the changes were made in: no tar of them; --format patch carries them", escapeText(named))
+		return nil, fmt.Errorf("the path of the checkout %s passes through a symlink now, so it is not the directory the changes were made in: no export of them", escapeText(named))
+	case err != nil && !errors.Is(err, unix.ENOENT):
+		return nil, fmt.Errorf("the checkout %s, which an export is judged against, cannot be read: %w", escapeText(named), err)
 	case err != nil:
-		return nil, fmt.Errorf("the checkout %s, which a tar is judged against, cannot be read: %w", escapeText(named), err)
+		fd = -1
 	}
 	// git takes a directory holding a HEAD for a repository, looking in
 	// every directory above where it runs: below one (the fork's next
 	// commit made the directory above the workspace a bare repository),
-	// the tar's files are that repository's hooks and config.
+	// the changes are that repository's hooks and config, whether the
+	// workspace's directory is there or an extractor makes it again.
 	for dir := path.Dir(named); ; dir = path.Dir(dir) {
 		if _, err := os.Lstat(path.Join(dir, "HEAD")); err == nil {
-			unix.Close(fd)
-			return nil, fmt.Errorf("the checkout %s lies below %s, which holds a HEAD git may take for a repository: no tar of changes to it; --format patch carries them", escapeText(named), escapeText(dir))
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+			return nil, fmt.Errorf("the checkout %s lies below %s, which holds a HEAD git may take for a repository: no export of changes to it", escapeText(named), escapeText(dir))
 		}
 		if dir == "/" || dir == "." {
 			break
 		}
+	}
+	if fd < 0 {
+		return nil, nil // gone
 	}
 	return &layer{root: os.NewFile(uintptr(fd), named)}, nil
 }

@@ -98,7 +98,14 @@ func scanSets(sets []layerSet, b *budget) ([]workspaceChanges, []string, error) 
 	var wcs []workspaceChanges
 	var rejected []string
 	for _, s := range sets {
-		changes, err := scanChanges(s.Upper, s.Lower, b, s.Shift)
+		named, err := openCheckout(s.Source)
+		if err != nil {
+			return nil, nil, err
+		}
+		changes, err := scanChanges(s.Upper, s.Lower, named, b, s.Shift)
+		if named != nil {
+			named.Close()
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("workspace %s: %w", s.Destination, err)
 		}

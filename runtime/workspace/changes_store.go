@@ -717,6 +717,15 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
+	if format != "tar" {
+		// The kept patch and json were made at the keep; the checkout
+		// may have become a repository where they write since.
+		for _, s := range r.layers {
+			if err := keptWritesIntoRepo(s, newBudget(lim)); err != nil {
+				return nil, fmt.Errorf("kept changes of %s: %w", id, err)
+			}
+		}
+	}
 	if format == "tar" {
 		if r.TarJudgement < tarJudgement {
 			return nil, fmt.Errorf("kept changes of %s were copied by an earlier bulkhead, which did not leave out every name standing where the checkout has a symlink: no tar of them; --format patch carries them", id)
@@ -866,4 +875,52 @@ func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 		_ = os.Remove(filepath.Dir(p))
 	}
 	return gone, errors.Join(errs...)
+}
+
+// keptWritesIntoRepo refuses kept changes whose checkout, as it is now at
+// its named path, cannot be judged (openCheckout) or holds a HEAD in a
+// directory the changes write in: git may take it for a repository, and
+// the job's config or hooks there would run as whoever next runs git.
+func keptWritesIntoRepo(s layerSet, b *budget) error {
+	named, err := openCheckout(s.Source)
+	if err != nil || named == nil {
+		return err
+	}
+	defer named.Close()
+	up, err := openLayer(s.Upper)
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		if looksLikeRepo(nil, named, rel) {
+			where := rel
+			if where == "" {
+				where = "."
+			}
+			return fmt.Errorf("the checkout %s holds a HEAD in %s now, which git may take for a repository, and the changes write there: no export of them", escapeText(s.Source), escapeText(where))
+		}
+		names, err := up.names(rel, b)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			p := join(rel, n)
+			if err := b.entry(p, depth); err != nil {
+				return err
+			}
+			st, err := up.lstat(p)
+			if err != nil {
+				return err
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+				if err := walk(p, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", 1)
 }
