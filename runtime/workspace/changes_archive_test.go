@@ -651,3 +651,34 @@ func TestPatchJudgedAgainstTheCheckoutNow(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptPatchJudgedWhereTheCopyLeftOut: the kept copy leaves out what
+// stands on a checkout link by key (fixture, beside the checkout's link
+// Fixture), but the kept patch, made against the checkout's exact names,
+// carries fixture/config. When the fork's next commit makes fixture a
+// repository, the kept patch is refused all the same.
+func TestKeptPatchJudgedWhereTheCopyLeftOut(t *testing.T) {
+	h := newHostileWorkspace(t)
+	if err := os.Symlink("keep.txt", filepath.Join(h.ws.Source, "Fixture")); err != nil {
+		t.Fatal(err)
+	}
+	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.file("fixture/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var patch bytes.Buffer
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &patch); err != nil || !strings.Contains(patch.String(), "fixture/config") {
+		t.Fatalf("the kept patch before the commit: %v\n%s", err, patch.String())
+	}
+	if err := os.WriteFile(filepath.Join(h.ws.Named, "fixture", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "holds a HEAD in fixture now") {
+		t.Errorf("the kept patch into a checkout that made fixture a repository: %v", err)
+	}
+}

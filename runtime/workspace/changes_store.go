@@ -720,10 +720,8 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 	if format != "tar" {
 		// The kept patch and json were made at the keep; the checkout
 		// may have become a repository where they write since.
-		for _, s := range r.layers {
-			if err := keptWritesIntoRepo(s, newBudget(lim)); err != nil {
-				return nil, fmt.Errorf("kept changes of %s: %w", id, err)
-			}
+		if err := keptWritesIntoRepo(r); err != nil {
+			return nil, fmt.Errorf("kept changes of %s: %w", id, err)
 		}
 	}
 	if format == "tar" {
@@ -879,48 +877,49 @@ func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 
 // keptWritesIntoRepo refuses kept changes whose checkout, as it is now at
 // its named path, cannot be judged (openCheckout) or holds a HEAD in a
-// directory the changes write in: git may take it for a repository, and
-// the job's config or hooks there would run as whoever next runs git.
-func keptWritesIntoRepo(s layerSet, b *budget) error {
-	named, err := openCheckout(s.Source)
-	if err != nil || named == nil {
-		return err
-	}
-	defer named.Close()
-	up, err := openLayer(s.Upper)
+// directory the kept patch and json write in: git may take it for a
+// repository, and the job's config or hooks there would run as whoever
+// next runs git. The directories are those of every change the kept json
+// names (the patch holds no other): the kept copy leaves some out.
+func keptWritesIntoRepo(r *Kept) error {
+	data, err := os.ReadFile(filepath.Join(r.Dir, "changes.json"))
 	if err != nil {
 		return err
 	}
-	defer up.Close()
-	var walk func(rel string, depth int) error
-	walk = func(rel string, depth int) error {
-		if looksLikeRepo(nil, named, rel) {
-			where := rel
-			if where == "" {
-				where = "."
-			}
-			return fmt.Errorf("the checkout %s holds a HEAD in %s now, which git may take for a repository, and the changes write there: no export of them", escapeText(s.Source), escapeText(where))
-		}
-		names, err := up.names(rel, b)
+	var report ChangeReport
+	if err := json.Unmarshal(data, &report); err != nil {
+		return fmt.Errorf("%s: %w", r.Dir, err)
+	}
+	for i, s := range r.layers {
+		named, err := openCheckout(s.Source)
 		if err != nil {
 			return err
 		}
-		for _, n := range names {
-			p := join(rel, n)
-			if err := b.entry(p, depth); err != nil {
-				return err
-			}
-			st, err := up.lstat(p)
-			if err != nil {
-				return err
-			}
-			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				if err := walk(p, depth+1); err != nil {
-					return err
+		if named == nil {
+			continue
+		}
+		dirs := map[string]bool{".": true}
+		if i < len(report.Workspaces) {
+			for _, c := range report.Workspaces[i].Changes {
+				if c.Type == "dir" {
+					dirs[c.Path] = true
+				}
+				for d := path.Dir(c.Path); d != "." && d != "/"; d = path.Dir(d) {
+					dirs[d] = true
 				}
 			}
 		}
-		return nil
+		for d := range dirs {
+			rel := d
+			if rel == "." {
+				rel = ""
+			}
+			if looksLikeRepo(nil, named, rel) {
+				named.Close()
+				return fmt.Errorf("the checkout %s holds a HEAD in %s now, which git may take for a repository, and the changes write there: no export of them", escapeText(s.Source), escapeText(d))
+			}
+		}
+		named.Close()
 	}
-	return walk("", 1)
+	return nil
 }
