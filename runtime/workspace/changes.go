@@ -209,29 +209,43 @@ func isRepoMeta(name string) bool {
 // its own never leaves the layer, whatever its name: git looks for one in
 // every directory it runs in and above (a bare repository), and runs its
 // configuration as it runs a .git's.
-const repoDirReason = "a directory holding HEAD, which git can take for a repository (with objects and refs, or commondir, from this export or another): its configuration and hooks would run on the host; never exported"
+const repoDirReason = "a directory holding HEAD, or objects and refs, which git can take for a repository (complete from this export or another, or named by a commondir): its configuration and hooks would run on the host; never exported"
 
 // looksLikeRepo tells whether git could take the directory rel for a
-// repository once changes are applied: it holds a HEAD, the one entry
-// every repository git accepts has (setup.c's is_git_directory; objects
-// and refs beside it, or a commondir, complete it). Judging the whole
-// shape would not do: two exports, each short of it and applied one after
-// the other, made a repository whose config ran the job's command. HEAD
-// counts in any case, on the upper layer's side or the lower layer's (nil:
-// not known): a HEAD the job deletes beside a config it writes must not
-// make the config safe to export.
-func looksLikeRepo(upNames []string, low *layer, rel string) bool {
+// repository once changes are applied (gitDir), by the names of the upper
+// layer's directory (upNames) and of the lower layers' (nil: not known).
+// Judging the whole shape would not do: two exports, each short of it and
+// applied one after the other, made a repository whose config ran the
+// job's command. A name counts on any side: a HEAD the job deletes beside
+// a config it writes must not make the config safe to export.
+func looksLikeRepo(upNames []string, rel string, lows ...*layer) bool {
+	found := map[string]bool{}
 	for _, n := range upNames {
-		if nameKey(n) == "head" {
-			return true
+		found[nameKey(n)] = true
+	}
+	for _, low := range lows {
+		for _, n := range gitDirNames {
+			if low != nil {
+				if _, err := low.lstat(join(rel, n)); err == nil {
+					found[nameKey(n)] = true
+				}
+			}
 		}
 	}
-	if low != nil {
-		if _, err := low.lstat(join(rel, "HEAD")); err == nil {
-			return true
-		}
-	}
-	return false
+	return gitDir(func(key string) bool { return found[key] })
+}
+
+// gitDirNames are the entries that make a directory one git may take for a
+// repository (setup.c's is_git_directory): a HEAD, or objects and refs. A
+// directory with objects and refs and no HEAD is a repository's common
+// directory, whose config and hooks git reads when a HEAD elsewhere sits
+// beside a commondir file naming it.
+var gitDirNames = []string{"HEAD", "objects", "refs"}
+
+// gitDir tells whether a directory that has the entries (by name key) has
+// says yes to is one git may take for a repository.
+func gitDir(has func(key string) bool) bool {
+	return has("head") || has("objects") && has("refs")
 }
 
 // scanChanges compares an upper layer with its lower layer. It never
@@ -256,7 +270,7 @@ func scanChanges(upperDir, lowerDir string, named *layer, b *budget, reader *idS
 	if err != nil {
 		return nil, err
 	}
-	if looksLikeRepo(names, low, "") || looksLikeRepo(nil, named, "") {
+	if looksLikeRepo(names, "", low, named) {
 		return []Change{{Path: ".", Kind: "modified", Type: "dir", Rejected: repoDirReason}}, nil
 	}
 	if err := s.dir("", names, false, 1); err != nil {
@@ -341,7 +355,7 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int) error 
 			if err != nil {
 				return err
 			}
-			if looksLikeRepo(below, s.low, p) || looksLikeRepo(nil, s.named, p) {
+			if looksLikeRepo(below, p, s.low, s.named) {
 				// Nothing below it is read: the whole entry stays out.
 				c := Change{Path: p, Kind: "added", Type: "dir", Mode: modeString(st.Mode), Rejected: repoDirReason, upperRel: p}
 				if lst != nil {

@@ -517,7 +517,7 @@ func TestTarRefusedWhereTheCheckoutPathChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.ws.Named = filepath.Join(bare, "hooks")
-	if _, _, err := h.export("tar", defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "which holds a HEAD") {
+	if _, _, err := h.export("tar", defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "which git may take for a repository") {
 		t.Errorf("the live tar below a bare repository: %v", err)
 	}
 }
@@ -632,7 +632,7 @@ func TestPatchJudgedAgainstTheCheckoutNow(t *testing.T) {
 	if strings.Contains(patch, "fixture/config") || !slices.Contains(rejected, "fixture: "+repoDirReason) {
 		t.Errorf("the live patch holds fixture/config or does not name it (left out %q):\n%s", rejected, patch)
 	}
-	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "holds a HEAD in fixture now") {
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "in fixture now, which git may take") {
 		t.Errorf("the kept patch into a checkout that made fixture a repository: %v", err)
 	}
 	// The next commit made pkg a bare repository and took hooks away.
@@ -643,10 +643,10 @@ func TestPatchJudgedAgainstTheCheckoutNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, format := range []string{"patch", "json", "tar"} {
-		if _, _, err := h.export(format, defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "which holds a HEAD") {
+		if _, _, err := h.export(format, defaultChangeLimits); err == nil || !strings.Contains(err.Error(), "which git may take for a repository") {
 			t.Errorf("the live %s below a bare repository, the workspace gone: %v", format, err)
 		}
-		if _, err := Export(cfg, "/run/root-a", "c1", format, io.Discard); err == nil || !strings.Contains(err.Error(), "which holds a HEAD") {
+		if _, err := Export(cfg, "/run/root-a", "c1", format, io.Discard); err == nil || !strings.Contains(err.Error(), "which git may take for a repository") {
 			t.Errorf("the kept %s below a bare repository, the workspace gone: %v", format, err)
 		}
 	}
@@ -678,7 +678,48 @@ func TestKeptPatchJudgedWhereTheCopyLeftOut(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(h.ws.Named, "fixture", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "holds a HEAD in fixture now") {
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "in fixture now, which git may take") {
 		t.Errorf("the kept patch into a checkout that made fixture a repository: %v", err)
 	}
+}
+
+// TestExportKeepsOutACommonDirectory: git takes the HEAD of a repository
+// from one directory and its objects, refs, config and hooks from the one
+// a commondir file beside the HEAD names, which needs no HEAD: the fork
+// commits fixture2/HEAD and fixture2/commondir (../fixture), the job writes
+// fixture/objects, fixture/refs and fixture/config with a core.pager. A
+// directory with objects and refs counts as one with a HEAD: left out of
+// the live tar and patch and the kept tar, and the kept patch refused
+// where the checkout holds them.
+func TestExportKeepsOutACommonDirectory(t *testing.T) {
+	h := newHostileWorkspace(t)
+	for name, content := range map[string]string{"fixture2/HEAD": "ref: refs/heads/main\n", "fixture2/commondir": "../fixture\n"} {
+		p := filepath.Join(h.ws.Source, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("fixture/objects/.keep", nil)
+	h.file("fixture/refs/.keep", nil)
+	h.file("fixture/config", []byte("[core]\n\tpager = touch /tmp/owned\n"))
+	h.file("fine.txt", []byte("fine\n"))
+	patch, rejected, err := h.export("patch", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(patch, "fixture/config") || !slices.Contains(rejected, "fixture: "+repoDirReason) {
+		t.Errorf("the live patch holds fixture/config or does not name fixture (left out %q):\n%s", rejected, patch)
+	}
+	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
+		names := tarNames(t, tarball)
+		if slices.Contains(names, "0 fixture/config") || !slices.Contains(rejected, "fixture: "+repoDirReason) {
+			t.Errorf("%s tar: %q, left out %q; want fixture left out as a repository", how, names, rejected)
+		}
+		if !slices.Contains(names, "0 fine.txt") {
+			t.Errorf("%s tar lost fine.txt: %q", how, names)
+		}
+	})
 }

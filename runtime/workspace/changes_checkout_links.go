@@ -68,7 +68,7 @@ type checkoutDir struct {
 	links  map[string]bool    // keys of the symlinks there
 	shared map[string]bool    // keys of the files with other hard links there
 	dirs   map[string][]place // each key's directories there
-	head   bool               // a HEAD there: git may take it for a repository (looksLikeRepo)
+	gitDir map[string]bool    // keys of gitDirNames there
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
@@ -136,11 +136,18 @@ func (c *checkoutDir) markReason(name string) string {
 	return ""
 }
 
-// holdsHead tells whether a checkout has a HEAD where c lands, or cannot
-// say: git may take the directory for a repository once the tar is
-// extracted there, and run the configuration the tar holds.
-func (c *checkoutDir) holdsHead() bool {
-	return c != nil && (c.unsure || c.head)
+// repoWith tells whether git may take the directory c lands in for a
+// repository once the tar's entries upNames are there (gitDir: on either
+// side, or the two together), or c cannot say.
+func (c *checkoutDir) repoWith(upNames []string) bool {
+	if c != nil && c.unsure {
+		return true
+	}
+	found := map[string]bool{}
+	for _, n := range upNames {
+		found[nameKey(n)] = true
+	}
+	return gitDir(func(key string) bool { return found[key] || c != nil && c.gitDir[key] })
 }
 
 // linkLeaves tells whether a symlink the tar writes in c's directory rel,
@@ -195,7 +202,12 @@ func (c *checkoutDir) read(p place) {
 		batch, err := d.ReadDir(1024)
 		for _, e := range batch {
 			k := nameKey(e.Name())
-			c.head = c.head || k == "head"
+			if slices.ContainsFunc(gitDirNames, func(n string) bool { return nameKey(n) == k }) {
+				if c.gitDir == nil {
+					c.gitDir = map[string]bool{}
+				}
+				c.gitDir[k] = true
+			}
 			switch {
 			case e.Type()&fs.ModeSymlink != 0:
 				if c.links == nil {
@@ -263,11 +275,19 @@ func openCheckout(named string) (*layer, error) {
 	// the changes are that repository's hooks and config, whether the
 	// workspace's directory is there or an extractor makes it again.
 	for dir := path.Dir(named); ; dir = path.Dir(dir) {
-		if _, err := os.Lstat(path.Join(dir, "HEAD")); err == nil {
+		if gitDir(func(key string) bool {
+			for _, n := range gitDirNames {
+				if nameKey(n) == key {
+					_, err := os.Lstat(path.Join(dir, n))
+					return err == nil
+				}
+			}
+			return false
+		}) {
 			if fd >= 0 {
 				unix.Close(fd)
 			}
-			return nil, fmt.Errorf("the checkout %s lies below %s, which holds a HEAD git may take for a repository: no export of changes to it", escapeText(named), escapeText(dir))
+			return nil, fmt.Errorf("the checkout %s lies below %s, which git may take for a repository (a HEAD, or objects and refs): no export of changes to it", escapeText(named), escapeText(dir))
 		}
 		if dir == "/" || dir == "." {
 			break

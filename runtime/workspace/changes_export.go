@@ -321,7 +321,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 					return err
 				}
 				sub := cd.below(n)
-				if looksLikeRepo(below, nil, p) || sub.holdsHead() {
+				if sub.repoWith(below) {
 					reject(p, repoDirReason)
 					continue
 				}
@@ -405,7 +405,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		return nil, err
 	}
 	root := checkoutRoot(low, named)
-	if looksLikeRepo(names, nil, "") || root.holdsHead() {
+	if root.repoWith(names) {
 		reject(".", repoDirReason)
 		return rejected, nil
 	}

@@ -184,11 +184,15 @@ func TestExportRepositoryByContent(t *testing.T) {
 	// another job's export; applied one after the other they made one.
 	h.file("split/HEAD", []byte("ref: refs/heads/main\n"))
 	h.file("split/config", fsmonitor)
-	// No HEAD: nothing git takes for a repository.
+	// Objects and refs with no HEAD: the common directory a commondir
+	// file beside a HEAD elsewhere names, whose config git reads.
+	h.file("common/objects/x", []byte("x\n"))
+	h.file("common/refs/x", []byte("x\n"))
+	h.file("common/config", fsmonitor)
+	// Objects alone, no HEAD: nothing git takes for a repository.
 	h.file("notrepo/objects/x", []byte("x\n"))
-	h.file("notrepo/refs/x", []byte("x\n"))
 	h.file("notrepo/config", []byte("plain\n"))
-	left := []string{"bare", "caps", "fixture", "split", "wt"}
+	left := []string{"bare", "caps", "common", "fixture", "split", "wt"}
 
 	for _, format := range []string{"patch", "json", "tar"} {
 		out, rejected, err := h.export(format, defaultChangeLimits)
@@ -284,13 +288,15 @@ func TestRepoMetaSpellings(t *testing.T) {
 			t.Errorf("isRepoMeta(%q) = true", n)
 		}
 	}
-	for _, n := range []string{"HEAD", "head", "HEAD.", "He\u200bad", "HEAD:x"} {
-		if !looksLikeRepo([]string{n}, nil, "") {
-			t.Errorf("looksLikeRepo with %q = false", n)
+	for _, names := range [][]string{{"HEAD"}, {"head"}, {"HEAD."}, {"He\u200bad"}, {"HEAD:x"}, {"objects", "refs"}, {"Objects", "REFS"}} {
+		if !looksLikeRepo(names, "") {
+			t.Errorf("looksLikeRepo with %q = false", names)
 		}
 	}
-	if looksLikeRepo([]string{"HEADER", "ahead"}, nil, "") {
-		t.Error("looksLikeRepo with HEADER and ahead = true")
+	for _, names := range [][]string{{"HEADER", "ahead"}, {"objects"}, {"refs"}, {"config", "hooks"}} {
+		if looksLikeRepo(names, "") {
+			t.Errorf("looksLikeRepo with %q = true", names)
+		}
 	}
 }
 

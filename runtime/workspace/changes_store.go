@@ -547,7 +547,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 					return err
 				}
 				sub := cd.below(n)
-				if looksLikeRepo(below, nil, p) || sub.holdsHead() {
+				if sub.repoWith(below) {
 					leftOut(p, repoDirReason)
 					continue
 				}
@@ -604,7 +604,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 		return err
 	}
 	root := checkoutRoot(low)
-	if looksLikeRepo(names, nil, "") || root.holdsHead() {
+	if root.repoWith(names) {
 		leftOut(".", repoDirReason)
 		return nil
 	}
@@ -914,9 +914,9 @@ func keptWritesIntoRepo(r *Kept) error {
 			if rel == "." {
 				rel = ""
 			}
-			if looksLikeRepo(nil, named, rel) {
+			if looksLikeRepo(nil, rel, named) {
 				named.Close()
-				return fmt.Errorf("the checkout %s holds a HEAD in %s now, which git may take for a repository, and the changes write there: no export of them", escapeText(s.Source), escapeText(d))
+				return fmt.Errorf("the checkout %s holds a HEAD, or objects and refs, in %s now, which git may take for a repository, and the changes write there: no export of them", escapeText(s.Source), escapeText(d))
 			}
 		}
 		named.Close()
