@@ -723,3 +723,28 @@ func TestExportKeepsOutACommonDirectory(t *testing.T) {
 		}
 	})
 }
+
+// TestKeptPatchOfACheckoutWithItsRepository: a checkout is a repository's
+// worktree, its .git holding a HEAD. What the job wrote in .git is left out
+// of every format, so it is no directory the kept patch writes in: the
+// kept patch of the other changes is exported.
+func TestKeptPatchOfACheckoutWithItsRepository(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(filepath.Join(h.ws.Named, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws.Named, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.file(".git/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
+	h.file("src/fine.txt", []byte("fine\n"))
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var patch bytes.Buffer
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &patch); err != nil || !strings.Contains(patch.String(), "src/fine.txt") || strings.Contains(patch.String(), ".git/config") {
+		t.Errorf("the kept patch of a checkout with its .git: %v\n%s", err, patch.String())
+	}
+}

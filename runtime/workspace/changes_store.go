@@ -880,7 +880,7 @@ func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 // directory the kept patch and json write in: git may take it for a
 // repository, and the job's config or hooks there would run as whoever
 // next runs git. The directories are those of every change the kept json
-// names (the patch holds no other): the kept copy leaves some out.
+// names and the patch holds: the kept copy leaves some out.
 func keptWritesIntoRepo(r *Kept) error {
 	data, err := os.ReadFile(filepath.Join(r.Dir, "changes.json"))
 	if err != nil {
@@ -901,6 +901,9 @@ func keptWritesIntoRepo(r *Kept) error {
 		dirs := map[string]bool{".": true}
 		if i < len(report.Workspaces) {
 			for _, c := range report.Workspaces[i].Changes {
+				if c.Rejected != "" {
+					continue // never in the patch: a checkout's own .git is one
+				}
 				if c.Type == "dir" {
 					dirs[c.Path] = true
 				}
