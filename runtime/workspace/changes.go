@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -209,30 +210,33 @@ func isRepoMeta(name string) bool {
 // its own never leaves the layer, whatever its name: git looks for one in
 // every directory it runs in and above (a bare repository), and runs its
 // configuration as it runs a .git's.
-const repoDirReason = "a directory holding HEAD, or objects and refs, which git can take for a repository (complete from this export or another, or named by a commondir): its configuration and hooks would run on the host; never exported"
+const repoDirReason = "a directory holding HEAD, or objects and refs, or where the job adds objects or refs (half of a repository another export may complete, or named by a commondir), which git can take for a repository: its configuration and hooks would run on the host; never exported"
 
 // looksLikeRepo tells whether git could take the directory rel for a
-// repository once changes are applied (gitDir), by the names of the upper
-// layer's directory (upNames) and of the lower layers' (nil: not known).
-// Judging the whole shape would not do: two exports, each short of it and
-// applied one after the other, made a repository whose config ran the
-// job's command. A name counts on any side: a HEAD the job deletes beside
-// a config it writes must not make the config safe to export.
+// repository once changes are applied (repoLike), by the names of the upper
+// layer's directory (upNames, the job's side) and of the lower layers' (the
+// checkout's side; nil: not known).
 func looksLikeRepo(upNames []string, rel string, lows ...*layer) bool {
-	found := map[string]bool{}
+	job := map[string]bool{}
 	for _, n := range upNames {
-		found[nameKey(n)] = true
+		job[nameKey(n)] = true
 	}
+	checkout := map[string]bool{}
 	for _, low := range lows {
-		for _, n := range gitDirNames {
-			if low != nil {
-				if _, err := low.lstat(join(rel, n)); err == nil {
-					found[nameKey(n)] = true
-				}
-			}
+		if low == nil {
+			continue
+		}
+		// By key, as the tar's judgement reads them: CPython's Objects
+		// is objects on macOS.
+		names, err := low.names(rel, nil)
+		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
+			return true // cannot say: counts as one
+		}
+		for _, n := range names {
+			checkout[nameKey(n)] = true
 		}
 	}
-	return gitDir(func(key string) bool { return found[key] })
+	return repoLike(func(key string) bool { return job[key] }, func(key string) bool { return checkout[key] })
 }
 
 // gitDirNames are the entries that make a directory one git may take for a
@@ -242,10 +246,22 @@ func looksLikeRepo(upNames []string, rel string, lows ...*layer) bool {
 // beside a commondir file naming it.
 var gitDirNames = []string{"HEAD", "objects", "refs"}
 
-// gitDir tells whether a directory that has the entries (by name key) has
-// says yes to is one git may take for a repository.
-func gitDir(has func(key string) bool) bool {
-	return has("head") || has("objects") && has("refs")
+// repoLike tells whether git may take a directory for a repository once
+// changes are applied, by the keys of gitDirNames the job's side (job) and
+// the checkout's (checkout: as the container saw it, and as it is now)
+// hold there. Judging the whole shape would not do: two exports, each
+// short of it and applied one after the other, made a repository whose
+// config ran the job's command. So a HEAD counts on either side, objects
+// and refs on either or both, and an objects or refs the job adds where
+// the checkout has none counts alone: it is half of a common directory,
+// and another export may hold the other half. A name counts on any side:
+// a HEAD the job deletes beside a config it writes must not make the
+// config safe to export. What the checkout holds alone (CPython's Objects)
+// is no repository until the other half is there.
+func repoLike(job, checkout func(key string) bool) bool {
+	either := func(key string) bool { return job(key) || checkout(key) }
+	return either("head") || either("objects") && either("refs") ||
+		job("objects") && !checkout("objects") || job("refs") && !checkout("refs")
 }
 
 // scanChanges compares an upper layer with its lower layer. It never

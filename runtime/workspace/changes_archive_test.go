@@ -683,6 +683,46 @@ func TestKeptPatchJudgedWhereTheCopyLeftOut(t *testing.T) {
 	}
 }
 
+// TestKeptPatchCountsWhatItWrites: the kept patch is judged by what the
+// checkout holds now together with the names it writes itself. The job
+// wrote fixture/objects/x (the checkout had objects then) and
+// fixture/config; the fork's next commit took objects away and added refs.
+// The patch's objects with the checkout's refs would make fixture a common
+// directory whose config is the job's: refused.
+func TestKeptPatchCountsWhatItWrites(t *testing.T) {
+	h := newHostileWorkspace(t)
+	if err := os.MkdirAll(filepath.Join(h.ws.Source, "fixture", "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture", "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.file("fixture/objects/x", []byte("x\n"))
+	h.file("fixture/config", []byte("[core]\n\tpager = touch /tmp/owned\n"))
+	h.file("fine.txt", []byte("fine\n"))
+	cfg := testConfig(t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var before bytes.Buffer
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &before); err != nil || !strings.Contains(before.String(), "+++ b/fixture/config") {
+		t.Fatalf("the kept patch before the commit: %v\n%s", err, before.String())
+	}
+	if err := os.Remove(filepath.Join(h.ws.Named, "fixture", "objects")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture", "refs", "heads"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"patch", "json"} {
+		var out bytes.Buffer
+		if _, err := Export(cfg, "/run/root-a", "c1", format, &out); err == nil || !strings.Contains(err.Error(), "in fixture now, which git may take") {
+			t.Errorf("the kept %s whose objects complete the checkout's refs: %v\n%s", format, err, out.String())
+		}
+	}
+}
+
 // TestExportKeepsOutACommonDirectory: git takes the HEAD of a repository
 // from one directory and its objects, refs, config and hooks from the one
 // a commondir file beside the HEAD names, which needs no HEAD: the fork

@@ -137,17 +137,17 @@ func (c *checkoutDir) markReason(name string) string {
 }
 
 // repoWith tells whether git may take the directory c lands in for a
-// repository once the tar's entries upNames are there (gitDir: on either
-// side, or the two together), or c cannot say.
+// repository once the tar's entries upNames are there (repoLike), or c
+// cannot say.
 func (c *checkoutDir) repoWith(upNames []string) bool {
 	if c != nil && c.unsure {
 		return true
 	}
-	found := map[string]bool{}
+	job := map[string]bool{}
 	for _, n := range upNames {
-		found[nameKey(n)] = true
+		job[nameKey(n)] = true
 	}
-	return gitDir(func(key string) bool { return found[key] || c != nil && c.gitDir[key] })
+	return repoLike(func(key string) bool { return job[key] }, func(key string) bool { return c != nil && c.gitDir[key] })
 }
 
 // linkLeaves tells whether a symlink the tar writes in c's directory rel,
@@ -275,7 +275,7 @@ func openCheckout(named string) (*layer, error) {
 	// the changes are that repository's hooks and config, whether the
 	// workspace's directory is there or an extractor makes it again.
 	for dir := path.Dir(named); ; dir = path.Dir(dir) {
-		if gitDir(func(key string) bool {
+		if repoLike(func(string) bool { return false }, func(key string) bool {
 			for _, n := range gitDirNames {
 				if nameKey(n) == key {
 					_, err := os.Lstat(path.Join(dir, n))

@@ -180,6 +180,14 @@ func TestExportRepositoryByContent(t *testing.T) {
 		}
 	}
 	h.file("fixture/config", fsmonitor)
+	// The checkout's HEAD in another spelling, which macOS takes for one.
+	if err := os.MkdirAll(filepath.Join(h.ws.Source, "keyed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws.Source, "keyed", "Head"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.file("keyed/config", fsmonitor)
 	// Half a repository: HEAD and config here, objects and refs in
 	// another job's export; applied one after the other they made one.
 	h.file("split/HEAD", []byte("ref: refs/heads/main\n"))
@@ -189,10 +197,19 @@ func TestExportRepositoryByContent(t *testing.T) {
 	h.file("common/objects/x", []byte("x\n"))
 	h.file("common/refs/x", []byte("x\n"))
 	h.file("common/config", fsmonitor)
-	// Objects alone, no HEAD: nothing git takes for a repository.
-	h.file("notrepo/objects/x", []byte("x\n"))
+	// Half a common directory, objects or refs alone: another export
+	// may hold the other half.
+	h.file("half/Objects/x", []byte("x\n"))
+	h.file("half/config", fsmonitor)
+	h.file("halfrefs/refs/x", []byte("x\n"))
+	// Objects the checkout holds alone (CPython's Objects), no HEAD:
+	// nothing git takes for a repository, changed or not.
+	if err := os.MkdirAll(filepath.Join(h.ws.Source, "notrepo", "Objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.file("notrepo/Objects/x", []byte("x\n"))
 	h.file("notrepo/config", []byte("plain\n"))
-	left := []string{"bare", "caps", "common", "fixture", "split", "wt"}
+	left := []string{"bare", "caps", "common", "fixture", "half", "halfrefs", "keyed", "split", "wt"}
 
 	for _, format := range []string{"patch", "json", "tar"} {
 		out, rejected, err := h.export(format, defaultChangeLimits)
@@ -228,17 +245,18 @@ func TestExportRepositoryByContent(t *testing.T) {
 				}
 			}
 		}
-		var plain bool
+		var plain, objects bool
 		for _, n := range exported {
 			plain = plain || strings.HasPrefix(n, "notrepo/config")
+			objects = objects || strings.HasPrefix(n, "notrepo/Objects/x")
 			for _, d := range left {
 				if strings.HasPrefix(n, d+"/") || n == d {
 					t.Errorf("%s exports %s", format, n)
 				}
 			}
 		}
-		if !plain {
-			t.Errorf("%s leaves out notrepo/config, which no git takes for a repository's: %q", format, exported)
+		if !plain || !objects {
+			t.Errorf("%s leaves out notrepo/config or notrepo/Objects/x, which no git takes for a repository's: %q (left out %q)", format, exported, rejected)
 		}
 	}
 
@@ -288,12 +306,12 @@ func TestRepoMetaSpellings(t *testing.T) {
 			t.Errorf("isRepoMeta(%q) = true", n)
 		}
 	}
-	for _, names := range [][]string{{"HEAD"}, {"head"}, {"HEAD."}, {"He\u200bad"}, {"HEAD:x"}, {"objects", "refs"}, {"Objects", "REFS"}} {
+	for _, names := range [][]string{{"HEAD"}, {"head"}, {"HEAD."}, {"He\u200bad"}, {"HEAD:x"}, {"objects", "refs"}, {"Objects", "REFS"}, {"objects"}, {"REFS."}} {
 		if !looksLikeRepo(names, "") {
 			t.Errorf("looksLikeRepo with %q = false", names)
 		}
 	}
-	for _, names := range [][]string{{"HEADER", "ahead"}, {"objects"}, {"refs"}, {"config", "hooks"}} {
+	for _, names := range [][]string{{"HEADER", "ahead"}, {"objects2", "refs.d"}, {"config", "hooks"}} {
 		if looksLikeRepo(names, "") {
 			t.Errorf("looksLikeRepo with %q = true", names)
 		}

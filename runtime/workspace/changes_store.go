@@ -876,11 +876,12 @@ func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 }
 
 // keptWritesIntoRepo refuses kept changes whose checkout, as it is now at
-// its named path, cannot be judged (openCheckout) or holds a HEAD in a
-// directory the kept patch and json write in: git may take it for a
-// repository, and the job's config or hooks there would run as whoever
-// next runs git. The directories are those of every change the kept json
-// names and the patch holds: the kept copy leaves some out.
+// its named path, cannot be judged (openCheckout), or where git may take a
+// directory the kept patch and json write in for a repository (repoLike,
+// by what the checkout holds now and the names the changes write there):
+// the job's config or hooks there would run as whoever next runs git. The
+// changes are every one the kept json names and the patch holds: the kept
+// copy leaves some out.
 func keptWritesIntoRepo(r *Kept) error {
 	data, err := os.ReadFile(filepath.Join(r.Dir, "changes.json"))
 	if err != nil {
@@ -898,28 +899,28 @@ func keptWritesIntoRepo(r *Kept) error {
 		if named == nil {
 			continue
 		}
-		dirs := map[string]bool{".": true}
+		writes := map[string][]string{".": nil} // each directory's names the changes write
 		if i < len(report.Workspaces) {
 			for _, c := range report.Workspaces[i].Changes {
 				if c.Rejected != "" {
 					continue // never in the patch: a checkout's own .git is one
 				}
-				if c.Type == "dir" {
-					dirs[c.Path] = true
+				if _, ok := writes[c.Path]; !ok && c.Type == "dir" {
+					writes[c.Path] = nil
 				}
-				for d := path.Dir(c.Path); d != "." && d != "/"; d = path.Dir(d) {
-					dirs[d] = true
+				for p := c.Path; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+					writes[path.Dir(p)] = append(writes[path.Dir(p)], path.Base(p))
 				}
 			}
 		}
-		for d := range dirs {
+		for d, names := range writes {
 			rel := d
 			if rel == "." {
 				rel = ""
 			}
-			if looksLikeRepo(nil, rel, named) {
+			if looksLikeRepo(names, rel, named) {
 				named.Close()
-				return fmt.Errorf("the checkout %s holds a HEAD, or objects and refs, in %s now, which git may take for a repository, and the changes write there: no export of them", escapeText(s.Source), escapeText(d))
+				return fmt.Errorf("the checkout %s, in %s now, which git may take for a repository with what the changes write there (a HEAD, or objects and refs, or one of them the changes add): no export of them", escapeText(s.Source), escapeText(d))
 			}
 		}
 		named.Close()
