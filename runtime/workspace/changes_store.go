@@ -557,10 +557,10 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err := os.Mkdir(out, os.FileMode(st.Mode&0o777)); err != nil {
 					return err
 				}
-				switch {
+				switch why := sub.markReason(opaqueMarker); {
 				case !up.opaque(p):
-				case sub.markReason(opaqueMarker) != "":
-					leftOut(join(p, opaqueMarker), checkoutMarkReason)
+				case why != "":
+					leftOut(join(p, opaqueMarker), why)
 				default:
 					if err := unix.Setxattr(out, "trusted.overlay.opaque", []byte("y"), 0); err != nil {
 						return err
