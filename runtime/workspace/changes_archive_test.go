@@ -350,10 +350,7 @@ func liveAndKeptTar(t *testing.T, h *hostileWorkspace, check func(how, out strin
 		t.Fatal(err)
 	}
 	check("the live", out, rejected)
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	cfg := h.keep()
 	var kept bytes.Buffer
 	if rejected, err = Export(cfg, "/run/root-a", "c1", "tar", &kept); err != nil {
 		t.Fatal(err)
@@ -427,17 +424,11 @@ func TestTarLinksNeverLeadOut(t *testing.T) {
 // the kept one, though the keep judged them clean.
 func TestTarJudgedAgainstTheCheckoutNow(t *testing.T) {
 	h := newHostileWorkspace(t)
-	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
-	if err := os.Mkdir(h.ws.Named, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	h.named("", nil)
 	h.file("conf.txt", []byte("owned\n"))
 	h.file("esc/payload", []byte("owned\n"))
 	h.file("fine.txt", []byte("fine\n"))
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	cfg := h.keep()
 	for _, name := range []string{"conf.txt", "esc"} {
 		if err := os.Symlink("/tmp/outside", filepath.Join(h.ws.Named, name)); err != nil {
 			t.Fatal(err)
@@ -487,10 +478,7 @@ func TestTarRefusedWhereTheCheckoutPathChanged(t *testing.T) {
 	}
 	h.ws.Named = filepath.Join(mono, "pkg", "hooks")
 	h.file("pre-commit", []byte("#!/bin/sh\necho owned\n"))
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	cfg := h.keep()
 	if err := os.RemoveAll(filepath.Join(mono, "pkg")); err != nil {
 		t.Fatal(err)
 	}
@@ -575,15 +563,10 @@ func TestTarNeverWritesSharedFiles(t *testing.T) {
 // the checkout's top leaves the whole tar empty.
 func TestTarJudgesRepositoriesInTheCheckoutNow(t *testing.T) {
 	h := newHostileWorkspace(t)
-	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
-	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	h.named("fixture/", nil)
 	h.file("fixture/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
 	h.file("fine.txt", []byte("fine\n"))
-	if err := os.WriteFile(filepath.Join(h.ws.Named, "fixture", "Head"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	h.named("fixture/Head", []byte("ref: refs/heads/main\n"))
 	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
 		names := tarNames(t, tarball)
 		if slices.Contains(names, "0 fixture/config") || !slices.Contains(rejected, "fixture: "+repoDirReason) {
@@ -618,13 +601,8 @@ func TestPatchJudgedAgainstTheCheckoutNow(t *testing.T) {
 	}
 	h.file("fixture/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
 	h.file("pre-commit", []byte("#!/bin/sh\necho owned\n"))
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(h.ws.Named, "fixture", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := h.keep()
+	h.named("fixture/HEAD", []byte("ref: refs/heads/main\n"))
 	patch, rejected, err := h.export("patch", defaultChangeLimits)
 	if err != nil {
 		t.Fatal(err)
@@ -662,22 +640,14 @@ func TestKeptPatchJudgedWhereTheCopyLeftOut(t *testing.T) {
 	if err := os.Symlink("keep.txt", filepath.Join(h.ws.Source, "Fixture")); err != nil {
 		t.Fatal(err)
 	}
-	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
-	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	h.named("fixture/", nil)
 	h.file("fixture/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	cfg := h.keep()
 	var patch bytes.Buffer
 	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &patch); err != nil || !strings.Contains(patch.String(), "fixture/config") {
 		t.Fatalf("the kept patch before the commit: %v\n%s", err, patch.String())
 	}
-	if err := os.WriteFile(filepath.Join(h.ws.Named, "fixture", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	h.named("fixture/HEAD", []byte("ref: refs/heads/main\n"))
 	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "in fixture now, which git may take") {
 		t.Errorf("the kept patch into a checkout that made fixture a repository: %v", err)
 	}
@@ -694,17 +664,11 @@ func TestKeptPatchCountsWhatItWrites(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(h.ws.Source, "fixture", "objects"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
-	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture", "objects"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	h.named("fixture/objects/", nil)
 	h.file("fixture/objects/x", []byte("x\n"))
 	h.file("fixture/config", []byte("[core]\n\tpager = touch /tmp/owned\n"))
 	h.file("fine.txt", []byte("fine\n"))
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	cfg := h.keep()
 	var before bytes.Buffer
 	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &before); err != nil || !strings.Contains(before.String(), "+++ b/fixture/config") {
 		t.Fatalf("the kept patch before the commit: %v\n%s", err, before.String())
@@ -712,9 +676,7 @@ func TestKeptPatchCountsWhatItWrites(t *testing.T) {
 	if err := os.Remove(filepath.Join(h.ws.Named, "fixture", "objects")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(h.ws.Named, "fixture", "refs", "heads"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	h.named("fixture/refs/heads/", nil)
 	for _, format := range []string{"patch", "json"} {
 		var out bytes.Buffer
 		if _, err := Export(cfg, "/run/root-a", "c1", format, &out); err == nil || !strings.Contains(err.Error(), "in fixture now, which git may take") {
@@ -770,19 +732,10 @@ func TestExportKeepsOutACommonDirectory(t *testing.T) {
 // kept patch of the other changes is exported.
 func TestKeptPatchOfACheckoutWithItsRepository(t *testing.T) {
 	h := newHostileWorkspace(t)
-	h.ws.Named = filepath.Join(t.TempDir(), "checkout")
-	if err := os.MkdirAll(filepath.Join(h.ws.Named, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(h.ws.Named, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	h.named(".git/HEAD", []byte("ref: refs/heads/main\n"))
 	h.file(".git/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
 	h.file("src/fine.txt", []byte("fine\n"))
-	cfg := testConfig(t)
-	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	cfg := h.keep()
 	var patch bytes.Buffer
 	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &patch); err != nil || !strings.Contains(patch.String(), "src/fine.txt") || strings.Contains(patch.String(), ".git/config") {
 		t.Errorf("the kept patch of a checkout with its .git: %v\n%s", err, patch.String())

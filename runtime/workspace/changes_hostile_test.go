@@ -57,6 +57,39 @@ func (h *hostileWorkspace) file(rel string, data []byte) string {
 	return p
 }
 
+// named writes rel in the checkout at the workspace's named path (made
+// once, apart from its source: the checkout as it is now, after the fork's
+// next commit): a directory where rel ends in "/", else a file holding data.
+func (h *hostileWorkspace) named(rel string, data []byte) {
+	h.t.Helper()
+	if h.ws.Named == "" {
+		h.ws.Named = filepath.Join(h.t.TempDir(), "checkout")
+	}
+	p := filepath.Join(h.ws.Named, rel)
+	dir := filepath.Dir(p)
+	if strings.HasSuffix(rel, "/") || rel == "" {
+		dir = p
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if dir != p {
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// keep keeps the workspace's changes as a delete does, as container c1.
+func (h *hostileWorkspace) keep() *Settings {
+	h.t.Helper()
+	cfg := testConfig(h.t)
+	if _, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour); err != nil {
+		h.t.Fatal(err)
+	}
+	return cfg
+}
+
 func (h *hostileWorkspace) sparse(rel string, size int64) {
 	h.t.Helper()
 	p := h.file(rel, nil)
