@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -210,34 +210,14 @@ func isRepoMeta(name string) bool {
 // its own never leaves the layer, whatever its name: git looks for one in
 // every directory it runs in and above (a bare repository), and runs its
 // configuration as it runs a .git's.
-const repoDirReason = "a directory holding HEAD, or objects and refs, or where the job adds objects or refs (half of a repository another export may complete, or named by a commondir), which git can take for a repository: its configuration and hooks would run on the host; never exported"
+const repoDirReason = "a directory holding HEAD, or objects and refs (complete from this export or another, or named by a commondir), which git can take for a repository: its configuration and hooks would run on the host; never exported"
 
-// looksLikeRepo tells whether git could take the directory rel for a
-// repository once changes are applied (repoLike), by the names of the upper
-// layer's directory (upNames, the job's side) and of the lower layers' (the
-// checkout's side; nil: not known).
-func looksLikeRepo(upNames []string, rel string, lows ...*layer) bool {
-	job := map[string]bool{}
-	for _, n := range upNames {
-		job[nameKey(n)] = true
-	}
-	checkout := map[string]bool{}
-	for _, low := range lows {
-		if low == nil {
-			continue
-		}
-		// By key, as the tar's judgement reads them: CPython's Objects
-		// is objects on macOS.
-		names, err := low.names(rel, nil)
-		if err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENOTDIR) {
-			return true // cannot say: counts as one
-		}
-		for _, n := range names {
-			checkout[nameKey(n)] = true
-		}
-	}
-	return repoLike(func(key string) bool { return job[key] }, func(key string) bool { return checkout[key] })
-}
+// repoHalfReason says why an objects or refs the job adds where the
+// checkout has none never leaves the layer: it is half of a repository's
+// common directory, and two exports each holding one half, applied one
+// after the other, made one whose config ran the job's command. Only the
+// half stays out: the directory's other changes are ordinary ones.
+const repoHalfReason = "an objects or refs the checkout does not hold, half of a repository's common directory whose other half another export may hold: git would run the configuration beside them on the host; never exported"
 
 // gitDirNames are the entries that make a directory one git may take for a
 // repository (setup.c's is_git_directory): a HEAD, or objects and refs. A
@@ -246,22 +226,44 @@ func looksLikeRepo(upNames []string, rel string, lows ...*layer) bool {
 // beside a commondir file naming it.
 var gitDirNames = []string{"HEAD", "objects", "refs"}
 
-// repoLike tells whether git may take a directory for a repository once
-// changes are applied, by the keys of gitDirNames the job's side (job) and
-// the checkout's (checkout: as the container saw it, and as it is now)
-// hold there. Judging the whole shape would not do: two exports, each
-// short of it and applied one after the other, made a repository whose
-// config ran the job's command. So a HEAD counts on either side, objects
-// and refs on either or both, and an objects or refs the job adds where
-// the checkout has none counts alone: it is half of a common directory,
-// and another export may hold the other half. A name counts on any side:
-// a HEAD the job deletes beside a config it writes must not make the
-// config safe to export. What the checkout holds alone (CPython's Objects)
-// is no repository until the other half is there.
-func repoLike(job, checkout func(key string) bool) bool {
-	either := func(key string) bool { return job(key) || checkout(key) }
-	return either("head") || either("objects") && either("refs") ||
-		job("objects") && !checkout("objects") || job("refs") && !checkout("refs")
+// gitMarks are the keys of gitDirNames among a directory's entries names,
+// in any spelling a reviewer's filesystem takes for one (nameKey). A HEAD
+// counts only when it is no directory (isDir): git reads it as a file or
+// a link, and components/Head/ is a web page's.
+func gitMarks(names []string, isDir func(name string) bool) map[string]bool {
+	var marks map[string]bool
+	for _, n := range names {
+		k := nameKey(n)
+		if !slices.ContainsFunc(gitDirNames, func(g string) bool { return nameKey(g) == k }) || k == "head" && isDir(n) {
+			continue
+		}
+		if marks == nil {
+			marks = map[string]bool{}
+		}
+		marks[k] = true
+	}
+	return marks
+}
+
+// marks are the gitMarks of the layer's directory rel, whose entries are
+// names.
+func (l *layer) marks(rel string, names []string) map[string]bool {
+	return gitMarks(names, func(n string) bool {
+		st, err := l.lstat(join(rel, n))
+		return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+	})
+}
+
+// repoShape tells whether git may take a directory for a repository once
+// changes are applied, by the marks (gitMarks) the job's side and the
+// checkout's (as the container saw it, and as it is now) hold there: a
+// HEAD on either, objects and refs on either or both. A mark counts on any
+// side: a HEAD the job deletes beside a config it writes must not make the
+// config safe to export. A half alone is no repository (CPython's Objects)
+// and one the job adds stays out by itself (repoHalfReason).
+func repoShape(job, checkout map[string]bool) bool {
+	either := func(key string) bool { return job[key] || checkout[key] }
+	return either("head") || either("objects") && either("refs")
 }
 
 // scanChanges compares an upper layer with its lower layer. It never
@@ -281,15 +283,16 @@ func scanChanges(upperDir, lowerDir string, named *layer, b *budget, reader *idS
 		return nil, err
 	}
 	defer low.Close()
-	s := &scanner{up: up, low: low, named: named, b: b, reader: reader, links: map[inode]linked{}}
+	s := &scanner{up: up, low: low, b: b, reader: reader, links: map[inode]linked{}}
 	names, err := up.names("", b)
 	if err != nil {
 		return nil, err
 	}
-	if looksLikeRepo(names, "", low, named) {
+	root := checkoutRoot(low, named)
+	if root.repoWith(up.marks("", names)) {
 		return []Change{{Path: ".", Kind: "modified", Type: "dir", Rejected: repoDirReason}}, nil
 	}
-	if err := s.dir("", names, false, 1); err != nil {
+	if err := s.dir("", names, false, 1, root); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(s.out, func(i, j int) bool { return s.out[i].Path < s.out[j].Path })
@@ -306,11 +309,11 @@ type linked struct {
 }
 
 type scanner struct {
-	up, low, named *layer
-	b              *budget
-	reader         *idShift
-	out            []Change
-	links          map[inode]linked
+	up, low *layer
+	b       *budget
+	reader  *idShift
+	out     []Change
+	links   map[inode]linked
 }
 
 func join(dir, name string) string {
@@ -324,8 +327,10 @@ func modeString(m uint32) string { return fmt.Sprintf("%04o", m&0o7777) }
 
 // dir compares one upper directory, whose names are given; hidden says
 // that an opaque ancestor hides the lower tree, so a same-named lower
-// directory counts as replaced.
-func (s *scanner) dir(rel string, names []string, hidden bool, depth int) error {
+// directory counts as replaced. cd is what the checkouts hold where the
+// directory lands, judged by key as the tar is: on macOS the job's
+// FIXTURE/config lands in the checkout's fixture.
+func (s *scanner) dir(rel string, names []string, hidden bool, depth int, cd *checkoutDir) error {
 	for _, n := range names {
 		p := join(rel, n)
 		if err := s.b.entry(p, depth); err != nil {
@@ -366,12 +371,22 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int) error 
 			s.out = append(s.out, Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: modeString(st.Mode), Rejected: whiteoutNameReason, upperRel: p})
 			continue
 		}
+		if why := cd.halfReason(n); why != "" {
+			// Nothing below it is read: the whole entry stays out.
+			c := Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: modeString(st.Mode), Rejected: why, upperRel: p}
+			if lst != nil {
+				c.Kind, c.lowerRel = "modified", p
+			}
+			s.out = append(s.out, c)
+			continue
+		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			below, err := s.up.names(p, s.b)
 			if err != nil {
 				return err
 			}
-			if looksLikeRepo(below, p, s.low, s.named) {
+			sub := cd.below(n)
+			if sub.repoWith(s.up.marks(p, below)) {
 				// Nothing below it is read: the whole entry stays out.
 				c := Change{Path: p, Kind: "added", Type: "dir", Mode: modeString(st.Mode), Rejected: repoDirReason, upperRel: p}
 				if lst != nil {
@@ -402,7 +417,7 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int) error 
 						Mode: modeString(st.Mode), OldMode: modeString(lst.Mode), upperRel: p, lowerRel: p})
 				}
 			}
-			if err := s.dir(p, below, opaque, depth+1); err != nil {
+			if err := s.dir(p, below, opaque, depth+1, sub); err != nil {
 				return err
 			}
 			continue
@@ -426,6 +441,9 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int) error 
 				return err
 			}
 			c.SHA256 = sum([]byte(c.Target))
+			if cd.linkLeaves(rel, c.Target) {
+				c.Rejected = checkoutLinkOutReason
+			}
 		case "file":
 			s.file(&c, st)
 		case "device":

@@ -358,13 +358,13 @@ func liveAndKeptTar(t *testing.T, h *hostileWorkspace, check func(how, out strin
 	check("the kept", kept.String(), rejected)
 }
 
-// TestTarLinksNeverLeadOut: a symlink in one tar is where a later tar
-// (another export of the same fork) writes through, so no link a tar holds
-// may lead out of the checkout: absolute, climbing above it or after it
-// descended, into .git, or through one of the checkout's links (by key,
-// as macOS finds it). Links that stay inside (node_modules/.bin's) stay,
-// live and kept.
-func TestTarLinksNeverLeadOut(t *testing.T) {
+// TestLinksNeverLeadOut: a symlink one export puts in the checkout, the
+// patch's or a tar's, is where a later tar (another export of the same
+// fork) writes through, so no link any format holds may lead out of the
+// checkout: absolute, climbing above it or after it descended, into .git,
+// or through one of the checkout's links (by key, as macOS finds it).
+// Links that stay inside (node_modules/.bin's) stay, live and kept.
+func TestLinksNeverLeadOut(t *testing.T) {
 	h := newHostileWorkspace(t)
 	if err := os.Symlink("../outside", filepath.Join(h.ws.Source, "linkdir")); err != nil {
 		t.Fatal(err)
@@ -415,6 +415,30 @@ func TestTarLinksNeverLeadOut(t *testing.T) {
 			}
 		}
 	})
+	cfg := h.keep()
+	for _, format := range []string{"patch", "json"} {
+		live, rejected, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept bytes.Buffer
+		if _, err := Export(cfg, "/run/root-a", "c1", format, &kept); err != nil {
+			t.Fatal(err)
+		}
+		for name, target := range out {
+			if !slices.Contains(rejected, name+": "+checkoutLinkOutReason) {
+				t.Errorf("the live %s's left-out lines %q do not name %s", format, rejected, name)
+			}
+			if format == "patch" && (strings.Contains(live, "b/"+name+"\n") || strings.Contains(kept.String(), "b/"+name+"\n")) {
+				t.Errorf("the %s holds %s -> %s:\n%s", format, name, target, live)
+			}
+		}
+		for name := range in {
+			if format == "patch" && (!strings.Contains(live, "+++ b/"+name+"\n") || !strings.Contains(kept.String(), "+++ b/"+name+"\n")) {
+				t.Errorf("the %s lost %s:\n%s", format, name, live)
+			}
+		}
+	}
 }
 
 // TestTarJudgedAgainstTheCheckoutNow: the checkout the reviewer extracts

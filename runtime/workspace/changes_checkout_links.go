@@ -54,11 +54,12 @@ const checkoutMarkReason = "the tar's mark of a deletion would stand where the c
 const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 
 // checkoutLinkOutReason says why a symlink whose target could lead out of
-// the checkout never goes into a tar. Extracted, the link itself writes
-// nothing; but a later tar (another export of the same fork, or the same
-// one again) writes through it, and an extractor that follows links takes
-// "conf.txt" or "dir/x" where the link points.
-const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, or passes through a symlink of the checkout: a later tar extracted by an extractor that follows links (Python's tarfile) would write through it outside the checkout; never in a tar: the patch carries it"
+// the checkout is left out of every format. Applied, the link itself
+// writes nothing; but a tar extracted after it (another export of the same
+// fork, or the same one again), into the checkout the patch or a tar put
+// the link in, writes through it, and an extractor that follows links
+// takes "conf.txt" or "dir/x" where the link points.
+const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, or passes through a symlink of the checkout: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout or into .git; never exported"
 
 // checkoutDir is what the checkouts hold where one directory of the tar
 // lands: every directory, in each checkout the tar is judged against, whose
@@ -68,7 +69,7 @@ type checkoutDir struct {
 	links  map[string]bool    // keys of the symlinks there
 	shared map[string]bool    // keys of the files with other hard links there
 	dirs   map[string][]place // each key's directories there
-	gitDir map[string]bool    // keys of gitDirNames there
+	gitDir map[string]bool    // gitMarks there
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
@@ -137,17 +138,24 @@ func (c *checkoutDir) markReason(name string) string {
 }
 
 // repoWith tells whether git may take the directory c lands in for a
-// repository once the tar's entries upNames are there (repoLike), or c
-// cannot say.
-func (c *checkoutDir) repoWith(upNames []string) bool {
-	if c != nil && c.unsure {
-		return true
+// repository once entries with the job's marks (gitMarks) are there
+// (repoShape), or c cannot say.
+func (c *checkoutDir) repoWith(job map[string]bool) bool {
+	if c == nil {
+		return repoShape(job, nil)
 	}
-	job := map[string]bool{}
-	for _, n := range upNames {
-		job[nameKey(n)] = true
+	return c.unsure || repoShape(job, c.gitDir)
+}
+
+// halfReason says why an entry the job writes in c's directory as name is
+// half of a repository's common directory, the checkout holding no entry
+// of its key there (repoHalfReason), or "".
+func (c *checkoutDir) halfReason(name string) string {
+	k := nameKey(name)
+	if k != "objects" && k != "refs" || c != nil && (c.unsure || c.gitDir[k]) {
+		return ""
 	}
-	return repoLike(func(key string) bool { return job[key] }, func(key string) bool { return c != nil && c.gitDir[key] })
+	return repoHalfReason
 }
 
 // linkLeaves tells whether a symlink the tar writes in c's directory rel,
@@ -202,11 +210,11 @@ func (c *checkoutDir) read(p place) {
 		batch, err := d.ReadDir(1024)
 		for _, e := range batch {
 			k := nameKey(e.Name())
-			if slices.ContainsFunc(gitDirNames, func(n string) bool { return nameKey(n) == k }) {
+			for m := range gitMarks([]string{e.Name()}, func(string) bool { return e.IsDir() }) {
 				if c.gitDir == nil {
 					c.gitDir = map[string]bool{}
 				}
-				c.gitDir[k] = true
+				c.gitDir[m] = true
 			}
 			switch {
 			case e.Type()&fs.ModeSymlink != 0:
@@ -275,15 +283,16 @@ func openCheckout(named string) (*layer, error) {
 	// the changes are that repository's hooks and config, whether the
 	// workspace's directory is there or an extractor makes it again.
 	for dir := path.Dir(named); ; dir = path.Dir(dir) {
-		if repoLike(func(string) bool { return false }, func(key string) bool {
-			for _, n := range gitDirNames {
-				if nameKey(n) == key {
-					_, err := os.Lstat(path.Join(dir, n))
-					return err == nil
-				}
+		var found []string
+		for _, n := range gitDirNames {
+			if _, err := os.Lstat(path.Join(dir, n)); err == nil {
+				found = append(found, n)
 			}
-			return false
-		}) {
+		}
+		if repoShape(nil, gitMarks(found, func(n string) bool {
+			st, err := os.Lstat(path.Join(dir, n))
+			return err == nil && st.IsDir()
+		})) {
 			if fd >= 0 {
 				unix.Close(fd)
 			}

@@ -308,6 +308,10 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				reject(p, whiteoutNameReason)
 				continue
 			}
+			if why := cd.halfReason(n); why != "" {
+				reject(p, why)
+				continue
+			}
 			// A symlink entry replaces the checkout's link: extractors
 			// remove a link before they make one.
 			if why := cd.entryReason(n); why != "" && st.Mode&unix.S_IFMT != unix.S_IFLNK {
@@ -321,7 +325,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 					return err
 				}
 				sub := cd.below(n)
-				if sub.repoWith(below) {
+				if sub.repoWith(up.marks(p, below)) {
 					reject(p, repoDirReason)
 					continue
 				}
@@ -405,7 +409,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		return nil, err
 	}
 	root := checkoutRoot(low, named)
-	if root.repoWith(names) {
+	if root.repoWith(up.marks("", names)) {
 		reject(".", repoDirReason)
 		return rejected, nil
 	}

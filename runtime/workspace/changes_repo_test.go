@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,10 +199,15 @@ func TestExportRepositoryByContent(t *testing.T) {
 	h.file("common/refs/x", []byte("x\n"))
 	h.file("common/config", fsmonitor)
 	// Half a common directory, objects or refs alone: another export
-	// may hold the other half.
+	// may hold the other half, so the half stays out, and only it: the
+	// config beside it is no repository's (src/objects/ is a package).
 	h.file("half/Objects/x", []byte("x\n"))
-	h.file("half/config", fsmonitor)
+	h.file("half/config", []byte("plain\n"))
 	h.file("halfrefs/refs/x", []byte("x\n"))
+	h.file("halfrefs/page.md", []byte("plain\n"))
+	halves := []string{"half/Objects", "halfrefs/refs"}
+	// A directory named Head: git reads a HEAD as a file or a link only.
+	h.file("components/Head/index.tsx", []byte("plain\n"))
 	// Objects the checkout holds alone (CPython's Objects), no HEAD:
 	// nothing git takes for a repository, changed or not.
 	if err := os.MkdirAll(filepath.Join(h.ws.Source, "notrepo", "Objects"), 0o755); err != nil {
@@ -209,7 +215,8 @@ func TestExportRepositoryByContent(t *testing.T) {
 	}
 	h.file("notrepo/Objects/x", []byte("x\n"))
 	h.file("notrepo/config", []byte("plain\n"))
-	left := []string{"bare", "caps", "common", "fixture", "half", "halfrefs", "keyed", "split", "wt"}
+	left := []string{"bare", "caps", "common", "fixture", "keyed", "split", "wt"}
+	plainFiles := []string{"notrepo/config", "notrepo/Objects/x", "half/config", "halfrefs/page.md", "components/Head/index.tsx"}
 
 	for _, format := range []string{"patch", "json", "tar"} {
 		out, rejected, err := h.export(format, defaultChangeLimits)
@@ -218,6 +225,11 @@ func TestExportRepositoryByContent(t *testing.T) {
 		}
 		for _, d := range left {
 			if !slices.Contains(rejected, d+": "+repoDirReason) {
+				t.Errorf("%s does not name %s as left out: %q", format, d, rejected)
+			}
+		}
+		for _, d := range halves {
+			if !slices.Contains(rejected, d+": "+repoHalfReason) {
 				t.Errorf("%s does not name %s as left out: %q", format, d, rejected)
 			}
 		}
@@ -245,18 +257,17 @@ func TestExportRepositoryByContent(t *testing.T) {
 				}
 			}
 		}
-		var plain, objects bool
 		for _, n := range exported {
-			plain = plain || strings.HasPrefix(n, "notrepo/config")
-			objects = objects || strings.HasPrefix(n, "notrepo/Objects/x")
-			for _, d := range left {
+			for _, d := range append(left, halves...) {
 				if strings.HasPrefix(n, d+"/") || n == d {
 					t.Errorf("%s exports %s", format, n)
 				}
 			}
 		}
-		if !plain || !objects {
-			t.Errorf("%s leaves out notrepo/config or notrepo/Objects/x, which no git takes for a repository's: %q (left out %q)", format, exported, rejected)
+		for _, f := range plainFiles {
+			if !slices.Contains(exported, f) {
+				t.Errorf("%s leaves out %s, which no git takes for a repository's: %q (left out %q)", format, f, exported, rejected)
+			}
 		}
 	}
 
@@ -264,13 +275,15 @@ func TestExportRepositoryByContent(t *testing.T) {
 	if err := copyLayer(h.upperDir, h.ws.Source, dst, newBudget(defaultChangeLimits), &diskBudget{limit: 1 << 30}, h.ws.Shift, func(string, string) {}); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range left {
+	for _, d := range append(left, halves...) {
 		if _, err := os.Lstat(filepath.Join(dst, d)); err == nil {
 			t.Errorf("the kept copy holds %s", d)
 		}
 	}
-	if _, err := os.Lstat(filepath.Join(dst, "notrepo", "config")); err != nil {
-		t.Errorf("the kept copy lost notrepo/config: %v", err)
+	for _, f := range plainFiles {
+		if _, err := os.Lstat(filepath.Join(dst, f)); err != nil {
+			t.Errorf("the kept copy lost %s: %v", f, err)
+		}
 	}
 
 	// The workspace's root made a repository: nothing of it leaves.
@@ -306,14 +319,28 @@ func TestRepoMetaSpellings(t *testing.T) {
 			t.Errorf("isRepoMeta(%q) = true", n)
 		}
 	}
-	for _, names := range [][]string{{"HEAD"}, {"head"}, {"HEAD."}, {"He\u200bad"}, {"HEAD:x"}, {"objects", "refs"}, {"Objects", "REFS"}, {"objects"}, {"REFS."}} {
-		if !looksLikeRepo(names, "") {
-			t.Errorf("looksLikeRepo with %q = false", names)
+	notDir := func(string) bool { return false }
+	for _, names := range [][]string{{"HEAD"}, {"head"}, {"HEAD."}, {"He\u200bad"}, {"HEAD:x"}, {"objects", "refs"}, {"Objects", "REFS"}} {
+		if !(*checkoutDir)(nil).repoWith(gitMarks(names, notDir)) {
+			t.Errorf("a directory with %q is no repository", names)
 		}
 	}
-	for _, names := range [][]string{{"HEADER", "ahead"}, {"objects2", "refs.d"}, {"config", "hooks"}} {
-		if looksLikeRepo(names, "") {
-			t.Errorf("looksLikeRepo with %q = true", names)
+	for _, names := range [][]string{{"HEADER", "ahead"}, {"objects"}, {"refs"}, {"config", "hooks"}} {
+		if (*checkoutDir)(nil).repoWith(gitMarks(names, notDir)) {
+			t.Errorf("a directory with %q is a repository", names)
+		}
+	}
+	if (*checkoutDir)(nil).repoWith(gitMarks([]string{"Head"}, func(string) bool { return true })) {
+		t.Errorf("a directory holding a directory Head is a repository")
+	}
+	for _, n := range []string{"objects", "Objects", "REFS.", "refs:x"} {
+		if (*checkoutDir)(nil).halfReason(n) == "" {
+			t.Errorf("%q the job adds is no half of a repository", n)
+		}
+	}
+	for _, n := range []string{"objects2", "refs.d", "HEAD", "config"} {
+		if (*checkoutDir)(nil).halfReason(n) != "" {
+			t.Errorf("%q the job adds is half of a repository", n)
 		}
 	}
 }
@@ -351,5 +378,38 @@ func TestArchiveNamesFold(t *testing.T) {
 	}
 	if !write("DIR/x", tar.TypeReg) || !write("other", tar.TypeReg) || !write("backup~", tar.TypeReg) || !write("a~b.txt", tar.TypeReg) {
 		t.Errorf("entries below a directory or beside the links left out: %q", rejected)
+	}
+}
+
+// TestPatchJudgesDirectoriesByKey: git apply on macOS or Windows writes the
+// job's FIXTURE/config into the checkout's fixture, a common directory a
+// fixture2 names; the patch and json judge a directory where it lands, by
+// key, as the tar does, live and kept.
+func TestPatchJudgesDirectoriesByKey(t *testing.T) {
+	h := newHostileWorkspace(t)
+	for _, d := range []string{"fixture/objects", "fixture/refs"} {
+		if err := os.MkdirAll(filepath.Join(h.ws.Source, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("FIXTURE/config", []byte("[core]\n\tpager = touch /tmp/owned\n"))
+	h.file("Later/config", []byte("[core]\n\tpager = touch /tmp/owned\n"))
+	for _, format := range []string{"patch", "json"} {
+		out, rejected, err := h.export(format, defaultChangeLimits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(rejected, "FIXTURE: "+repoDirReason) || format == "patch" && strings.Contains(out, "FIXTURE/config") {
+			t.Errorf("the live %s with FIXTURE/config beside the checkout's fixture (left out %q):\n%s", format, rejected, out)
+		}
+	}
+	h.named("", nil)
+	cfg := h.keep()
+	// The fork's next commit makes later a repository.
+	h.named("later/HEAD", []byte("ref: refs/heads/main\n"))
+	for _, format := range []string{"patch", "json"} {
+		if _, err := Export(cfg, "/run/root-a", "c1", format, io.Discard); err == nil || !strings.Contains(err.Error(), "in Later now, which git may take") {
+			t.Errorf("the kept %s writing Later/config where the checkout now has later/HEAD: %v", format, err)
+		}
 	}
 }

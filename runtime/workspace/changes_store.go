@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -526,6 +527,9 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 			} else if why := cd.entryReason(n); why != "" && kind != unix.S_IFLNK {
 				leftOut(p, why)
 				continue
+			} else if why := cd.halfReason(n); why != "" {
+				leftOut(p, why)
+				continue
 			}
 			// Every inode the copy makes costs a block of the budget,
 			// as diskUsage counts it; a hard link's later name makes none.
@@ -547,7 +551,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 					return err
 				}
 				sub := cd.below(n)
-				if sub.repoWith(below) {
+				if sub.repoWith(up.marks(p, below)) {
 					leftOut(p, repoDirReason)
 					continue
 				}
@@ -604,7 +608,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 		return err
 	}
 	root := checkoutRoot(low)
-	if root.repoWith(names) {
+	if root.repoWith(up.marks("", names)) {
 		leftOut(".", repoDirReason)
 		return nil
 	}
@@ -877,11 +881,12 @@ func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 
 // keptWritesIntoRepo refuses kept changes whose checkout, as it is now at
 // its named path, cannot be judged (openCheckout), or where git may take a
-// directory the kept patch and json write in for a repository (repoLike,
-// by what the checkout holds now and the names the changes write there):
-// the job's config or hooks there would run as whoever next runs git. The
-// changes are every one the kept json names and the patch holds: the kept
-// copy leaves some out.
+// directory the kept patch and json write in for a repository, by what the
+// checkout holds there now (by key, as the tar is judged) and the names
+// the changes write there (repoShape), or the changes write half of one
+// (halfReason): the job's config or hooks there would run as whoever next
+// runs git. The changes are every one the kept json names and the patch
+// holds: the kept copy leaves some out.
 func keptWritesIntoRepo(r *Kept) error {
 	data, err := os.ReadFile(filepath.Join(r.Dir, "changes.json"))
 	if err != nil {
@@ -899,31 +904,60 @@ func keptWritesIntoRepo(r *Kept) error {
 		if named == nil {
 			continue
 		}
-		writes := map[string][]string{".": nil} // each directory's names the changes write
+		var changes []Change
 		if i < len(report.Workspaces) {
-			for _, c := range report.Workspaces[i].Changes {
-				if c.Rejected != "" {
-					continue // never in the patch: a checkout's own .git is one
-				}
-				if _, ok := writes[c.Path]; !ok && c.Type == "dir" {
-					writes[c.Path] = nil
-				}
-				for p := c.Path; p != "." && p != "/" && p != ""; p = path.Dir(p) {
-					writes[path.Dir(p)] = append(writes[path.Dir(p)], path.Base(p))
-				}
-			}
+			changes = report.Workspaces[i].Changes
 		}
-		for d, names := range writes {
-			rel := d
-			if rel == "." {
-				rel = ""
-			}
-			if looksLikeRepo(names, rel, named) {
-				named.Close()
-				return fmt.Errorf("the checkout %s, in %s now, which git may take for a repository with what the changes write there (a HEAD, or objects and refs, or one of them the changes add): no export of them", escapeText(s.Source), escapeText(d))
-			}
-		}
+		err = writesIntoRepo(checkoutRoot(named), changes)
 		named.Close()
+		if err != nil {
+			return fmt.Errorf("the checkout %s, %w: no export of them", escapeText(s.Source), err)
+		}
+	}
+	return nil
+}
+
+// writesIntoRepo says where changes write in a directory git may take for
+// a repository once they are applied to the checkout root.
+func writesIntoRepo(root *checkoutDir, changes []Change) error {
+	// Each directory's names the changes write, and whether each is one
+	// of them as no directory (a HEAD counts then).
+	writes := map[string]map[string]bool{".": {}}
+	for _, c := range changes {
+		if c.Rejected != "" {
+			continue // never in the patch: a checkout's own .git is one
+		}
+		if _, ok := writes[c.Path]; !ok && c.Type == "dir" {
+			writes[c.Path] = map[string]bool{}
+		}
+		for p, leaf := c.Path, true; p != "." && p != "/" && p != ""; p, leaf = path.Dir(p), false {
+			d := path.Dir(p)
+			if writes[d] == nil {
+				writes[d] = map[string]bool{}
+			}
+			writes[d][path.Base(p)] = writes[d][path.Base(p)] || leaf && c.Type != "dir"
+		}
+	}
+	at := map[string]*checkoutDir{".": root}
+	var dirAt func(d string) *checkoutDir
+	dirAt = func(d string) *checkoutDir {
+		if cd, ok := at[d]; ok {
+			return cd
+		}
+		cd := dirAt(path.Dir(d)).below(path.Base(d))
+		at[d] = cd
+		return cd
+	}
+	for _, d := range slices.Sorted(maps.Keys(writes)) {
+		names := slices.Sorted(maps.Keys(writes[d]))
+		cd := dirAt(d)
+		repo := cd.repoWith(gitMarks(names, func(n string) bool { return !writes[d][n] }))
+		for _, n := range names {
+			repo = repo || cd.halfReason(n) != ""
+		}
+		if repo {
+			return fmt.Errorf("in %s now, which git may take for a repository with what the changes write there (a HEAD, or objects and refs, or one of them the checkout does not hold)", escapeText(d))
+		}
 	}
 	return nil
 }
