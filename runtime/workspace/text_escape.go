@@ -208,7 +208,9 @@ func needsEscape(s string) bool {
 }
 
 // plainText tells whether content shows on a terminal exactly as a patch
-// applies it: UTF-8 with no hidden rune except tab and newline.
+// applies it: UTF-8 with no hidden rune except tab and newline, and a CR
+// right before a newline (a Windows line end: nothing follows it on its
+// line to overwrite what came before).
 func plainText(b []byte) bool {
-	return eachRune(string(b), func(_ string, r rune, shown bool) bool { return shown || r == '\t' || r == '\n' })
+	return eachRune(strings.ReplaceAll(string(b), "\r\n", "\n"), func(_ string, r rune, shown bool) bool { return shown || r == '\t' || r == '\n' })
 }
