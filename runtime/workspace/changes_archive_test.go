@@ -360,16 +360,38 @@ func liveAndKeptTar(t *testing.T, h *hostileWorkspace, check func(how, out strin
 
 // TestLinksNeverLeadOut: a symlink one export puts in the checkout, the
 // patch's or a tar's, is where a later tar (another export of the same
-// fork) writes through, so no link any format holds may lead out of the
-// checkout: absolute, climbing above it or after it descended, into .git,
-// or through one of the checkout's links (by key, as macOS finds it).
-// Links that stay inside (node_modules/.bin's) stay, live and kept.
+// fork) writes through, so no link any format holds may lead anywhere but
+// a new place or a plain file of the checkout: not out (absolute,
+// climbing above it or after it descended), into .git, through one of the
+// checkout's links (by key, as macOS finds it), to the checkout's own
+// directories, its repositories or a file with other hard links. Links
+// to new places (node_modules/.bin's) and plain files stay, live and
+// kept.
 func TestLinksNeverLeadOut(t *testing.T) {
 	h := newHostileWorkspace(t)
 	if err := os.Symlink("../outside", filepath.Join(h.ws.Source, "linkdir")); err != nil {
 		t.Fatal(err)
 	}
+	for _, d := range []string{"srcdir/deep", "fixture/objects", "fixture/refs"} {
+		if err := os.MkdirAll(filepath.Join(h.ws.Source, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(h.ws.Source, "store.txt"), []byte("a package store's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(h.ws.Source, "store.txt"), filepath.Join(h.ws.Source, "stored.txt")); err != nil {
+		t.Fatal(err)
+	}
+	// Links into the checkout's own directories, its repositories and
+	// its files with other hard links: a later tar writes below them.
 	out := map[string]string{
+		"self":      ".",
+		"sub/root":  "..",
+		"intoDir":   "srcdir",
+		"byKeyDir":  "SRCDIR/deep",
+		"intoRepo":  "fixture/hooks",
+		"store":     "Stored.txt",
 		"abs":       "/etc/passwd",
 		"up":        "../x",
 		"sub/up2":   "../../x",
@@ -385,7 +407,7 @@ func TestLinksNeverLeadOut(t *testing.T) {
 		"ok":                  "keep.txt",
 		"node_modules/.bin/x": "../pkg/bin/x.js",
 		"sub/back":            "../keep.txt",
-		"self":                ".",
+		"newInDir":            "srcdir/new",
 	}
 	for _, links := range []map[string]string{out, in} {
 		for name, target := range links {

@@ -23,9 +23,9 @@ import (
 // names (nameKey): on macOS an entry "Docs/x" lands in the checkout's
 // "docs". A file with other hard links counts as a link: written in place,
 // it changes them all. A symlink entry is the one thing that may stand on
-// a link: extractors remove a link before they make one; and the links a
-// tar holds never lead out (linkLeaves), so no later tar writes through
-// them.
+// a link: extractors remove a link before they make one; and the links
+// any format holds lead only to new places (linkLeaves), so no later tar
+// writes through them to the checkout's.
 //
 // The checkout is judged as the layer saw it (its pin, while the container
 // lives; at the keep, for kept changes) and as it is at the path the caller
@@ -59,7 +59,7 @@ const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 // fork, or the same one again), into the checkout the patch or a tar put
 // the link in, writes through it, and an extractor that follows links
 // takes "conf.txt" or "dir/x" where the link points.
-const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, or passes through a symlink of the checkout: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout or into .git; never exported"
+const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, passes through a symlink of the checkout, or is a directory of the checkout (. too), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
 
 // checkoutDir is what the checkouts hold where one directory of the tar
 // lands: every directory, in each checkout the tar is judged against, whose
@@ -70,6 +70,10 @@ type checkoutDir struct {
 	shared map[string]bool    // keys of the files with other hard links there
 	dirs   map[string][]place // each key's directories there
 	gitDir map[string]bool    // gitMarks there
+	held   map[string]bool    // keys of every entry there
+	// notPlain: keys of the entries there that are no regular file
+	// with a single link.
+	notPlain map[string]bool
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
@@ -158,13 +162,20 @@ func (c *checkoutDir) halfReason(name string) string {
 	return repoHalfReason
 }
 
-// linkLeaves tells whether a symlink the tar writes in c's directory rel,
-// pointing at target, could lead out of the checkout (a name Windows reads
-// as another, LONGLI~1 or a\..\.., counts as leading out). Links that pass
-// this lead, however a later tar chains them, only to places inside: each
-// climbs no further than its own directory's depth before it descends, and
-// descends only through names that are no link of the checkout (a link
-// the job made passes this itself).
+// linkLeaves tells whether a symlink any format holds in c's directory
+// rel, pointing at target, could lead anywhere but a new place: one the
+// checkout does not hold, reached through none of its links or
+// repositories. A tar extracted after the link (another export of the
+// same fork) writes where the link points, judged only where the link
+// stands: through "l -> ." or "l -> src" it would write below the
+// checkout's own directories, through their links, into the pnpm store
+// a hard-linked file shares, or into a common directory's hooks
+// ("l -> fixture/hooks"). A new place holds only what exports put there,
+// and links that pass this lead, however exports chain them, only to new
+// places again: each climbs no further than its own directory's depth
+// before it descends, and a name Windows reads as another (LONGLI~1,
+// a\..\..) or a .git counts as leading out. A link the job made to
+// another new entry (node_modules/.bin/x -> ../pkg/bin/x.js) passes.
 func (c *checkoutDir) linkLeaves(rel, target string) bool {
 	if target == "" || path.IsAbs(target) {
 		return true
@@ -174,7 +185,7 @@ func (c *checkoutDir) linkLeaves(rel, target string) bool {
 		depth = strings.Count(rel, "/") + 1
 	}
 	descended := false
-	d := c
+	d, last := c, ""
 	for _, part := range strings.Split(target, "/") {
 		switch part {
 		case "", ".":
@@ -187,14 +198,42 @@ func (c *checkoutDir) linkLeaves(rel, target string) bool {
 				d = d.parent
 			}
 		default:
-			if isRepoMeta(part) || windowsAlias(nameKey(part)) || d.hasLink(part) {
+			if isRepoMeta(part) || windowsAlias(nameKey(part)) || d.hasLink(part) || d != nil && d.repoWith(nil) {
 				return true
 			}
-			descended = true
-			d = d.below(part)
+			if last != "" {
+				d = d.below(last)
+			}
+			descended, last = true, part
 		}
 	}
-	return false
+	// The place itself: the link's own directory or an ancestor (l -> .)
+	// is the checkout's, and so is any directory it holds there, with
+	// whatever lies below. A file of its own is no more than the name:
+	// written through the link, it is written as a tar writes it there.
+	return !descended || d.holds(last) && !d.plainFile(last) || d != nil && d.repoWith(nil)
+}
+
+// addKey adds k to set, made when nil.
+func addKey(set map[string]bool, k string) map[string]bool {
+	if set == nil {
+		set = map[string]bool{}
+	}
+	set[k] = true
+	return set
+}
+
+// holds tells whether a checkout has an entry of name's key in c's
+// directory, or c cannot say.
+func (c *checkoutDir) holds(name string) bool {
+	return c != nil && (c.unsure || c.held[nameKey(name)])
+}
+
+// plainFile tells whether every entry of name's key the checkouts have in
+// c's directory is a regular file with no other hard link.
+func (c *checkoutDir) plainFile(name string) bool {
+	k := nameKey(name)
+	return c != nil && !c.unsure && c.held[k] && !c.notPlain[k]
 }
 
 // read adds the checkout directory p. A directory that is not there (the
@@ -210,27 +249,23 @@ func (c *checkoutDir) read(p place) {
 		batch, err := d.ReadDir(1024)
 		for _, e := range batch {
 			k := nameKey(e.Name())
+			c.held = addKey(c.held, k)
+			if !e.Type().IsRegular() {
+				c.notPlain = addKey(c.notPlain, k)
+			}
 			for m := range gitMarks([]string{e.Name()}, func(string) bool { return e.IsDir() }) {
-				if c.gitDir == nil {
-					c.gitDir = map[string]bool{}
-				}
-				c.gitDir[m] = true
+				c.gitDir = addKey(c.gitDir, m)
 			}
 			switch {
 			case e.Type()&fs.ModeSymlink != 0:
-				if c.links == nil {
-					c.links = map[string]bool{}
-				}
-				c.links[k] = true
+				c.links = addKey(c.links, k)
 			case e.Type().IsRegular():
 				var st unix.Stat_t
 				if err := unix.Fstatat(int(d.Fd()), e.Name(), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 					c.unsure = true
 				} else if st.Nlink > 1 {
-					if c.shared == nil {
-						c.shared = map[string]bool{}
-					}
-					c.shared[k] = true
+					c.shared = addKey(c.shared, k)
+					c.notPlain = addKey(c.notPlain, k)
 				}
 			case e.IsDir():
 				if c.dirs == nil {
