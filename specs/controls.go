@@ -34,7 +34,7 @@ var Controls = []Control{
 		"tmpfs size (ENOSPC), noexec (EACCES)", []string{"mount flags"}, []string{"tmp-write", "tmp-noexec", "tmp-size"}},
 	{"home", []string{"home"}, "none (home_size 0); job profiles: /home/sandbox tmpfs noexec,nosuid,nodev of home_size owned by the process's user, with HOME and the toolchains' cache variables pointing into it where the caller set none (a caller's value in the read-only root too), for exec'd processes as well",
 		"tmpfs size (ENOSPC), noexec (EACCES), read-only root elsewhere (EROFS)", nil, nil},
-	{"build scratch", []string{"scratch"}, "none (scratch_size 0): nothing the job writes runs; job profiles: /scratch tmpfs nosuid,nodev of scratch_size whose files may be executed (as may the workspace's and a memfd's), TMPDIR and GOTMPDIR there where the caller set none, for exec'd processes as well",
+	{"build scratch", []string{"scratch"}, "none (scratch_size 0): no file the job writes is executed or mapped executable (on runc), no memfd; an interpreter still runs code it builds in its own memory, as JITs do; job profiles: /scratch tmpfs nosuid,nodev of scratch_size whose files may be executed (as may the workspace's and a memfd's), TMPDIR and GOTMPDIR there where the caller set none, for exec'd processes as well",
 		"tmpfs size (ENOSPC); /tmp and home stay noexec (EACCES); without it memfd_create is ENOSYS (seccomp)", nil, nil},
 	{"mounts", []string{"mounts", "mount_order"}, "types bind, tmpfs, proc, sysfs, mqueue, devpts, cgroup, each at its place; options from an allowlist; every tmpfs noexec,nosuid,nodev with a size, together ≤ tmpfs_total 256m; /dev a fresh tmpfs",
 		"mount flags, tmpfs size (ENOSPC)", []string{"mount flags"}, nil},
