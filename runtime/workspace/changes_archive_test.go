@@ -787,3 +787,30 @@ func TestKeptPatchOfACheckoutWithItsRepository(t *testing.T) {
 		t.Errorf("the kept patch of a checkout with its .git: %v\n%s", err, patch.String())
 	}
 }
+
+// TestKeptLinksJudgedAgainstTheCheckoutNow: a kept link to a new place
+// leads, once the fork's next commit made that place a directory of the
+// checkout with a link below it, to what the checkout holds: a tar of
+// another export writing below the link would write through the
+// checkout's link. The kept patch and json are refused then.
+func TestKeptLinksJudgedAgainstTheCheckoutNow(t *testing.T) {
+	h := newHostileWorkspace(t)
+	h.named("", nil)
+	if err := os.Symlink("srcdir", filepath.Join(h.upperDir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.keep()
+	var before bytes.Buffer
+	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &before); err != nil || !strings.Contains(before.String(), "+++ b/l\n") {
+		t.Fatalf("the kept patch before the commit: %v\n%s", err, before.String())
+	}
+	h.named("srcdir/", nil)
+	if err := os.Symlink("/etc", filepath.Join(h.ws.Named, "srcdir", "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"patch", "json"} {
+		if _, err := Export(cfg, "/run/root-a", "c1", format, io.Discard); err == nil || !strings.Contains(err.Error(), "link l -> srcdir now leads to what it holds") {
+			t.Errorf("the kept %s with l -> srcdir, now a directory of the checkout: %v", format, err)
+		}
+	}
+}

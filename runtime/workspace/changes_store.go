@@ -918,7 +918,8 @@ func keptWritesIntoRepo(r *Kept) error {
 }
 
 // writesIntoRepo says where changes write in a directory git may take for
-// a repository once they are applied to the checkout root.
+// a repository once they are applied to the checkout root, or make a link
+// that leads out of it (linkLeaves).
 func writesIntoRepo(root *checkoutDir, changes []Change) error {
 	// Each directory's names the changes write, and whether each is one
 	// of them as no directory (a HEAD counts then).
@@ -957,6 +958,18 @@ func writesIntoRepo(root *checkoutDir, changes []Change) error {
 		}
 		if repo {
 			return fmt.Errorf("in %s now, which git may take for a repository with what the changes write there (a HEAD, or objects and refs, or one of them the checkout does not hold)", escapeText(d))
+		}
+	}
+	// A link judged at the keep may lead, in the checkout as it is now,
+	// to a directory the fork's next commit made, with its links below.
+	for _, c := range changes {
+		if c.Rejected != "" || c.Type != "symlink" || c.Kind == "deleted" {
+			continue
+		}
+		dir := path.Dir(c.Path)
+		rel := strings.TrimPrefix(dir, ".")
+		if dirAt(dir).linkLeaves(rel, c.Target) {
+			return fmt.Errorf("where the changes' link %s -> %s now leads to what it holds (%s)", escapeText(c.Path), escapeText(c.Target), checkoutLinkOutReason)
 		}
 	}
 	return nil
