@@ -377,6 +377,13 @@ func TestLinksNeverLeadOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The checkout's links at the second and third step of a target.
+	if err := os.Symlink("../.git/hooks", filepath.Join(h.ws.Source, "srcdir", "lnk")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc", filepath.Join(h.ws.Source, "srcdir", "deep", "ln")); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(h.ws.Source, "store.txt"), []byte("a package store's\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -392,6 +399,9 @@ func TestLinksNeverLeadOut(t *testing.T) {
 		"byKeyDir":  "SRCDIR/deep",
 		"intoRepo":  "fixture/hooks",
 		"store":     "Stored.txt",
+		"hk":        "srcdir/lnk/pre-commit",
+		"deepLink":  "srcdir/deep/ln/passwd",
+		"keyLink":   "SrcDir/LNK/x",
 		"abs":       "/etc/passwd",
 		"up":        "../x",
 		"sub/up2":   "../../x",
@@ -812,5 +822,25 @@ func TestKeptLinksJudgedAgainstTheCheckoutNow(t *testing.T) {
 		if _, err := Export(cfg, "/run/root-a", "c1", format, io.Discard); err == nil || !strings.Contains(err.Error(), "link l -> srcdir now leads to what it holds") {
 			t.Errorf("the kept %s with l -> srcdir, now a directory of the checkout: %v", format, err)
 		}
+	}
+}
+
+// TestCheckoutDirectoriesReadOnce: link targets pass through the same
+// checkout directories again and again (2,000 links through one of 20,000
+// files held a keep for minutes); each is read once per judgement, by key.
+func TestCheckoutDirectoriesReadOnce(t *testing.T) {
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "srcdir", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	low, err := openLayer(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer low.Close()
+	root := checkoutRoot(low)
+	first := root.below("srcdir").below("deep")
+	if again := root.below("SRCDIR").below("Deep"); again != first {
+		t.Errorf("srcdir/deep is read again for each name that lands there")
 	}
 }
