@@ -377,6 +377,14 @@ func TestLinksNeverLeadOut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A directory of the checkout with nothing a write could pass its
+	// judgement through below it (a monorepo's package).
+	if err := os.MkdirAll(filepath.Join(h.ws.Source, "pkgs", "util", "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.ws.Source, "pkgs", "util", "src", "a.js"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// The checkout's links at the second and third step of a target.
 	if err := os.Symlink("../.git/hooks", filepath.Join(h.ws.Source, "srcdir", "lnk")); err != nil {
 		t.Fatal(err)
@@ -414,10 +422,12 @@ func TestLinksNeverLeadOut(t *testing.T) {
 		"backslash": "a\\..\\..\\x",
 	}
 	in := map[string]string{
-		"ok":                  "keep.txt",
-		"node_modules/.bin/x": "../pkg/bin/x.js",
-		"sub/back":            "../keep.txt",
-		"newInDir":            "srcdir/new",
+		"ok":                      "keep.txt",
+		"node_modules/.bin/x":     "../pkg/bin/x.js",
+		"sub/back":                "../keep.txt",
+		"newInDir":                "srcdir/new",
+		"node_modules/@mono/util": "../../pkgs/util",
+		"utilSrc":                 "PKGS/util/src",
 	}
 	for _, links := range []map[string]string{out, in} {
 		for name, target := range links {
@@ -842,5 +852,19 @@ func TestCheckoutDirectoriesReadOnce(t *testing.T) {
 	first := root.below("srcdir").below("deep")
 	if again := root.below("SRCDIR").below("Deep"); again != first {
 		t.Errorf("srcdir/deep is read again for each name that lands there")
+	}
+	// A directory too large to judge cheaply is no clean one for a link
+	// to lead to (cleanLimit entries at most, itself and below).
+	for _, f := range []string{"a", "b", "c"} {
+		if err := os.WriteFile(filepath.Join(src, "srcdir", "deep", f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := checkoutRoot(low)
+	if n := 3; fresh.below("srcdir").cleanWithin(&n) {
+		t.Errorf("srcdir, with 4 entries below it, is clean within 3")
+	}
+	if n := 4; !checkoutRoot(low).below("srcdir").cleanWithin(&n) {
+		t.Errorf("srcdir, with 4 plain entries below it, is not clean within 4")
 	}
 }

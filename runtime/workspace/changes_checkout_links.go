@@ -59,7 +59,7 @@ const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 // fork, or the same one again), into the checkout the patch or a tar put
 // the link in, writes through it, and an extractor that follows links
 // takes "conf.txt" or "dir/x" where the link points.
-const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, passes through a symlink of the checkout, or is a directory of the checkout (. too), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
+const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, passes through a symlink of the checkout, or is the checkout's own directory (.), one with a link, a file with other hard links, a node, a .git or a repository below it (or more than 10,000 entries), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
 
 // checkoutDir is what the checkouts hold where one directory of the tar
 // lands: every directory, in each checkout the tar is judged against, whose
@@ -73,8 +73,11 @@ type checkoutDir struct {
 	gitDir map[string]bool         // gitMarks there
 	held   map[string]bool         // keys of every entry there
 	// notPlain: keys of the entries there that are no regular file
-	// with a single link.
-	notPlain map[string]bool
+	// with a single link; odd: of those that are no file, directory or
+	// link (fifos, sockets, devices).
+	notPlain, odd map[string]bool
+	// judged, clean: what clean found, once asked.
+	judged, isClean bool
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
@@ -220,10 +223,69 @@ func (c *checkoutDir) linkLeaves(rel, target string) bool {
 		}
 	}
 	// The place itself: the link's own directory or an ancestor (l -> .)
-	// is the checkout's, and so is any directory it holds there, with
-	// whatever lies below. A file of its own is no more than the name:
-	// written through the link, it is written as a tar writes it there.
-	return !descended || d.holds(last) && !d.plainFile(last) || d != nil && d.repoWith(nil)
+	// is the checkout's, with all the checkout holds. A file of its own
+	// is no more than the name: written through the link, it is written
+	// as a tar writes it there. So is a directory of its own below which
+	// the checkout holds nothing a write could pass its judgement through
+	// (npm's node_modules/@mono/util -> ../../packages/util).
+	switch {
+	case !descended, d != nil && d.repoWith(nil):
+		return true
+	case !d.holds(last), d.plainFile(last):
+		return false
+	case d.plainDir(last):
+		return !d.below(last).clean()
+	}
+	return true
+}
+
+// plainDir tells whether every entry of name's key the checkouts have in
+// c's directory is a directory.
+func (c *checkoutDir) plainDir(name string) bool {
+	k := nameKey(name)
+	return c != nil && !c.unsure && len(c.dirs[k]) > 0 && !c.links[k] && !c.shared[k] && !c.odd[k]
+}
+
+// cleanLimit bounds the entries a checkout directory may hold, itself and
+// below, for a link to it to pass: judging a larger one costs more than a
+// link is worth, and it counts as not clean.
+const cleanLimit = 10000
+
+// clean tells whether nothing in the checkout directory c or below it is
+// what a write through a link to it would reach past the judgement of the
+// name it wrote: a link, a file with other hard links, a node that is no
+// file or directory, a .git, a directory git may take for a repository.
+func (c *checkoutDir) clean() bool {
+	n := cleanLimit
+	return c.cleanWithin(&n)
+}
+
+func (c *checkoutDir) cleanWithin(n *int) bool {
+	if c == nil {
+		return true
+	}
+	if !c.judged {
+		c.judged, c.isClean = true, c.cleanHere(n)
+	}
+	return c.isClean
+}
+
+func (c *checkoutDir) cleanHere(n *int) bool {
+	*n -= len(c.held)
+	if *n < 0 || c.unsure || len(c.links) > 0 || len(c.shared) > 0 || len(c.odd) > 0 || c.repoWith(nil) {
+		return false
+	}
+	for k := range c.held {
+		if isRepoMeta(k) {
+			return false
+		}
+	}
+	for k := range c.dirs {
+		if !c.below(k).cleanWithin(n) {
+			return false
+		}
+	}
+	return true
 }
 
 // addKey adds k to set, made when nil.
@@ -279,7 +341,9 @@ func (c *checkoutDir) read(p place) {
 					c.shared = addKey(c.shared, k)
 					c.notPlain = addKey(c.notPlain, k)
 				}
-			case e.IsDir():
+			case !e.IsDir():
+				c.odd = addKey(c.odd, k)
+			default:
 				if c.dirs == nil {
 					c.dirs = map[string][]place{}
 				}
