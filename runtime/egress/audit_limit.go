@@ -36,8 +36,9 @@ const (
 )
 
 // limitAudit wraps write so that it gets at most auditBurst lines at once
-// and auditRate a second after that, with long fields cut; its flush
-// writes the count of lines left out, for the broker's end.
+// and auditRate a second after that in each lane (laneOf), with long
+// fields cut; its flush writes the counts of lines left out, for the
+// broker's end.
 func limitAudit(write func(Connection), overhead int) *auditLimit {
 	l := newAuditLimit(write, time.Now)
 	if overhead > 0 {
@@ -48,20 +49,49 @@ func limitAudit(write func(Connection), overhead int) *auditLimit {
 }
 
 func newAuditLimit(write func(Connection), now func() time.Time) *auditLimit {
-	return &auditLimit{write: write, now: now, tokens: auditBurst, bytes: auditBytesBurst, last: now(), overhead: auditLineOverhead}
+	l := &auditLimit{write: write, now: now, last: now(), overhead: auditLineOverhead}
+	for i := range l.lanes {
+		l.lanes[i] = auditLane{tokens: auditBurst, bytes: auditBytesBurst}
+	}
+	return l
+}
+
+// The lines go in two lanes, each with a budget of its own: a denial costs
+// the job nothing (a CONNECT to a name nobody resolves), and 75,000 of
+// them in 20 s spent the budget that a POST to a listed destination's line
+// needed, so that line was only counted. Allowed and failed connections
+// reach a listed destination; they are bounded by egress_connections, the
+// dial and egress_bytes, and no denial can take their room.
+const (
+	laneDenied = iota
+	laneReached
+)
+
+func laneOf(c Connection) int {
+	if c.Verdict == "denied" {
+		return laneDenied
+	}
+	return laneReached
+}
+
+// auditLane is one lane's budget and what it left out.
+type auditLane struct {
+	tokens    float64 // lines that may be written now
+	bytes     float64 // bytes of lines that may be written now
+	leftOut   int
+	leftOutBy map[string]int // verdict → lines left out
+	// sent and received: the bytes of the connections left out.
+	sent, received int64
+	spentOnce      bool // the bytes ran out once, and a line said so
 }
 
 type auditLimit struct {
-	write     func(Connection)
-	now       func() time.Time
-	overhead  int // of a line beside its job-chosen fields
-	mu        sync.Mutex
-	tokens    float64 // lines that may be written now
-	bytes     float64 // bytes of lines that may be written now
-	last      time.Time
-	leftOut   int
-	leftOutBy map[string]int // verdict → lines left out
-	spentOnce bool           // the bytes ran out once, and a line said so
+	write    func(Connection)
+	now      func() time.Time
+	overhead int // of a line beside its job-chosen fields
+	mu       sync.Mutex
+	last     time.Time
+	lanes    [2]auditLane
 	// tickAfter is how soon the count of lines left out is tried again
 	// (0: only with the next line and at the end), and ticking says a try
 	// is due: the count is written as soon as the rate has room for it,
@@ -75,12 +105,15 @@ func (l *auditLimit) audit(c Connection) {
 	c.Destination, c.Reason = cut(c.Destination), cut(c.Reason)
 	l.mu.Lock()
 	l.refill()
-	if l.tokens < 1 || l.bytes <= 0 {
-		if l.leftOutBy == nil {
-			l.leftOutBy = map[string]int{}
+	lane := &l.lanes[laneOf(c)]
+	if lane.tokens < 1 || lane.bytes <= 0 {
+		if lane.leftOutBy == nil {
+			lane.leftOutBy = map[string]int{}
 		}
-		l.leftOut++
-		l.leftOutBy[c.Verdict]++
+		lane.leftOut++
+		lane.leftOutBy[c.Verdict]++
+		lane.sent += c.Sent
+		lane.received += c.Received
 		if !l.ticking && l.tickAfter > 0 {
 			l.ticking = true
 			time.AfterFunc(l.tickAfter, l.tick)
@@ -89,10 +122,10 @@ func (l *auditLimit) audit(c Connection) {
 		return
 	}
 	var lines []Connection
-	if summary := l.takeSummary(); summary != nil {
+	if summary := lane.takeSummary(); summary != nil {
 		lines = append(lines, *summary)
 	}
-	lines = l.take(append(lines, c))
+	lines = l.take(lane, append(lines, c))
 	l.mu.Unlock()
 	for _, line := range lines {
 		l.write(line)
@@ -103,16 +136,21 @@ func (l *auditLimit) audit(c Connection) {
 // lines left out.
 const auditTick = time.Second
 
-// tick writes the count of lines left out if the rate has room for it,
-// and tries again later if it has not.
+// tick writes each lane's count of lines left out if its rate has room
+// for it, and tries again later if one has not.
 func (l *auditLimit) tick() {
 	l.mu.Lock()
 	l.refill()
 	var lines []Connection
-	if l.leftOut > 0 && l.tokens >= 1 && l.bytes > 0 {
-		lines = l.take([]Connection{*l.takeSummary()})
+	l.ticking = false
+	for i := range l.lanes {
+		lane := &l.lanes[i]
+		if lane.leftOut > 0 && lane.tokens >= 1 && lane.bytes > 0 {
+			lines = append(lines, l.take(lane, []Connection{*lane.takeSummary()})...)
+		}
+		l.ticking = l.ticking || lane.leftOut > 0
 	}
-	if l.ticking = l.leftOut > 0; l.ticking {
+	if l.ticking {
 		time.AfterFunc(l.tickAfter, l.tick)
 	}
 	l.mu.Unlock()
@@ -125,22 +163,29 @@ func (l *auditLimit) tick() {
 func (l *auditLimit) refill() {
 	now := l.now()
 	elapsed := now.Sub(l.last)
-	l.tokens = min(auditBurst, l.tokens+elapsed.Seconds()*auditRate)
-	l.bytes = min(auditBytesBurst, l.bytes+elapsed.Hours()*auditBytesPerHour)
+	for i := range l.lanes {
+		lane := &l.lanes[i]
+		lane.tokens = min(auditBurst, lane.tokens+elapsed.Seconds()*auditRate)
+		lane.bytes = min(auditBytesBurst, lane.bytes+elapsed.Hours()*auditBytesPerHour)
+	}
 	l.last = now
 }
 
-// take spends a line's token and the bytes of lines, and adds the line
-// that says the bytes ran out, the first time they do; l.mu is held.
-func (l *auditLimit) take(lines []Connection) []Connection {
-	l.tokens--
+// take spends a line's token of lane and the bytes of lines, and adds the
+// line that says the bytes ran out, the first time they do; l.mu is held.
+func (l *auditLimit) take(lane *auditLane, lines []Connection) []Connection {
+	lane.tokens--
 	for _, line := range lines {
-		l.bytes -= float64(lineBytes(line, l.overhead))
+		lane.bytes -= float64(lineBytes(line, l.overhead))
 	}
-	if l.bytes <= 0 && !l.spentOnce {
-		l.spentOnce = true
+	if lane.bytes <= 0 && !lane.spentOnce {
+		lane.spentOnce = true
+		which := "denied"
+		if lane == &l.lanes[laneReached] {
+			which = "allowed and failed"
+		}
 		lines = append(lines, Connection{Verdict: "left out", Reason: fmt.Sprintf(
-			"this container's audit lines have taken %d MiB: from now on %d MiB an hour of them are written, and the rest counted", auditBytesBurst>>20, auditBytesPerHour>>20)})
+			"this container's audit lines of %s connections have taken %d MiB: from now on %d MiB an hour of them are written, and the rest counted", which, auditBytesBurst>>20, auditBytesPerHour>>20)})
 	}
 	return lines
 }
@@ -162,22 +207,27 @@ func jsonLen(s string) int {
 
 func (l *auditLimit) flush() {
 	l.mu.Lock()
-	summary := l.takeSummary()
+	var lines []Connection
+	for i := range l.lanes {
+		if summary := l.lanes[i].takeSummary(); summary != nil {
+			lines = append(lines, *summary)
+		}
+	}
 	l.mu.Unlock()
-	if summary != nil {
-		l.write(*summary)
+	for _, line := range lines {
+		l.write(line)
 	}
 }
 
-// takeSummary is the line that counts the lines left out, if any; l.mu
-// is held.
-func (l *auditLimit) takeSummary() *Connection {
-	if l.leftOut == 0 {
+// takeSummary is the line that counts the lane's lines left out, if any,
+// with the bytes their connections carried; l.mu is held.
+func (lane *auditLane) takeSummary() *Connection {
+	if lane.leftOut == 0 {
 		return nil
 	}
-	c := &Connection{Verdict: "left out", Reason: fmt.Sprintf("%d connection lines left out (more than %d a second, or more than %d MiB at once and %d MiB an hour): %d allowed, %d denied, %d failed",
-		l.leftOut, auditRate, auditBytesBurst>>20, auditBytesPerHour>>20, l.leftOutBy["allowed"], l.leftOutBy["denied"], l.leftOutBy["failed"])}
-	l.leftOut, l.leftOutBy = 0, nil
+	c := &Connection{Verdict: "left out", Sent: lane.sent, Received: lane.received, Reason: fmt.Sprintf("%d connection lines left out (more than %d a second, or more than %d MiB at once and %d MiB an hour): %d allowed, %d denied, %d failed; they carried %d bytes out and %d in",
+		lane.leftOut, auditRate, auditBytesBurst>>20, auditBytesPerHour>>20, lane.leftOutBy["allowed"], lane.leftOutBy["denied"], lane.leftOutBy["failed"], lane.sent, lane.received)}
+	lane.leftOut, lane.leftOutBy, lane.sent, lane.received = 0, nil, 0, 0
 	return c
 }
 

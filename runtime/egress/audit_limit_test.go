@@ -148,3 +148,37 @@ func TestLimitAuditCountWithoutNextLine(t *testing.T) {
 	defer mu.Unlock()
 	t.Fatalf("%d lines, the last %+v: want %d and the count of the 3 left out, with no line after them", len(lines), lines[len(lines)-1], auditBurst)
 }
+
+// Denials cost the job nothing, and a flood of them must not take the
+// room of the line of a connection that reached a listed destination: the
+// POST after 75,000 denied CONNECTs has its line, with its bytes. Allowed
+// lines past their own budget are counted with the bytes they carried.
+func TestLimitAuditDenialsLeaveAllowedLines(t *testing.T) {
+	var lines []Connection
+	start := time.Now()
+	l := newAuditLimit(func(c Connection) { lines = append(lines, c) }, func() time.Time { return start })
+	for i := 0; i < 5000; i++ {
+		l.audit(Connection{Destination: fmt.Sprintf("x%d.invalid:443", i), Verdict: "denied", Reason: "not in the profile's egress list"})
+	}
+	l.audit(Connection{Destination: "upload.example.com:443", Address: "192.0.2.7:443", Verdict: "allowed", Sent: 4096, Received: 17})
+	var found bool
+	for _, c := range lines {
+		found = found || c.Verdict == "allowed" && c.Destination == "upload.example.com:443" && c.Sent == 4096
+	}
+	if !found {
+		t.Fatalf("the allowed connection after 5000 denied ones has no line of its own: %d lines", len(lines))
+	}
+	for i := 0; i < auditBurst+10; i++ {
+		l.audit(Connection{Destination: "upload.example.com:443", Verdict: "allowed", Sent: 100, Received: 1})
+	}
+	l.flush()
+	var reached Connection
+	for _, c := range lines {
+		if c.Verdict == "left out" && strings.Contains(c.Reason, " allowed, 0 denied") {
+			reached = c
+		}
+	}
+	if reached.Sent != 1100 || reached.Received != 11 || !strings.Contains(reached.Reason, "1100 bytes out and 11 in") {
+		t.Fatalf("the count of allowed lines left out: %+v, want 11 lines that carried 1100 bytes out and 11 in", reached)
+	}
+}
