@@ -441,7 +441,7 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int, cd *ch
 				return err
 			}
 			c.SHA256 = sum([]byte(c.Target))
-			if cd.linkLeaves(rel, c.Target) {
+			if cd.linkLeaves(rel, n, c.Target) {
 				c.Rejected = checkoutLinkOutReason
 			}
 		case "file":

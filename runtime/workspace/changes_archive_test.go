@@ -421,13 +421,27 @@ func TestLinksNeverLeadOut(t *testing.T) {
 		"short":     "LINKDI~1/x",
 		"backslash": "a\\..\\..\\x",
 	}
-	in := map[string]string{
-		"ok":                      "keep.txt",
+	// A link climbs only from a directory the checkout holds: a directory
+	// the job made may be another export's link (a/b/m -> ../../docs),
+	// and the climb would start there. Nor does a link stand where the
+	// checkout holds a directory.
+	for name, target := range map[string]string{
 		"node_modules/.bin/x":     "../pkg/bin/x.js",
 		"sub/back":                "../keep.txt",
-		"newInDir":                "srcdir/new",
 		"node_modules/@mono/util": "../../pkgs/util",
-		"utilSrc":                 "PKGS/util/src",
+		"a/b/m/l":                 "../../../x",
+		"PKGS":                    "elsewhere",
+	} {
+		out[name] = target
+	}
+	in := map[string]string{
+		"ok":                     "keep.txt",
+		"newInDir":               "srcdir/new",
+		"utilSrc":                "PKGS/util/src",
+		"pkgs/back":              "../keep.txt",
+		"pkgs/util/src/up":       "../../../keep.txt",
+		"node_modules/foo":       ".pnpm/foo@1/node_modules/foo",
+		"node_modules/.bin/tool": "tool.js",
 	}
 	for _, links := range []map[string]string{out, in} {
 		for name, target := range links {
@@ -866,5 +880,13 @@ func TestCheckoutDirectoriesReadOnce(t *testing.T) {
 	}
 	if n := 4; !checkoutRoot(low).below("srcdir").cleanWithin(&n) {
 		t.Errorf("srcdir, with 4 plain entries below it, is not clean within 4")
+	}
+	// Judged in parts first, the whole still counts every entry.
+	parts := checkoutRoot(low)
+	if n := 3; !parts.below("srcdir").below("deep").cleanWithin(&n) {
+		t.Errorf("srcdir/deep, with 3 plain entries, is not clean within 3")
+	}
+	if n := 3; parts.below("srcdir").cleanWithin(&n) {
+		t.Errorf("srcdir, with 4 entries below it, is clean within 3 once deep was judged alone")
 	}
 }

@@ -59,7 +59,7 @@ const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 // fork, or the same one again), into the checkout the patch or a tar put
 // the link in, writes through it, and an extractor that follows links
 // takes "conf.txt" or "dir/x" where the link points.
-const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x), names .git or a name Windows reads as another, passes through a symlink of the checkout, or is the checkout's own directory (.), one with a link, a file with other hard links, a node, a .git or a repository below it (or more than 10,000 entries), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
+const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x) or from a directory the checkout does not hold as one (another export's link there would move it), stands where the checkout has a directory, names .git or a name Windows reads as another, passes through a symlink of the checkout, or is the checkout's own directory (.), one with a link, a file with other hard links, a node, a .git or a repository below it (or more than 10,000 entries), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
 
 // checkoutDir is what the checkouts hold where one directory of the tar
 // lands: every directory, in each checkout the tar is judged against, whose
@@ -76,8 +76,13 @@ type checkoutDir struct {
 	// with a single link; odd: of those that are no file, directory or
 	// link (fifos, sockets, devices).
 	notPlain, odd map[string]bool
-	// judged, clean: what clean found, once asked.
+	// judged, isClean and count: what clean found once asked, and the
+	// entries it counted there and below.
 	judged, isClean bool
+	count           int
+	// real: every directory from the top to here is one the checkouts
+	// hold as a directory (no export can make it a link: linkLeaves).
+	real bool
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
@@ -96,7 +101,7 @@ func checkoutRoot(lows ...*layer) *checkoutDir {
 	for _, low := range lows {
 		if low != nil {
 			if c == nil {
-				c = &checkoutDir{}
+				c = &checkoutDir{real: true}
 			}
 			c.read(place{low, ""})
 		}
@@ -116,7 +121,7 @@ func (c *checkoutDir) below(name string) *checkoutDir {
 	if d, ok := c.kids[k]; ok {
 		return d
 	}
-	d := &checkoutDir{parent: c, unsure: c.unsure}
+	d := &checkoutDir{parent: c, unsure: c.unsure, real: c.real && c.holdsDir(name)}
 	for _, p := range c.dirs[k] {
 		d.read(p)
 	}
@@ -178,25 +183,31 @@ func (c *checkoutDir) halfReason(name string) string {
 }
 
 // linkLeaves tells whether a symlink any format holds in c's directory
-// rel, pointing at target, could lead anywhere but a new place: one the
-// checkout does not hold, reached through none of its links or
+// rel as name, pointing at target, could lead anywhere but a new place:
+// one the checkout does not hold, reached through none of its links or
 // repositories. A tar extracted after the link (another export of the
 // same fork) writes where the link points, judged only where the link
 // stands: through "l -> ." or "l -> src" it would write below the
 // checkout's own directories, through their links, into the pnpm store
 // a hard-linked file shares, or into a common directory's hooks
-// ("l -> fixture/hooks"). A new place holds only what exports put there,
-// and links that pass this lead, however exports chain them, only to new
-// places again: each climbs no further than its own directory's depth
-// before it descends, and a name Windows reads as another (LONGLI~1,
-// a\..\..) or a .git counts as leading out. A link the job made to
-// another new entry (node_modules/.bin/x -> ../pkg/bin/x.js) passes.
-func (c *checkoutDir) linkLeaves(rel, target string) bool {
-	if target == "" || path.IsAbs(target) {
+// ("l -> fixture/hooks"). A name Windows reads as another (LONGLI~1,
+// a\..\..) or a .git counts as leading out.
+//
+// Where a link stands is sure only in directories the checkout holds: a
+// directory the job made may be another export's link once exports are
+// applied, so that "a/b/m/l -> ../../../x", judged from a/b/m, climbs
+// from wherever a/b/m leads (another export's a/b/m -> ../../docs) and
+// out of the checkout. So a link climbs ("..") only from a directory the
+// checkout holds as one, and never further than its depth, and no link
+// stands where the checkout holds a directory (which it would make
+// another place). A link that descends only (pnpm's node_modules/foo ->
+// .pnpm/foo@1/node_modules/foo) passes wherever it stands.
+func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
+	if target == "" || path.IsAbs(target) || c.holdsDir(name) {
 		return true
 	}
 	depth := 0
-	if rel != "" {
+	if rel != "" && c != nil && c.real {
 		depth = strings.Count(rel, "/") + 1
 	}
 	descended := false
@@ -239,6 +250,12 @@ func (c *checkoutDir) linkLeaves(rel, target string) bool {
 	return true
 }
 
+// holdsDir tells whether a checkout has a directory of name's key in c's
+// directory, or c cannot say.
+func (c *checkoutDir) holdsDir(name string) bool {
+	return c != nil && (c.unsure || len(c.dirs[nameKey(name)]) > 0)
+}
+
 // plainDir tells whether every entry of name's key the checkouts have in
 // c's directory is a directory.
 func (c *checkoutDir) plainDir(name string) bool {
@@ -260,14 +277,21 @@ func (c *checkoutDir) clean() bool {
 	return c.cleanWithin(&n)
 }
 
+// cleanWithin is clean with n entries left to count; a directory judged
+// before costs what it counted then, so no judgement fits a directory
+// within the bound by its parts.
 func (c *checkoutDir) cleanWithin(n *int) bool {
 	if c == nil {
 		return true
 	}
 	if !c.judged {
+		before := *n
 		c.judged, c.isClean = true, c.cleanHere(n)
+		c.count = before - *n
+		return c.isClean
 	}
-	return c.isClean
+	*n -= c.count
+	return c.isClean && *n >= 0
 }
 
 func (c *checkoutDir) cleanHere(n *int) bool {
@@ -285,7 +309,7 @@ func (c *checkoutDir) cleanHere(n *int) bool {
 			return false
 		}
 	}
-	return true
+	return *n >= 0
 }
 
 // addKey adds k to set, made when nil.

@@ -345,7 +345,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if err != nil {
 					return err
 				}
-				if cd.linkLeaves(rel, t) {
+				if cd.linkLeaves(rel, n, t) {
 					reject(p, checkoutLinkOutReason)
 					continue
 				}

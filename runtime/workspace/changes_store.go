@@ -578,7 +578,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err != nil {
 					return err
 				}
-				if cd.linkLeaves(rel, t) {
+				if cd.linkLeaves(rel, n, t) {
 					leftOut(p, checkoutLinkOutReason)
 					continue
 				}
@@ -968,7 +968,7 @@ func writesIntoRepo(root *checkoutDir, changes []Change) error {
 		}
 		dir := path.Dir(c.Path)
 		rel := strings.TrimPrefix(dir, ".")
-		if dirAt(dir).linkLeaves(rel, c.Target) {
+		if dirAt(dir).linkLeaves(rel, path.Base(c.Path), c.Target) {
 			return fmt.Errorf("where the changes' link %s -> %s now leads to what it holds (%s)", escapeText(c.Path), escapeText(c.Target), checkoutLinkOutReason)
 		}
 	}
