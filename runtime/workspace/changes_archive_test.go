@@ -431,6 +431,11 @@ func TestLinksNeverLeadOut(t *testing.T) {
 		"node_modules/@mono/util": "../../pkgs/util",
 		"a/b/m/l":                 "../../../x",
 		"PKGS":                    "elsewhere",
+		// Written through, a HEAD, objects or refs would make a
+		// directory a repository no entry's name showed.
+		"hd": "newdir/HEAD",
+		"ob": "pkgs/Objects",
+		"rf": "refs",
 	} {
 		out[name] = target
 	}
@@ -888,5 +893,36 @@ func TestCheckoutDirectoriesReadOnce(t *testing.T) {
 	}
 	if n := 3; parts.below("srcdir").cleanWithin(&n) {
 		t.Errorf("srcdir, with 4 entries below it, is clean within 3 once deep was judged alone")
+	}
+}
+
+// TestLinksClimbOnlyWhereEveryCheckoutHoldsTheDirectory: a directory the
+// container's pinned checkout holds and the checkout at its path now does
+// not (a fresh clone of the next commit) is one another export may make a
+// link in: a link climbs from it no more than from one the job made.
+func TestLinksClimbOnlyWhereEveryCheckoutHoldsTheDirectory(t *testing.T) {
+	h := newHostileWorkspace(t)
+	if err := os.MkdirAll(filepath.Join(h.ws.Source, "p", "q", "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h.named("p/q/", nil)
+	for name, target := range map[string]string{"p/q/a/l": "../../../keep.txt", "p/q/l2": "../../new.txt"} {
+		p := filepath.Join(h.upperDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch, rejected, err := h.export("patch", defaultChangeLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rejected, "p/q/a/l: "+checkoutLinkOutReason) || strings.Contains(patch, "b/p/q/a/l\n") {
+		t.Errorf("a link climbing from p/q/a, which the checkout now lacks: left out %q\n%s", rejected, patch)
+	}
+	if !strings.Contains(patch, "+++ b/p/q/l2\n") {
+		t.Errorf("a link climbing from p/q, which both checkouts hold, is lost: left out %q\n%s", rejected, patch)
 	}
 }

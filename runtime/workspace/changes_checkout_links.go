@@ -59,7 +59,7 @@ const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 // fork, or the same one again), into the checkout the patch or a tar put
 // the link in, writes through it, and an extractor that follows links
 // takes "conf.txt" or "dir/x" where the link points.
-const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x) or from a directory the checkout does not hold as one (another export's link there would move it), stands where the checkout has a directory, names .git or a name Windows reads as another, passes through a symlink of the checkout, or is the checkout's own directory (.), one with a link, a file with other hard links, a node, a .git or a repository below it (or more than 10,000 entries), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
+const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x) or from a directory the checkout does not hold as one (another export's link there would move it), stands where the checkout has a directory, names a HEAD, objects or refs, or .git or a name Windows reads as another, passes through a symlink of the checkout, or is the checkout's own directory (.), one with a link, a file with other hard links, a node, a .git or a repository below it (or more than 10,000 entries), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
 
 // checkoutDir is what the checkouts hold where one directory of the tar
 // lands: every directory, in each checkout the tar is judged against, whose
@@ -80,9 +80,11 @@ type checkoutDir struct {
 	// entries it counted there and below.
 	judged, isClean bool
 	count           int
-	// real: every directory from the top to here is one the checkouts
-	// hold as a directory (no export can make it a link: linkLeaves).
-	real bool
+	// real: every directory from the top to here is one every checkout
+	// judged holds as a directory (no export can make it a link:
+	// linkLeaves); layers: how many checkouts are judged.
+	real   bool
+	layers int
 	// unsure: a directory there could not be read, so every name counts
 	// as standing on a link.
 	unsure bool
@@ -103,6 +105,7 @@ func checkoutRoot(lows ...*layer) *checkoutDir {
 			if c == nil {
 				c = &checkoutDir{real: true}
 			}
+			c.layers++
 			c.read(place{low, ""})
 		}
 	}
@@ -121,7 +124,7 @@ func (c *checkoutDir) below(name string) *checkoutDir {
 	if d, ok := c.kids[k]; ok {
 		return d
 	}
-	d := &checkoutDir{parent: c, unsure: c.unsure, real: c.real && c.holdsDir(name)}
+	d := &checkoutDir{parent: c, unsure: c.unsure, real: c.real && c.everyHoldsDir(name), layers: c.layers}
 	for _, p := range c.dirs[k] {
 		d.read(p)
 	}
@@ -227,7 +230,10 @@ func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
 			if last != "" {
 				d = d.below(last)
 			}
-			if isRepoMeta(part) || windowsAlias(nameKey(part)) || d.hasLink(part) || d != nil && d.repoWith(nil) {
+			// A HEAD, objects or refs written through the link would make
+			// a directory a repository no entry's name showed.
+			if isRepoMeta(part) || windowsAlias(nameKey(part)) || len(gitMarks([]string{part}, func(string) bool { return false })) > 0 ||
+				d.hasLink(part) || d != nil && d.repoWith(nil) {
 				return true
 			}
 			descended, last = true, part
@@ -254,6 +260,22 @@ func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
 // directory, or c cannot say.
 func (c *checkoutDir) holdsDir(name string) bool {
 	return c != nil && (c.unsure || len(c.dirs[nameKey(name)]) > 0)
+}
+
+// everyHoldsDir tells whether every checkout judged has a directory of
+// name's key in c's directory, and none has anything else of it: a
+// directory the pinned checkout holds and the one at the named path does
+// not (a fresh clone of the next commit) is the job's to make a link in
+// another export.
+func (c *checkoutDir) everyHoldsDir(name string) bool {
+	if !c.plainDir(name) {
+		return false
+	}
+	seen := map[*layer]bool{}
+	for _, p := range c.dirs[nameKey(name)] {
+		seen[p.low] = true
+	}
+	return len(seen) == c.layers
 }
 
 // plainDir tells whether every entry of name's key the checkouts have in
