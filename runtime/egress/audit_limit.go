@@ -3,6 +3,8 @@ package egress
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -76,13 +78,55 @@ func laneOf(c Connection) int {
 
 // auditLane is one lane's budget and what it left out.
 type auditLane struct {
-	tokens    float64 // lines that may be written now
-	bytes     float64 // bytes of lines that may be written now
-	leftOut   int
-	leftOutBy map[string]int // verdict → lines left out
+	tokens float64 // lines that may be written now
+	bytes  float64 // bytes of lines that may be written now
+	// left counts the lines left out by the egress entry that listed
+	// their destinations, in the order they came (entries, in order).
+	// One count for the lane let a flood to one listed destination
+	// hide the one connection to another: the count said "10,001
+	// allowed", not where the one went. The profile bounds the entries.
+	left      map[string]*leftOut
+	entries   []string
+	spentOnce bool // the bytes ran out once, and a line said so
+}
+
+// leftOut counts the lines of one egress entry's connections left out.
+type leftOut struct {
+	lines     int
+	byVerdict map[string]int
 	// sent and received: the bytes of the connections left out.
 	sent, received int64
-	spentOnce      bool // the bytes ran out once, and a line said so
+	// destinations are the first leftOutNames destinations asked for
+	// (a wildcard entry lists many), more the count of the others.
+	destinations []string
+	more         int
+}
+
+// leftOutNames bounds the destinations a count of lines left out names.
+const leftOutNames = 8
+
+// count adds c to the lines left out.
+func (lane *auditLane) count(c Connection) {
+	if lane.left == nil {
+		lane.left = map[string]*leftOut{}
+	}
+	o := lane.left[c.Entry]
+	if o == nil {
+		o = &leftOut{byVerdict: map[string]int{}}
+		lane.left[c.Entry] = o
+		lane.entries = append(lane.entries, c.Entry)
+	}
+	o.lines++
+	o.byVerdict[c.Verdict]++
+	o.sent += c.Sent
+	o.received += c.Received
+	switch {
+	case slices.Contains(o.destinations, c.Destination):
+	case len(o.destinations) < leftOutNames:
+		o.destinations = append(o.destinations, c.Destination)
+	default:
+		o.more++
+	}
 }
 
 type auditLimit struct {
@@ -107,13 +151,7 @@ func (l *auditLimit) audit(c Connection) {
 	l.refill()
 	lane := &l.lanes[laneOf(c)]
 	if lane.tokens < 1 || lane.bytes <= 0 {
-		if lane.leftOutBy == nil {
-			lane.leftOutBy = map[string]int{}
-		}
-		lane.leftOut++
-		lane.leftOutBy[c.Verdict]++
-		lane.sent += c.Sent
-		lane.received += c.Received
+		lane.count(c)
 		if !l.ticking && l.tickAfter > 0 {
 			l.ticking = true
 			time.AfterFunc(l.tickAfter, l.tick)
@@ -121,11 +159,7 @@ func (l *auditLimit) audit(c Connection) {
 		l.mu.Unlock()
 		return
 	}
-	var lines []Connection
-	if summary := lane.takeSummary(); summary != nil {
-		lines = append(lines, *summary)
-	}
-	lines = l.take(lane, append(lines, c))
+	lines := l.take(lane, append(lane.takeSummaries(), c))
 	l.mu.Unlock()
 	for _, line := range lines {
 		l.write(line)
@@ -145,10 +179,10 @@ func (l *auditLimit) tick() {
 	l.ticking = false
 	for i := range l.lanes {
 		lane := &l.lanes[i]
-		if lane.leftOut > 0 && lane.tokens >= 1 && lane.bytes > 0 {
-			lines = append(lines, l.take(lane, []Connection{*lane.takeSummary()})...)
+		if len(lane.left) > 0 && lane.tokens >= 1 && lane.bytes > 0 {
+			lines = append(lines, l.take(lane, lane.takeSummaries())...)
 		}
-		l.ticking = l.ticking || lane.leftOut > 0
+		l.ticking = l.ticking || len(lane.left) > 0
 	}
 	if l.ticking {
 		time.AfterFunc(l.tickAfter, l.tick)
@@ -209,9 +243,7 @@ func (l *auditLimit) flush() {
 	l.mu.Lock()
 	var lines []Connection
 	for i := range l.lanes {
-		if summary := l.lanes[i].takeSummary(); summary != nil {
-			lines = append(lines, *summary)
-		}
+		lines = append(lines, l.lanes[i].takeSummaries()...)
 	}
 	l.mu.Unlock()
 	for _, line := range lines {
@@ -219,16 +251,27 @@ func (l *auditLimit) flush() {
 	}
 }
 
-// takeSummary is the line that counts the lane's lines left out, if any,
-// with the bytes their connections carried; l.mu is held.
-func (lane *auditLane) takeSummary() *Connection {
-	if lane.leftOut == 0 {
-		return nil
+// takeSummaries are the lines that count the lane's lines left out, one
+// for each egress entry (denials have none), with the destinations asked
+// for and the bytes their connections carried; l.mu is held.
+func (lane *auditLane) takeSummaries() []Connection {
+	var lines []Connection
+	for _, entry := range lane.entries {
+		o := lane.left[entry]
+		to := strings.Join(o.destinations, ", ")
+		if o.more > 0 {
+			to += fmt.Sprintf(" and %d more", o.more)
+		}
+		to = cut(to)
+		if entry != "" {
+			to += ", which the egress entry " + entry + " lists"
+		}
+		lines = append(lines, Connection{Verdict: "left out", Destination: entry, Sent: o.sent, Received: o.received,
+			Reason: fmt.Sprintf("%d connection lines left out (more than %d a second, or more than %d MiB at once and %d MiB an hour): %d allowed, %d denied, %d failed, to %s; they carried %d bytes out and %d in",
+				o.lines, auditRate, auditBytesBurst>>20, auditBytesPerHour>>20, o.byVerdict["allowed"], o.byVerdict["denied"], o.byVerdict["failed"], to, o.sent, o.received)})
 	}
-	c := &Connection{Verdict: "left out", Sent: lane.sent, Received: lane.received, Reason: fmt.Sprintf("%d connection lines left out (more than %d a second, or more than %d MiB at once and %d MiB an hour): %d allowed, %d denied, %d failed; they carried %d bytes out and %d in",
-		lane.leftOut, auditRate, auditBytesBurst>>20, auditBytesPerHour>>20, lane.leftOutBy["allowed"], lane.leftOutBy["denied"], lane.leftOutBy["failed"], lane.sent, lane.received)}
-	lane.leftOut, lane.leftOutBy, lane.sent, lane.received = 0, nil, 0, 0
-	return c
+	lane.left, lane.entries = nil, nil
+	return lines
 }
 
 func cut(s string) string {

@@ -31,7 +31,12 @@ func TestLimitAudit(t *testing.T) {
 		t.Fatalf("last line %+v, want the count of the lines left out", last)
 	}
 	for _, l := range lines {
-		if len(l.Destination) > auditFieldMax+32 || len(l.Reason) > auditFieldMax+32 {
+		// A count's reason is the broker's text and the names asked for, cut.
+		reasonMax := auditFieldMax + 32
+		if l.Verdict == "left out" {
+			reasonMax += auditFieldMax
+		}
+		if len(l.Destination) > auditFieldMax+32 || len(l.Reason) > reasonMax {
 			t.Fatalf("a line of %d and %d bytes, want fields cut to %d", len(l.Destination), len(l.Reason), auditFieldMax)
 		}
 	}
@@ -180,5 +185,45 @@ func TestLimitAuditDenialsLeaveAllowedLines(t *testing.T) {
 	}
 	if reached.Sent != 1100 || reached.Received != 11 || !strings.Contains(reached.Reason, "1100 bytes out and 11 in") {
 		t.Fatalf("the count of allowed lines left out: %+v, want 11 lines that carried 1100 bytes out and 11 in", reached)
+	}
+}
+
+// A flood to one listed destination must not hide the one connection to
+// another: past the budget, lines are counted by the egress entry that
+// listed them, each count naming its entry and what the job asked for.
+func TestLimitAuditCountsByEntry(t *testing.T) {
+	var lines []Connection
+	start := time.Now()
+	l := newAuditLimit(func(c Connection) { lines = append(lines, c) }, func() time.Time { return start })
+	for i := 0; i < 5000; i++ {
+		l.audit(Connection{Destination: "registry.npmjs.org:443", Entry: "registry.npmjs.org:443", Verdict: "allowed", Sent: 10, Received: 100})
+	}
+	l.audit(Connection{Destination: "paste.example.com:443", Entry: "*.example.com:443", Verdict: "allowed", Sent: 65536, Received: 20})
+	for i := 0; i < 20; i++ {
+		l.audit(Connection{Destination: fmt.Sprintf("n%d.example.com:443", i), Entry: "*.example.com:443", Verdict: "failed"})
+	}
+	l.flush()
+	var upload Connection
+	counted := 0
+	for _, c := range lines {
+		if c.Verdict != "left out" {
+			continue
+		}
+		counted += leftOutCount(t, c)
+		if c.Destination == "*.example.com:443" {
+			upload = c
+		}
+	}
+	if counted != 5021-auditBurst {
+		t.Fatalf("%d lines counted, want %d", counted, 5021-auditBurst)
+	}
+	for _, want := range []string{"21 connection lines left out", "1 allowed, 0 denied, 20 failed", "paste.example.com:443, n0.example.com:443",
+		"and 13 more, which the egress entry *.example.com:443 lists", "65536 bytes out"} {
+		if !strings.Contains(upload.Reason, want) {
+			t.Fatalf("the count of *.example.com's lines: %+v, want it to say %q", upload, want)
+		}
+	}
+	if upload.Sent != 65536 {
+		t.Fatalf("the count of *.example.com's lines carried %d bytes out, want 65536", upload.Sent)
 	}
 }

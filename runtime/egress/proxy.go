@@ -35,6 +35,10 @@ type Connection struct {
 	Verdict string
 	// Reason is a denial's or failure's one line.
 	Reason string
+	// Entry is the profile's egress entry that listed the destination,
+	// "" when none did: the operator's list, not the job, bounds how
+	// many there are.
+	Entry string
 }
 
 // Broker is one container's egress proxy.
@@ -154,7 +158,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := Connection{Destination: dest}
 	defer func() { b.Audit(c) }()
 	if r.Method == http.MethodConnect && d == nil {
-		c.Address, c.Sent, c.Received, c.Verdict, c.Reason = b.tunnel(w, host, port)
+		b.tunnel(w, host, port, &c)
 		return
 	}
 	if d == nil {
@@ -163,7 +167,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// `nc` do, and the answer is still wanted. The lookup and the
 		// dial have their own timeouts.
 		var up net.Conn
-		up, d = b.connect(b.work, host, port)
+		up, c.Entry, d = b.connect(b.work, host, port)
 		if d == nil {
 			c.Address = up.RemoteAddr().String()
 			counted := &countedConn{Conn: up, b: b}
@@ -229,16 +233,16 @@ func target(r *http.Request) (host string, port uint16, dest string, d *denial) 
 }
 
 // connect vets the destination and connects to it, with a connection
-// closed when ctx ends. A name outside the egress list is never resolved:
-// the job learns nothing of it, and the resolver sees no query the job
-// made up.
-func (b *Broker) connect(ctx context.Context, host string, port uint16) (net.Conn, *denial) {
+// closed when ctx ends, and the egress entry that listed it. A name
+// outside the egress list is never resolved: the job learns nothing of
+// it, and the resolver sees no query the job made up.
+func (b *Broker) connect(ctx context.Context, host string, port uint16) (net.Conn, string, *denial) {
 	if b.MaxBytes > 0 && b.used.Load() >= b.MaxBytes {
-		return nil, deny(fmt.Sprintf("the container used up its egress_bytes (%d bytes)", b.MaxBytes))
+		return nil, "", deny(fmt.Sprintf("the container used up its egress_bytes (%d bytes)", b.MaxBytes))
 	}
-	addrs, d := b.vet(ctx, host, port)
+	addrs, entry, d := b.vet(ctx, host, port)
 	if d != nil {
-		return nil, d
+		return nil, entry, d
 	}
 	dial := b.Dial
 	if dial == nil {
@@ -253,29 +257,32 @@ func (b *Broker) connect(ctx context.Context, host string, port uint16) (net.Con
 		conn, err := dial(dctx, netip.AddrPortFrom(a, port).String())
 		cancel()
 		if err == nil {
-			return &endingConn{Conn: conn, stop: context.AfterFunc(ctx, func() { conn.Close() })}, nil
+			return &endingConn{Conn: conn, stop: context.AfterFunc(ctx, func() { conn.Close() })}, entry, nil
 		}
 		errs = append(errs, err.Error())
 	}
-	return nil, fail("cannot connect: " + strings.Join(errs, "; "))
+	return nil, entry, fail("cannot connect: " + strings.Join(errs, "; "))
 }
 
-// vet returns the addresses a destination may be reached at, or why not.
-func (b *Broker) vet(ctx context.Context, host string, port uint16) ([]netip.Addr, *denial) {
+// vet returns the addresses a destination may be reached at and the entry
+// that listed it, or why not.
+func (b *Broker) vet(ctx context.Context, host string, port uint16) ([]netip.Addr, string, *denial) {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		a = a.Unmap()
-		if b.listedAddr(a, port) {
-			return []netip.Addr{a}, nil
+		if e, ok := b.addrEntry(a, port); ok {
+			return []netip.Addr{a}, e.String(), nil
 		}
-		return nil, deny(fmt.Sprintf("address %s port %d is not in the profile's egress list; ask for a listed name", a, port))
+		return nil, "", deny(fmt.Sprintf("address %s port %d is not in the profile's egress list; ask for a listed name", a, port))
 	}
 	name, ok := specs.NormalizeHostName(host)
 	if !ok {
-		return nil, deny(fmt.Sprintf("%q is no host name", host))
+		return nil, "", deny(fmt.Sprintf("%q is no host name", host))
 	}
-	if !b.listedName(name, port) {
-		return nil, deny(fmt.Sprintf("%s:%d is not in the profile's egress list", name, port))
+	listed, ok := b.nameEntry(name, port)
+	if !ok {
+		return nil, "", deny(fmt.Sprintf("%s:%d is not in the profile's egress list", name, port))
 	}
+	entry := listed.String()
 	resolve := b.Resolve
 	if resolve == nil {
 		resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
@@ -286,7 +293,7 @@ func (b *Broker) vet(ctx context.Context, host string, port uint16) ([]netip.Add
 	addrs, err := resolve(rctx, name)
 	cancel()
 	if err != nil || len(addrs) == 0 {
-		return nil, fail(fmt.Sprintf("cannot resolve %s: %v", name, err))
+		return nil, entry, fail(fmt.Sprintf("cannot resolve %s: %v", name, err))
 	}
 	hostAddrs := b.HostLocal
 	if hostAddrs == nil {
@@ -294,69 +301,76 @@ func (b *Broker) vet(ctx context.Context, host string, port uint16) ([]netip.Add
 	}
 	own, err := hostAddrs()
 	if err != nil {
-		return nil, fail(fmt.Sprintf("cannot read the host's own addresses to refuse them: %v", err))
+		return nil, entry, fail(fmt.Sprintf("cannot read the host's own addresses to refuse them: %v", err))
 	}
 	// One refused address refuses the name: a name that mixes a public
 	// address with an internal one is pointed at the host's network.
 	for i, a := range addrs {
 		a = a.Unmap()
 		addrs[i] = a
-		if why := refusedAddress(a, own); why != "" && !b.listedAddr(a, port) {
-			return nil, deny(fmt.Sprintf("%s resolves to %s, %s; only an egress entry naming %s allows it", name, a, why,
-				netip.AddrPortFrom(a, port)))
+		if why := refusedAddress(a, own); why != "" {
+			if _, listed := b.addrEntry(a, port); !listed {
+				return nil, "", deny(fmt.Sprintf("%s resolves to %s, %s; only an egress entry naming %s allows it", name, a, why,
+					netip.AddrPortFrom(a, port)))
+			}
 		}
 	}
-	return addrs, nil
+	return addrs, entry, nil
 }
 
-func (b *Broker) listedName(name string, port uint16) bool {
+func (b *Broker) nameEntry(name string, port uint16) (specs.EgressEntry, bool) {
 	for _, e := range b.Allow {
 		if e.MatchName(name, port) {
-			return true
+			return e, true
 		}
 	}
-	return false
+	return specs.EgressEntry{}, false
 }
 
-func (b *Broker) listedAddr(a netip.Addr, port uint16) bool {
+func (b *Broker) addrEntry(a netip.Addr, port uint16) (specs.EgressEntry, bool) {
 	for _, e := range b.Allow {
 		if e.MatchAddr(a, port) {
-			return true
+			return e, true
 		}
 	}
-	return false
+	return specs.EgressEntry{}, false
 }
 
 // tunnel answers CONNECT and copies bytes both ways until both sides
 // are done. The client's connection is taken over before the destination
 // is dialled: what a client sends right after its CONNECT belongs to the
 // tunnel, and the HTTP server must not read it as the next request.
-func (b *Broker) tunnel(w http.ResponseWriter, host string, port uint16) (addr string, sent, received int64, verdict, reason string) {
+func (b *Broker) tunnel(w http.ResponseWriter, host string, port uint16, c *Connection) {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		http.Error(w, "bulkhead egress broker: connection cannot be taken over", http.StatusInternalServerError)
-		return "", 0, 0, "failed", "connection cannot be taken over"
+		c.Verdict, c.Reason = "failed", "connection cannot be taken over"
+		return
 	}
 	client, rw, err := hj.Hijack()
 	if err != nil {
-		return "", 0, 0, "failed", err.Error()
+		c.Verdict, c.Reason = "failed", err.Error()
+		return
 	}
 	defer client.Close()
 	// The request's context ends with the hijack; the dial is bounded
 	// by its own timeout.
-	up, d := b.connect(b.work, host, port)
+	up, entry, d := b.connect(b.work, host, port)
+	c.Entry = entry
 	if d != nil {
 		body := d.line(net.JoinHostPort(host, strconv.Itoa(int(port))))
 		fmt.Fprintf(client, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Bulkhead-Egress: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 			d.status, http.StatusText(d.status), d.verdict, len(body), body)
-		return "", 0, 0, d.verdict, d.reason
+		c.Verdict, c.Reason = d.verdict, d.reason
+		return
 	}
 	defer up.Close()
 	counted := &countedConn{Conn: up, b: b}
-	defer func() { sent, received = counted.sent.Load(), counted.received.Load() }()
-	addr, verdict = up.RemoteAddr().String(), "allowed"
+	defer func() { c.Sent, c.Received = counted.sent.Load(), counted.received.Load() }()
+	c.Address, c.Verdict = up.RemoteAddr().String(), "allowed"
 	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
-		return addr, 0, 0, verdict, err.Error()
+		c.Reason = err.Error()
+		return
 	}
 	// What the client sent after its CONNECT is already in rw's buffer.
 	var fromClient io.Reader = client
@@ -377,9 +391,8 @@ func (b *Broker) tunnel(w http.ResponseWriter, host string, port uint16) (addr s
 		err = err2
 	}
 	if err != nil {
-		reason = err.Error()
+		c.Reason = err.Error()
 	}
-	return addr, 0, 0, verdict, reason
 }
 
 // pipe copies src to dst and then half-closes dst, so a request that ends

@@ -106,8 +106,9 @@ func TestBrokerAllowsListedName(t *testing.T) {
 	conn.Close()
 	lines := waitLines(t, audit, 2)
 	for _, l := range lines {
-		if l.Verdict != "allowed" || l.Address != fmt.Sprintf("127.0.0.1:%d", port) || l.Sent == 0 || l.Received == 0 {
-			t.Errorf("audit %+v, want allowed to 127.0.0.1:%d with bytes both ways", l, port)
+		if l.Verdict != "allowed" || l.Address != fmt.Sprintf("127.0.0.1:%d", port) || l.Sent == 0 || l.Received == 0 ||
+			l.Entry != fmt.Sprintf("allowed.test:%d", port) {
+			t.Errorf("audit %+v, want allowed to 127.0.0.1:%d by the entry allowed.test:%d, with bytes both ways", l, port, port)
 		}
 	}
 }
