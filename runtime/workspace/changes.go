@@ -234,7 +234,7 @@ func gitMarks(names []string, isDir func(name string) bool) map[string]bool {
 	var marks map[string]bool
 	for _, n := range names {
 		k := nameKey(n)
-		if !slices.ContainsFunc(gitDirNames, func(g string) bool { return nameKey(g) == k }) || k == "head" && isDir(n) {
+		if !isGitMark(n) || k == "head" && isDir(n) {
 			continue
 		}
 		if marks == nil {
@@ -243,6 +243,13 @@ func gitMarks(names []string, isDir func(name string) bool) map[string]bool {
 		marks[k] = true
 	}
 	return marks
+}
+
+// isGitMark tells whether name is one of gitDirNames in any spelling
+// (nameKey), whatever kind of entry it is.
+func isGitMark(name string) bool {
+	k := nameKey(name)
+	return slices.ContainsFunc(gitDirNames, func(g string) bool { return nameKey(g) == k })
 }
 
 // marks are the gitMarks of the layer's directory rel, whose entries are

@@ -232,7 +232,7 @@ func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
 			}
 			// A HEAD, objects or refs written through the link would make
 			// a directory a repository no entry's name showed.
-			if isRepoMeta(part) || windowsAlias(nameKey(part)) || len(gitMarks([]string{part}, func(string) bool { return false })) > 0 ||
+			if isRepoMeta(part) || windowsAlias(nameKey(part)) || isGitMark(part) ||
 				d.hasLink(part) || d != nil && d.repoWith(nil) {
 				return true
 			}
