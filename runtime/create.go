@@ -220,6 +220,9 @@ func (c *creation) handOver(verb string, v Values) error {
 	status, err := backend.Run(argv, v.Int("preserve-fds"))
 	release()
 	c.created = true // even a failed create may leave state behind
+	if timedOut := (*backend.TimedOutError)(nil); errors.As(err, &timedOut) && b.Kind() == "runc" {
+		err = fmt.Errorf("backend %s: %w; runc's init reads the image's /etc/passwd and /etc/group before the job runs, and one that is a FIFO or a device never answers: make them regular files", verb, err)
+	}
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: verb, Status: status, Msg: backend.LastError(c.g.Log, logOffset)}
 	}

@@ -3,8 +3,10 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -79,7 +81,21 @@ func SuperviseOn(stdio *os.File, argv []string, preserveFds int, timeout time.Du
 	if werr != nil {
 		return -1, werr
 	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return -1, &TimedOutError{Program: filepath.Base(argv[0]), After: timeout}
+	}
 	return ExitStatus(err)
+}
+
+// TimedOutError is a backend killed for taking longer than its timeout:
+// said as such, not as the status of the kill.
+type TimedOutError struct {
+	Program string
+	After   time.Duration
+}
+
+func (e *TimedOutError) Error() string {
+	return fmt.Sprintf("%s did not finish within %s and was killed", e.Program, e.After)
 }
 
 // Output runs a backend and returns its stdout, for verbs whose output
