@@ -135,6 +135,17 @@ func (c *checkoutDir) below(name string) *checkoutDir {
 	return d
 }
 
+// at is where the tar's directory rel ("." for the top) lands below c.
+func (c *checkoutDir) at(rel string) *checkoutDir {
+	d := c
+	for _, part := range strings.Split(rel, "/") {
+		if part != "." && part != "" {
+			d = d.below(part)
+		}
+	}
+	return d
+}
+
 // hasLink tells whether a name the tar writes in c's directory stands
 // where a checkout has a symlink.
 func (c *checkoutDir) hasLink(name string) bool {

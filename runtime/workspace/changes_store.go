@@ -939,19 +939,9 @@ func writesIntoRepo(root *checkoutDir, changes []Change) error {
 			writes[d][path.Base(p)] = writes[d][path.Base(p)] || leaf && c.Type != "dir"
 		}
 	}
-	at := map[string]*checkoutDir{".": root}
-	var dirAt func(d string) *checkoutDir
-	dirAt = func(d string) *checkoutDir {
-		if cd, ok := at[d]; ok {
-			return cd
-		}
-		cd := dirAt(path.Dir(d)).below(path.Base(d))
-		at[d] = cd
-		return cd
-	}
 	for _, d := range slices.Sorted(maps.Keys(writes)) {
 		names := slices.Sorted(maps.Keys(writes[d]))
-		cd := dirAt(d)
+		cd := root.at(d)
 		repo := cd.repoWith(gitMarks(names, func(n string) bool { return !writes[d][n] }))
 		for _, n := range names {
 			repo = repo || cd.halfReason(n) != ""
@@ -968,7 +958,7 @@ func writesIntoRepo(root *checkoutDir, changes []Change) error {
 		}
 		dir := path.Dir(c.Path)
 		rel := strings.TrimPrefix(dir, ".")
-		if dirAt(dir).linkLeaves(rel, path.Base(c.Path), c.Target) {
+		if root.at(dir).linkLeaves(rel, path.Base(c.Path), c.Target) {
 			return fmt.Errorf("where the changes' link %s -> %s now leads to what it holds (%s)", escapeText(c.Path), escapeText(c.Target), checkoutLinkOutReason)
 		}
 	}
