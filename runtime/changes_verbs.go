@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"io"
 	"time"
 
@@ -15,13 +16,24 @@ func (c *Config) changes() *workspace.Settings {
 }
 
 // DiffChanges is `bulkhead diff`: the changes of a live container's
-// workspaces.
+// workspaces, read with its job paused (holdStill).
 func DiffChanges(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	cfg, err := g.LoadConfig()
 	if err != nil {
 		return nil, err
 	}
-	return workspace.Diff(cfg.changes(), g.Root, id, format, w)
+	return still(cfg, g, id, func() ([]string, error) { return workspace.Diff(cfg.changes(), g.Root, id, format, w) })
+}
+
+// still runs export with the container id held still, and lets it go on
+// after, whatever export returned.
+func still(cfg *Config, g *Globals, id string, export func() ([]string, error)) ([]string, error) {
+	release, err := holdStill(cfg, g, id)
+	if err != nil {
+		return nil, err
+	}
+	rejected, err := export()
+	return rejected, errors.Join(err, release())
 }
 
 // ExportKeptChanges is `bulkhead changes export`: the kept changes of the
@@ -31,7 +43,7 @@ func ExportKeptChanges(g *Globals, id, format string, w io.Writer) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	return workspace.Export(cfg.changes(), g.Root, id, format, w)
+	return still(cfg, g, id, func() ([]string, error) { return workspace.Export(cfg.changes(), g.Root, id, format, w) })
 }
 
 // ListKeptChanges is `bulkhead changes list`.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -109,7 +110,8 @@ func Output(argv []string) ([]byte, error) {
 	return cmd.Output()
 }
 
-// Quietly runs a backend for cleanup, discarding its output.
+// Quietly runs a backend for cleanup, its output kept out of bulkhead's
+// and its last line in the error.
 func Quietly(argv []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
@@ -118,6 +120,9 @@ func Quietly(argv []string) error {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		logrus.Debugf("bulkhead: %v: %v: %s", argv, err, out)
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); lines[len(lines)-1] != "" {
+			return fmt.Errorf("%w: %s", err, lines[len(lines)-1])
+		}
 	}
 	return err
 }
