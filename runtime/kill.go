@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -22,6 +24,15 @@ func Kill(g *Globals, v Values, args []string) error {
 	b, _, rec, err := owner(g, id)
 	if err != nil {
 		return err
+	}
+	if rec != nil && b.IsGVisor() {
+		// runsc answers a signal for a sandbox that has ended with
+		// "sandbox is not running", which no engine takes for the end:
+		// containerd's shim stopped such a pod again and again, for
+		// ever. runc's words for it are what engines know.
+		if status, err := backendStatus(g, b, id); err == nil && status == "stopped" {
+			return fmt.Errorf("kill %s: container not running", id)
+		}
 	}
 	if rec != nil && !v.Bool("all") && outlivesInit(g, b, rec, id) {
 		logrus.Warnf("bulkhead: kill %s: the init has ended but processes of the container run; signalling every one", id)
