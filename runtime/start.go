@@ -158,6 +158,9 @@ func judgeMemberStdio(c *recorded) error {
 		// whatever the spec's terminal says.
 		judge = c.backend.JudgeStdioOwner(p.User.UID, false)
 	}
+	if judge == nil {
+		judge = backend.JudgeMemberCapture()
+	}
 	if judge != nil {
 		if c.profile.Mode == specs.Enforce {
 			return fmt.Errorf("start %s, a container of a gVisor pod: %w", c.rec.ID, judge)

@@ -1,6 +1,7 @@
 package backend
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -342,4 +343,24 @@ func judgeStdioOwnerFile(fd int, uid uint32) (string, error) {
 		what += " (" + target + ")"
 	}
 	return fmt.Sprintf("%s (descriptor %d) is %s owned by uid %d", streamNames[fd], fd, what, st.Uid), nil
+}
+
+// JudgeMemberCapture refuses, for the start of a gVisor pod's container,
+// stdout and stderr that are one pipe or socket: a caller's capture of
+// start's own output, as containerd's runc shim (bulkhead's) takes every
+// verb's, reading it to its end. runsc creates such a container at start
+// and keeps start's stdio as its stdout and stderr for its life, so that
+// start never ended and everything the job wrote grew the caller's memory
+// on the host, past the container's own limit. A container's own streams
+// are two (CRI keeps stdout and stderr apart), or a terminal.
+func JudgeMemberCapture() error {
+	var out, errOut unix.Stat_t
+	if unix.Fstat(1, &out) != nil || unix.Fstat(2, &errOut) != nil {
+		return nil
+	}
+	kind := out.Mode & unix.S_IFMT
+	if (kind == unix.S_IFIFO || kind == unix.S_IFSOCK) && out.Dev == errOut.Dev && out.Ino == errOut.Ino {
+		return errors.New("its stdout and stderr are one pipe, the caller's capture of start's own output (containerd's runc shim, bulkhead's too, reads it to its end); runsc would keep it as the container's for the container's life, so the start would never end and the caller would hold all the job writes: a gVisor pod's containers need a caller that hands them their own streams at start (gVisor's shim does); run the pod on runc (runtime class bulkhead), or the job with ctr or Docker on bulkhead-runsc")
+	}
+	return nil
 }
