@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,6 +116,53 @@ func (l *layer) names(rel string, b *budget) ([]string, error) {
 		return nil, err
 	}
 	defer d.Close()
+	return dirNames(d, rel, b)
+}
+
+// look is one look at a directory of a layer: its names, in order, and
+// what each entry was then. A walk judges a directory by its entries (a
+// HEAD file makes it a repository) and writes the entries it judged, both
+// from the one look: a job that swapped a HEAD directory for a HEAD file
+// between two looks, thousands of times a second, got a repository past
+// the judgement into the export of a running container.
+type look struct {
+	names []string
+	stats map[string]*unix.Stat_t
+}
+
+// look reads rel's names and stats each entry through the same open
+// directory; an entry gone since the names were read is not in it.
+func (l *layer) look(rel string, b *budget) (*look, error) {
+	d, err := l.open(rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	names, err := dirNames(d, rel, b)
+	if err != nil {
+		return nil, err
+	}
+	lk := &look{stats: make(map[string]*unix.Stat_t, len(names))}
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(int(d.Fd()), n, &st, unix.AT_SYMLINK_NOFOLLOW); errors.Is(err, unix.ENOENT) {
+			continue
+		} else if err != nil {
+			return nil, &os.PathError{Op: "fstatat", Path: join(rel, n), Err: err}
+		}
+		lk.names = append(lk.names, n)
+		lk.stats[n] = &st
+	}
+	return lk, nil
+}
+
+// marks are the gitMarks of the look's entries, by what each was then.
+func (lk *look) marks() map[string]bool {
+	return gitMarks(lk.names, func(n string) bool { return lk.stats[n].Mode&unix.S_IFMT == unix.S_IFDIR })
+}
+
+// dirNames reads the open directory d (rel) in batches, in order.
+func dirNames(d *os.File, rel string, b *budget) ([]string, error) {
 	var names []string
 	var size int64
 	for {
@@ -252,15 +300,6 @@ func isGitMark(name string) bool {
 	return slices.ContainsFunc(gitDirNames, func(g string) bool { return nameKey(g) == k })
 }
 
-// marks are the gitMarks of the layer's directory rel, whose entries are
-// names.
-func (l *layer) marks(rel string, names []string) map[string]bool {
-	return gitMarks(names, func(n string) bool {
-		st, err := l.lstat(join(rel, n))
-		return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
-	})
-}
-
 // repoShape tells whether git may take a directory for a repository once
 // changes are applied, by the marks (gitMarks) the job's side and the
 // checkout's (as the container saw it, and as it is now) hold there: a
@@ -291,15 +330,15 @@ func scanChanges(upperDir, lowerDir string, named *layer, b *budget, reader *idS
 	}
 	defer low.Close()
 	s := &scanner{up: up, low: low, b: b, reader: reader, links: map[inode]linked{}}
-	names, err := up.names("", b)
+	top, err := up.look("", b)
 	if err != nil {
 		return nil, err
 	}
 	root := checkoutRoot(low, named)
-	if root.repoWith(up.marks("", names)) {
+	if root.repoWith(top.marks()) {
 		return []Change{{Path: ".", Kind: "modified", Type: "dir", Rejected: repoDirReason}}, nil
 	}
-	if err := s.dir("", names, false, 1, root); err != nil {
+	if err := s.dir("", top, false, 1, root); err != nil {
 		return nil, err
 	}
 	sort.SliceStable(s.out, func(i, j int) bool { return s.out[i].Path < s.out[j].Path })
@@ -337,16 +376,13 @@ func modeString(m uint32) string { return fmt.Sprintf("%04o", m&0o7777) }
 // directory counts as replaced. cd is what the checkouts hold where the
 // directory lands, judged by key as the tar is: on macOS the job's
 // FIXTURE/config lands in the checkout's fixture.
-func (s *scanner) dir(rel string, names []string, hidden bool, depth int, cd *checkoutDir) error {
-	for _, n := range names {
+func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkoutDir) error {
+	for _, n := range lk.names {
 		p := join(rel, n)
 		if err := s.b.entry(p, depth); err != nil {
 			return err
 		}
-		st, err := s.up.lstat(p)
-		if err != nil {
-			return err
-		}
+		st := lk.stats[n]
 		lst, lerr := s.low.lstat(p)
 		if lerr != nil {
 			lst = nil
@@ -388,12 +424,12 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int, cd *ch
 			continue
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			below, err := s.up.names(p, s.b)
+			below, err := s.up.look(p, s.b)
 			if err != nil {
 				return err
 			}
 			sub := cd.below(n)
-			if sub.repoWith(s.up.marks(p, below)) {
+			if sub.repoWith(below.marks()) {
 				// Nothing below it is read: the whole entry stays out.
 				c := Change{Path: p, Kind: "added", Type: "dir", Mode: modeString(st.Mode), Rejected: repoDirReason, upperRel: p}
 				if lst != nil {
@@ -444,6 +480,7 @@ func (s *scanner) dir(rel string, names []string, hidden bool, depth int, cd *ch
 		}
 		switch c.Type {
 		case "symlink":
+			var err error
 			if c.Target, err = s.up.readlink(p); err != nil {
 				return err
 			}

@@ -256,8 +256,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 	var rejected []string
 	links := map[inode]string{}
 	reject := func(p, why string) { rejected = append(rejected, rejectLine(s.Prefix+p, why)) }
-	var walk func(rel string, names []string, depth int, cd *checkoutDir) error
-	walk = func(rel string, names []string, depth int, cd *checkoutDir) error {
+	var walk func(rel string, lk *look, depth int, cd *checkoutDir) error
+	walk = func(rel string, lk *look, depth int, cd *checkoutDir) error {
 		if rel != "" && up.opaque(rel) {
 			marker := join(rel, opaqueMarker)
 			hdr := &tar.Header{Name: s.Prefix + marker, Typeflag: tar.TypeReg, Mode: 0o600, ModTime: time.Unix(0, 0)}
@@ -267,15 +267,12 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				return err
 			}
 		}
-		for _, n := range names {
+		for _, n := range lk.names {
 			p := join(rel, n)
 			if err := b.entry(p, depth); err != nil {
 				return err
 			}
-			st, err := up.lstat(p)
-			if err != nil {
-				return err
-			}
+			st := lk.stats[n]
 			// Owners are no part of a change, and nobody but the
 			// reviewer may write what the job wrote: extracted as root,
 			// a header with the sandbox's uid (65534) or a 0777 mode
@@ -320,12 +317,12 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 			}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFDIR:
-				below, err := up.names(p, b)
+				below, err := up.look(p, b)
 				if err != nil {
 					return err
 				}
 				sub := cd.below(n)
-				if sub.repoWith(up.marks(p, below)) {
+				if sub.repoWith(below.marks()) {
 					reject(p, repoDirReason)
 					continue
 				}
@@ -404,16 +401,16 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 		}
 		return nil
 	}
-	names, err := up.names("", b)
+	top, err := up.look("", b)
 	if err != nil {
 		return nil, err
 	}
 	root := checkoutRoot(low, named)
-	if root.repoWith(up.marks("", names)) {
+	if root.repoWith(top.marks()) {
 		reject(".", repoDirReason)
 		return rejected, nil
 	}
-	return rejected, walk("", names, 1, root)
+	return rejected, walk("", top, 1, root)
 }
 
 // tarModeMask is what the tar keeps of a mode: no write for group or

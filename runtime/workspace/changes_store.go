@@ -506,17 +506,14 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 	}
 	links := map[inode]string{}
 	buf := make([]byte, copyBuf)
-	var walk func(rel string, names []string, depth int, cd *checkoutDir) error
-	walk = func(rel string, names []string, depth int, cd *checkoutDir) error {
-		for _, n := range names {
+	var walk func(rel string, lk *look, depth int, cd *checkoutDir) error
+	walk = func(rel string, lk *look, depth int, cd *checkoutDir) error {
+		for _, n := range lk.names {
 			p := join(rel, n)
 			if err := b.entry(p, depth); err != nil {
 				return err
 			}
-			st, err := up.lstat(p)
-			if err != nil {
-				return err
-			}
+			st := lk.stats[n]
 			out := filepath.Join(dst, filepath.FromSlash(p))
 			kind := st.Mode & unix.S_IFMT
 			if isWhiteout(st) {
@@ -546,12 +543,12 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
-				below, err := up.names(p, b)
+				below, err := up.look(p, b)
 				if err != nil {
 					return err
 				}
 				sub := cd.below(n)
-				if sub.repoWith(up.marks(p, below)) {
+				if sub.repoWith(below.marks()) {
 					leftOut(p, repoDirReason)
 					continue
 				}
@@ -603,16 +600,16 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 		}
 		return nil
 	}
-	names, err := up.names("", b)
+	top, err := up.look("", b)
 	if err != nil {
 		return err
 	}
 	root := checkoutRoot(low)
-	if root.repoWith(up.marks("", names)) {
+	if root.repoWith(top.marks()) {
 		leftOut(".", repoDirReason)
 		return nil
 	}
-	return walk("", names, 1, root)
+	return walk("", top, 1, root)
 }
 
 // copySparse copies the regular file rel (as the walk saw it in st) to
