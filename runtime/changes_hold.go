@@ -26,26 +26,16 @@ import (
 // (stopped, paused, or created on runsc, which cannot pause one) is left
 // as it is; a runsc container must still be created after the export, or
 // the export fails.
-func holdStill(cfg *Config, g *Globals, id string) (release func() error, err error) {
-	if err := state.CheckID(id); err != nil {
-		return nil, err
-	}
-	reg, err := state.OpenRegistry(g.Root)
-	if err != nil {
-		return nil, err
-	}
-	rec, err := reg.Get(id)
+func holdStill(g *Globals, id string) (release func() error, err error) {
+	c, err := lookupRecorded(g, "export", id)
 	if errors.Is(err, os.ErrNotExist) {
 		// Nothing of it runs under bulkhead: the export says what it has.
 		return func() error { return nil }, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("container %s: %w", id, err)
-	}
-	b, err := cfg.ResolveBackend(rec.Backend)
-	if err != nil {
 		return nil, err
 	}
+	b := c.backend
 	status, err := backendStatus(g, b, id)
 	if err != nil {
 		return nil, fmt.Errorf("container %s: cannot tell whether its job runs, so its workspaces cannot be read still: %w", id, err)

@@ -22,13 +22,13 @@ func DiffChanges(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return still(cfg, g, id, func() ([]string, error) { return workspace.Diff(cfg.changes(), g.Root, id, format, w) })
+	return still(g, id, func() ([]string, error) { return workspace.Diff(cfg.changes(), g.Root, id, format, w) })
 }
 
 // still runs export with the container id held still, and lets it go on
 // after, whatever export returned.
-func still(cfg *Config, g *Globals, id string, export func() ([]string, error)) ([]string, error) {
-	release, err := holdStill(cfg, g, id)
+func still(g *Globals, id string, export func() ([]string, error)) ([]string, error) {
+	release, err := holdStill(g, id)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func ExportKeptChanges(g *Globals, id, format string, w io.Writer) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	return still(cfg, g, id, func() ([]string, error) { return workspace.Export(cfg.changes(), g.Root, id, format, w) })
+	return still(g, id, func() ([]string, error) { return workspace.Export(cfg.changes(), g.Root, id, format, w) })
 }
 
 // ListKeptChanges is `bulkhead changes list`.
