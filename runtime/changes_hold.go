@@ -20,9 +20,13 @@ import (
 // holds and then writes its entries: a job that swapped a HEAD directory
 // for a HEAD file between the two, thousands of times a second, got a
 // repository whose config the host's git runs into the tar and the
-// patch, and no judgement made of two looks at a moving tree can be
-// sure. Frozen, the layer is one instant's, as `docker commit` pauses a
-// container for the same reason. A container whose job cannot run
+// patch. The walks judge and write each directory from one look at it
+// (workspace's layer.look), which holds against any writer; paused, the
+// job's own processes write nothing meanwhile, so its export is of one
+// instant and does not fail for a directory that changed, as `docker
+// commit` pauses a container. A pod-mate handed a descriptor of the
+// workspace is not paused: the one look is what holds there. A container
+// whose job cannot run
 // (stopped, paused, or created on runsc, which cannot pause one) is left
 // as it is; a runsc container must still be created after the export, or
 // the export fails.
