@@ -26,10 +26,9 @@ import (
 // instant and does not fail for a directory that changed, as `docker
 // commit` pauses a container. A pod-mate handed a descriptor of the
 // workspace is not paused: the one look is what holds there. A container
-// whose job cannot run
-// (stopped, paused, or created on runsc, which cannot pause one) is left
-// as it is; a runsc container must still be created after the export, or
-// the export fails.
+// whose job cannot run (stopped, paused, or created on runsc, which
+// cannot pause one) is left as it is; a runsc container must still be
+// created after the export, or the export fails.
 func holdStill(g *Globals, id string) (release func() error, err error) {
 	c, err := lookupRecorded(g, "export", id)
 	if errors.Is(err, os.ErrNotExist) {
