@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -39,7 +38,8 @@ func holdStill(g *Globals, id string) (release func() error, err error) {
 		return nil, err
 	}
 	b := c.backend
-	status, err := backendStatus(g, b, id)
+	report, err := askBackendState(g, b, id)
+	status := report.Status
 	if err != nil {
 		return nil, fmt.Errorf("container %s: cannot tell whether its job runs, so its workspaces cannot be read still: %w", id, err)
 	}
@@ -50,7 +50,7 @@ func holdStill(g *Globals, id string) (release func() error, err error) {
 		return nil, fmt.Errorf("container %s: its init has ended but its cgroup still holds processes, which runc will not pause; end them (bulkhead kill --all %s KILL) and export again", id, id)
 	case status == "created":
 		return func() error {
-			if now, err := backendStatus(g, b, id); err != nil || now != "created" {
+			if now, err := askBackendState(g, b, id); err != nil || now.Status != "created" {
 				return fmt.Errorf("container %s was started while its workspaces were read: export again", id)
 			}
 			return nil
@@ -81,22 +81,6 @@ func holdStill(g *Globals, id string) (release func() error, err error) {
 
 // pauseTries bounds the pauses a live export tries.
 const pauseTries = 5
-
-// backendStatus is the backend's status of id: created, running, paused
-// or stopped.
-func backendStatus(g *Globals, b *backend.Backend, id string) (string, error) {
-	out, err := backend.Output(g.backendArgv(b, "state", id))
-	if err != nil {
-		return "", err
-	}
-	var st struct {
-		Status string `json:"status"`
-	}
-	if err := json.Unmarshal(out, &st); err != nil {
-		return "", fmt.Errorf("state of %s from backend %s: %w", id, b.Name, err)
-	}
-	return st.Status, nil
-}
 
 // runcLeftovers tells whether a runc container's cgroups still hold a
 // process, as the threads of an init that ended its main thread do.

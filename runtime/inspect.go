@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
@@ -59,13 +58,8 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 	}
 	in.Decisions, in.Checks = f.Decisions, f.Checks
 	in.Status = "unknown to " + b.Name
-	if out, err := backend.Output(g.backendArgv(b, "state", id)); err == nil {
-		var s struct {
-			Status string `json:"status"`
-		}
-		if json.Unmarshal(out, &s) == nil && s.Status != "" {
-			in.Status = s.Status
-		}
+	if st, err := askBackendState(g, b, id); err == nil && st.Status != "" {
+		in.Status = st.Status
 	}
 	switch {
 	case rec.MaxLifetime == "":

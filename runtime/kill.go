@@ -30,7 +30,7 @@ func Kill(g *Globals, v Values, args []string) error {
 		// "sandbox is not running", which no engine takes for the end:
 		// containerd's shim stopped such a pod again and again, for
 		// ever. runc's words for it are what engines know.
-		if status, err := backendStatus(g, b, id); err == nil && status == "stopped" {
+		if report, err := askBackendState(g, b, id); err == nil && report.Status == "stopped" {
 			return fmt.Errorf("kill %s: container not running", id)
 		}
 	}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -84,15 +83,11 @@ func startedOwn(g *Globals, b *backend.Backend, rec *state.Record, id string) er
 	if state.StillRunning(rec) {
 		return nil
 	}
-	out, err := backend.Output(g.backendArgv(b, "state", id))
-	if err != nil {
+	st, err := askBackendState(g, b, id)
+	if errors.Is(err, errNoBackendState) {
 		return nil // the backend has nothing under the id
 	}
-	var st struct {
-		Status string `json:"status"`
-		Pid    int    `json:"pid"`
-	}
-	if json.Unmarshal(out, &st) == nil && (st.Status == "stopped" || st.Pid == rec.InitPid) {
+	if err == nil && (st.Status == "stopped" || st.Pid == rec.InitPid) {
 		return nil
 	}
 	if kerr := backend.Quietly(g.backendArgv(b, "kill", "--all", id, "KILL")); kerr != nil {
@@ -117,11 +112,8 @@ const killWait = 10 * time.Second
 func stoppedWithin(g *Globals, b *backend.Backend, id string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		out, err := backend.Output(g.backendArgv(b, "state", id))
-		var st struct {
-			Status string `json:"status"`
-		}
-		if err != nil || (json.Unmarshal(out, &st) == nil && st.Status == "stopped") {
+		st, err := askBackendState(g, b, id)
+		if errors.Is(err, errNoBackendState) || err == nil && st.Status == "stopped" {
 			return true
 		}
 		if time.Now().After(deadline) {
