@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -58,22 +59,34 @@ func newAuditLimit(write func(Connection), now func() time.Time) *auditLimit {
 	return l
 }
 
-// The lines go in two lanes, each with a budget of its own: a denial costs
-// the job nothing (a CONNECT to a name nobody resolves), and 75,000 of
-// them in 20 s spent the budget that a POST to a listed destination's line
-// needed, so that line was only counted. Allowed and failed connections
-// reach a listed destination; they are bounded by egress_connections, the
-// dial and egress_bytes, and no denial can take their room.
+// The lines go in lanes, each with a budget of its own, by what a line
+// costs the job: a denial nothing (a CONNECT to a name nobody resolves),
+// and 75,000 of them in 20 s spent the budget that a POST to a listed
+// destination's line needed, so that line was only counted. A failed
+// connection is as cheap (a name under a wildcard entry that does not
+// resolve), and 300 of them left an upload under the same entry counted
+// without its destination. An allowed connection reached its destination;
+// it is bounded by egress_connections, the dial and egress_bytes, and no
+// denial or failure can take its room.
 const (
 	laneDenied = iota
-	laneReached
+	laneFailed
+	laneAllowed
+	laneCount
 )
 
+// laneNames says what each lane's lines are, for the line that says its
+// bytes ran out.
+var laneNames = [laneCount]string{"denied", "failed", "allowed"}
+
 func laneOf(c Connection) int {
-	if c.Verdict == "denied" {
+	switch c.Verdict {
+	case "denied":
 		return laneDenied
+	case "allowed":
+		return laneAllowed
 	}
-	return laneReached
+	return laneFailed
 }
 
 // auditLane is one lane's budget and what it left out.
@@ -96,10 +109,20 @@ type leftOut struct {
 	byVerdict map[string]int
 	// sent and received: the bytes of the connections left out.
 	sent, received int64
-	// destinations are the first leftOutNames destinations asked for
-	// (a wildcard entry lists many), more the count of the others.
-	destinations []string
-	more         int
+	// named are the leftOutNames destinations (a wildcard entry lists
+	// many) whose connections carried the most bytes out, as far as
+	// each one connection shows; the first ones asked for let a job
+	// hide an upload behind names it asked for first. others counts
+	// the lines to destinations not named.
+	named  []leftOutName
+	others int
+}
+
+// leftOutName is a destination a count of lines left out names.
+type leftOutName struct {
+	destination string
+	lines       int
+	sent        int64
 }
 
 // leftOutNames bounds the destinations a count of lines left out names.
@@ -120,13 +143,52 @@ func (lane *auditLane) count(c Connection) {
 	o.byVerdict[c.Verdict]++
 	o.sent += c.Sent
 	o.received += c.Received
-	switch {
-	case slices.Contains(o.destinations, c.Destination):
-	case len(o.destinations) < leftOutNames:
-		o.destinations = append(o.destinations, c.Destination)
-	default:
-		o.more++
+	o.name(c)
+}
+
+// name counts c's line under its destination, which takes the place of
+// the named one that carried the least when c carried more.
+func (o *leftOut) name(c Connection) {
+	if i := slices.IndexFunc(o.named, func(n leftOutName) bool { return n.destination == c.Destination }); i >= 0 {
+		o.named[i].lines++
+		o.named[i].sent += c.Sent
+		return
 	}
+	if len(o.named) < leftOutNames {
+		o.named = append(o.named, leftOutName{destination: c.Destination, lines: 1, sent: c.Sent})
+		return
+	}
+	least := 0
+	for i, n := range o.named {
+		if n.sent < o.named[least].sent {
+			least = i
+		}
+	}
+	if c.Sent <= o.named[least].sent {
+		o.others++
+		return
+	}
+	o.others += o.named[least].lines
+	o.named[least] = leftOutName{destination: c.Destination, lines: 1, sent: c.Sent}
+}
+
+// destinations names o's destinations, those that carried the most first.
+func (o *leftOut) destinations() string {
+	named := slices.Clone(o.named)
+	slices.SortStableFunc(named, func(a, b leftOutName) int { return cmp.Compare(b.sent, a.sent) })
+	var parts []string
+	for _, n := range named {
+		part := n.destination
+		if n.sent > 0 {
+			part += fmt.Sprintf(" (%d bytes out)", n.sent)
+		}
+		parts = append(parts, part)
+	}
+	to := strings.Join(parts, ", ")
+	if o.others > 0 {
+		to += fmt.Sprintf(" and %d lines to others", o.others)
+	}
+	return to
 }
 
 type auditLimit struct {
@@ -135,7 +197,7 @@ type auditLimit struct {
 	overhead int // of a line beside its job-chosen fields
 	mu       sync.Mutex
 	last     time.Time
-	lanes    [2]auditLane
+	lanes    [laneCount]auditLane
 	// tickAfter is how soon the count of lines left out is tried again
 	// (0: only with the next line and at the end), and ticking says a try
 	// is due: the count is written as soon as the rate has room for it,
@@ -214,9 +276,11 @@ func (l *auditLimit) take(lane *auditLane, lines []Connection) []Connection {
 	}
 	if lane.bytes <= 0 && !lane.spentOnce {
 		lane.spentOnce = true
-		which := "denied"
-		if lane == &l.lanes[laneReached] {
-			which = "allowed and failed"
+		which := ""
+		for i := range l.lanes {
+			if &l.lanes[i] == lane {
+				which = laneNames[i]
+			}
 		}
 		lines = append(lines, Connection{Verdict: "left out", Reason: fmt.Sprintf(
 			"this container's audit lines of %s connections have taken %d MiB: from now on %d MiB an hour of them are written, and the rest counted", which, auditBytesBurst>>20, auditBytesPerHour>>20)})
@@ -258,11 +322,7 @@ func (lane *auditLane) takeSummaries() []Connection {
 	var lines []Connection
 	for _, entry := range lane.entries {
 		o := lane.left[entry]
-		to := strings.Join(o.destinations, ", ")
-		if o.more > 0 {
-			to += fmt.Sprintf(" and %d more", o.more)
-		}
-		to = cut(to)
+		to := cut(o.destinations())
 		if entry != "" {
 			to += ", which the egress entry " + entry + " lists"
 		}

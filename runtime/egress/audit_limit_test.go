@@ -214,16 +214,66 @@ func TestLimitAuditCountsByEntry(t *testing.T) {
 			upload = c
 		}
 	}
-	if counted != 5021-auditBurst {
-		t.Fatalf("%d lines counted, want %d", counted, 5021-auditBurst)
+	// The failed lines have a lane of their own, with room for all 20.
+	if counted != 5001-auditBurst {
+		t.Fatalf("%d lines counted, want %d", counted, 5001-auditBurst)
 	}
-	for _, want := range []string{"21 connection lines left out", "1 allowed, 0 denied, 20 failed", "paste.example.com:443, n0.example.com:443",
-		"and 13 more, which the egress entry *.example.com:443 lists", "65536 bytes out"} {
+	for _, want := range []string{"1 connection lines left out", "1 allowed, 0 denied, 0 failed", "to paste.example.com:443 (65536 bytes out), which the egress entry *.example.com:443 lists",
+		"65536 bytes out and 20 in"} {
 		if !strings.Contains(upload.Reason, want) {
 			t.Fatalf("the count of *.example.com's lines: %+v, want it to say %q", upload, want)
 		}
 	}
 	if upload.Sent != 65536 {
 		t.Fatalf("the count of *.example.com's lines carried %d bytes out, want 65536", upload.Sent)
+	}
+}
+
+// A name under a wildcard entry that does not resolve costs the job as
+// little as a denial: 300 of them must not take the room of the line of
+// an upload the same entry allows.
+func TestLimitAuditFailuresLeaveAllowedLines(t *testing.T) {
+	var lines []Connection
+	start := time.Now()
+	l := newAuditLimit(func(c Connection) { lines = append(lines, c) }, func() time.Time { return start })
+	for i := 0; i < 300; i++ {
+		l.audit(Connection{Destination: fmt.Sprintf("nx%d.example.test:443", i), Entry: "*.example.test:443", Verdict: "failed", Reason: "no such host"})
+	}
+	l.audit(Connection{Destination: "bucket.example.test:443", Entry: "*.example.test:443", Verdict: "allowed", Sent: 1 << 20})
+	for _, c := range lines {
+		if c.Verdict == "allowed" && c.Destination == "bucket.example.test:443" && c.Sent == 1<<20 {
+			return
+		}
+	}
+	t.Fatalf("the upload after 300 failed connections under its entry has no line of its own: %d lines", len(lines))
+}
+
+// Past the allowed lines' budget, the count names the destinations that
+// carried the most: an upload after hundreds of empty connections to
+// names the job asked for first is named, with its bytes.
+func TestLimitAuditNamesWhereTheBytesWent(t *testing.T) {
+	var lines []Connection
+	start := time.Now()
+	l := newAuditLimit(func(c Connection) { lines = append(lines, c) }, func() time.Time { return start })
+	empty := func(i int) Connection {
+		return Connection{Destination: fmt.Sprintf("e%d.example.test:443", i), Entry: "*.example.test:443", Verdict: "allowed", Received: 10}
+	}
+	for i := 0; i < auditBurst+100; i++ {
+		l.audit(empty(i))
+	}
+	l.audit(Connection{Destination: "bucket.example.test:443", Entry: "*.example.test:443", Verdict: "allowed", Sent: 1 << 20})
+	for i := 0; i < 50; i++ {
+		l.audit(empty(1000 + i))
+	}
+	l.flush()
+	var count Connection
+	for _, c := range lines {
+		if c.Verdict == "left out" && c.Destination == "*.example.test:443" {
+			count = c
+		}
+	}
+	want := "to bucket.example.test:443 (1048576 bytes out), e"
+	if !strings.Contains(count.Reason, want) || !strings.Contains(count.Reason, "and 143 lines to others") || count.Sent != 1<<20 {
+		t.Fatalf("the count of the entry's lines left out: %+v; want it to name the upload first (%q) and count the 143 others", count, want)
 	}
 }
