@@ -144,7 +144,7 @@ var Fields = []FieldClass{
 	{"linux.resources.blockIO.throttleWriteIOPSDevice[].major", Contained, "spec_fields", "a throttle only slows the container"},
 	{"linux.resources.blockIO.throttleWriteIOPSDevice[].minor", Contained, "spec_fields", "a throttle only slows the container"},
 	{"linux.resources.blockIO.throttleWriteIOPSDevice[].rate", Contained, "spec_fields", "a throttle only slows the container"},
-	{"linux.resources.hugepageLimits[].pageSize", Contained, "spec_fields", "a hugetlb limit only restricts"},
+	{"linux.resources.hugepageLimits[].pageSize", Allowlisted, "hugetlb", "only the host's huge page sizes: the backend makes a cgroup file name of it"},
 	{"linux.resources.hugepageLimits[].limit", Contained, "spec_fields", "a hugetlb limit only restricts"},
 	{"linux.resources.network", Denied, "spec_fields", "a net_cls class id or net_prio priority marks the container's traffic for the host's firewall and queues"},
 	{"linux.resources.rdma{}.hcaHandles", Contained, "spec_fields", "an RDMA limit only restricts"},

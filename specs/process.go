@@ -82,6 +82,7 @@ func ClampResources(p *Profile, r *rspec.LinuxResources) ([]Decision, error) {
 	ds = append(ds, clampShares(p, r)...)
 	ds = append(ds, clampCPU(p, r, true)...)
 	ds = append(ds, clampBlockIO(r)...)
+	ds = append(ds, checkHugepageLimits(r)...)
 	if refused(ds) {
 		return ds, &RefusalError{Profile: p.Name, Decisions: ds}
 	}

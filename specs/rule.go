@@ -110,6 +110,7 @@ var Rules = []Rule{
 	{"memory", ruleMemory},
 	{"cpu", ruleCPU},
 	{"blkio", ruleBlkio},
+	{"hugetlb", ruleHugetlb},
 	{"environment", ruleEnvironment},
 	{"egress", ruleEgress},
 	{"cwd", ruleCwd},
