@@ -75,7 +75,33 @@ func snapshotLayer(d string) bool {
 	// The layer itself may be anyone's (an id-mapped pod's); what leads
 	// to it is root's.
 	var st unix.Stat_t
-	return unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && RootsAbove(d) == ""
+	if unix.Lstat(d, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || RootsAbove(d) != "" {
+		return false
+	}
+	// A snapshot's directory is a directory of the snapshotter's own
+	// filesystem, never a mount of something else: a bind of the host's
+	// / at snapshots/1/fs made an overlay of "image layers" the host's
+	// root filesystem.
+	snapshots := filepath.Dir(filepath.Dir(d))
+	return oneMount(d, filepath.Dir(d), snapshots, filepath.Dir(snapshots))
+}
+
+// oneMount tells whether every path is on one mount: no mount point lies
+// at any of them below the first's mount, as each one's mount id says.
+func oneMount(paths ...string) bool {
+	var first uint64
+	for i, p := range paths {
+		var stx unix.Statx_t
+		if unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx) != nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+			return false
+		}
+		if i == 0 {
+			first = stx.Mnt_id
+		} else if stx.Mnt_id != first {
+			return false
+		}
+	}
+	return true
 }
 
 // RootsAbove says which directory above the clean absolute path p
