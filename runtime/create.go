@@ -237,6 +237,15 @@ func (c *creation) handOver(verb string, v Values) error {
 	var report verify.Report
 	exp, err := verify.Expect(&c.sel.Profile, c.handed, b.Kind())
 	if err == nil {
+		// Under the systemd driver the group is the scope the rule
+		// judged; a gVisor pod's containers run in its sandbox's
+		// process and groups, not in groups of their own.
+		if c.g.SystemdCgroup && c.handed.Linux != nil {
+			exp.Cgroup, _ = specs.SystemdScopePath(c.handed.Linux.CgroupsPath)
+		}
+		if c.plan.PodSandbox != nil && b.IsGVisor() {
+			exp.Cgroup = ""
+		}
 		if sb := c.plan.PodSandbox; sb != nil {
 			exp.JoinedInit(sb.InitPid, func() bool { return state.StillRunning(sb) })
 		}

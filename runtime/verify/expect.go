@@ -2,7 +2,9 @@ package verify
 
 import (
 	"fmt"
+	"path"
 	"reflect"
+	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -39,6 +41,12 @@ type Expectation struct {
 	MemoryMax int64
 	// CPUs is the largest quota/period ratio.
 	CPUs float64
+	// Cgroup is the group the process must be in, as the host's
+	// /proc/PID/cgroup names it: the one the cgroups_path rule judged
+	// and create claimed; "" where it is not known. Expect takes an
+	// absolute cgroupsPath as cgroupfs reads it; create sets the scope
+	// under the systemd driver.
+	Cgroup string
 
 	// Namespaces are the handed spec's namespaces (runc, crun): each new
 	// or the one of the process it joins.
@@ -87,6 +95,9 @@ func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, er
 		e.PidsMax = backend.GVisorHostPids(e.PidsMax)
 	}
 	if handed != nil {
+		if l := handed.Linux; l != nil && strings.HasPrefix(l.CgroupsPath, "/") {
+			e.Cgroup = path.Clean(l.CgroupsPath)
+		}
 		e.tighten(handed)
 		if kind != "runsc" {
 			e.Namespaces = expectNamespaces(handed)

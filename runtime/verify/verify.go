@@ -516,6 +516,11 @@ func Cgroups(pid int, e *Expectation) (Report, error) {
 }
 
 func verifyCgroups(r *Report, pid int, e *Expectation) error {
+	if e.Cgroup != "" {
+		if err := verifyCgroupPlace(r, pid, e.Cgroup); err != nil {
+			return err
+		}
+	}
 	if e.PidsMax == 0 && e.MemoryMax == 0 && e.CPUs == 0 {
 		return nil
 	}
@@ -528,6 +533,37 @@ func verifyCgroups(r *Report, pid int, e *Expectation) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	checkLimits(r, l, e)
+	return nil
+}
+
+// placeControllers are the hierarchies whose limits verification reads.
+var placeControllers = []string{"pids", "memory", "cpu"}
+
+// verifyCgroupPlace checks that pid sits in group, the cgroup the policy
+// judged, in each hierarchy whose limits are verified: the limits read
+// are of the group the process is in, and a backend that reads
+// cgroupsPath otherwise (runsc took a systemd slice:prefix:name for a
+// path below its caller's own groups) put it in a group the policy never
+// judged, shared with another container and charged to the caller.
+func verifyCgroupPlace(r *Report, pid int, group string) error {
+	m, err := cgroups.MembershipOf(pid)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	var got []string
+	ok := true
+	if len(m.V1) == 0 {
+		got, ok = append(got, "unified "+m.Unified), m.Unified == group
+	}
+	for _, name := range placeControllers {
+		if len(m.V1) == 0 {
+			break
+		}
+		g, found := m.V1[name]
+		got = append(got, name+" "+g)
+		ok = ok && found && g == group
+	}
+	*r = append(*r, Check{Control: "cgroup", Expected: "in " + group, Observed: strings.Join(got, ", "), OK: ok})
 	return nil
 }
 

@@ -308,8 +308,13 @@ func specOf(mutate ...func(*rspec.Spec)) *rspec.Spec {
 }
 
 func TestVerifyRuncHardened(t *testing.T) {
-	pid := createContainer(t, "runc", nil, harden(64))
+	var group string
+	pid := createContainer(t, "runc", nil, func(s *rspec.Spec) {
+		harden(64)(s)
+		group = s.Linux.CgroupsPath
+	})
 	s := specOf(harden(64))
+	s.Linux.CgroupsPath = group
 	r, err := verifyWith(t, pid, s, "runc")
 	if err != nil {
 		t.Fatal(err)
@@ -467,4 +472,26 @@ func TestExpectMounts(t *testing.T) {
 			t.Errorf("size=%s expects %d bytes, want %d", v, got, n)
 		}
 	}
+}
+
+// A process outside the group the policy judged fails create's
+// verification, whatever limits the group it is in holds.
+func TestVerifyCgroupPlaceElsewhere(t *testing.T) {
+	pid := createContainer(t, "runc", nil, harden(64))
+	p := specs.DefaultProfile()
+	e, err := Expect(&p, specOf(harden(64)), "runc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Cgroup = "/bulkhead-verify-judged-elsewhere"
+	r, err := Container(pid, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range r.Failed() {
+		if c.Control == "cgroup" && strings.Contains(c.Observed, "pids /bulkhead-verify-") {
+			return
+		}
+	}
+	t.Fatalf("a process outside %s passed: %+v", e.Cgroup, r)
 }
