@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 // dockerLayer is where dockerd's overlay2 driver mounts a container's
@@ -116,7 +117,7 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 	if h := src.Holder; h.FSType == "overlay" {
 		lower, upper, work := overlayLayers(h.VFSOptions)
 		for _, d := range append(lower, upper, work) {
-			if m, ok := written[filepath.Clean(d)]; ok {
+			if m, ok := written.at(d); ok {
 				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's"
 			}
 		}
@@ -126,7 +127,7 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 			continue
 		}
 		if pl.Inner == "" && snapshotLayer(pl.Path) {
-			if m, ok := written[pl.Path]; ok {
+			if m, ok := written.at(pl.Path); ok {
 				return real + " is a mount of " + pl.Path + ", the writable layer of the overlay at " + m + ", another container's"
 			}
 			continue
@@ -144,20 +145,55 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 // writtenLayers are the directories that mounted overlays other than the
 // rootfs's own (and its pins) write to, each with where that overlay is
 // mounted: running containers' writable layers, whose files are theirs,
-// and where a second writer is one overlayfs does not stop.
-func writtenLayers(src MountSource) map[string]string {
+// and where a second writer is one overlayfs does not stop. They are
+// known by path and by the directory itself: a bind of engine state
+// elsewhere names the same layer by another path.
+func writtenLayers(src MountSource) writtenDirs {
 	h := src.Holder
-	written := map[string]string{}
+	written := writtenDirs{byPath: map[string]string{}, byDir: map[[2]uint64]string{}}
 	for _, m := range src.Mounts {
 		if (m.Major == h.Major && m.Minor == h.Minor) || m.FSType != "overlay" {
 			continue // the same overlay, mounted again (a pin of it)
 		}
 		_, upper, work := overlayLayers(m.VFSOptions)
 		for _, d := range []string{upper, work} {
-			if d != "" {
-				written[filepath.Clean(d)] = m.Mountpoint
+			if d == "" {
+				continue
+			}
+			written.byPath[filepath.Clean(d)] = m.Mountpoint
+			if id, ok := dirID(d); ok {
+				written.byDir[id] = m.Mountpoint
 			}
 		}
 	}
 	return written
+}
+
+// writtenDirs are writtenLayers' directories.
+type writtenDirs struct {
+	byPath map[string]string
+	byDir  map[[2]uint64]string
+}
+
+// at says where the overlay that writes to d, by its path or as the same
+// directory, is mounted.
+func (w writtenDirs) at(d string) (string, bool) {
+	if m, ok := w.byPath[filepath.Clean(d)]; ok {
+		return m, true
+	}
+	id, ok := dirID(d)
+	if !ok {
+		return "", false
+	}
+	m, ok := w.byDir[id]
+	return m, ok
+}
+
+// dirID is the device and inode of the directory at p.
+func dirID(p string) ([2]uint64, bool) {
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return [2]uint64{}, false
+	}
+	return [2]uint64{st.Dev, st.Ino}, true
 }

@@ -70,6 +70,21 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 				t.Fatalf("an overlay over a running container's writable layer at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
+			// The same writable layer by another path: a bind of the
+			// snapshotter's tree elsewhere.
+			elsewhere := t.TempDir()
+			mountAt(t, filepath.Dir(filepath.Dir(snaps)), elsewhere, "", unix.MS_BIND)
+			rel, err := filepath.Rel(filepath.Dir(filepath.Dir(snaps)), victimUpper)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aliased := bundle.New(t, []string{"cat", "/secret"})
+			upper, work = snap("7")
+			mountAt(t, "overlay", filepath.Join(aliased, "rootfs"), "lowerdir="+filepath.Join(elsewhere, rel)+":"+image+",upperdir="+upper+",workdir="+work, 0)
+			if r := run(aliased, "root-victim-alias"); r.code == 0 || !strings.Contains(r.stderr, "is the writable layer of the overlay at "+victim) {
+				t.Fatalf("an overlay over a running container's writable layer, named by another path, at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+
 			bound := bundle.New(t, []string{"cat", "/secret"})
 			mountAt(t, victimUpper, filepath.Join(bound, "rootfs"), "", unix.MS_BIND)
 			if r := run(bound, "root-victim-bind"); r.code == 0 || !strings.Contains(r.stderr, "the writable layer of the overlay at "+victim) {
