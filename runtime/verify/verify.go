@@ -94,6 +94,9 @@ func Container(pid int, e *Expectation) (Report, error) {
 		if err := verifyProcess(&r, pid, e); err != nil {
 			return r, err
 		}
+		if err := verifyCwd(&r, pid); err != nil {
+			return r, err
+		}
 		if err := verifySeccompFilter(&r, pid, e); err != nil {
 			return r, err
 		}
@@ -142,6 +145,9 @@ func Process(pid int, e *Expectation) (Report, error) {
 		return r, nil
 	}
 	if err := verifyProcess(&r, pid, e); err != nil {
+		return r, err
+	}
+	if err := verifyCwd(&r, pid); err != nil {
 		return r, err
 	}
 	return r, verifySeccompFilter(&r, pid, e)
