@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	securejoin "github.com/cyphar/filepath-securejoin"
@@ -117,12 +116,14 @@ func madeByRuntime(p string) bool {
 	return under(p, "/proc") || under(p, "/dev") || under(p, "/sys")
 }
 
-// shown is s as a message can carry it: quoted when it holds a control
-// character or bytes that are not UTF-8. At an exec the path comes
-// through links the job wrote, and a refusal goes to the caller's
-// terminal.
+// shown is s as a message can carry it: quoted when it holds bytes that
+// are not UTF-8 or a rune a terminal would not show as itself (anything
+// but letters, marks, numbers, punctuation, symbols and ASCII's space:
+// control characters, bidi controls that reorder what is read, zero-width
+// and other spaces). At an exec the path comes through links the job
+// wrote, and a refusal goes to the caller's terminal.
 func shown(s string) string {
-	if utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
+	if utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) < 0 {
 		return s
 	}
 	return strconv.Quote(s)

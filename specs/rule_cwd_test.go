@@ -190,3 +190,16 @@ func TestRuleCwdShowsTheJobsLinkEscaped(t *testing.T) {
 		t.Errorf("refusal %q does not show the resolved path quoted", ds[0].Why)
 	}
 }
+
+// Bidi controls and zero-width spaces from the job's link reach the
+// caller's terminal escaped too: they reorder or hide what is read.
+func TestRuleCwdShowsHiddenRunesEscaped(t *testing.T) {
+	p := &rspec.Process{Cwd: "/workspace/x"}
+	ds := checkCwd(p, func(string) (string, error) { return "/proc/\u202esys\u200b", nil })
+	if len(ds) != 1 || ds[0].Action != Refused {
+		t.Fatalf("decisions %+v, want one refusal", ds)
+	}
+	if strings.ContainsAny(ds[0].Why, "\u202e\u200b") || !strings.Contains(ds[0].Why, `"/proc/\u202esys\u200b"`) {
+		t.Errorf("refusal %q does not show the resolved path escaped", ds[0].Why)
+	}
+}
