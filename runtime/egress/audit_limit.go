@@ -109,20 +109,25 @@ type leftOut struct {
 	byVerdict map[string]int
 	// sent and received: the bytes of the connections left out.
 	sent, received int64
-	// named are the leftOutNames destinations (a wildcard entry lists
-	// many) whose connections carried the most bytes out, as far as
-	// each one connection shows; the first ones asked for let a job
-	// hide an upload behind names it asked for first. others counts
+	// named are leftOutNames destinations (a wildcard entry lists many),
+	// kept as the Space-Saving count keeps the heaviest: a newcomer takes
+	// the place of the one with the fewest bytes out and its count with
+	// it, so that a destination that carried more than an eighth of the
+	// bytes is named whatever other names it is split among (an upload cut
+	// into small connections between larger ones to decoys kept only its
+	// last connection's bytes when each was judged alone). others counts
 	// the lines to destinations not named.
 	named  []leftOutName
 	others int
 }
 
-// leftOutName is a destination a count of lines left out names.
+// leftOutName is a destination a count of lines left out names, with its
+// lines and bytes out since it was named; over bounds how many of those
+// bytes were others' whose place it took.
 type leftOutName struct {
 	destination string
 	lines       int
-	sent        int64
+	sent, over  int64
 }
 
 // leftOutNames bounds the destinations a count of lines left out names.
@@ -147,7 +152,7 @@ func (lane *auditLane) count(c Connection) {
 }
 
 // name counts c's line under its destination, which takes the place of
-// the named one that carried the least when c carried more.
+// the named one that carried the least out when all are taken.
 func (o *leftOut) name(c Connection) {
 	if i := slices.IndexFunc(o.named, func(n leftOutName) bool { return n.destination == c.Destination }); i >= 0 {
 		o.named[i].lines++
@@ -164,12 +169,9 @@ func (o *leftOut) name(c Connection) {
 			least = i
 		}
 	}
-	if c.Sent <= o.named[least].sent {
-		o.others++
-		return
-	}
-	o.others += o.named[least].lines
-	o.named[least] = leftOutName{destination: c.Destination, lines: 1, sent: c.Sent}
+	l := o.named[least]
+	o.others += l.lines
+	o.named[least] = leftOutName{destination: c.Destination, lines: 1, sent: l.sent + c.Sent, over: l.sent}
 }
 
 // destinations names o's destinations, those that carried the most first.
@@ -179,7 +181,10 @@ func (o *leftOut) destinations() string {
 	var parts []string
 	for _, n := range named {
 		part := n.destination
-		if n.sent > 0 {
+		switch {
+		case n.over > 0:
+			part += fmt.Sprintf(" (%d to %d bytes out)", n.sent-n.over, n.sent)
+		case n.sent > 0:
 			part += fmt.Sprintf(" (%d bytes out)", n.sent)
 		}
 		parts = append(parts, part)

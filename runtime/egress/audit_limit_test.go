@@ -3,6 +3,8 @@ package egress
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -275,5 +277,48 @@ func TestLimitAuditNamesWhereTheBytesWent(t *testing.T) {
 	want := "to bucket.example.test:443 (1048576 bytes out), e"
 	if !strings.Contains(count.Reason, want) || !strings.Contains(count.Reason, "and 143 lines to others") || count.Sent != 1<<20 {
 		t.Fatalf("the count of the entry's lines left out: %+v; want it to name the upload first (%q) and count the 143 others", count, want)
+	}
+}
+
+// An upload cut into small connections between larger ones to fresh
+// names is still named, by the bytes it carried in all of them: each
+// judged alone, every piece was the smallest and none was kept.
+func TestLimitAuditNamesASplitUpload(t *testing.T) {
+	var lines []Connection
+	start := time.Now()
+	l := newAuditLimit(func(c Connection) { lines = append(lines, c) }, func() time.Time { return start })
+	for i := 0; i < auditBurst; i++ {
+		l.audit(Connection{Destination: "warm.example.test:443", Entry: "*.example.test:443", Verdict: "allowed"})
+	}
+	const rounds, decoy, piece = 400, 64 << 10, 16 << 10
+	for i := 0; i < leftOutNames; i++ {
+		l.audit(Connection{Destination: fmt.Sprintf("p%d.example.test:443", i), Entry: "*.example.test:443", Verdict: "allowed", Sent: decoy})
+	}
+	for i := 0; i < rounds; i++ {
+		l.audit(Connection{Destination: fmt.Sprintf("d%d.example.test:443", i), Entry: "*.example.test:443", Verdict: "allowed", Sent: decoy})
+		l.audit(Connection{Destination: "bucket.example.test:443", Entry: "*.example.test:443", Verdict: "allowed", Sent: piece})
+	}
+	l.flush()
+	var count Connection
+	for _, c := range lines {
+		if c.Verdict == "left out" && c.Destination == "*.example.test:443" {
+			count = c
+		}
+	}
+	// The upload is a fifth of the bytes: more than an eighth.
+	m := regexp.MustCompile(`bucket\.example\.test:443 \((?:(\d+) to )?(\d+) bytes out\)`).FindStringSubmatch(count.Reason)
+	if m == nil {
+		t.Fatalf("the count of the entry's lines does not name the split upload with its bytes: %+v", count)
+	}
+	high, _ := strconv.Atoi(m[2])
+	low := high
+	if m[1] != "" {
+		low, _ = strconv.Atoi(m[1])
+	}
+	if total := rounds * piece; low > total || high < total {
+		t.Fatalf("the split upload is said to have carried %d to %d bytes, not its %d", low, high, total)
+	}
+	if want := (leftOutNames+rounds)*decoy + rounds*piece; count.Sent != int64(want) {
+		t.Fatalf("the entry's count carried %d bytes out, want %d", count.Sent, want)
 	}
 }
