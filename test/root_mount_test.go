@@ -17,7 +17,7 @@ import (
 // judged by its path alone: a bind of the host's / there, an overlay whose
 // lower layer was a running container's writable layer, a bind of that
 // layer, or an overlay of a user's directories named as snapshots (one a
-// link to /, or a bind of / at a snapshot's path) ran as the container's
+// link to /, or a bind of a host directory at a snapshot's path) ran as the container's
 // root on runc and runsc. All are
 // refused now; an overlay of snapshots as containerd makes one still runs.
 func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
@@ -120,14 +120,20 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 				t.Fatalf("an overlay of a link to the host's / named as a snapshot at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
-			// A snapshot's directory that is a mount of the host's /:
-			// the overlay's layers are judged by what is mounted there.
+			// A snapshot's directory that is a mount of a host directory
+			// (not the host's / itself: other tests judge their own
+			// rootfs by every place its files are mounted at): the
+			// overlay's layers are judged by what is mounted there.
+			hostDir := t.TempDir()
+			if err := bundle.Rootfs(hostDir); err != nil {
+				t.Fatal(err)
+			}
 			hostSnap, _ := snap("5")
-			mountAt(t, "/", hostSnap, "", unix.MS_BIND)
+			mountAt(t, hostDir, hostSnap, "", unix.MS_BIND)
 			mounted := bundle.New(t, []string{"cat", "/etc/hostname"})
 			mountAt(t, "overlay", filepath.Join(mounted, "rootfs"), "lowerdir="+hostSnap+":"+second, 0)
 			if r := run(mounted, "root-mounted"); r.code == 0 || !strings.Contains(r.stderr, "its files are its layers'") {
-				t.Fatalf("an overlay of a bind of the host's / at a snapshot's path at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+				t.Fatalf("an overlay of a bind of a host directory at a snapshot's path at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
 			own := bundle.New(t, []string{"echo", "ok"})
