@@ -560,14 +560,12 @@ func verifyCgroupPlace(r *Report, pid int, group string) error {
 	ok := true
 	if len(m.V1) == 0 {
 		got, ok = append(got, "unified "+m.Unified), m.Unified == group
-	}
-	for _, name := range placeControllers {
-		if len(m.V1) == 0 {
-			break
+	} else {
+		for _, name := range placeControllers {
+			g, found := m.V1[name]
+			got = append(got, name+" "+g)
+			ok = ok && found && g == group
 		}
-		g, found := m.V1[name]
-		got = append(got, name+" "+g)
-		ok = ok && found && g == group
 	}
 	*r = append(*r, Check{Control: "cgroup", Expected: "in " + group, Observed: strings.Join(got, ", "), OK: ok})
 	return nil
