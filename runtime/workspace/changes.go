@@ -207,6 +207,26 @@ func (l *layer) opaque(rel string) bool {
 	return err == nil && n == 1 && buf[0] == 'y'
 }
 
+// kindReason says why no format carries an upper layer's entry of st's
+// kind and mode (a node, a setuid or setgid file), or "". Every walk of a
+// layer (the scan, the tar, the kept copy) asks it, so each leaves out and
+// names the same entries. A whiteout is the walks' own to read first.
+func kindReason(st *unix.Stat_t) string {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+			return "setuid/setgid bit: never exported"
+		}
+		return ""
+	case unix.S_IFDIR, unix.S_IFLNK:
+		return ""
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return fmt.Sprintf("device node %d:%d: never exported", unix.Major(st.Rdev), unix.Minor(st.Rdev))
+	default:
+		return typeOf(st.Mode) + ": never exported"
+	}
+}
+
 func typeOf(m uint32) string {
 	switch m & unix.S_IFMT {
 	case unix.S_IFREG:
@@ -478,8 +498,9 @@ func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkout
 				return err
 			}
 		}
-		switch c.Type {
-		case "symlink":
+		switch c.Rejected = kindReason(st); {
+		case c.Rejected != "":
+		case c.Type == "symlink":
 			var err error
 			if c.Target, err = s.up.readlink(p); err != nil {
 				return err
@@ -488,12 +509,8 @@ func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkout
 			if cd.linkLeaves(rel, n, c.Target) {
 				c.Rejected = checkoutLinkOutReason
 			}
-		case "file":
-			s.file(&c, st)
-		case "device":
-			c.Rejected = fmt.Sprintf("device node %d:%d: never exported", unix.Major(st.Rdev), unix.Minor(st.Rdev))
 		default:
-			c.Rejected = c.Type + ": never exported"
+			s.file(&c, st)
 		}
 		// Copied up (touch, chown) but equal in content and mode: no
 		// change. Not for a lower file the sandbox could not read, whose
@@ -512,10 +529,6 @@ func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkout
 // file hashes one regular file, once per inode: a second name of a hard
 // link takes the first one's sum and reads nothing.
 func (s *scanner) file(c *Change, st *unix.Stat_t) {
-	if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
-		c.Rejected = "setuid/setgid bit: never exported"
-		return
-	}
 	if !upperReadable(st, s.reader) || s.up.hasAccessACL(c.upperRel, st) {
 		c.Rejected = unreadableReason
 		return

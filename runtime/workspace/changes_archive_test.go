@@ -641,6 +641,75 @@ func TestTarNeverWritesSharedFiles(t *testing.T) {
 	})
 }
 
+// TestTarNeverWritesIntoNodes: a fifo, socket or device the checkout holds
+// (a dev server's fifo made after create) is opened by an extractor that
+// writes in place (Python's tarfile, data filter and all), which would
+// hand the job's bytes to whatever reads it. An entry or a deletion's mark
+// over one is left out, live and kept, and named.
+func TestTarNeverWritesIntoNodes(t *testing.T) {
+	h := newHostileWorkspace(t)
+	for _, n := range []string{"pipe", ".wh.gone"} {
+		if err := unix.Mkfifo(filepath.Join(h.ws.Source, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.file("pipe", []byte("the job's bytes\n"))
+	h.file("fine.txt", []byte("fine\n"))
+	if os.Geteuid() == 0 {
+		if err := unix.Mknod(filepath.Join(h.ws.Source, "tty"), unix.S_IFCHR|0o600, int(unix.Mkdev(5, 0))); err != nil {
+			t.Fatal(err)
+		}
+		h.file("tty", []byte("to a device\n"))
+		if err := unix.Mknod(filepath.Join(h.upperDir, "gone"), unix.S_IFCHR, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
+		names := tarNames(t, tarball)
+		if slices.Contains(names, "0 pipe") || !slices.Contains(rejected, "pipe: "+checkoutNodeReason) {
+			t.Errorf("%s tar: %q, left out %q; want pipe left out as standing on a fifo", how, names, rejected)
+		}
+		if os.Geteuid() == 0 && (slices.Contains(names, "0 tty") || !slices.Contains(rejected, "tty: "+checkoutNodeReason)) {
+			t.Errorf("%s tar: %q, left out %q; want tty left out as standing on a device", how, names, rejected)
+		}
+		if os.Geteuid() == 0 && (slices.Contains(names, "0 .wh.gone") || !slices.Contains(rejected, ".wh.gone: "+checkoutMarkReason)) {
+			t.Errorf("%s tar: %q, left out %q; want the whiteout over a fifo left out", how, names, rejected)
+		}
+		if !slices.Contains(names, "0 fine.txt") {
+			t.Errorf("%s tar lost fine.txt: %q", how, names)
+		}
+	})
+}
+
+// TestTarNamesEveryKindLeftOut: a fifo, a setuid file and a file the
+// sandbox user could not read (a root-owned 0600 file it renamed) are in
+// no format; the kept tar, whose copy never held them, names each as the
+// live tar does, so a partial tar is never taken for the whole change.
+func TestTarNamesEveryKindLeftOut(t *testing.T) {
+	h := newHostileWorkspace(t)
+	if err := unix.Mkfifo(filepath.Join(h.upperDir, "ff"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Chmod(h.file("s", []byte("x\n")), 0o4755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(h.file("moved", []byte("secret\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.file("plain", []byte("new\n"))
+	liveAndKeptTar(t, h, func(how, tarball string, rejected []string) {
+		names := tarNames(t, tarball)
+		for _, want := range []string{"ff: fifo: never exported", "s: setuid/setgid bit: never exported", "moved: " + unreadableReason} {
+			if !slices.Contains(rejected, want) {
+				t.Errorf("%s tar left out %q; want %q among them", how, rejected, want)
+			}
+		}
+		if !slices.Equal(names, []string{"0 plain"}) {
+			t.Errorf("%s tar: %q, want plain alone", how, names)
+		}
+	})
+}
+
 // TestTarJudgesRepositoriesInTheCheckoutNow: a directory the checkout at
 // its named path holds a HEAD in now (the fork's next commit) is one git
 // may take for a repository, so the job's config there stays out of the

@@ -45,10 +45,17 @@ const checkoutLinkReason = "stands where the checkout has a symlink, through whi
 // and every project's. git apply deletes the file and makes a new one.
 const checkoutSharedReason = "stands where the checkout has a file with other hard links (a package store's), which an extractor that writes in place (Python's tarfile) would change through every link; never in a tar: the patch carries it (git apply replaces the file)"
 
+// checkoutNodeReason says why an entry standing where the checkout has a
+// fifo, socket or device never goes into a tar: an extractor that writes
+// a file in place (Python's tarfile, even with its data filter) opens the
+// node and writes the job's bytes to whatever reads the fifo or drives
+// the device.
+const checkoutNodeReason = "stands where the checkout has a fifo, socket or device, into which an extractor that writes in place (Python's tarfile) would write the job's bytes; never in a tar: the patch carries it (git apply replaces the entry)"
+
 // checkoutMarkReason says why the tar's own mark of a deletion (a whiteout
 // .wh.<name>, an opaque marker .wh..wh..opq) is left out where the
-// checkout has a symlink, or a file with other hard links, of that name.
-const checkoutMarkReason = "the tar's mark of a deletion would stand where the checkout has a symlink or a file with other hard links, through which an extractor (Python's tarfile) would empty a file outside the checkout; never in a tar: the patch carries the deletion"
+// checkout has anything of that name but a plain file or a directory.
+const checkoutMarkReason = "the tar's mark of a deletion would stand where the checkout has a symlink, a file with other hard links or a node, through which an extractor (Python's tarfile) would empty a file outside the checkout or write to the node; never in a tar: the patch carries the deletion"
 
 // opaqueMarker is the entry an OCI layer marks an opaque directory with.
 const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
@@ -156,13 +163,19 @@ func (c *checkoutDir) hasLink(name string) bool {
 }
 
 // entryReason says why an entry (anything but a symlink) the tar writes in
-// c's directory as name may not be written there, or "".
+// c's directory as name may not be written there, or "". read sorts every
+// entry of a checkout into links, shared files, nodes (odd), plain files
+// and directories, so an entry may land only on nothing, a plain file
+// (which an extractor writes in place or replaces) or a directory (which
+// it enters or refuses); an entry c cannot judge stands on a link.
 func (c *checkoutDir) entryReason(name string) string {
 	switch {
 	case c.hasLink(name):
 		return checkoutLinkReason
 	case c != nil && c.shared[nameKey(name)]:
 		return checkoutSharedReason
+	case c != nil && c.odd[nameKey(name)]:
+		return checkoutNodeReason
 	}
 	return ""
 }

@@ -309,6 +309,10 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				reject(p, why)
 				continue
 			}
+			if why := kindReason(st); why != "" {
+				reject(p, why)
+				continue
+			}
 			// A symlink entry replaces the checkout's link: extractors
 			// remove a link before they make one.
 			if why := cd.entryReason(n); why != "" && st.Mode&unix.S_IFMT != unix.S_IFLNK {
@@ -350,11 +354,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if err := held.writeHeader(tw, hdr, func(why string) { reject(p, why) }); err != nil {
 					return err
 				}
-			case unix.S_IFREG:
-				if st.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
-					reject(p, "setuid/setgid bit: never exported")
-					continue
-				}
+			default: // a regular file: kindReason left out every other kind
 				if !s.judged && (!upperReadable(st, s.Shift) || up.hasAccessACL(p, st)) {
 					reject(p, unreadableReason)
 					continue
@@ -393,10 +393,6 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if werr != nil {
 					return werr
 				}
-			case unix.S_IFCHR, unix.S_IFBLK:
-				reject(p, fmt.Sprintf("device node %d:%d: never exported", unix.Major(st.Rdev), unix.Minor(st.Rdev)))
-			default:
-				reject(p, typeOf(st.Mode)+": never exported")
 			}
 		}
 		return nil

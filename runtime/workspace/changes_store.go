@@ -521,6 +521,12 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 					leftOut(join(rel, whiteoutPrefix+n), why)
 					continue
 				}
+			} else if why := kindReason(st); why != "" {
+				leftOut(p, why)
+				continue
+			} else if kind == unix.S_IFREG && (!upperReadable(st, reader) || up.hasAccessACL(p, st)) {
+				leftOut(p, unreadableReason)
+				continue
 			} else if why := cd.entryReason(n); why != "" && kind != unix.S_IFLNK {
 				leftOut(p, why)
 				continue
@@ -531,8 +537,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 			// Every inode the copy makes costs a block of the budget,
 			// as diskUsage counts it; a hard link's later name makes none.
 			_, linked := links[inode{st.Dev, st.Ino}]
-			copied := kind == unix.S_IFREG && st.Mode&(unix.S_ISUID|unix.S_ISGID) == 0 && upperReadable(st, reader) && !up.hasAccessACL(p, st)
-			if isWhiteout(st) || kind == unix.S_IFLNK || (copied && !linked) {
+			if isWhiteout(st) || kind == unix.S_IFLNK || (kind == unix.S_IFREG && !linked) {
 				if err := disk.take(blockSize); err != nil {
 					return err
 				}
@@ -582,7 +587,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err := os.Symlink(t, out); err != nil {
 					return err
 				}
-			case copied:
+			default: // a regular file: every other kind was left out
 				key := inode{st.Dev, st.Ino}
 				if first, ok := links[key]; ok {
 					if err := os.Link(first, out); err != nil {
