@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"io"
 	"time"
 
@@ -22,18 +21,7 @@ func DiffChanges(g *Globals, id, format string, w io.Writer) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return still(g, id, func() ([]string, error) { return workspace.Diff(cfg.changes(), g.Root, id, format, w) })
-}
-
-// still runs export with the container id held still, and lets it go on
-// after, whatever export returned.
-func still(g *Globals, id string, export func() ([]string, error)) ([]string, error) {
-	release, err := holdStill(g, id)
-	if err != nil {
-		return nil, err
-	}
-	rejected, err := export()
-	return rejected, errors.Join(err, release())
+	return still(g, id, w, func(w io.Writer) ([]string, error) { return workspace.Diff(cfg.changes(), g.Root, id, format, w) })
 }
 
 // ExportKeptChanges is `bulkhead changes export`: the kept changes of the
@@ -43,7 +31,7 @@ func ExportKeptChanges(g *Globals, id, format string, w io.Writer) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	return still(g, id, func() ([]string, error) { return workspace.Export(cfg.changes(), g.Root, id, format, w) })
+	return still(g, id, w, func(w io.Writer) ([]string, error) { return workspace.Export(cfg.changes(), g.Root, id, format, w) })
 }
 
 // ListKeptChanges is `bulkhead changes list`.

@@ -15,10 +15,11 @@ import (
 )
 
 // A live export reads the workspace with the job paused, and lets it go
-// on after: a job that changes an entry between the export's judgement of
-// a directory and its write of the entry (a HEAD directory swapped for a
-// HEAD file) got past the judgement. The diff's output is left unread,
-// so it stands at its write, and the container must be paused then.
+// on before it writes a byte: a job that changes an entry between the
+// export's judgement of a directory and its write of the entry (a HEAD
+// directory swapped for a HEAD file) got past the judgement, and a reader
+// that stopped reading (diff | head, a pager left open) left the job
+// paused for good, or for as long as the reader waited.
 func TestWorkspaceDiffHoldsTheJobStill(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -42,25 +43,29 @@ func TestWorkspaceDiffHoldsTheJobStill(t *testing.T) {
 				}
 			}
 
+			log := filepath.Join(t.TempDir(), "diff.log")
 			r, w, err := os.Pipe()
 			if err != nil {
 				t.Fatal(err)
 			}
 			var stderr bytes.Buffer
-			diff := exec.Command(binaries.Bulkhead(t), append(g, "diff", "--format", "tar", id)...)
+			diff := exec.Command(binaries.Bulkhead(t), append([]string{"--debug", "--log", log, "--log-format", "json"}, append(g, "diff", "--format", "tar", id)...)...)
 			diff.Stdout, diff.Stderr = w, &stderr
 			if err := diff.Start(); err != nil {
 				t.Fatal(err)
 			}
 			w.Close()
 			defer r.Close()
-			// 4 MiB do not fit in a pipe: the diff waits at its write.
-			for deadline := time.Now().Add(60 * time.Second); containerState(t, g, id).Status != "paused"; time.Sleep(50 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the container was not paused within 60 s of a diff that stands at its write")
-				}
+			// Its first bytes: 4 MiB do not fit in a pipe, so the diff
+			// stands at its write from here on, and the job runs.
+			first := make([]byte, 512)
+			if _, err := io.ReadFull(r, first); err != nil {
+				t.Fatalf("the diff's first bytes: %v\n%s", err, stderr.String())
 			}
-			tr := tar.NewReader(r)
+			if s := containerState(t, g, id).Status; s != "running" {
+				t.Fatalf("status %q while the diff's output is unread, want running", s)
+			}
+			tr := tar.NewReader(io.MultiReader(bytes.NewReader(first), r))
 			var names []string
 			for {
 				h, err := tr.Next()
@@ -75,11 +80,40 @@ func TestWorkspaceDiffHoldsTheJobStill(t *testing.T) {
 			if err := diff.Wait(); err != nil {
 				t.Fatalf("diff: %v\n%s", err, stderr.String())
 			}
-			if s := containerState(t, g, id).Status; s != "running" {
-				t.Fatalf("status %q after the diff, want running again", s)
-			}
 			if !slices.Contains(names, "big.bin") {
 				t.Fatalf("the diff's tar holds %q, want big.bin among them", names)
+			}
+			data, err := os.ReadFile(log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paused := bytes.Index(data, []byte("container "+id+" paused for its export"))
+			resumed := bytes.Index(data, []byte("container "+id+" resumed after its export"))
+			if paused < 0 || resumed < paused {
+				t.Fatalf("the diff's log does not show the job paused, then resumed:\n%s", data)
+			}
+
+			// A reader that goes away after a few bytes (diff | head -c 10)
+			// ends the diff: the job goes on.
+			r, w, err = os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			diff = exec.Command(binaries.Bulkhead(t), append(g, "diff", "--format", "tar", id)...)
+			diff.Stdout = w
+			if err := diff.Start(); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			if _, err := io.ReadFull(r, make([]byte, 10)); err != nil {
+				t.Fatal(err)
+			}
+			r.Close()
+			if err := diff.Wait(); err == nil {
+				t.Fatal("the diff wrote 4 MiB to a pipe nobody reads and exited 0")
+			}
+			if s := containerState(t, g, id).Status; s != "running" {
+				t.Fatalf("status %q after a diff whose reader went away, want running", s)
 			}
 		})
 	}
