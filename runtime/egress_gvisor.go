@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -58,9 +57,7 @@ var egressForwarderSource = func() (string, error) {
 }
 
 // addEgressForwarder gives a runsc container with egress the forwarder,
-// read-only, and makes its init wait for it. It runs after
-// addSeccompExec, which judged the container's /.bulkhead and refused any
-// caller's mount below it.
+// read-only, and makes its init wait for it.
 func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error {
 	src, err := egressForwarderSource()
 	if err != nil {
@@ -73,7 +70,7 @@ func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error
 	if why := ownFileRefusal(src, &st); why != "" {
 		return fmt.Errorf("mounts[%s]: %s", egressForwarderPath, why)
 	}
-	if why := mountPointRefusal(at(p.Handed.Root.Path), egressForwarderPath, false); why != "" {
+	if why := ownPlaceRefusal(at(p.Handed.Root.Path), egressForwarderPath); why != "" {
 		return fmt.Errorf("mounts[%s]: %s", egressForwarderPath, why)
 	}
 	p.EgressSocket = filepath.Join(stateDir, egressSocketName)
@@ -93,28 +90,6 @@ func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error
 	p.decide(specs.Decision{Rule: "egress", Field: "process.args", Action: specs.Added, Before: before, After: strings.Join(p.Handed.Process.Args, " "),
 		Layer: specs.LayerEgressBroker, Why: "the job starts once its proxy at " + specs.EgressProxyAddr + " listens: runsc starts the forwarder only after the init"})
 	return nil
-}
-
-// mountPointRefusal says why path in the root filesystem at rootfs cannot
-// be the mount point of a bind of bulkhead's own, or "": a symlink there
-// would carry the mount elsewhere, and it must be of the mount's kind.
-func mountPointRefusal(rootfs, path string, dir bool) string {
-	var st unix.Stat_t
-	err := unix.Lstat(filepath.Join(rootfs, path), &st)
-	if errors.Is(err, unix.ENOENT) {
-		return "" // runsc makes it, as root
-	}
-	if err != nil {
-		return fmt.Sprintf("the root filesystem's %s: %v", path, err)
-	}
-	kind := st.Mode & unix.S_IFMT
-	if dir && kind != unix.S_IFDIR {
-		return fmt.Sprintf("the root filesystem's %s is not a directory", path)
-	}
-	if !dir && kind != unix.S_IFREG {
-		return fmt.Sprintf("the root filesystem's %s is not a regular file (a symlink there would carry the mount elsewhere)", path)
-	}
-	return ""
 }
 
 // forwarderProcess is a process of the forwarder as runsc exec takes it:

@@ -23,10 +23,6 @@ import (
 // container's filter inside the sandbox, where gVisor's kernel enforces
 // it, and only then executes the workload.
 
-// seccompExecDir is the directory of bulkhead's own files in the
-// container; no caller's mount may reach into it.
-var seccompExecDir = filepath.Dir(seccompexec.Path)
-
 // seccompExecSource is bulkhead-seccomp-exec on the host: next to the
 // running bulkhead, as `make install` puts it. A variable so that the
 // runtime's own tests, whose binary has no such neighbour, name one.
@@ -67,20 +63,13 @@ func (p *Plan) addSeccompExec(at func(string) string) error {
 
 // planSeccompExec adds the read-only bind of src at seccompexec.Path to
 // the spec handed to runsc, whose root filesystem is at rootfs on the
-// host. It refuses a spec whose own mounts reach into seccompExecDir, and
-// a root filesystem where that directory is anything but a directory: a
-// mount or a symlink there could put the program somewhere the workload
-// can write, and another program in its place.
+// host. It refuses a root filesystem where specs.OwnDir is anything but
+// root's directory (ownPlaceRefusal); the mounts rule refused every
+// mount of the caller's that lands there, by name or through a link.
 func planSeccompExec(s *rspec.Spec, rootfs, src string) (specs.Decision, error) {
 	field := "mounts[" + seccompexec.Path + "]"
-	if why := mountPlaceRefusal(rootfs); why != "" {
+	if why := ownPlaceRefusal(rootfs, seccompexec.Path); why != "" {
 		return specs.Decision{}, fmt.Errorf("%s: %s", field, why)
-	}
-	for _, m := range s.Mounts {
-		dst := filepath.Clean("/" + m.Destination)
-		if dst == seccompExecDir || strings.HasPrefix(dst, seccompExecDir+"/") {
-			return specs.Decision{}, fmt.Errorf("mounts[%s]: %s is bulkhead's own directory in a runsc container", m.Destination, seccompExecDir)
-		}
 	}
 	if why := seccompExecRefusal(src); why != "" {
 		return specs.Decision{}, fmt.Errorf("%s: %s", field, why)
@@ -91,25 +80,26 @@ func planSeccompExec(s *rspec.Spec, rootfs, src string) (specs.Decision, error) 
 		Why: "runsc applies linux.seccomp to the init only: every exec'd process starts through this static program, which installs the same filter inside the sandbox before the workload runs"}, nil
 }
 
-// mountPlaceRefusal says why the root filesystem at rootfs cannot take
-// the program's bind, or "". runsc follows a symlink at the mount point
-// when it mounts, and every exec starts the path through the same link:
-// an image whose seccomp-exec links into /tmp let the workload swap the
-// directory there and run its execs unfiltered. So nothing on the way may
-// be a link, and no directory on it may be one the sandbox user could
-// change (a writable root filesystem would let it rename them).
-func mountPlaceRefusal(rootfs string) string {
-	steps := []string{rootfs, filepath.Join(rootfs, seccompExecDir), filepath.Join(rootfs, seccompexec.Path)}
-	for i, path := range steps {
+// ownPlaceRefusal says why the root filesystem at rootfs cannot take a
+// bind of bulkhead's own program at path, in specs.OwnDir, or "". runsc
+// follows a symlink at the mount point when it mounts, and every exec
+// starts the path through the same link: an image whose seccomp-exec
+// linked into /tmp let the workload swap the directory there and run its
+// execs unfiltered. So nothing on the way may be a link, and no directory
+// on it may be one the sandbox user could change (a writable root
+// filesystem would let it rename them).
+func ownPlaceRefusal(rootfs, path string) string {
+	steps := []string{rootfs, filepath.Join(rootfs, specs.OwnDir), filepath.Join(rootfs, path)}
+	for i, step := range steps {
 		var st unix.Stat_t
-		err := unix.Lstat(path, &st)
+		err := unix.Lstat(step, &st)
 		if i > 0 && errors.Is(err, unix.ENOENT) {
 			return "" // runsc makes the rest, as root
 		}
 		if err != nil {
-			return fmt.Sprintf("the root filesystem's %s: %v", path, err)
+			return fmt.Sprintf("the root filesystem's %s: %v", step, err)
 		}
-		name := "/" + strings.TrimPrefix(strings.TrimPrefix(path, rootfs), "/")
+		name := "/" + strings.TrimPrefix(strings.TrimPrefix(step, rootfs), "/")
 		kind := st.Mode & unix.S_IFMT
 		switch {
 		case i < 2 && kind != unix.S_IFDIR:

@@ -9,6 +9,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/runtime/seccompexec"
+	"bulkhead.dev/bulkhead/specs"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -60,13 +61,11 @@ func TestPlanSeccompExecRefuses(t *testing.T) {
 		rootfs, src string
 		why         string
 	}{
-		"caller's mount inside": {mounts: []rspec.Mount{{Destination: "/.bulkhead/seccomp-exec", Type: "tmpfs"}}, rootfs: tmp, src: bundle.Busybox, why: "bulkhead's own directory"},
-		"caller's mount over":   {mounts: []rspec.Mount{{Destination: "//.bulkhead/", Type: "tmpfs"}}, rootfs: tmp, src: bundle.Busybox, why: "bulkhead's own directory"},
-		"symlinked directory":   {rootfs: symlinked, src: bundle.Busybox, why: "not a directory"},
-		"missing program":       {rootfs: tmp, src: filepath.Join(tmp, "absent"), why: "make install"},
-		"a directory":           {rootfs: tmp, src: tmp, why: "not a regular file"},
-		"group-writable":        {rootfs: tmp, src: writable, why: "writable by group or others"},
-		"not root's":            {rootfs: tmp, src: notRoots, why: "not root"},
+		"symlinked directory": {rootfs: symlinked, src: bundle.Busybox, why: "not a directory"},
+		"missing program":     {rootfs: tmp, src: filepath.Join(tmp, "absent"), why: "make install"},
+		"a directory":         {rootfs: tmp, src: tmp, why: "not a regular file"},
+		"group-writable":      {rootfs: tmp, src: writable, why: "writable by group or others"},
+		"not root's":          {rootfs: tmp, src: notRoots, why: "not root"},
 	} {
 		s := &rspec.Spec{Mounts: tc.mounts}
 		_, err := planSeccompExec(s, tc.rootfs, tc.src)
@@ -79,10 +78,10 @@ func TestPlanSeccompExecRefuses(t *testing.T) {
 	}
 }
 
-// TestMountPlaceRefusal: the program's mount point in the image may be
+// TestOwnPlaceRefusal: the program's mount point in the image may be
 // absent or a plain file in root's directories, nothing else: a symlink
 // there carried the mount into /tmp, where the workload swapped it.
-func TestMountPlaceRefusal(t *testing.T) {
+func TestOwnPlaceRefusal(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the root filesystem's directories must be root's")
 	}
@@ -99,8 +98,10 @@ func TestMountPlaceRefusal(t *testing.T) {
 		}, false},
 		{"symlink into /tmp", func(t *testing.T, rootfs string) {
 			mkdirAll(t, filepath.Join(rootfs, ".bulkhead"), 0o755)
-			if err := os.Symlink("/tmp/d/x", filepath.Join(rootfs, ".bulkhead", "seccomp-exec")); err != nil {
-				t.Fatal(err)
+			for _, name := range []string{"seccomp-exec", "egress-forward"} {
+				if err := os.Symlink("/tmp/d/x", filepath.Join(rootfs, ".bulkhead", name)); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}, true},
 		{"directory others may write", func(t *testing.T, rootfs string) { mkdirAll(t, filepath.Join(rootfs, ".bulkhead"), 0o777) }, true},
@@ -114,8 +115,10 @@ func TestMountPlaceRefusal(t *testing.T) {
 			rootfs := filepath.Join(t.TempDir(), "rootfs")
 			mkdirAll(t, rootfs, 0o755)
 			c.make(t, rootfs)
-			if why := mountPlaceRefusal(rootfs); (why != "") != c.refuse {
-				t.Errorf("refusal %q, want refused %v", why, c.refuse)
+			for _, path := range []string{seccompexec.Path, egressForwarderPath} {
+				if why := ownPlaceRefusal(rootfs, path); (why != "") != c.refuse {
+					t.Errorf("%s: refusal %q, want refused %v", path, why, c.refuse)
+				}
 			}
 		})
 	}
@@ -135,5 +138,16 @@ func writeFile(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, nil, 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOwnProgramsInOwnDir: the mounts rule keeps every caller's mount out
+// of specs.OwnDir, and that holds for bulkhead's programs only while they
+// are bound there.
+func TestOwnProgramsInOwnDir(t *testing.T) {
+	for _, path := range []string{seccompexec.Path, egressForwarderPath} {
+		if filepath.Dir(path) != specs.OwnDir {
+			t.Errorf("%s is not in %s, which the mounts rule keeps", path, specs.OwnDir)
+		}
 	}
 }

@@ -267,6 +267,8 @@ func withoutPrefix(opts []string, prefix string) []string {
 func mountPlaceProblem(typ, dst string) string {
 	place := mountTypes[typ]
 	switch {
+	case under(dst, OwnDir):
+		return OwnDir + " is bulkhead's own directory, where it binds the programs a gVisor sandbox runs every exec and its egress through; no other mount goes at or below it"
 	case place != "" && dst != place:
 		return typ + " may be mounted only at " + place + ": elsewhere it is a second copy without the masks"
 	case place == "" && dst != "/proc" && (under(dst, "/proc") || under(dst, "/sys")) && typ != "bind":
@@ -293,6 +295,12 @@ var devPlaces = map[string]map[string]bool{
 	"/dev/shm":             {"tmpfs": true, "bind": true},
 	"/dev/termination-log": {"bind": true},
 }
+
+// OwnDir is the directory of bulkhead's own programs in a container
+// (runsc's seccomp-exec and egress-forward): no mount of the caller's may
+// land at or below it, named there or led there by a link, or the
+// mount's files would stand where every exec starts.
+const OwnDir = "/.bulkhead"
 
 // isPolicyPlace: the places whose mounts the policy decides itself (the
 // tmp rule's /tmp, the /dev runc lays out, the kernel filesystems), which

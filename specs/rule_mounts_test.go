@@ -133,6 +133,11 @@ func TestRuleMountsFollowImageLinks(t *testing.T) {
 	mustSymlink(t, "../sys", filepath.Join(rootfs, "etc/up"))
 	mustSymlink(t, "/", filepath.Join(rootfs, "top"))
 	mustSymlink(t, "/srv/data", filepath.Join(rootfs, "data"))
+	// An image that leads its workspace (or any mount) into bulkhead's
+	// own directory: a gVisor sandbox's execs started through a link of
+	// the mounted checkout, which the job turned into its own program.
+	mustSymlink(t, "/.bulkhead", filepath.Join(rootfs, "workspace"))
+	mustSymlink(t, "/.bulkhead/", filepath.Join(rootfs, "own"))
 	inBundle := func(c *Context) { c.Bundle = bundle }
 	tmpfs := func(dst string) rspec.Mount {
 		return rspec.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m"}}
@@ -152,6 +157,11 @@ func TestRuleMountsFollowImageLinks(t *testing.T) {
 		{bind("/data"), false},
 		{tmpfs("/srv/cache"), false},
 		{bind("/tmp/inside"), false}, // below the policy's tmpfs, not the image's /tmp
+		{bind("/workspace"), true},
+		{tmpfs("/own/seccomp-exec"), true},
+		{bind("/top/.bulkhead"), true},
+		{tmpfs("/.bulkhead/seccomp-exec"), true},
+		{bind("//.bulkhead/"), true},
 	}
 	var rc []ruleCase
 	for _, tc := range cases {
