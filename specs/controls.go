@@ -74,7 +74,7 @@ var Controls = []Control{
 		"none: refused before start", nil, nil},
 	{"hooks and annotations", []string{"hooks", "annotations"}, "hooks only from hooks_allowed (Docker's libnetwork-setkey removed); annotations only from an allowlist",
 		"none: refused before start", nil, nil},
-	{"sysctl, rlimits, scheduling, oom_score_adj", []string{"sysctl", "rlimits", "scheduling", "oom_score_adj"}, "sysctls, hostname and domainname only in namespaces of the container's own (not a pod sandbox's it joins); rlimits from an allowlist with ceilings (RLIMIT_CORE 0, no RT), soft ≤ hard, each type once; no realtime policy or I/O class, nice ≥ 0; oom_score_adj ≥ 500",
+	{"sysctl, rlimits, scheduling, oom_score_adj", []string{"sysctl", "rlimits", "scheduling", "oom_score_adj"}, "sysctls, hostname and domainname only in namespaces of the container's own (not a pod sandbox's it joins); rlimits from an allowlist with ceilings (RLIMIT_CORE 0, no RT, no message queues), soft ≤ hard, each type once; no realtime policy or I/O class, nice ≥ 0; oom_score_adj ≥ 500",
 		"namespaces, rlimits, OOM killer", nil, nil},
 	{"security labels", []string{"security_labels"}, "AppArmor profiles from apparmor_profiles, container SELinux types; never unconfined",
 		"AppArmor, SELinux", nil, nil},

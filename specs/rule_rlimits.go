@@ -18,17 +18,20 @@ const unlimited = ^uint64(0)
 // others are capped where a high value reaches past the sandbox: core
 // dumps are written where the host's core_pattern points, realtime
 // priority and time run ahead of the host, a nice limit above 20 allows a
-// negative nice.
+// negative nice, and POSIX message queues are charged to the host uid
+// every container runs as, so one job's queues (819200 bytes by default)
+// left every other container on the host unable to open one.
 var rlimitCeilings = map[string]uint64{
 	"RLIMIT_AS": unlimited, "RLIMIT_CPU": unlimited, "RLIMIT_DATA": unlimited, "RLIMIT_FSIZE": unlimited,
-	"RLIMIT_LOCKS": unlimited, "RLIMIT_MEMLOCK": unlimited, "RLIMIT_MSGQUEUE": 819200, "RLIMIT_NICE": 20,
+	"RLIMIT_LOCKS": unlimited, "RLIMIT_MEMLOCK": unlimited, "RLIMIT_MSGQUEUE": 0, "RLIMIT_NICE": 20,
 	"RLIMIT_NOFILE": maxNofile, "RLIMIT_NPROC": unlimited, "RLIMIT_RSS": unlimited, "RLIMIT_SIGPENDING": unlimited,
 	"RLIMIT_STACK": unlimited, "RLIMIT_CORE": 0, "RLIMIT_RTPRIO": 0, "RLIMIT_RTTIME": 0,
 }
 
 // setWhenAbsent are the rlimits set to 0 when the spec does not name
-// them: no core dumps, no realtime priority, no nice below the start's.
-var setWhenAbsent = []string{"RLIMIT_CORE", "RLIMIT_RTPRIO", "RLIMIT_NICE"}
+// them: no core dumps, no realtime priority, no nice below the start's,
+// no message queues.
+var setWhenAbsent = []string{"RLIMIT_CORE", "RLIMIT_RTPRIO", "RLIMIT_NICE", "RLIMIT_MSGQUEUE"}
 
 func ruleRlimits(c *Context, s *rspec.Spec) []Decision {
 	return clampRlimits(ensureProcess(s))
@@ -98,6 +101,8 @@ func rlimitWhy(t string) string {
 		return "no nice below 0"
 	case "RLIMIT_NOFILE":
 		return "open files capped at the kernel's default nr_open"
+	case "RLIMIT_MSGQUEUE":
+		return "no POSIX message queues: their bytes count against the host uid every container shares, so one job's would deny every other's"
 	}
 	return "capped at its ceiling"
 }

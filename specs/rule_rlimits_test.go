@@ -62,7 +62,8 @@ func wantRlimit(t *testing.T, s *rspec.Spec, typ string, soft, hard uint64) {
 }
 
 // A limit the spec leaves out is the caller's, passed on by the backend:
-// core dumps, realtime priority and nice are set to 0 when absent, and a
+// core dumps, realtime priority, nice and message queues are set to 0
+// when absent, and a
 // value the spec gives (within its ceiling) is kept.
 func TestRlimitsSetWhenAbsent(t *testing.T) {
 	p := &rspec.Process{Rlimits: []rspec.POSIXRlimit{{Type: "RLIMIT_NICE", Soft: 10, Hard: 10}}}
@@ -71,7 +72,7 @@ func TestRlimitsSetWhenAbsent(t *testing.T) {
 	for _, r := range p.Rlimits {
 		got[r.Type] = [2]uint64{r.Soft, r.Hard}
 	}
-	want := map[string][2]uint64{"RLIMIT_NICE": {10, 10}, "RLIMIT_CORE": {0, 0}, "RLIMIT_RTPRIO": {0, 0}}
+	want := map[string][2]uint64{"RLIMIT_NICE": {10, 10}, "RLIMIT_CORE": {0, 0}, "RLIMIT_RTPRIO": {0, 0}, "RLIMIT_MSGQUEUE": {0, 0}}
 	if len(got) != len(want) {
 		t.Fatalf("rlimits %v, want %v", got, want)
 	}

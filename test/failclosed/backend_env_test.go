@@ -128,3 +128,25 @@ func TestCallerRlimitsNotInherited(t *testing.T) {
 		})
 	}
 }
+
+// POSIX message queues are charged to the host uid, which every container
+// of the default profile shares: with the caller's 819200 bytes one job's
+// queues left every other container on the host unable to open one. The
+// container's process has RLIMIT_MSGQUEUE 0, on runc and runsc.
+func TestNoMessageQueues(t *testing.T) {
+	for _, backend := range []string{"runc", "runsc"} {
+		t.Run(backend, func(t *testing.T) {
+			binaries.NeedRoot(t, backend)
+			dir := t.TempDir()
+			b := bundle.New(t, []string{"sh", "-c", "echo msgqueue $(ulimit -Sq) $(ulimit -Hq)"})
+			id := fmt.Sprintf("no-mqueue-%s-%d", backend, os.Getpid())
+			r := binaries.Cmd{}.Run(t, binaries.Bulkhead(t), "--root", filepath.Join(dir, "state"), "--backend", backend, "run", "--bundle", b, id)
+			if r.Code != 0 {
+				t.Fatalf("run: exit %d: %s", r.Code, r.Stderr)
+			}
+			if !strings.Contains(r.Stdout, "msgqueue 0 0\n") {
+				t.Errorf("the container's limits:\n%s\nwant msgqueue 0 0", r.Stdout)
+			}
+		})
+	}
+}
