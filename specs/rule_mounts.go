@@ -267,6 +267,8 @@ func withoutPrefix(opts []string, prefix string) []string {
 func mountPlaceProblem(typ, dst string) string {
 	place := mountTypes[typ]
 	switch {
+	case dst == "/":
+		return "/ is the root filesystem, which root.path names and the policy makes read-only; no mount goes there (a relative destination such as x/../.. names / too)"
 	case under(dst, OwnDir):
 		return OwnDir + " is bulkhead's own directory, where it binds the programs a gVisor sandbox runs every exec and its egress through; no other mount goes at or below it"
 	case place != "" && dst != place:

@@ -162,6 +162,9 @@ func TestRuleMountsFollowImageLinks(t *testing.T) {
 		{bind("/top/.bulkhead"), true},
 		{tmpfs("/.bulkhead/seccomp-exec"), true},
 		{bind("//.bulkhead/"), true},
+		{tmpfs("/"), true},
+		{tmpfs("x/../../.."), true},
+		{bind("/top"), true},
 	}
 	var rc []ruleCase
 	for _, tc := range cases {
