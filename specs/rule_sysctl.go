@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,8 +23,15 @@ func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
 	for _, k := range keys {
 		d := Decision{Rule: "sysctl", Field: "linux.sysctl[" + k + "]", Action: Kept, Before: l.Sysctl[k],
 			After: l.Sysctl[k], Layer: LayerNamespaces}
-		ns, ok := sysctlNamespace(strings.ReplaceAll(k, "/", "."))
+		name := strings.ReplaceAll(k, "/", ".")
+		ns, ok := sysctlNamespace(name)
 		switch {
+		case slices.Contains(strings.Split(name, "."), ""):
+			// A backend writes the key as a path below /proc/sys, each
+			// dot a slash: net/../kernel/core_pattern starts as a network
+			// sysctl and names the host's core_pattern.
+			d.Action, d.After = Refused, ""
+			d.Why = "sysctl " + k + " has an empty, . or .. part, which a backend would resolve as a path to another sysctl; name it plainly, its parts joined by single dots"
 		case !ok:
 			d.Action, d.After = Refused, ""
 			d.Why = "sysctl " + k + " is not namespaced: it would change the host kernel; remove it from the container's configuration"

@@ -29,6 +29,13 @@ func TestRuleSysctl(t *testing.T) {
 		{"net.ipv4.ip_forward", nil, Refused},
 		{"net.ipv4.ip_forward", []rspec.LinuxNamespace{{Type: rspec.NetworkNamespace, Path: "/proc/1/ns/net"}}, Refused},
 		{"kernel.shmmax", []rspec.LinuxNamespace{{Type: rspec.IPCNamespace, Path: "/proc/1/ns/ipc"}}, Refused},
+		// A backend writes each dot as a slash below /proc/sys: a
+		// namespaced prefix with .. parts names a host sysctl.
+		{"net/../kernel/core_pattern", own, Refused},
+		{"net.ipv4.../../../kernel.core_pattern", own, Refused},
+		{"kernel.shm/../core_pattern", own, Refused},
+		{"net/./ipv4/ip_forward", own, Refused},
+		{"net.ipv4.", own, Refused},
 	}
 	for _, tc := range cases {
 		t.Run(tc.key, func(t *testing.T) {
