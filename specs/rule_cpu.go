@@ -21,6 +21,12 @@ func clampShares(prof *Profile, r *rspec.LinuxResources) []Decision {
 	if r.CPU == nil || r.CPU.Shares == nil {
 		return nil
 	}
+	if *r.CPU.Shares == 1 {
+		// The kernel holds a weight at 2 at least; runc reads 2 back,
+		// fails, and an update fails after it changed the group.
+		return []Decision{{Rule: "cpu", Field: "linux.resources.cpu.shares", Action: Refused, Before: "1", Layer: LayerNone,
+			Why: "cpu.shares 1 is below the kernel's minimum of 2, on which runc fails after changing the group; set 2 or more, or leave it out"}}
+	}
 	ceiling := uint64(defaultShares * max(1, math.Ceil(prof.CPUs)))
 	if *r.CPU.Shares <= ceiling {
 		return nil

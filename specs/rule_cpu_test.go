@@ -67,4 +67,15 @@ func TestRuleCPUShares(t *testing.T) {
 	if _, err := ClampResources(testProfile(), r); err != nil || *r.CPU.Shares != 1024 {
 		t.Fatalf("update: shares %d, %v", *r.CPU.Shares, err)
 	}
+	// Below the kernel's minimum runc fails after it changed the group
+	// (update --cpu-share 1 left it half applied); nothing is handed over.
+	runRule(t, ruleCPU, []ruleCase{
+		{name: "weight below the kernel's minimum", spec: func(s *rspec.Spec) { ensureResources(s).CPU = &rspec.LinuxCPU{Shares: u64(1)} },
+			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+				wantDecision(t, ds, "linux.resources.cpu.shares", Refused)
+			}},
+	})
+	if _, err := ClampResources(testProfile(), &rspec.LinuxResources{CPU: &rspec.LinuxCPU{Shares: u64(1)}}); err == nil {
+		t.Fatal("update: cpu.shares 1 was handed over")
+	}
 }
