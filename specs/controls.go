@@ -44,7 +44,7 @@ var Controls = []Control{
 		"overlay upper on a capped tmpfs (ENOSPC), noexec (EACCES); host folder unchanged", []string{"mount flags"}, []string{"workspace"}},
 	{"/proc and /sys", []string{"masked_paths"}, "Docker's masked and read-only paths; sysfs and cgroup read-only",
 		"masked mounts", []string{"masked paths", "read-only paths", "mount flags"}, []string{"masked-proc", "proc-sys"}},
-	{"devices", []string{"devices"}, "null, zero, full, random, urandom, tty, ptmx, pts; device cgroup deny-all",
+	{"devices", []string{"devices"}, "null, zero, full, random, urandom, tty, ptmx, pts; device cgroup deny-all (runc 1.1 appends mknod of any node, moot without CAP_MKNOD, and tun 10:200, which a node the image holds opens but without CAP_NET_ADMIN attaches to no interface)",
 		"device cgroup, capabilities (EPERM)", nil, []string{"devices"}},
 	{"network", []string{"network"}, "new network namespace, no path, loopback only",
 		"netns (ENETUNREACH)", []string{"network namespace", "net namespace", "network interfaces"}, []string{"network"}},

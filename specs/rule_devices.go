@@ -49,9 +49,11 @@ func allowedNode(d rspec.LinuxDevice) bool {
 
 // deviceCgroup puts deny-all first and then the allowlist, so that the
 // caller's entries cannot widen it. The caller's deny entries are kept
-// after ours: they only narrow. Runc appends its own defaults after all
-// of these (mknod of any device, /dev/net/tun); mknod is moot without
-// CAP_MKNOD, and no tun node exists without a linux.devices entry.
+// after ours: they only narrow. Runc 1.1 appends its own defaults after
+// all of these (mknod of any device, /dev/net/tun), which no spec entry
+// can deny: mknod is moot without CAP_MKNOD, and a tun node the image
+// holds (runc's read-only remount of / drops nodev) opens, but without
+// CAP_NET_ADMIN it attaches to no interface (TUNSETIFF is EPERM).
 func deviceCgroup(r *rspec.LinuxResources) []Decision {
 	var ds []Decision
 	rules := []rspec.LinuxDeviceCgroup{{Allow: false, Access: "rwm"}}
