@@ -39,7 +39,7 @@ func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 		return []Decision{{Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone, Why: why}}
 	}
 	abis := Decision{Rule: rule, Field: "linux.seccomp.architectures", Action: Tightened, After: fmt.Sprint(prof.Architectures),
-		Layer: LayerSeccomp, Why: "only the native 64-bit system call ABIs: 32-bit and x32 calls are killed, since their socketcall and ipc hide arguments from the filter (compat_syscalls keeps them)"}
+		Layer: LayerSeccomp, Why: "only the native 64-bit system call ABIs: on runc 32-bit and x32 calls are killed, since their socketcall and ipc hide arguments from the filter (compat_syscalls keeps them); gVisor runs int 0x80 as the 64-bit call under the same filter"}
 	if c.Profile.CompatSyscalls {
 		abis.Action, abis.Why = Kept, "compat_syscalls: the profile keeps the 32-bit and x32 ABIs, each under the same filter"
 	}
