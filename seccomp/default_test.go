@@ -238,9 +238,15 @@ func BenchmarkForProfileMemo(b *testing.B) {
 // the built-in profile and in an operator's that allowed it; with the
 // grant the built-in profile allows it.
 func TestMemfdOnlyWhenWritesMayRun(t *testing.T) {
+	for _, call := range memfdCalls {
+		t.Run(call, func(t *testing.T) { memfdOnlyWhenWritesMayRun(t, call) })
+	}
+}
+
+func memfdOnlyWhenWritesMayRun(t *testing.T, call string) {
 	rulesFor := func(p *rspec.LinuxSeccomp) (allowed, enosys bool) {
 		for _, r := range p.Syscalls {
-			if !slices.Contains(r.Names, "memfd_create") {
+			if !slices.Contains(r.Names, call) {
 				continue
 			}
 			switch {
@@ -266,7 +272,7 @@ func TestMemfdOnlyWhenWritesMayRun(t *testing.T) {
 			path := tc.path
 			if path == "operator" {
 				path = filepath.Join(t.TempDir(), "p.json")
-				prof := `{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{"names": ["read", "write", "exit_group", "memfd_create"], "action": "SCMP_ACT_ALLOW"}]}`
+				prof := `{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{"names": ["read", "write", "exit_group", "` + call + `"], "action": "SCMP_ACT_ALLOW"}]}`
 				if err := os.WriteFile(path, []byte(prof), 0o600); err != nil {
 					t.Fatal(err)
 				}
@@ -277,7 +283,7 @@ func TestMemfdOnlyWhenWritesMayRun(t *testing.T) {
 			}
 			allowed, enosys := rulesFor(p)
 			if allowed != tc.allowed || enosys != tc.wantENOSYS {
-				t.Fatalf("memfd_create allowed %v, ENOSYS %v; want %v, %v", allowed, enosys, tc.allowed, tc.wantENOSYS)
+				t.Fatalf("%s allowed %v, ENOSYS %v; want %v, %v", call, allowed, enosys, tc.allowed, tc.wantENOSYS)
 			}
 		})
 	}

@@ -154,15 +154,19 @@ func existsOn(name string, arches []libseccomp.ScmpArch) bool {
 // on runc and runsc). Programs that use memfds for shared memory fall back
 // to shm_open, in the noexec /dev/shm, when the call is missing. Whatever
 // rule of p allowed the call loses it, so the answer is the same for the
-// built-in profile and an operator's.
+// built-in profile and an operator's. memfd_secret goes with it: its
+// memory cannot be executed, but "no memfd" is the profile's word.
 func NoMemfd(p *rspec.LinuxSeccomp) {
 	var rules []rspec.LinuxSyscall
 	for _, r := range p.Syscalls {
-		r.Names = slices.DeleteFunc(slices.Clone(r.Names), func(n string) bool { return n == "memfd_create" })
+		r.Names = slices.DeleteFunc(slices.Clone(r.Names), func(n string) bool { return slices.Contains(memfdCalls, n) })
 		if len(r.Names) > 0 {
 			rules = append(rules, r)
 		}
 	}
 	enosys := uint(errnoENOSYS)
-	p.Syscalls = append(rules, rspec.LinuxSyscall{Names: []string{"memfd_create"}, Action: rspec.ActErrno, ErrnoRet: &enosys})
+	p.Syscalls = append(rules, rspec.LinuxSyscall{Names: slices.Clone(memfdCalls), Action: rspec.ActErrno, ErrnoRet: &enosys})
 }
+
+// memfdCalls are the calls that make a descriptor of anonymous memory.
+var memfdCalls = []string{"memfd_create", "memfd_secret"}
