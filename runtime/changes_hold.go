@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -62,7 +63,7 @@ func holdStill(g *Globals, id string) (release func() error, paused bool, err er
 	// runc 1.1's cgroup v1 freezer gives up when the group does not
 	// settle on a busy machine, and thaws it: an engine pauses again.
 	for try := 1; ; try++ {
-		err := backend.Quietly(g.backendArgv(b, "pause", id))
+		err := backend.QuietlyApart(g.backendArgv(b, "pause", id))
 		if err == nil {
 			break
 		}
@@ -73,12 +74,16 @@ func holdStill(g *Globals, id string) (release func() error, paused bool, err er
 	}
 	logrus.Debugf("bulkhead: container %s paused for its export", id)
 	return func() error {
-		if err := backend.Quietly(g.backendArgv(b, "resume", id)); err != nil {
-			logrus.Errorf("bulkhead: container %s stays paused: %v", id, err)
-			return fmt.Errorf("container %s was paused for the export and could not be resumed (bulkhead resume %s): %w", id, id, err)
+		var err error
+		for try := 1; try <= pauseTries; try++ {
+			if err = backend.QuietlyApart(g.backendArgv(b, "resume", id)); err == nil {
+				logrus.Debugf("bulkhead: container %s resumed after its export", id)
+				return nil
+			}
+			time.Sleep(time.Second)
 		}
-		logrus.Debugf("bulkhead: container %s resumed after its export", id)
-		return nil
+		logrus.Errorf("bulkhead: container %s stays paused: %v", id, err)
+		return fmt.Errorf("container %s was paused for the export and could not be resumed (bulkhead resume %s): %w", id, id, err)
 	}, true, nil
 }
 
@@ -108,14 +113,11 @@ func still(g *Globals, id string, w io.Writer, export func(io.Writer) ([]string,
 		rejected, err := export(w)
 		return rejected, errors.Join(err, release())
 	}
-	spool, err := os.CreateTemp("", "bulkhead-export-")
-	if err == nil {
-		err = os.Remove(spool.Name())
-		defer spool.Close()
-	}
+	spool, err := os.OpenFile(os.TempDir(), os.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("a file to hold the export of %s while it is paused: %w", id, err), release())
+		return nil, errors.Join(fmt.Errorf("an unnamed file in %s to hold the export of %s while it is paused: %w", os.TempDir(), id, err), release())
 	}
+	defer spool.Close()
 	type result struct {
 		rejected []string
 		err      error
@@ -148,7 +150,7 @@ func exportInterrupted(id string, s os.Signal) error {
 	return fmt.Errorf("export of %s interrupted by signal %q; the container goes on", id, s)
 }
 
-// pauseTries bounds the pauses a live export tries.
+// pauseTries bounds the pauses, and the resumes, a live export tries.
 const pauseTries = 5
 
 // runcLeftovers tells whether a runc container's cgroups still hold a

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,6 +115,33 @@ func TestWorkspaceDiffHoldsTheJobStill(t *testing.T) {
 			}
 			if s := containerState(t, g, id).Status; s != "running" {
 				t.Fatalf("status %q after a diff whose reader went away, want running", s)
+			}
+
+			// Ctrl-C, or timeout(1), signals the diff's whole process
+			// group, the backend's pause and resume with it: a resume
+			// ended half way left the job paused for good. Whenever the
+			// signals land, the diff ends with the job running.
+			for i, after := range []time.Duration{0, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+				diff = exec.Command(binaries.Bulkhead(t), append(g, "diff", "--format", "tar", id)...)
+				diff.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				if err := diff.Start(); err != nil {
+					t.Fatal(err)
+				}
+				ended := make(chan error, 1)
+				go func() { ended <- diff.Wait() }()
+				time.Sleep(after)
+			signalling:
+				for {
+					_ = syscall.Kill(-diff.Process.Pid, syscall.SIGINT)
+					select {
+					case <-ended:
+						break signalling
+					case <-time.After(10 * time.Millisecond):
+					}
+				}
+				if s := containerState(t, g, id).Status; s != "running" {
+					t.Fatalf("status %q after a diff whose process group got SIGINT %s after it started (round %d), want running", s, after, i)
+				}
 			}
 		})
 	}

@@ -113,10 +113,22 @@ func Output(argv []string) ([]byte, error) {
 // Quietly runs a backend for cleanup, its output kept out of bulkhead's
 // and its last line in the error.
 func Quietly(argv []string) error {
+	return quietly(argv, false)
+}
+
+// QuietlyApart is Quietly in a process group of the backend's own: a
+// signal to bulkhead's group (Ctrl-C, timeout(1)) does not end it half
+// way. A resume that such a signal ended left a job paused for good.
+func QuietlyApart(argv []string) error {
+	return quietly(argv, true)
+}
+
+func quietly(argv []string, apart bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.WaitDelay = waitDelay
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: apart}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		logrus.Debugf("bulkhead: %v: %v: %s", argv, err, out)
