@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"fmt"
 	"math"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -43,6 +44,10 @@ func clampShares(prof *Profile, r *rspec.LinuxResources) []Decision {
 // period, since the current period is not known here.
 const maxCPUPeriod = 1000000
 
+// minCPUPeriod is the kernel's least period and quota, 1 ms: runc writes
+// a smaller one, fails, and an update fails after it changed the group.
+const minCPUPeriod = 1000
+
 func clampCPU(prof *Profile, r *rspec.LinuxResources, update bool) []Decision {
 	const rule = "cpu"
 	var quota *int64
@@ -68,6 +73,10 @@ func clampCPU(prof *Profile, r *rspec.LinuxResources, update bool) []Decision {
 			Before: fmtU64p(period), After: fmtU64p(cpu.Period), Layer: LayerCPU,
 			Why: "the quota is counted per period"})
 	}
+	if *cpu.Period < minCPUPeriod {
+		return append(ds, Decision{Rule: rule, Field: "linux.resources.cpu.period", Action: Refused, Before: fmtU64p(cpu.Period), Layer: LayerNone,
+			Why: "the kernel's least cpu period is 1000 µs, and runc fails on a smaller one after changing the group; set 1000 or more"})
+	}
 	if *cpu.Period > maxCPUPeriod {
 		ds = append(ds, Decision{Rule: rule, Field: "linux.resources.cpu.period", Action: Tightened,
 			Before: fmtU64p(cpu.Period), After: fmtInt(maxCPUPeriod), Layer: LayerCPU,
@@ -86,6 +95,10 @@ func clampCPU(prof *Profile, r *rspec.LinuxResources, update bool) []Decision {
 	if d.Action != Kept {
 		cpu.Quota = i64(max)
 		d.After = fmtInt(max)
+	}
+	if *cpu.Quota < minCPUPeriod {
+		return append(ds, Decision{Rule: rule, Field: "linux.resources.cpu.quota", Action: Refused, Before: fmtI64p(quota), Layer: LayerNone,
+			Why: fmt.Sprintf("a quota of %d µs is below the kernel's least, 1000 µs, on which runc fails after changing the group; set a quota of 1000 or more, or a longer period", *cpu.Quota)})
 	}
 	ds = append(ds, d)
 	if cpu.Burst != nil && *cpu.Burst > 0 {

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"slices"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -77,5 +78,32 @@ func TestRuleCPUShares(t *testing.T) {
 	})
 	if _, err := ClampResources(testProfile(), &rspec.LinuxResources{CPU: &rspec.LinuxCPU{Shares: u64(1)}}); err == nil {
 		t.Fatal("update: cpu.shares 1 was handed over")
+	}
+}
+
+// A period or quota below the kernel's least (1000 µs) makes runc fail
+// after it changed the group (an update left cpu.shares changed); it is
+// refused at create and at update, and so is a profile's ceiling that
+// scales a short period below it.
+func TestRuleCPUBelowTheKernelsLeast(t *testing.T) {
+	for _, cpu := range []*rspec.LinuxCPU{
+		{Period: u64(999), Quota: i64(50000)},
+		{Period: u64(100000), Quota: i64(999)},
+		{Period: u64(1500)}, // half a cpu of the profile scales it to 750
+	} {
+		prof := testProfile()
+		if cpu.Quota == nil {
+			prof.CPUs = 0.5
+		}
+		s := hostileSpec()
+		ensureResources(s).CPU = cpu
+		ds := clampCPU(prof, s.Linux.Resources, false)
+		if !slices.ContainsFunc(ds, func(d Decision) bool { return d.Action == Refused }) {
+			t.Errorf("period %v quota %v with %g cpus: %+v, want a refusal", fmtU64p(cpu.Period), fmtI64p(cpu.Quota), prof.CPUs, ds)
+		}
+		r := &rspec.LinuxResources{CPU: &rspec.LinuxCPU{Period: cpu.Period, Quota: cpu.Quota}}
+		if _, err := ClampResources(prof, r); err == nil {
+			t.Errorf("update: period %v quota %v was handed over", fmtU64p(cpu.Period), fmtI64p(cpu.Quota))
+		}
 	}
 }
