@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,11 +191,13 @@ func TestBrokerConnectionLimit(t *testing.T) {
 	if !strings.HasPrefix(string(all), "HTTP/1.1 429") || !strings.Contains(string(all), "egress_connections (1)") {
 		t.Fatalf("second connection: %q", all)
 	}
-	// The request cut off by its close is a line of its own.
+	// The request cut off by its close is a line of its own, written
+	// before or after the refusal's, as the two connections end.
 	first.Close()
 	lines := waitLines(t, audit, 2)
-	if lines[1].Destination != "x.test:80" || !strings.Contains(lines[1].Reason, "400 Bad Request") {
-		t.Errorf("the cut-off request's line: %+v", lines[1])
+	i := slices.IndexFunc(lines, func(l Connection) bool { return l.Destination == "x.test:80" })
+	if i < 0 || !strings.Contains(lines[i].Reason, "400 Bad Request") {
+		t.Errorf("the cut-off request's line among %+v: want x.test:80 with 400 Bad Request", lines)
 	}
 }
 
@@ -351,10 +354,13 @@ func TestBrokerEndsWithStalledDestinations(t *testing.T) {
 	default:
 		t.Error("the dial that never completes is still going after the broker's end")
 	}
+	// The stalled server accepts in the kernel before the broker's dial
+	// returns: on a loaded machine the end can still cancel that dial.
 	got := waitLines(t, lines, 3)
 	var stalled int
 	for _, c := range got {
-		if strings.HasSuffix(c.Destination, fmt.Sprint(stallPort)) && (c.Verdict == "allowed" || strings.Contains(c.Reason, "the broker ended")) {
+		ended := c.Verdict == "allowed" || strings.Contains(c.Reason, "the broker ended") || strings.Contains(c.Reason, "operation was canceled")
+		if strings.HasSuffix(c.Destination, fmt.Sprint(stallPort)) && ended {
 			stalled++
 		}
 	}
