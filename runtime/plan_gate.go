@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -11,9 +13,16 @@ import (
 // spec about to be handed over, in one place so that they cannot differ:
 // the backend's own validation, and the profile's invariants
 // (specs.CheckInvariantsContext), which hold whatever the rules did.
+// On runsc the backend's validation includes the lookup of the command
+// that runc makes in create and runsc only in start (specs.CommandMissing).
 // Both are validation of the spec; the kernel's side is verify.Container's.
 func gateHanded(ctx *specs.Context, id, bundle string, handed *rspec.Spec, g *Globals, gvisor bool) (backendErr, invariantErr error) {
 	backendErr = validateForBackend(id, bundle, handed, g)
+	if backendErr == nil && gvisor {
+		if why := specs.CommandMissing(ctx, handed); why != "" {
+			backendErr = fmt.Errorf("spec fails the backend's validation: process.args[0]: %s (runsc would fail in start, after create); put the command in the image or give its full path", why)
+		}
+	}
 	ictx := ctx
 	if gvisor && ctx.Profile.PidsLimit > 0 {
 		// translatePidsForGVisor gave the host cgroup room for the

@@ -417,6 +417,48 @@ func TestGVisor(t *testing.T) {
 	}
 }
 
+// TestGVisorMissingCommandLeavesNothing: runsc looks a command up only
+// in start, and dockerd 20.10, once start failed, forgot the created task
+// with its shim, cgroups and bulkhead's mounts. bulkhead looks it up in
+// create, as runc does, so the run fails there, says why, and leaves
+// nothing.
+func TestGVisorMissingCommandLeavesNothing(t *testing.T) {
+	d := daemon(t)
+	if _, err := exec.LookPath("runsc"); err != nil {
+		t.Skip("runsc is not installed")
+	}
+	cidFile := filepath.Join(t.TempDir(), "cid")
+	r := d.Run(t, "run", "--rm", "--cidfile", cidFile, "--runtime=bulkhead-runsc", image, "no-such-command")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "process.args[0]: no-such-command is not") {
+		t.Fatalf("a command missing from the image was not refused by name:\n%s", r)
+	}
+	t.Logf("docker says: %s", strings.TrimSpace(strings.Split(r.Stderr, "\n")[0]))
+	cid, err := os.ReadFile(cidFile)
+	if err != nil || len(cid) < 12 {
+		t.Fatalf("no container id in --cidfile: %v", err)
+	}
+	id := string(cid)
+	if !engine.Eventually(10*time.Second, func() bool { return !strings.Contains(d.Run(t, "ps", "-aq", "--no-trunc").Stdout, id) }) {
+		t.Errorf("docker ps -a still has %s: %s", id, d.Run(t, "ps", "-a"))
+	}
+	if !engine.Eventually(10*time.Second, func() bool { return len(engine.ProcessesMentioning(id)) == 0 }) {
+		t.Errorf("processes left for %s: %v", id, engine.ProcessesMentioning(id))
+	}
+	if dirs := cgroupDirsNamed(id); len(dirs) > 0 {
+		t.Errorf("cgroups left: %v", dirs)
+	}
+	left, _ := filepath.Glob(filepath.Join(d.ExecRoot, "runtime-*", "moby", "*", id))
+	if _, err := os.Stat(d.BundleDir(id)); !os.IsNotExist(err) {
+		left = append(left, d.BundleDir(id))
+	}
+	if len(left) > 0 {
+		t.Errorf("state left behind: %v", left)
+	}
+	if mi, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mi), id) {
+		t.Errorf("mounts left for %s", id)
+	}
+}
+
 // TestInstall: bulkhead install docker edits a daemon.json idempotently
 // and uninstall restores it; against the live dockerd the entry it writes
 // works after SIGHUP, including as the default runtime.

@@ -1,0 +1,113 @@
+package specs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// gVisorDefaultPath is the PATH gVisor's older loaders search when the
+// process's environment has none (newer ones search nothing, so a name
+// missing here is missing for both).
+const gVisorDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// CommandMissing is why runsc would fail to start s's process because
+// its command is not in the container: runc looks args[0] up in create,
+// which then fails and is undone, but runsc looks it up only in start,
+// after which an engine may forget a created container (dockerd 20.10
+// does). "" when the command is there, and whenever the container's view
+// cannot tell (a path on a mount other than a bind, or one that resolves
+// into /proc, /dev or /sys): only a certain absence refuses. The lookup
+// is gVisor's (fsimpl/user's ResolveExecutablePath): an absolute name as
+// it is, a name with a slash from the cwd, any other name in each
+// absolute directory of PATH; a directory of any PATH= entry, and of the
+// default PATH when there is none, counts, so that no loader's reading
+// finds what this refuses.
+func CommandMissing(c *Context, s *rspec.Spec) string {
+	if s.Process == nil || len(s.Process.Args) == 0 || s.Process.Args[0] == "" {
+		return ""
+	}
+	v := viewOf(c, s)
+	if v == nil {
+		return ""
+	}
+	name := s.Process.Args[0]
+	var candidates []string
+	switch {
+	case filepath.IsAbs(name):
+		candidates = []string{name}
+	case strings.Contains(name, "/"):
+		cwd := s.Process.Cwd
+		if cwd == "" {
+			cwd = "/"
+		}
+		candidates = []string{filepath.Join(cwd, name)}
+	default:
+		for _, dir := range commandDirs(s.Process.Env) {
+			candidates = append(candidates, filepath.Join(dir, name))
+		}
+	}
+	for _, p := range candidates {
+		if !v.certainlyNotExecutable(p) {
+			return ""
+		}
+	}
+	if len(candidates) == 0 {
+		return fmt.Sprintf("%s is looked up in PATH, which holds no absolute directory", shown(name))
+	}
+	if len(candidates) == 1 && candidates[0] == cleanAbs(name) {
+		return fmt.Sprintf("%s is not an executable file in the container", shown(name))
+	}
+	return fmt.Sprintf("%s is not an executable file in the container (looked for %s)", shown(name), shown(strings.Join(candidates, ", ")))
+}
+
+// commandDirs are the absolute directories of every PATH= entry of env,
+// or of the default PATH when it has none.
+func commandDirs(env []string) []string {
+	var paths []string
+	for _, e := range env {
+		if p, ok := strings.CutPrefix(e, "PATH="); ok {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		paths = []string{gVisorDefaultPath}
+	}
+	var dirs []string
+	for _, p := range paths {
+		for _, d := range filepath.SplitList(p) {
+			if filepath.IsAbs(d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	return dirs
+}
+
+// certainlyNotExecutable is whether the container, once laid out, holds
+// no regular file with an execute bit at p, every link followed inside
+// it; false when the view cannot tell.
+func (v *containerView) certainlyNotExecutable(p string) bool {
+	resolved, err := v.resolve(p)
+	if err != nil || madeByRuntime(resolved) {
+		return false
+	}
+	h, ok := v.hostPath(resolved)
+	if !ok {
+		return false
+	}
+	fi, err := os.Lstat(h)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return true
+	case err != nil:
+		return false
+	}
+	return !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0
+}

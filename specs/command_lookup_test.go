@@ -1,0 +1,84 @@
+package specs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// TestCommandMissing: a command is looked up as gVisor looks it up, in
+// the container as it will be laid out (the image, binds over it, links
+// followed inside), and only a certain absence is named.
+func TestCommandMissing(t *testing.T) {
+	bundle := t.TempDir()
+	rootfs := filepath.Join(bundle, "rootfs")
+	tools := t.TempDir()
+	for _, d := range []string{"bin", "usr/bin", "workspace", "opt", "etc"} {
+		if err := os.MkdirAll(filepath.Join(rootfs, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(rootfs, "bin/sh"), 0o755)
+	write(filepath.Join(rootfs, "etc/motd"), 0o644)
+	write(filepath.Join(tools, "lint"), 0o755)
+	write(filepath.Join(tools, "notes"), 0o644)
+	write(filepath.Join(rootfs, "opt/hidden"), 0o755) // under the bind at /opt
+	mustSymlink(t, "/bin/sh", filepath.Join(rootfs, "usr/bin/env-sh"))
+	mustSymlink(t, "/nowhere", filepath.Join(rootfs, "usr/bin/dangling"))
+	mustSymlink(t, "/proc/self/exe", filepath.Join(rootfs, "usr/bin/self"))
+
+	spec := func(args []string, cwd string, env ...string) *rspec.Spec {
+		return &rspec.Spec{
+			Root:    &rspec.Root{Path: "rootfs"},
+			Process: &rspec.Process{Args: args, Cwd: cwd, Env: env},
+			Mounts: []rspec.Mount{
+				{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs"},
+				{Destination: "/opt", Type: "bind", Source: tools, Options: []string{"rbind", "ro"}},
+			},
+		}
+	}
+	c := testContext()
+	c.Bundle = bundle
+	for _, tc := range []struct {
+		name    string
+		s       *rspec.Spec
+		missing bool
+	}{
+		{"in PATH", spec([]string{"sh"}, "/", "PATH=/usr/bin:/bin"), false},
+		{"absolute", spec([]string{"/bin/sh"}, "/"), false},
+		{"relative to cwd", spec([]string{"./sh"}, "/bin"), false},
+		{"through a link in the image", spec([]string{"env-sh"}, "/", "PATH=/usr/bin"), false},
+		{"in a bind", spec([]string{"lint"}, "/", "PATH=/opt:/bin"), false},
+		{"in any PATH entry", spec([]string{"lint"}, "/", "PATH=/bin", "PATH=/opt"), false},
+		{"default PATH", spec([]string{"sh"}, "/"), false},
+		{"on a tmpfs: cannot tell", spec([]string{"/tmp/build/run"}, "/"), false},
+		{"into /proc: cannot tell", spec([]string{"self"}, "/", "PATH=/usr/bin"), false},
+		{"not there", spec([]string{"no-such-command"}, "/", "PATH=/usr/bin:/bin"), true},
+		{"absolute, not there", spec([]string{"/bin/bash"}, "/"), true},
+		{"relative to cwd, not there", spec([]string{"./run.sh"}, "/workspace"), true},
+		{"hidden by a bind", spec([]string{"/opt/hidden"}, "/"), true},
+		{"not executable", spec([]string{"/etc/motd"}, "/"), true},
+		{"not executable in a bind", spec([]string{"notes"}, "/", "PATH=/opt"), true},
+		{"a directory", spec([]string{"bin"}, "/", "PATH=/"), true},
+		{"a dangling link", spec([]string{"dangling"}, "/", "PATH=/usr/bin"), true},
+		{"a relative PATH entry is not searched", spec([]string{"sh"}, "/", "PATH=bin"), true},
+		{"under a file", spec([]string{"/etc/motd/x"}, "/"), true},
+	} {
+		why := CommandMissing(c, tc.s)
+		if (why != "") != tc.missing {
+			t.Errorf("%s: CommandMissing = %q, want missing=%v", tc.name, why, tc.missing)
+		}
+		if why != "" && !strings.Contains(why, tc.s.Process.Args[0]) {
+			t.Errorf("%s: %q does not name the command", tc.name, why)
+		}
+	}
+}
