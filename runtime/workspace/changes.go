@@ -529,7 +529,7 @@ func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkout
 // file hashes one regular file, once per inode: a second name of a hard
 // link takes the first one's sum and reads nothing.
 func (s *scanner) file(c *Change, st *unix.Stat_t) {
-	if !upperReadable(st, s.reader) || s.up.hasAccessACL(c.upperRel, st) {
+	if !s.up.upperFileReadable(c.upperRel, st, s.reader) {
 		c.Rejected = unreadableReason
 		return
 	}

@@ -355,7 +355,7 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 					return err
 				}
 			default: // a regular file: kindReason left out every other kind
-				if !s.judged && (!upperReadable(st, s.Shift) || up.hasAccessACL(p, st)) {
+				if !s.judged && !up.upperFileReadable(p, st, s.Shift) {
 					reject(p, unreadableReason)
 					continue
 				}

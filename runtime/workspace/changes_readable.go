@@ -41,6 +41,14 @@ func upperReadable(st *unix.Stat_t, reader *idShift) bool {
 	return readableBy(st, reader.UIDTo, reader.GIDTo)
 }
 
+// upperFileReadable tells whether the sandbox user could read the regular
+// upper-layer file rel, judged as st: by its owner and mode bits, and
+// only when no access ACL may say otherwise. Every walk of the upper
+// layer asks it before a file's content leaves.
+func (l *layer) upperFileReadable(rel string, st *unix.Stat_t, reader *idShift) bool {
+	return upperReadable(st, reader) && !l.hasAccessACL(rel, st)
+}
+
 // unreadableReason is why a file the sandbox user could not read never
 // leaves the upper layer.
 const unreadableReason = "not readable by the sandbox user (a file it could not read, moved or renamed): never exported"

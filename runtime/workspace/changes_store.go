@@ -524,7 +524,7 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 			} else if why := kindReason(st); why != "" {
 				leftOut(p, why)
 				continue
-			} else if kind == unix.S_IFREG && (!upperReadable(st, reader) || up.hasAccessACL(p, st)) {
+			} else if kind == unix.S_IFREG && !up.upperFileReadable(p, st, reader) {
 				leftOut(p, unreadableReason)
 				continue
 			} else if why := cd.entryReason(n); why != "" && kind != unix.S_IFLNK {
