@@ -103,7 +103,11 @@ func (c *creation) pinHostPaths() error {
 	if len(c.plan.Pins) == 0 {
 		return nil
 	}
-	if err := os.Mkdir(filepath.Join(c.reg.Dir(c.rec.ID), pinsDir), 0o700); err != nil {
+	dir := filepath.Join(c.reg.Dir(c.rec.ID), pinsDir)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("pins: %w", err)
+	}
+	if err := privateMountPoint(dir); err != nil {
 		return fmt.Errorf("pins: %w", err)
 	}
 	for _, p := range c.plan.Pins {
@@ -203,6 +207,23 @@ func pinPath(src, target string, slave func(real string, fd int) bool, judge fun
 		return "", fmt.Errorf("pin %s: make it %s: %w", real, name, err)
 	}
 	return target, nil
+}
+
+// privateMountPoint bind-mounts dir onto itself and makes that mount
+// private before anything is mounted below it: where the mount holding
+// the state root is shared, each pin bound there was copied to every peer
+// and slave of it (a container with an rslave bind of a directory above
+// the state root among them) before it was made private itself. Below a
+// private mount the pins reach no other mount namespace. The unmount of
+// the state directory takes it with everything below it.
+func privateMountPoint(dir string) error {
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s onto itself: %w", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make %s private: %w", dir, err)
+	}
+	return nil
 }
 
 // writePrivateBundle writes the pinned spec as the config.json of

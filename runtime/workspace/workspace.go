@@ -146,6 +146,13 @@ func Mount(ws []Workspace, p *specs.Profile, stateDir string) error {
 		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
 	}
+	// Where the mount holding the state root is shared, the overlays and
+	// id-mapped lower layers mounted below would be copied to every peer
+	// and slave of it (a container with an rslave bind above the state
+	// root among them); below a private mount they reach none.
+	if err := unix.Mount("", base, "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("workspace tmpfs %s: make it private: %w", base, err)
+	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
 	if !p.ExecutesWrites() {
 		flags |= unix.MS_NOEXEC
