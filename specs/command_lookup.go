@@ -80,9 +80,11 @@ func commandDirs(env []string) []string {
 		paths = []string{gVisorDefaultPath}
 	}
 	var dirs []string
+	seen := map[string]bool{}
 	for _, p := range paths {
 		for _, d := range filepath.SplitList(p) {
-			if filepath.IsAbs(d) {
+			if filepath.IsAbs(d) && !seen[d] {
+				seen[d] = true
 				dirs = append(dirs, d)
 			}
 		}
