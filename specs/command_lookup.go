@@ -17,6 +17,9 @@ import (
 // missing here is missing for both).
 const gVisorDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// maxNamedCandidates bounds the places a refusal lists.
+const maxNamedCandidates = 8
+
 // CommandMissing is why runsc would fail to start s's process because
 // its command is not in the container: runc looks args[0] up in create,
 // which then fails and is undone, but runsc looks it up only in start,
@@ -64,7 +67,11 @@ func CommandMissing(c *Context, s *rspec.Spec) string {
 	if len(candidates) == 1 && candidates[0] == cleanAbs(name) {
 		return fmt.Sprintf("%s is not an executable file in the container", shown(name))
 	}
-	return fmt.Sprintf("%s is not an executable file in the container (looked for %s)", shown(name), shown(strings.Join(candidates, ", ")))
+	looked := candidates
+	if len(looked) > maxNamedCandidates {
+		looked = append(looked[:maxNamedCandidates:maxNamedCandidates], fmt.Sprintf("and %d more", len(candidates)-maxNamedCandidates))
+	}
+	return fmt.Sprintf("%s is not an executable file in the container (looked for %s)", shown(name), shown(strings.Join(looked, ", ")))
 }
 
 // commandDirs are the absolute directories of every PATH= entry of env,

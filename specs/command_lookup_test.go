@@ -3,6 +3,7 @@ package specs
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -80,5 +81,25 @@ func TestCommandMissing(t *testing.T) {
 		if why != "" && !strings.Contains(why, tc.s.Process.Args[0]) {
 			t.Errorf("%s: %q does not name the command", tc.name, why)
 		}
+	}
+}
+
+// A PATH of many directories is searched once each and named in short.
+func TestCommandMissingLongPath(t *testing.T) {
+	bundle := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bundle, "rootfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for i := 0; i < 50; i++ {
+		dirs = append(dirs, "/d"+strconv.Itoa(i), "/d"+strconv.Itoa(i))
+	}
+	s := &rspec.Spec{Root: &rspec.Root{Path: "rootfs"},
+		Process: &rspec.Process{Args: []string{"tool"}, Cwd: "/", Env: []string{"PATH=" + strings.Join(dirs, ":")}}}
+	c := testContext()
+	c.Bundle = bundle
+	why := CommandMissing(c, s)
+	if !strings.Contains(why, "/d7/tool, and 42 more)") || strings.Contains(why, "/d8/") {
+		t.Errorf("CommandMissing = %q, want the first 8 of 50 directories and a count", why)
 	}
 }
