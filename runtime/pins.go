@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,8 @@ type hostPin struct {
 	// later (a root or a bind whose caller asks for it; a bind's only where
 	// the opened source allows it, specs.SlaveAllowed); else it is private.
 	Slave bool
+	// ReadOnly: the pin itself is a read-only mount (pinReadOnly).
+	ReadOnly bool
 }
 
 // planPins rewrites the handed spec's root and bind sources, and the
@@ -88,10 +91,12 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 		}
 		m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false, false)
 		pins[len(pins)-1].Slave = specs.ReceivesHostMounts(*m)
+		pins[len(pins)-1].ReadOnly = slices.Contains(m.Options, "ro")
 	}
 	for i := range ws {
 		w := &ws[i]
 		w.Source = add("workspace", "mounts["+w.Destination+"] lower", w.Source, false, false)
+		pins[len(pins)-1].ReadOnly = true
 	}
 	return pins, ds
 }
@@ -143,7 +148,7 @@ func (c *creation) pinHostPaths() error {
 		if p.Slave && !p.Root {
 			slave = func(real string, fd int) bool { return specs.SlaveAllowed(c.ctx, real, fd) }
 		}
-		if _, err := pinPath(p.Source, p.Target, slave, judge); err != nil {
+		if _, err := pinPath(p.Source, p.Target, p.ReadOnly, slave, judge); err != nil {
 			rule := p.Rule
 			if rule == "workspace" {
 				rule = "host_mounts"
@@ -158,7 +163,7 @@ func (c *creation) pinHostPaths() error {
 // what was opened by its real path, its descriptor and its attributes, and bind-mounts
 // that very file or directory, through its descriptor, onto target. No
 // path is resolved again after the judgement.
-func pinPath(src, target string, slave func(real string, fd int) bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
+func pinPath(src, target string, readOnly bool, slave func(real string, fd int) bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -189,6 +194,19 @@ func pinPath(src, target string, slave func(real string, fd int) bool, judge fun
 	}
 	if err := unix.Mount(self, target, "", unix.MS_BIND, ""); err != nil {
 		return "", fmt.Errorf("pin %s: %w", real, err)
+	}
+	// The spec's ro is the backend's to apply, in the container, and a
+	// backend running as root writes through the pin before it does:
+	// runsc's gofer makes each missing mount point of a bind nested in
+	// another in the outer bind's host source (root's, for good), where
+	// runc, which remounts the outer bind first, meets EROFS. A read-only
+	// pin holds for every backend and helper; only the attributes named
+	// change, the source mount's others (noexec) stay.
+	if readOnly {
+		ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if err := unix.MountSetattr(unix.AT_FDCWD, target, 0, &ro); err != nil {
+			return "", fmt.Errorf("pin %s: make it read-only: %w", real, err)
+		}
 	}
 	// A bind of a shared mount joins its peer group, and an unmount below a
 	// peer propagates to every other: taking the pins down on delete would

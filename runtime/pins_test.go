@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
@@ -48,7 +49,7 @@ func TestPinOfSharedSourceIsSlave(t *testing.T) {
 	}
 
 	target := filepath.Join(pins, "0")
-	if _, err := pinPath(src, target, func(string, int) bool { return true }, func(string, int, *unix.Stat_t) string { return "" }); err != nil {
+	if _, err := pinPath(src, target, false, func(string, int) bool { return true }, func(string, int, *unix.Stat_t) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = state.UnmountUnder(pins) })
@@ -62,5 +63,55 @@ func TestPinOfSharedSourceIsSlave(t *testing.T) {
 	}
 	if mounted, err := mountinfo.Mounted(filepath.Join(src, "sub")); err != nil || !mounted {
 		t.Errorf("unmounting the pins unmounted the host's mount below the source (mounted %v, %v)", mounted, err)
+	}
+}
+
+// TestReadOnlyPin: the pin of a read-only bind is itself read-only, so a
+// backend running as root (runsc's gofer making a nested bind's mount
+// point) cannot write into the host's source through it; the source
+// mount's other attributes (noexec here) stay on the pin.
+func TestReadOnlyPin(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("pins are bind mounts: needs root")
+	}
+	tmp := t.TempDir()
+	src, pins := filepath.Join(tmp, "src"), filepath.Join(tmp, "pins")
+	for _, d := range []string{src, pins} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount(src, src, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(src, unix.MNT_DETACH) })
+	if err := unix.Mount("", src, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOEXEC, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, readOnly := range []bool{true, false} {
+		target := filepath.Join(pins, strconv.FormatBool(readOnly))
+		if _, err := pinPath(src, target, readOnly, func(string, int) bool { return false }, func(string, int, *unix.Stat_t) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+		err := os.Mkdir(filepath.Join(target, "made-by-a-backend"), 0o755)
+		if readOnly && !errors.Is(err, unix.EROFS) {
+			t.Errorf("a mkdir through the read-only pin: %v, want EROFS", err)
+		}
+		if !readOnly && err != nil {
+			t.Errorf("a mkdir through the writable pin: %v", err)
+		}
+		var st unix.Statfs_t
+		if err := unix.Statfs(target, &st); err != nil {
+			t.Fatal(err)
+		}
+		if readOnly && st.Flags&(unix.ST_RDONLY|unix.ST_NOSUID|unix.ST_NODEV|unix.ST_NOEXEC) != unix.ST_RDONLY|unix.ST_NOSUID|unix.ST_NODEV|unix.ST_NOEXEC {
+			t.Errorf("read-only pin's flags %#x: want ro, nosuid, nodev and the source's noexec", st.Flags)
+		}
+	}
+	if err := state.UnmountUnder(pins); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(src, "made-by-a-backend")); err != nil {
+		t.Errorf("the writable pin's mkdir is not in the source: %v", err)
 	}
 }

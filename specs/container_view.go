@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,11 +23,17 @@ import (
 type containerView struct {
 	rootfs, bundle string
 	mounts         []viewMount
+	// overlaid tells a bind that create turns into a workspace overlay,
+	// whose mount points are made in its upper layer, not in the host's
+	// source; nil when none is.
+	overlaid func(rspec.Mount) bool
 }
 
 type viewMount struct {
-	place  string // the destination as resolved
-	source string // the host directory of a bind, "" for any other mount
+	place       string // the destination as resolved
+	source      string // the host directory of a bind, "" for any other mount
+	destination string // as the spec names it
+	overlay     bool   // a workspace overlay's: the source is its lower layer
 }
 
 // newContainerView is the view of s's rootfs alone, nil when the rootfs
@@ -35,7 +43,11 @@ func newContainerView(c *Context, s *rspec.Spec) *containerView {
 	if rootfs == "" {
 		return nil
 	}
-	return &containerView{rootfs: rootfs, bundle: c.Bundle}
+	v := &containerView{rootfs: rootfs, bundle: c.Bundle}
+	if p := c.Profile; p != nil && p.Mode == Enforce && p.WorkspaceModeOf() == WorkspaceOverlay {
+		v.overlaid = p.IsWorkspace
+	}
+	return v
 }
 
 // viewOf is the view of s's rootfs with all of its mounts.
@@ -73,8 +85,9 @@ func (v *containerView) add(m rspec.Mount) string {
 	if err != nil {
 		place = cleanAbs(m.Destination)
 	}
-	vm := viewMount{place: place}
+	vm := viewMount{place: place, destination: m.Destination}
 	if isBind(m) {
+		vm.overlay = v.overlaid != nil && v.overlaid(m)
 		vm.source = m.Source
 		if !filepath.IsAbs(vm.source) && v.bundle != "" {
 			vm.source = filepath.Join(v.bundle, vm.source)
@@ -105,6 +118,30 @@ func (v *containerView) hostPath(p string) (string, bool) {
 		return filepath.Join(m.source, strings.TrimPrefix(p, m.place)), true
 	}
 	return filepath.Join(v.rootfs, p), true
+}
+
+// missingInBind is why a mount at place would make its mount point in a
+// host directory: place lies below a bind (not a workspace overlay) and
+// its source holds nothing there, so the backend creates it, as root, in
+// the host's source; "" otherwise.
+func (v *containerView) missingInBind(place string) string {
+	for i := len(v.mounts) - 1; i >= 0; i-- {
+		m := v.mounts[i]
+		if !under(place, m.place) {
+			continue
+		}
+		if m.source == "" || m.overlay || place == m.place {
+			return ""
+		}
+		h := filepath.Join(m.source, strings.TrimPrefix(place, m.place))
+		if _, err := os.Lstat(h); !errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+		return "its mount point " + place + " is not in " + m.source + ", the host directory bound at " + m.destination +
+			": the backend would have to make it there, as root, in the host's directory (runc meets the read-only bind; runsc's gofer made it, for good); " +
+			"make the mount point in that directory, or mount elsewhere"
+	}
+	return ""
 }
 
 // Lstat and Readlink make containerView a securejoin.VFS.

@@ -352,6 +352,11 @@ func placements(view *containerView, mounts []rspec.Mount) map[int]string {
 		case underRuntimePlace(dst) || underRuntimePlace(resolved):
 			moved[i] = via + ": runc lays out /dev, /proc, /sys and /tmp itself and follows no link there; make it a directory in the image"
 		}
+		if _, refused := moved[i]; !refused && err == nil {
+			if why := view.missingInBind(resolved); why != "" {
+				moved[i] = why
+			}
+		}
 		view.add(m)
 		placed[i] = resolved
 		laid = append(laid, i)

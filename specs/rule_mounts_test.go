@@ -225,6 +225,9 @@ func TestRuleMountsFollowEarlierBindsLinks(t *testing.T) {
 func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 	hostDir := t.TempDir()
 	checkout := t.TempDir()
+	if err := os.Mkdir(filepath.Join(checkout, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	mustSymlink(t, "/proc/meminfo", filepath.Join(checkout, "m"))
 	mustSymlink(t, "/sys/kernel", filepath.Join(checkout, "k"))
 	remountMover := t.TempDir()
@@ -277,6 +280,14 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 		{"a later mount that a link lays over an earlier one", map[string]string{"a": "", "a/b": "", "a/b/c": "/home", "home": ""},
 			[]rspec.Mount{tmpfs("/home/sandbox"), tmpfs("/a/b/c")}, "mounts[/a/b/c]"},
 		{"plain binds", nil, []rspec.Mount{bind("/data", checkout), bind("/data/x", hostDir), tmpfs("/tmp")}, ""},
+		// The backend would make /data/new in the checkout, on the host:
+		// runc meets the read-only bind, runsc's gofer made it as root.
+		{"a bind nested in a bind whose source lacks its mount point", nil,
+			[]rspec.Mount{bind("/data", checkout), bind("/data/new", hostDir)}, "mounts[/data/new]"},
+		{"a tmpfs nested so", nil, []rspec.Mount{bind("/data", checkout), tmpfs("/data/new/tmp")}, "mounts[/data/new/tmp]"},
+		// A workspace is an overlay: its mount points are made in its
+		// upper layer.
+		{"a mount nested in a workspace", nil, []rspec.Mount{bind("/workspace", checkout), tmpfs("/workspace/new")}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
