@@ -149,6 +149,10 @@ func useV2() (bool, error) {
 	}
 }
 
+// V2 tells whether the host's limits live in the unified hierarchy (a
+// hybrid host's do not).
+func V2() (bool, error) { return useV2() }
+
 // ForPID finds the cgroup of process pid as the host sees it.
 func ForPID(pid int) (*Group, error) {
 	v2, err := useV2()

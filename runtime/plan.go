@@ -147,6 +147,11 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		if p.PlanErr = freshCgroup(p.Ctx, p.Handed); p.PlanErr != nil {
 			return p, nil
 		}
+		if gvisor && g.SystemdCgroup {
+			if p.PlanErr = gvisorSystemdRefusal(); p.PlanErr != nil {
+				return p, nil
+			}
+		}
 		if gvisor {
 			// Before the translation: the program installs the filter
 			// as Linux reads it, not as runsc's converter needs it.

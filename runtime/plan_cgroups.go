@@ -100,3 +100,18 @@ func freshCgroup(ctx *specs.Context, s *rspec.Spec) error {
 	}
 	return nil
 }
+
+// gvisorSystemdRefusal refuses the systemd driver for runsc on a cgroup
+// v1 host, before runsc runs: runsc 20221219 there takes the driver's
+// slice:prefix:name for a literal group below its caller's own, which the
+// cgroups rule never judged (create's verification failed every such
+// container), and no one removes the nine groups it made.
+func gvisorSystemdRefusal() error {
+	v2, err := cgroups.V2()
+	if err != nil || v2 {
+		return err
+	}
+	return fmt.Errorf("rule cgroups_path refuses --systemd-cgroup on a gVisor backend on this cgroup v1 host: runsc makes the driver's " +
+		"slice:prefix:name a literal group below its caller's own, which no rule judged and no one removes; use the cgroupfs driver " +
+		"(no --systemd-cgroup, or an engine runtime entry without SystemdCgroup) for runsc")
+}
