@@ -70,7 +70,7 @@ var Fields = []FieldClass{
 	{"process.rlimits[].soft", Clamped, "rlimits", "each limit has a ceiling"},
 	{"process.noNewPrivileges", Forced, "no_new_privileges", "true"},
 	{"process.apparmorProfile", Allowlisted, "security_labels", "the engines' confining profiles only; never unconfined"},
-	{"process.oomScoreAdj", Clamped, "oom_score_adj", "raised to at least 500"},
+	{"process.oomScoreAdj", Clamped, "oom_score_adj", "raised to at least 500; above 1000 refused"},
 	{"process.scheduler.policy", Allowlisted, "scheduling", "SCHED_OTHER, SCHED_BATCH or SCHED_IDLE; no realtime or deadline policy"},
 	{"process.scheduler.nice", Clamped, "scheduling", "not below 0"},
 	{"process.scheduler.priority", Denied, "spec_fields", "a static priority exists only for realtime policies"},

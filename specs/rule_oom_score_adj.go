@@ -10,6 +10,11 @@ import (
 // host's services when the host itself runs out of memory.
 const minOOMScoreAdj = 500
 
+// maxOOMScoreAdj is the kernel's highest value (OOM_SCORE_ADJ_MAX): runc
+// fails a higher one in create, runsc only in start, having run the
+// sandbox at the host's default until then.
+const maxOOMScoreAdj = 1000
+
 func ruleOOMScoreAdj(c *Context, s *rspec.Spec) []Decision {
 	return raiseOOMScoreAdj(ensureProcess(s))
 }
@@ -22,6 +27,9 @@ func raiseOOMScoreAdj(p *rspec.Process) []Decision {
 	case p.OOMScoreAdj == nil:
 		d.Action, d.Before = Added, "unset"
 		p.OOMScoreAdj = intp(minOOMScoreAdj)
+	case *p.OOMScoreAdj > maxOOMScoreAdj:
+		d.Action, d.Before, d.After = Refused, strconv.Itoa(*p.OOMScoreAdj), ""
+		d.Why = "above 1000, the kernel's highest value: runc fails it in create, runsc only in start; set at most 1000"
 	case *p.OOMScoreAdj < minOOMScoreAdj:
 		d.Action, d.Before = Tightened, strconv.Itoa(*p.OOMScoreAdj)
 		p.OOMScoreAdj = intp(minOOMScoreAdj)

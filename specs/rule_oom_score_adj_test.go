@@ -15,6 +15,7 @@ func TestRuleOOMScoreAdj(t *testing.T) {
 		{"negative, as the CRI pause container asks", intp(-998), Tightened, 500},
 		{"zero", intp(0), Tightened, 500},
 		{"higher kept", intp(1000), Kept, 1000},
+		{"above the kernel's range", intp(5000), Refused, 5000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := hostileSpec()
