@@ -273,7 +273,9 @@ func mountPlaceProblem(typ, dst string) string {
 		return OwnDir + " is bulkhead's own directory, where it binds the programs a gVisor sandbox runs every exec and its egress through; no other mount goes at or below it"
 	case place != "" && dst != place:
 		return typ + " may be mounted only at " + place + ": elsewhere it is a second copy without the masks"
-	case place == "" && dst != "/proc" && (under(dst, "/proc") || under(dst, "/sys")) && typ != "bind":
+	case place == "" && (dst == "/proc" || dst == "/sys") && typ != "bind":
+		return dst + " takes only its own kernel filesystem (proc, sysfs), which the masked and read-only paths are laid over; a " + typ + " in its place is no " + dst
+	case place == "" && (under(dst, "/proc") || under(dst, "/sys")) && typ != "bind":
 		return "nothing is mounted inside /proc or /sys except their own filesystems"
 	case dst == "/dev" && typ != "tmpfs":
 		return "/dev is a tmpfs in which runc lays out the allowed device nodes; remove this mount"

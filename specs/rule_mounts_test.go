@@ -318,3 +318,17 @@ func TestRuleMountsPlacedAsRuncPlacesThem(t *testing.T) {
 		})
 	}
 }
+
+// /proc and /sys take only their own filesystems: a tmpfs in place of
+// procfs ran on runsc with no /proc at all.
+func TestRuleMountsKernelPlacesTakeTheirOwn(t *testing.T) {
+	for _, dst := range []string{"/proc", "/sys"} {
+		s := hostileSpec()
+		s.Mounts = slices.DeleteFunc(s.Mounts, func(m rspec.Mount) bool { return m.Destination == dst })
+		s.Mounts = append(s.Mounts, rspec.Mount{Destination: dst, Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m"}})
+		d, ok := find(ruleMounts(testContext(), s), "mounts["+dst+"]")
+		if !ok || d.Action != Refused || !strings.Contains(d.Why, "takes only its own kernel filesystem") {
+			t.Errorf("a tmpfs at %s: %+v", dst, d)
+		}
+	}
+}
