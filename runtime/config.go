@@ -284,7 +284,13 @@ func (c *Config) ResolveBackend(name string) (*backend.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", name, err)
 	}
-	return &backend.Backend{Name: name, Path: path, Args: bc.Args}, nil
+	b := &backend.Backend{Name: name, Path: path, Args: bc.Args}
+	if b.IsGVisor() {
+		if why := backend.GVisorFlagRefusal(bc.Args); why != "" {
+			return nil, fmt.Errorf("backend %s: args: %s: %w", name, why, backend.ErrGVisorFlags)
+		}
+	}
+	return b, nil
 }
 
 // lookSystemPath is exec.LookPath over SystemPath.

@@ -28,6 +28,10 @@ func Backend(name, path string, used []string, resolve func() (*backend.Backend,
 	// configuration names crun, which Debian does not install).
 	usedBy := "used by profile " + strings.Join(used, ", ")
 	b, err := resolve()
+	if errors.Is(err, backend.ErrGVisorFlags) {
+		return nil, []Check{{Name: title, Status: StatusFail, Looked: "[backends." + name + "] args", Found: err.Error(),
+			Fix: fmt.Sprintf("remove the flag from [backends.%s] args: every create on it is refused", name)}}
+	}
 	if err != nil && len(used) == 0 {
 		return nil, []Check{{Name: title, Status: StatusOK, Looked: "path = " + path,
 			Found: fmt.Sprintf("not installed (%v); no profile uses it", errors.Unwrap(err))}}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/seccomp"
 )
 
@@ -496,6 +497,14 @@ func verifyRunscFlags(r *Report, pid int) error {
 		boot = 0
 	}
 	global := args[:boot]
+	flags := "only flags that keep the boundary"
+	obs = flags
+	if len(global) > 0 {
+		if why := backend.GVisorFlagRefusal(global[1:]); why != "" {
+			obs = why
+		}
+	}
+	r.add("runsc flags", flags, obs)
 	for _, want := range []struct{ control, flag string }{
 		{"runsc network", "--network=none"},
 		{"runsc seccomp", "--oci-seccomp"},

@@ -431,7 +431,7 @@ func TestVerifyRunsc(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := controls(r)
-	for _, want := range []string{"network namespace", "runsc network", "runsc seccomp", "pids", "memory", "cpu"} {
+	for _, want := range []string{"network namespace", "runsc flags", "runsc network", "runsc seccomp", "pids", "memory", "cpu"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %s check in %s", want, got)
 		}
@@ -444,6 +444,16 @@ func TestVerifyRunsc(t *testing.T) {
 	}
 	if got := controls(r.Failed()); got != "runsc seccomp" {
 		t.Errorf("failed controls %q, want runsc seccomp", got)
+	}
+	// So is one with a flag that opens the boundary, however it got
+	// there (an operator's args, a wrapper): host sockets, as root.
+	pid3 := createContainer(t, "runsc", append(flags, "--host-uds=all"), harden(256))
+	r, err = verifyWith(t, pid3, specOf(harden(256)), "runsc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := controls(r.Failed()); got != "runsc flags" {
+		t.Errorf("failed controls %q, want runsc flags", got)
 	}
 }
 
