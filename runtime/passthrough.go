@@ -106,6 +106,11 @@ func passthroughTo(g *Globals, b *backend.Backend, verb string, v Values, args [
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))
 	}
+	if verb == "checkpoint" {
+		// The image is the job's memory, whatever secrets it held: runsc
+		// wrote it 0644 under the caller's umask. Only root reads it.
+		syscall.Umask(0o077)
+	}
 	return execBackend(g.backendArgv(b, verb, append(flags, positional(args)...)...))
 }
 

@@ -109,3 +109,34 @@ func TestCheckpointLeaveRunningRefusedOnRunsc(t *testing.T) {
 		t.Errorf("after the refused checkpoint the container is not running:\n%s", st)
 	}
 }
+
+// A checkpoint image holds the job's memory, whatever secrets it had:
+// runsc wrote it 0644 under the caller's umask. Only root may read what
+// bulkhead's checkpoint writes.
+func TestCheckpointImageOnlyRoots(t *testing.T) {
+	needRoot(t, "runsc")
+	root := stateRoot(t)
+	g := []string{"--root", root, "--backend", "runsc"}
+	id := uniqueID("checkpoint-image")
+	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "60"}), id)...)
+	defer bulkhead(t, "", append(g, "delete", "--force", id)...)
+	must(t, append(g, "start", id)...)
+	images := t.TempDir()
+	if err := os.Chmod(images, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	must(t, append(g, "checkpoint", "--image-path", images, id)...)
+	entries, err := os.ReadDir(images)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("checkpoint wrote no image: %v", err)
+	}
+	for _, e := range entries {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is %v: others may read the job's memory", e.Name(), fi.Mode().Perm())
+		}
+	}
+}
