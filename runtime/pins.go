@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/seccompexec"
+	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -79,18 +80,17 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 		if !specs.IsBind(*m) || merged[m.Source] {
 			continue
 		}
-		if m.Destination == egressForwarderPath {
+		switch m.Destination {
+		case egressForwarderPath:
 			// addEgressForwarder's own bind, judged as seccomp-exec is.
 			m.Source = add("egress", "mounts["+m.Destination+"]", m.Source, false, true)
-			continue
-		}
-		if m.Destination == seccompexec.Path {
+		case seccompexec.Path:
 			// planSeccompExec's own bind; no caller's mount may be there.
 			m.Source = add("seccomp", "mounts["+m.Destination+"]", m.Source, false, true)
-			continue
+		default:
+			m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false, false)
+			pins[len(pins)-1].Slave = specs.ReceivesHostMounts(*m)
 		}
-		m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false, false)
-		pins[len(pins)-1].Slave = specs.ReceivesHostMounts(*m)
 		pins[len(pins)-1].ReadOnly = slices.Contains(m.Options, "ro")
 	}
 	for i := range ws {
@@ -112,7 +112,7 @@ func (c *creation) pinHostPaths() error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("pins: %w", err)
 	}
-	if err := privateMountPoint(dir); err != nil {
+	if err := state.PrivateMountPoint(dir); err != nil {
 		return fmt.Errorf("pins: %w", err)
 	}
 	for _, p := range c.plan.Pins {
@@ -225,23 +225,6 @@ func pinPath(src, target string, readOnly bool, slave func(real string, fd int) 
 		return "", fmt.Errorf("pin %s: make it %s: %w", real, name, err)
 	}
 	return target, nil
-}
-
-// privateMountPoint bind-mounts dir onto itself and makes that mount
-// private before anything is mounted below it: where the mount holding
-// the state root is shared, each pin bound there was copied to every peer
-// and slave of it (a container with an rslave bind of a directory above
-// the state root among them) before it was made private itself. Below a
-// private mount the pins reach no other mount namespace. The unmount of
-// the state directory takes it with everything below it.
-func privateMountPoint(dir string) error {
-	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind %s onto itself: %w", dir, err)
-	}
-	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make %s private: %w", dir, err)
-	}
-	return nil
 }
 
 // writePrivateBundle writes the pinned spec as the config.json of

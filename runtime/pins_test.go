@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	"github.com/moby/sys/mountinfo"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/seccompexec"
 	"bulkhead.dev/bulkhead/runtime/state"
 )
 
@@ -113,5 +115,27 @@ func TestReadOnlyPin(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(src, "made-by-a-backend")); err != nil {
 		t.Errorf("the writable pin's mkdir is not in the source: %v", err)
+	}
+}
+
+// Every pin of a read-only bind is read-only, bulkhead's own programs'
+// too; the root filesystem's stays writable for runc to make the mount
+// points the image lacks.
+func TestPlannedPinsReadOnly(t *testing.T) {
+	ro := []string{"bind", "ro", "nosuid", "nodev"}
+	s := &rspec.Spec{Root: &rspec.Root{Path: "/bundle/rootfs"}, Mounts: []rspec.Mount{
+		{Destination: "/data", Type: "bind", Source: "/srv/data", Options: ro},
+		{Destination: seccompexec.Path, Type: "bind", Source: "/usr/local/bin/bulkhead-seccomp-exec", Options: ro},
+		{Destination: egressForwarderPath, Type: "bind", Source: "/usr/local/bin/bulkhead-egress-forward", Options: ro},
+		{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs"},
+	}}
+	pins, _ := planPins(s, nil, func(p string) string { return p }, "/run/bulkhead/bulkhead/x")
+	if len(pins) != 4 {
+		t.Fatalf("%d pins, want the root and three binds", len(pins))
+	}
+	for _, p := range pins {
+		if p.ReadOnly == p.Root {
+			t.Errorf("pin of %s (%s): read-only %v", p.Source, p.Field, p.ReadOnly)
+		}
 	}
 }

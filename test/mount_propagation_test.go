@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,9 +20,9 @@ import (
 // reach no other mount namespace, even where the mount holding the state
 // root is shared: a namespace that receives what is mounted there (a
 // container with an rslave bind of a directory above the state root)
-// received each pin and overlay. It may see the two directories that
-// hold them as they are mounted, empty, and nothing of them once the
-// container is deleted.
+// received each pin and overlay, and the workspace's tmpfs with the
+// job's upper layer, writable. It may see the two directories that hold
+// them, empty, and nothing of them once the container is deleted.
 func TestOwnMountsStayInTheHost(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -76,6 +77,34 @@ func TestOwnMountsStayInTheHost(t *testing.T) {
 			for _, m := range mountPoints(t, pid, dir) {
 				if m != filepath.Join(dir, "pins") && m != filepath.Join(dir, "ws") {
 					t.Errorf("another mount namespace received bulkhead's mount %s", m)
+				}
+			}
+			// What it sees below those two is the empty mount points: not
+			// the pinned files, nor the workspace's tmpfs, whose upper layer
+			// it could read and write and an export would carry to the host
+			// as the job's.
+			seen := filepath.Join("/proc", pid, "root", dir)
+			err := filepath.WalkDir(filepath.Join(seen, "ws"), func(p string, e os.DirEntry, err error) error {
+				if err == nil && p != filepath.Join(seen, "ws") {
+					err = fmt.Errorf("it sees %s in bulkhead's workspace directory", strings.TrimPrefix(p, seen))
+				}
+				return err
+			})
+			if err != nil {
+				t.Errorf("another mount namespace: %v", err)
+			}
+			pins, err := os.ReadDir(filepath.Join(seen, "pins"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range pins {
+				fi, err := os.Stat(filepath.Join(seen, "pins", e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				inside, _ := os.ReadDir(filepath.Join(seen, "pins", e.Name()))
+				if fi.Size() > 0 && !fi.IsDir() || len(inside) > 0 {
+					t.Errorf("another mount namespace sees the pinned files at pins/%s", e.Name())
 				}
 			}
 			must(t, append(g, "delete", "--force", id)...)

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -142,16 +143,17 @@ func Mount(ws []Workspace, p *specs.Profile, stateDir string) error {
 	if err := os.Mkdir(base, 0o700); err != nil {
 		return fmt.Errorf("workspace: %w", err)
 	}
+	// Where the mount holding the state root is shared, the tmpfs, the
+	// overlays and the id-mapped lower layers would be copied to every
+	// peer and slave of it (a container with an rslave bind above the
+	// state root among them), the job's upper layer writable there: on a
+	// private mount of the directory they reach none.
+	if err := state.PrivateMountPoint(base); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	}
 	if err := unix.Mount("bulkhead-ws", base, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV,
 		fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
 		return fmt.Errorf("workspace tmpfs %s (size %d): %w", base, size, err)
-	}
-	// Where the mount holding the state root is shared, the overlays and
-	// id-mapped lower layers mounted below would be copied to every peer
-	// and slave of it (a container with an rslave bind above the state
-	// root among them); below a private mount they reach none.
-	if err := unix.Mount("", base, "", unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("workspace tmpfs %s: make it private: %w", base, err)
 	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
 	if !p.ExecutesWrites() {
