@@ -127,8 +127,8 @@ var Rules = []Rule{
 // and all decisions. It returns a *RefusalError when any rule refused. In
 // audit mode the caller hands over the original spec instead.
 func Apply(c *Context, s *rspec.Spec) (*rspec.Spec, []Decision, error) {
-	if d, over := tooManyMounts(s); over {
-		return nil, []Decision{d}, &RefusalError{Profile: c.Profile.Name, Decisions: []Decision{d}}
+	if ds := overlongLists(s); len(ds) > 0 {
+		return nil, ds, &RefusalError{Profile: c.Profile.Name, Decisions: ds}
 	}
 	out := Clone(s)
 	var all []Decision

@@ -67,8 +67,13 @@ func expectMounts(s *rspec.Spec) []MountExpectation {
 
 // union is have with each of want it lacks appended.
 func union(have []string, want ...string) []string {
+	seen := make(map[string]bool, len(have)+len(want))
+	for _, h := range have {
+		seen[h] = true
+	}
 	for _, w := range want {
-		if !slices.Contains(have, w) {
+		if !seen[w] {
+			seen[w] = true
 			have = append(have, w)
 		}
 	}

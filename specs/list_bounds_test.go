@@ -1,0 +1,53 @@
+package specs
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// A list longer than MaxListEntries is refused before any rule runs,
+// naming the field and the bound; one at the bound is judged as usual.
+func TestListsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		grow  func(s *rspec.Spec, n int)
+	}{
+		{"mounts", func(s *rspec.Spec, n int) {
+			s.Mounts = nil
+			for i := 0; i < n; i++ {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/m" + strconv.Itoa(i), Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1k"}})
+			}
+		}},
+		{"linux.maskedPaths", func(s *rspec.Spec, n int) {
+			s.Linux.MaskedPaths = nil
+			for i := 0; i < n; i++ {
+				s.Linux.MaskedPaths = append(s.Linux.MaskedPaths, "/m"+strconv.Itoa(i))
+			}
+		}},
+		{"linux.readonlyPaths", func(s *rspec.Spec, n int) {
+			s.Linux.ReadonlyPaths = nil
+			for i := 0; i < n; i++ {
+				s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, "/r"+strconv.Itoa(i))
+			}
+		}},
+	} {
+		s := hostileSpec()
+		tc.grow(s, MaxListEntries+1)
+		_, ds, err := Apply(testContext(), s)
+		if err == nil || len(ds) != 1 || ds[0].Field != tc.field || !strings.Contains(ds[0].Why, "at most 1024 entries") {
+			t.Errorf("%s of %d: %v %s", tc.field, MaxListEntries+1, err, dump(ds))
+		}
+		s = hostileSpec()
+		tc.grow(s, MaxListEntries)
+		_, ds, _ = Apply(testContext(), s)
+		if d, ok := find(ds, tc.field); ok && d.Action == Refused && d.Rule == "spec_fields" {
+			t.Errorf("%s of %d refused: %+v", tc.field, MaxListEntries, d)
+		}
+		if len(ds) < 10 {
+			t.Errorf("%s of %d: the rules did not run (%d decisions)", tc.field, MaxListEntries, len(ds))
+		}
+	}
+}
