@@ -244,7 +244,11 @@ func (g *Globals) backendArgv(b *backend.Backend, verb string, rest ...string) [
 	}
 	argv = append(argv, g.Args(t)...)
 	if t == ForRunsc {
-		argv = append(argv, "--network=none", "--oci-seccomp")
+		// After the configuration's args, which they override: no network,
+		// the spec's filter, and no overlay that would take the job's
+		// writes out of the layers bulkhead caps and exports (a runsc
+		// whose default is one renders no flag for it to verify).
+		argv = append(argv, "--network=none", "--oci-seccomp", "--overlay2=none")
 	}
 	argv = append(argv, verb)
 	return append(argv, rest...)

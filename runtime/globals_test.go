@@ -25,7 +25,7 @@ func TestGlobalsPerTarget(t *testing.T) {
 	}{
 		{"runc", runc, []string{"/usr/sbin/runc --root /run/x/runc", "--log /l.json", "--log-format json", "--debug", "--systemd-cgroup", "--rootless true", "--criu /usr/sbin/criu", "state id"},
 			[]string{"--config", "--profile", "--backend", "--network=none"}},
-		{"runsc", runsc, []string{"/usr/bin/runsc --root /run/x/runsc", "--log /l.json", "--rootless --network=none --oci-seccomp state id"},
+		{"runsc", runsc, []string{"/usr/bin/runsc --root /run/x/runsc", "--log /l.json", "--rootless --network=none --oci-seccomp --overlay2=none state id"},
 			[]string{"--criu", "--config", "--profile", "--rootless true"}},
 		{"self", self, []string{"/bin/bulkhead --root /run/x", "--config /etc/b.toml", "--profile gvisor", "--backend runsc", "--debug", "--rootless true", "watchdog id"},
 			[]string{"--log", "--criu", "--network=none"}},

@@ -27,17 +27,24 @@ var gvisorFlags = map[string][]string{
 	// The same logs as descriptors runsc opened on the host for the sandbox.
 	"log-fd": nil, "debug-log-fd": nil, "panic-log-fd": nil, "debug-to-user-log": boolValues,
 	"strace-event": boolValues, "pcap-log": nil, "traceback": nil, "ref-leak-mode": nil,
-	"profile-block": nil, "profile-cpu": nil, "profile-heap": nil, "profile-mutex": nil,
 	// How the Sentry runs and reads its files: gVisor's own choices.
-	"platform": {"ptrace", "kvm", "systrap"}, "file-access": {"exclusive", "shared"}, "overlay": boolValues,
-	"overlay2": nil, "directfs": boolValues, "watchdog-action": nil, "panic-signal": nil,
-	"file-access-mounts": {"exclusive", "shared"}, "lisafs": boolValues, "vfs2": boolValues, "dcache": nil,
-	"cpu-num-from-quota": boolValues, "profile": boolValues,
-	// What bulkhead passes itself: the boundary.
+	"platform": {"ptrace", "kvm", "systrap"}, "file-access": {"exclusive", "shared"},
+	"file-access-mounts": {"exclusive", "shared"}, "directfs": boolValues, "lisafs": boolValues, "vfs2": boolValues,
+	"dcache": nil, "watchdog-action": nil, "panic-signal": nil, "cpu-num-from-quota": boolValues,
+	// What bulkhead passes itself: the boundary. An overlay takes the
+	// job's writes (a workspace's too) out of the capped layers bulkhead
+	// exports into memory or a host file no cgroup counts, and profiling
+	// loosens the sandbox's own seccomp filter on the host.
 	"network": {"none"}, "oci-seccomp": {"true"}, "rootless": {"false"}, "systemd-cgroup": boolValues,
+	"overlay2": {"none"}, "overlay": {"false"}, "profile": {"false"},
 }
 
 var boolValues = []string{"true", "false"}
+
+// isBoolean tells whether allowed are values of a boolean flag.
+func isBoolean(allowed []string) bool {
+	return len(allowed) > 0 && !slices.ContainsFunc(allowed, func(v string) bool { return v != "true" && v != "false" })
+}
 
 // GVisorFlagRefusal is why a runsc global flag of args is not one
 // gvisorFlags allows, "" when each is. A value goes with its flag
@@ -46,15 +53,18 @@ func GVisorFlagRefusal(args []string) string {
 	for _, a := range args {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		allowed, known := gvisorFlags[name]
+		if !hasValue && isBoolean(allowed) {
+			// A boolean flag alone is set.
+			value, hasValue = "true", true
+		}
 		switch {
 		case !strings.HasPrefix(a, "-"):
 			return a + " is no flag: give each runsc flag as --name=value"
 		case !known:
 			return a + " is not a runsc flag bulkhead knows to keep the sandbox's boundary (it allows " + strings.Join(sortedFlagNames(), ", ") + ")"
-		case !hasValue && slices.Equal(allowed, boolValues):
 		case !hasValue && allowed != nil:
 			return a + " takes a value: give it as --" + name + "=" + allowed[0]
-		case allowed != nil && !slices.Contains(allowed, value):
+		case hasValue && allowed != nil && !slices.Contains(allowed, value):
 			return a + ": --" + name + " may be only " + strings.Join(allowed, " or ")
 		}
 	}

@@ -22,6 +22,13 @@ func TestGVisorFlagRefusal(t *testing.T) {
 		{[]string{"--rootless=true"}, "may be only false"},
 		{[]string{"ptrace"}, "is no flag"},
 		{[]string{"--"}, "not a runsc flag"},
+		{[]string{"--oci-seccomp", "--network=none"}, ""},
+		{[]string{"--overlay2=all:/var/tmp/x"}, "may be only none"},
+		{[]string{"--overlay2=root:memory"}, "may be only none"},
+		{[]string{"--overlay"}, "may be only false"},
+		{[]string{"--profile"}, "may be only false"},
+		{[]string{"--profile-cpu=/etc/x"}, "not a runsc flag bulkhead knows"},
+		{[]string{"--overlay2=none", "--overlay=false", "--profile=false"}, ""},
 	} {
 		got := GVisorFlagRefusal(tc.args)
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
