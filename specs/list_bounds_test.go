@@ -33,11 +33,17 @@ func TestListsBounded(t *testing.T) {
 				s.Linux.ReadonlyPaths = append(s.Linux.ReadonlyPaths, "/r"+strconv.Itoa(i))
 			}
 		}},
+		{"linux.resources.devices", func(s *rspec.Spec, n int) {
+			if s.Linux.Resources == nil {
+				s.Linux.Resources = &rspec.LinuxResources{}
+			}
+			s.Linux.Resources.Devices = make([]rspec.LinuxDeviceCgroup, n)
+		}},
 	} {
 		s := hostileSpec()
 		tc.grow(s, MaxListEntries+1)
 		_, ds, err := Apply(testContext(), s)
-		if err == nil || len(ds) != 1 || ds[0].Field != tc.field || !strings.Contains(ds[0].Why, "at most 1024 entries") {
+		if err == nil || len(ds) != 1 || ds[0].Field != tc.field || !strings.Contains(ds[0].Why, "at most 1024 entries:") {
 			t.Errorf("%s of %d: %v %s", tc.field, MaxListEntries+1, err, dump(ds))
 		}
 		s = hostileSpec()
@@ -49,5 +55,28 @@ func TestListsBounded(t *testing.T) {
 		if len(ds) < 10 {
 			t.Errorf("%s of %d: the rules did not run (%d decisions)", tc.field, MaxListEntries, len(ds))
 		}
+	}
+}
+
+// The lists whose cost only grows with their length are bounded well
+// above what the kernel and engines take: 32,768 environment entries.
+func TestEnvironmentBounded(t *testing.T) {
+	s := hostileSpec()
+	for i := len(s.Process.Env); i <= 32*MaxListEntries; i++ {
+		s.Process.Env = append(s.Process.Env, "V"+strconv.Itoa(i)+"=x")
+	}
+	_, ds, err := Apply(testContext(), s)
+	if err == nil || len(ds) != 1 || ds[0].Field != "process.env" || !strings.Contains(ds[0].Why, "at most 32768 entries:") {
+		t.Errorf("%d env entries: %v %s", len(s.Process.Env), err, dump(ds))
+	}
+}
+
+// An exec's process is bounded as the container's is.
+func TestExecProcessBounded(t *testing.T) {
+	p := hostileSpec().Process
+	p.Args = make([]string, 32*MaxListEntries+1)
+	_, ds, err := ApplyProcess(testContext(), p)
+	if err == nil || len(ds) != 1 || ds[0].Field != "process.args" {
+		t.Errorf("%d args: %v %s", len(p.Args), err, dump(ds))
 	}
 }

@@ -19,6 +19,9 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	if err != nil {
 		return nil, nil, err
 	}
+	if ds := overlongLists(&rspec.Spec{Process: out}); len(ds) > 0 {
+		return nil, ds, &RefusalError{Profile: c.Profile.Name, Decisions: ds}
+	}
 	var resolve func(string) (string, error)
 	var mounts []rspec.Mount
 	if c.Bundle != "" {
