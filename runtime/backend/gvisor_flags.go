@@ -21,12 +21,14 @@ var ErrGVisorFlags = errors.New("runsc flags that open the sandbox's boundary")
 // and every check said ok.
 var gvisorFlags = map[string][]string{
 	// Where runsc keeps state and writes its logs: host files of root's.
+	// Not strace's or the packet logs: they write what the job does, its
+	// data too, to the host without a bound (200 MB written to /dev/null
+	// made an 811 MB log), readable by others.
 	"root": nil, "log": nil, "log-format": nil, "debug": boolValues, "debug-log": nil, "debug-log-format": nil,
-	"panic-log": nil, "alsologtostderr": boolValues, "strace": boolValues, "strace-syscalls": nil,
-	"strace-log-size": nil, "log-packets": boolValues, "debug-command": nil,
+	"panic-log": nil, "alsologtostderr": boolValues, "debug-command": nil,
 	// The same logs as descriptors runsc opened on the host for the sandbox.
 	"log-fd": nil, "debug-log-fd": nil, "panic-log-fd": nil, "debug-to-user-log": boolValues,
-	"strace-event": boolValues, "pcap-log": nil, "traceback": nil, "ref-leak-mode": nil,
+	"traceback": nil, "ref-leak-mode": nil,
 	// How the Sentry runs and reads its files: gVisor's own choices.
 	"platform": {"ptrace", "kvm", "systrap"}, "file-access": {"exclusive", "shared"},
 	"file-access-mounts": {"exclusive", "shared"}, "directfs": boolValues, "lisafs": boolValues, "vfs2": boolValues,

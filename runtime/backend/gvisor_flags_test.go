@@ -29,6 +29,9 @@ func TestGVisorFlagRefusal(t *testing.T) {
 		{[]string{"--profile"}, "may be only false"},
 		{[]string{"--profile-cpu=/etc/x"}, "not a runsc flag bulkhead knows"},
 		{[]string{"--overlay2=none", "--overlay=false", "--profile=false"}, ""},
+		{[]string{"--strace"}, "not a runsc flag bulkhead knows"},
+		{[]string{"--strace-log-size=1000000000"}, "not a runsc flag bulkhead knows"},
+		{[]string{"--pcap-log=/tmp/p"}, "not a runsc flag bulkhead knows"},
 	} {
 		got := GVisorFlagRefusal(tc.args)
 		if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
