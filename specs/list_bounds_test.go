@@ -80,3 +80,19 @@ func TestExecProcessBounded(t *testing.T) {
 		t.Errorf("%d args: %v %s", len(p.Args), err, dump(ds))
 	}
 }
+
+// Lists at any depth are bounded: a seccomp rule's names, hooks.
+func TestNestedListsBounded(t *testing.T) {
+	s := hostileSpec()
+	s.Linux.Seccomp = &rspec.LinuxSeccomp{DefaultAction: rspec.ActErrno,
+		Syscalls: []rspec.LinuxSyscall{{Names: make([]string, MaxListEntries+1), Action: rspec.ActAllow}}}
+	s.Hooks = &rspec.Hooks{CreateRuntime: make([]rspec.Hook, MaxListEntries+1)}
+	_, ds, err := Apply(testContext(), s)
+	var fields []string
+	for _, d := range ds {
+		fields = append(fields, d.Field)
+	}
+	if err == nil || strings.Join(fields, " ") != "hooks.createRuntime linux.seccomp.syscalls[].names" {
+		t.Errorf("refused %v (%v), want hooks.createRuntime and linux.seccomp.syscalls[].names", fields, err)
+	}
+}
