@@ -103,21 +103,29 @@ func (v *containerView) add(m rspec.Mount) string {
 	return place
 }
 
+// holder is the last mount whose place holds the container's path p;
+// false when only the rootfs does.
+func (v *containerView) holder(p string) (viewMount, bool) {
+	for i := len(v.mounts) - 1; i >= 0; i-- {
+		if under(p, v.mounts[i].place) {
+			return v.mounts[i], true
+		}
+	}
+	return viewMount{}, false
+}
+
 // hostPath is where the file at the container's path p is read on the
 // host; false when no host file backs it.
 func (v *containerView) hostPath(p string) (string, bool) {
 	p = filepath.Clean("/" + p)
-	for i := len(v.mounts) - 1; i >= 0; i-- {
-		m := v.mounts[i]
-		if !under(p, m.place) {
-			continue
-		}
-		if m.source == "" {
-			return "", false
-		}
-		return filepath.Join(m.source, strings.TrimPrefix(p, m.place)), true
+	m, ok := v.holder(p)
+	if !ok {
+		return filepath.Join(v.rootfs, p), true
 	}
-	return filepath.Join(v.rootfs, p), true
+	if m.source == "" {
+		return "", false
+	}
+	return filepath.Join(m.source, strings.TrimPrefix(p, m.place)), true
 }
 
 // missingInBind is why a mount at place would make its mount point in a
@@ -125,23 +133,17 @@ func (v *containerView) hostPath(p string) (string, bool) {
 // its source holds nothing there, so the backend creates it, as root, in
 // the host's source; "" otherwise.
 func (v *containerView) missingInBind(place string) string {
-	for i := len(v.mounts) - 1; i >= 0; i-- {
-		m := v.mounts[i]
-		if !under(place, m.place) {
-			continue
-		}
-		if m.source == "" || m.overlay || place == m.place {
-			return ""
-		}
-		h := filepath.Join(m.source, strings.TrimPrefix(place, m.place))
-		if _, err := os.Lstat(h); !errors.Is(err, fs.ErrNotExist) {
-			return ""
-		}
-		return "its mount point " + place + " is not in " + m.source + ", the host directory bound at " + m.destination +
-			": the backend would have to make it there, as root, in the host's directory (runc meets the read-only bind; runsc's gofer made it, for good); " +
-			"make the mount point in that directory, or mount elsewhere"
+	m, ok := v.holder(place)
+	if !ok || m.source == "" || m.overlay || place == m.place {
+		return ""
 	}
-	return ""
+	h := filepath.Join(m.source, strings.TrimPrefix(place, m.place))
+	if _, err := os.Lstat(h); !errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	return "its mount point " + place + " is not in " + m.source + ", the host directory bound at " + m.destination +
+		": the backend would have to make it there, as root, in the host's directory (runc meets the read-only bind; runsc's gofer made it, for good); " +
+		"make the mount point in that directory, or mount elsewhere"
 }
 
 // Lstat and Readlink make containerView a securejoin.VFS.
