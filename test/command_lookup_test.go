@@ -18,41 +18,36 @@ import (
 // runsc in create. A command found only in a bind (a tools directory an
 // engine mounts, on PATH) runs.
 func TestMissingCommandFailsCreate(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			needRoot(t, backend)
-			root := stateRoot(t)
-			g := []string{"--root", root, "--backend", backend}
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
 
-			b := bundle.New(t, []string{"no-such-command"})
-			id := uniqueID("no-cmd-" + backend)
-			r := bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
-			if r.code == 0 {
-				bulkhead(t, "", append(g, "delete", "--force", id)...)
-				t.Fatalf("create of a container whose command is not in it succeeded on %s", backend)
-			}
-			if !strings.Contains(r.stderr, "no-such-command") {
-				t.Fatalf("create refused, but the error does not name the command:\n%s", r.stderr)
-			}
-			if backend == "runsc" && !strings.Contains(r.stderr, "process.args[0]") {
-				t.Fatalf("create on runsc refused, but not by naming process.args[0]:\n%s", r.stderr)
-			}
-			assertGone(t, root, backend, id)
+		b := bundle.New(t, []string{"no-such-command"})
+		id := uniqueID("no-cmd-" + backend)
+		r := bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
+		if r.code == 0 {
+			bulkhead(t, "", append(g, "delete", "--force", id)...)
+			t.Fatalf("create of a container whose command is not in it succeeded on %s", backend)
+		}
+		if !strings.Contains(r.stderr, "no-such-command") {
+			t.Fatalf("create refused, but the error does not name the command:\n%s", r.stderr)
+		}
+		if backend == "runsc" && !strings.Contains(r.stderr, "process.args[0]") {
+			t.Fatalf("create on runsc refused, but not by naming process.args[0]:\n%s", r.stderr)
+		}
+		assertGone(t, root, backend, id)
 
-			tools := t.TempDir()
-			if err := os.WriteFile(filepath.Join(tools, "lint"), []byte("#!/bin/sh\necho linted\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			b = bundle.New(t, []string{"lint"}, func(s *rspec.Spec) {
-				s.Process.Env = append(s.Process.Env, "PATH=/opt/tools:/bin")
-				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/opt/tools", Type: "bind", Source: tools, Options: []string{"rbind", "ro"}})
-			})
-			id = uniqueID("tool-cmd-" + backend)
-			r = bulkhead(t, "", append(g, "run", "--bundle", b, id)...)
-			if r.code != 0 || !strings.Contains(r.stdout, "linted") {
-				t.Fatalf("run of a command found through a bind on PATH: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-			}
-			assertGone(t, root, backend, id)
+		tools := t.TempDir()
+		if err := os.WriteFile(filepath.Join(tools, "lint"), []byte("#!/bin/sh\necho linted\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b = bundle.New(t, []string{"lint"}, func(s *rspec.Spec) {
+			s.Process.Env = append(s.Process.Env, "PATH=/opt/tools:/bin")
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/opt/tools", Type: "bind", Source: tools, Options: []string{"rbind", "ro"}})
 		})
-	}
+		id = uniqueID("tool-cmd-" + backend)
+		r = bulkhead(t, "", append(g, "run", "--bundle", b, id)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "linted") {
+			t.Fatalf("run of a command found through a bind on PATH: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
+		assertGone(t, root, backend, id)
+	})
 }

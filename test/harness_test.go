@@ -157,3 +157,17 @@ func bulkheadWithFiles(t *testing.T, files []*os.File, args ...string) result {
 func uniqueID(name string) string {
 	return fmt.Sprintf("%s-%d", name, os.Getpid())
 }
+
+// onEachBackend runs body once per backend, as a subtest that needs root
+// and that backend, with a fresh state root and the global flags naming
+// both.
+func onEachBackend(t *testing.T, body func(t *testing.T, backend, root string, g []string)) {
+	t.Helper()
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			body(t, backend, root, []string{"--root", root, "--backend", backend})
+		})
+	}
+}

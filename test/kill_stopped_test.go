@@ -12,21 +12,16 @@ import (
 // end, and runsc's own "sandbox is not running" left a pod stopped again
 // and again, for ever.
 func TestKillOfAStoppedContainer(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			needRoot(t, backend)
-			root := stateRoot(t)
-			g := []string{"--root", root, "--backend", backend}
-			id := uniqueID("killstopped-" + backend)
-			b := bundle.New(t, []string{"true"})
-			must(t, append(g, "create", "--bundle", b, id)...)
-			t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
-			must(t, append(g, "start", id)...)
-			waitStatus(t, g, id, "stopped")
-			r := bulkhead(t, "", append(g, "kill", id, "KILL")...)
-			if r.code == 0 || !strings.Contains(r.stderr, "container not running") {
-				t.Fatalf("kill of a stopped container: exit %d\n%s", r.code, r.stderr)
-			}
-		})
-	}
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		id := uniqueID("killstopped-" + backend)
+		b := bundle.New(t, []string{"true"})
+		must(t, append(g, "create", "--bundle", b, id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		must(t, append(g, "start", id)...)
+		waitStatus(t, g, id, "stopped")
+		r := bulkhead(t, "", append(g, "kill", id, "KILL")...)
+		if r.code == 0 || !strings.Contains(r.stderr, "container not running") {
+			t.Fatalf("kill of a stopped container: exit %d\n%s", r.code, r.stderr)
+		}
+	})
 }

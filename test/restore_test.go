@@ -17,23 +17,18 @@ import (
 // open_by_handle_at). An enforced profile refuses restore on both,
 // whatever the image holds, and leaves nothing behind.
 func TestRestoreRefused(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			needRoot(t, backend)
-			root := stateRoot(t)
-			g := []string{"--root", root, "--backend", backend}
-			id := uniqueID("restore-" + backend)
-			r := bulkhead(t, "", append(g, "restore", "--image-path", t.TempDir(), "--bundle", bundle.New(t, []string{"true"}), id)...)
-			if r.code == 0 {
-				bulkhead(t, "", append(g, "delete", "--force", id)...)
-				t.Fatalf("restore on %s under the default profile was handed over", backend)
-			}
-			if !strings.Contains(r.stderr, "restore on "+backend) {
-				t.Fatalf("refused, but not for restoring on %s:\n%s", backend, r.stderr)
-			}
-			assertGone(t, root, backend, id)
-		})
-	}
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		id := uniqueID("restore-" + backend)
+		r := bulkhead(t, "", append(g, "restore", "--image-path", t.TempDir(), "--bundle", bundle.New(t, []string{"true"}), id)...)
+		if r.code == 0 {
+			bulkhead(t, "", append(g, "delete", "--force", id)...)
+			t.Fatalf("restore on %s under the default profile was handed over", backend)
+		}
+		if !strings.Contains(r.stderr, "restore on "+backend) {
+			t.Fatalf("refused, but not for restoring on %s:\n%s", backend, r.stderr)
+		}
+		assertGone(t, root, backend, id)
+	})
 }
 
 // runc runs the --criu program as root, outside any container: a program
