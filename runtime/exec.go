@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -186,7 +187,7 @@ func execProcess(v Values, args []string, bundle string) (*rspec.Process, error)
 			return nil, fmt.Errorf("exec --process: %w", err)
 		}
 		var p rspec.Process
-		if err := json.Unmarshal(data, &p); err != nil {
+		if err := specs.DecodeStrict(bytes.NewReader(data), &p); err != nil {
 			return nil, fmt.Errorf("exec --process %s: %w", path, err)
 		}
 		return &p, nil

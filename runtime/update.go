@@ -95,7 +95,7 @@ func requestedResources(v Values) (*rspec.LinuxResources, error) {
 			}
 			src = bytes.NewReader(data)
 		}
-		if err := json.NewDecoder(src).Decode(r); err != nil {
+		if err := specs.DecodeStrict(src, r); err != nil {
 			return nil, fmt.Errorf("update --resources: %w", err)
 		}
 		return r, nil

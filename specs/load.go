@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -26,18 +27,33 @@ func DecodeLenient(data []byte) (*rspec.Spec, error) {
 }
 
 func decode(data []byte, strict bool) (*rspec.Spec, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
+	var s rspec.Spec
+	if err := decodeOne(bytes.NewReader(data), &s, strict); err != nil {
+		return nil, fmt.Errorf("config.json: %w", err)
+	}
+	return &s, nil
+}
+
+// DecodeStrict decodes the one JSON document r holds into v: a member
+// v's type does not define is an error naming it, since bulkhead cannot
+// police what it does not read and handing v on would drop it, and so is
+// anything after the document.
+func DecodeStrict(r io.Reader, v any) error {
+	return decodeOne(r, v, true)
+}
+
+func decodeOne(r io.Reader, v any, strict bool) error {
+	dec := json.NewDecoder(r)
 	if strict {
 		dec.DisallowUnknownFields()
 	}
-	var s rspec.Spec
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("config.json: %w", err)
+	if err := dec.Decode(v); err != nil {
+		return err
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("config.json: trailing data after the JSON object")
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the JSON object")
 	}
-	return &s, nil
+	return nil
 }
 
 // Load reads and decodes the config.json of a bundle. Unknown fields are

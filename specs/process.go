@@ -78,6 +78,9 @@ func cloneProcess(p *rspec.Process) (*rspec.Process, error) {
 // says so. Values the request leaves out stay as they are in the
 // container, which create already clamped.
 func ClampResources(p *Profile, r *rspec.LinuxResources) ([]Decision, error) {
+	if ds := overlongLists(&rspec.Spec{Linux: &rspec.Linux{Resources: r}}); len(ds) > 0 {
+		return ds, &RefusalError{Profile: p.Name, Decisions: ds}
+	}
 	var ds []Decision
 	ds = append(ds, refuseUnclassified(reflect.ValueOf(r), "linux.resources")...)
 	ds = append(ds, clampPids(p, r, true)...)

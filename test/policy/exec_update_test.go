@@ -140,6 +140,57 @@ func TestUpdateIsClamped(t *testing.T) {
 	expect("update --pids-limit 10 (stricter, kept)", 10)
 }
 
+// TestUpdateAndExecReadOnlyWhatTheyPolice: an `update --resources` or
+// `exec --process` document with a member no runtime-spec type defines,
+// or a second document after it, is refused naming it, as config.json's
+// are; it was dropped and the rest applied. A list longer than its bound
+// is refused before any rule judges it. The container keeps its limits.
+func TestUpdateAndExecReadOnlyWhatTheyPolice(t *testing.T) {
+	needRunc(t)
+	root, id, _ := running(t, nil)
+	s, err := bundle.Read(filepath.Join(root, "bulkhead", id, "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := cgroups.Load(s.Linux.CgroupsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidsLimit := int64(10)
+	throttles := make([]rspec.LinuxThrottleDevice, 2000)
+	for i := range throttles {
+		throttles[i] = rspec.LinuxThrottleDevice{Rate: 1 << 20}
+		throttles[i].Major, throttles[i].Minor = 8, int64(i)
+	}
+	long, err := json.Marshal(rspec.LinuxResources{Pids: &rspec.LinuxPids{Limit: &pidsLimit},
+		BlockIO: &rspec.LinuxBlockIO{ThrottleReadBpsDevice: throttles}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, doc, names string }{
+		{"an unknown member", `{"pids":{"limit":10},"memry":{"limit":1}}`, "memry"},
+		{"a second document", `{"pids":{"limit":10}} {"pids":{"limit":1}}`, "trailing data"},
+		{"an overlong list", string(long), "linux.resources.blockIO.throttleReadBpsDevice"},
+	} {
+		r := bulkhead(t, c.doc, nil, "--root", root, "update", "--resources", "-", id)
+		if r.code == 0 || !strings.Contains(r.stderr, c.names) {
+			t.Errorf("update --resources with %s: exit %d, want a refusal naming %q:\n%s", c.what, r.code, c.names, r.stderr)
+		}
+		if l, err := g.Limits(); err != nil || l.PidsMax != 64 {
+			t.Errorf("update --resources with %s: pids.max %s (%v), want 64 kept", c.what, cgroups.String(l.PidsMax), err)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "process.json")
+	if err := os.WriteFile(path, []byte(`{"args":["/bin/true"],"cwd":"/","user":{"uid":65534,"gid":65534},"rlimitz":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := bulkhead(t, "", nil, "--root", root, "exec", "--process", path, id)
+	if r.code == 0 || !strings.Contains(r.stderr, "rlimitz") {
+		t.Errorf("exec --process with an unknown member: exit %d, want a refusal naming it:\n%s", r.code, r.stderr)
+	}
+}
+
 // TestLeftoverCheckSeesCgroups: the leftover check of the other tests
 // looks where bulkhead really puts a container's cgroup: it finds the
 // cgroup of a running container and not after delete.
