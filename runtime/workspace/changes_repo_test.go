@@ -307,9 +307,10 @@ func TestExportRepositoryByContent(t *testing.T) {
 // TestRepoMetaSpellings: a .git or a HEAD in any spelling a reviewer's
 // filesystem takes for one (macOS folds case, normalises and ignores
 // invisible code points; Windows also drops trailing dots and spaces,
-// reads a colon as a stream and answers to the 8.3 short name).
+// reads a colon as a stream, answers to the 8.3 short name and upper-cases
+// the dotless ı to I).
 func TestRepoMetaSpellings(t *testing.T) {
-	for _, n := range []string{".git", ".GIT", ".Git.", ".git ", ".git. .", "git~1", "GIT~1", ".g\u200cit", ".git\ufeff", ".git::$INDEX_ALLOCATION", "GIT~2", "git~10"} {
+	for _, n := range []string{".git", ".GIT", ".Git.", ".git ", ".git. .", "git~1", "GIT~1", ".g\u200cit", ".git\ufeff", ".git::$INDEX_ALLOCATION", "GIT~2", "git~10", ".g\u0131t", "G\u0131T~1"} {
 		if !isRepoMeta(n) {
 			t.Errorf("isRepoMeta(%q) = false", n)
 		}

@@ -44,11 +44,19 @@ func pathKeys(p string) []string {
 }
 
 // foldRune is one rune for every spelling of a letter (K, k and the Kelvin
-// sign): the lower case of the smallest rune r's case folds to.
+// sign): the lower case of the smallest rune that r, its upper case or its
+// lower case folds to. NTFS compares names by upper-casing them, which
+// makes the dotless ı an I, though no case folding does: ".gıt" is a .git
+// there.
 func foldRune(r rune) rune {
 	m := r
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		m = min(m, f)
+	for _, c := range []rune{r, unicode.ToUpper(r), unicode.ToLower(r)} {
+		for f := unicode.SimpleFold(c); ; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+			if f == c {
+				break
+			}
+		}
 	}
 	return unicode.ToLower(m)
 }
