@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/runtime/escape"
 	"bulkhead.dev/bulkhead/runtime/verify"
-	"bulkhead.dev/bulkhead/runtime/workspace"
 )
 
 // sweepContainer reads every process of the container (containerProcesses)
@@ -132,7 +132,7 @@ func (s *sweep) process(pid int) error {
 // inContainer names the container's process pid in err. The name is the
 // workload's to choose: escaped, it cannot rewrite the caller's terminal.
 func inContainer(pid int, err error) error {
-	return fmt.Errorf("process %d (%s) in the container: %w", pid, workspace.EscapeText(comm(pid)), err)
+	return fmt.Errorf("process %d (%s) in the container: %w", pid, escape.Text(comm(pid)), err)
 }
 
 // containerProcesses lists the host pids of the container's processes,

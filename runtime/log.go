@@ -7,7 +7,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"bulkhead.dev/bulkhead/runtime/workspace"
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // SetupLog sends bulkhead's messages where runc sends its own: the --log
@@ -53,7 +53,7 @@ func SetupLog(g *Globals) {
 func LogError(err error) {
 	// Names the workload chose are escaped where they enter a message;
 	// this holds for any that is not.
-	msg := "bulkhead: " + workspace.EscapeTerminal(err.Error())
+	msg := "bulkhead: " + escape.Terminal(err.Error())
 	if logrus.StandardLogger().Out != io.Writer(os.Stderr) {
 		logrus.Error(msg)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
-	"bulkhead.dev/bulkhead/runtime/workspace"
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // Ps is the ps verb. Its table's command column is what the container
@@ -40,7 +40,7 @@ func Ps(g *Globals, v Values, args []string, stdout io.Writer) error {
 		}
 		return serr
 	}
-	_, err = io.WriteString(stdout, workspace.EscapeLines(string(out)))
+	_, err = io.WriteString(stdout, escape.Lines(string(out)))
 	return err
 }
 
@@ -68,9 +68,9 @@ func gVisorTable(table, pids []string, id string) ([]byte, error) {
 			continue
 		}
 		if rows := strings.Count(strings.TrimSuffix(string(out), "\n"), "\n"); rows != len(before) {
-			return nil, fmt.Errorf("ps %s: runsc's table has %d rows for %d processes: a process name the container chose holds a line break; `ps --format json` lists their pids", workspace.EscapeText(id), rows, len(before))
+			return nil, fmt.Errorf("ps %s: runsc's table has %d rows for %d processes: a process name the container chose holds a line break; `ps --format json` lists their pids", escape.Text(id), rows, len(before))
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("ps %s: the container's processes changed while they were listed, three times; try again, or `ps --format json`", workspace.EscapeText(id))
+	return nil, fmt.Errorf("ps %s: the container's processes changed while they were listed, three times; try again, or `ps --format json`", escape.Text(id))
 }

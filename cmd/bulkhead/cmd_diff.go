@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"bulkhead.dev/bulkhead/runtime"
-	"bulkhead.dev/bulkhead/runtime/workspace"
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // diffCommand is `bulkhead diff ID`: what a live container changed in its
@@ -44,7 +44,7 @@ func finishExport(w *bufio.Writer, rejected []string, err error) error {
 		fmt.Fprintf(os.Stderr, "bulkhead: not exported: %s\n", r)
 	}
 	if err != nil {
-		return errors.New(workspace.EscapeText(err.Error()))
+		return errors.New(escape.Text(err.Error()))
 	}
 	return nil
 }

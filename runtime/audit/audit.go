@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/escape"
 	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -77,7 +78,7 @@ func Open(path string) (*os.File, error) {
 
 // WriteTo appends e as one line to the open log f with a single write
 // under an exclusive flock, so lines from parallel writers never
-// interleave.
+// interleave. The line holds only runes that show (escape.JSON).
 func WriteTo(f *os.File, e *Entry) error {
 	e.Time = time.Now().UTC()
 	for _, d := range e.Decisions {
@@ -90,7 +91,9 @@ func WriteTo(f *os.File, e *Entry) error {
 	if err != nil {
 		return err
 	}
-	line = append(line, '\n')
+	// Destinations, ids, errors and refused values are text a job or a
+	// caller chose; the line an operator reads shows them escaped.
+	line = append(escape.JSON(line), '\n')
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		return fmt.Errorf("audit log %s: %w", f.Name(), err)
 	}

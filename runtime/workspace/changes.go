@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // Change is one path that differs between a workspace's read-only source
@@ -169,14 +171,14 @@ func dirNames(d *os.File, rel string, b *budget) ([]string, error) {
 		batch, err := d.Readdirnames(1024)
 		names = append(names, batch...)
 		if b != nil && b.files+len(names) > b.lim.Files {
-			return nil, fmt.Errorf("%s: more than %d entries (changes_max_files); bulkhead reads no further", escapeText(rel), b.lim.Files)
+			return nil, fmt.Errorf("%s: more than %d entries (changes_max_files); bulkhead reads no further", escape.Text(rel), b.lim.Files)
 		}
 		for _, n := range batch {
-			size += int64(escapedLen(n))
+			size += int64(escape.Len(n))
 		}
 		if b != nil {
 			if err := b.nameRoom(size); err != nil {
-				return nil, fmt.Errorf("%s: %w", escapeText(rel), err)
+				return nil, fmt.Errorf("%s: %w", escape.Text(rel), err)
 			}
 		}
 		if err == io.EOF || len(batch) == 0 {

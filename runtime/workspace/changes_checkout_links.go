@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // A tar is extracted into the reviewer's checkout, and an extractor that
@@ -444,7 +446,7 @@ func openCheckout(named string) (*layer, error) {
 		return nil, nil
 	}
 	if slices.ContainsFunc(strings.Split(named, "/"), isRepoMeta) {
-		return nil, fmt.Errorf("the checkout %s lies in a repository's .git: no export of changes to it", escapeText(named))
+		return nil, fmt.Errorf("the checkout %s lies in a repository's .git: no export of changes to it", escape.Text(named))
 	}
 	fd, err := unix.Openat2(unix.AT_FDCWD, named, &unix.OpenHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
@@ -452,9 +454,9 @@ func openCheckout(named string) (*layer, error) {
 	})
 	switch {
 	case errors.Is(err, unix.ELOOP):
-		return nil, fmt.Errorf("the path of the checkout %s passes through a symlink now, so it is not the directory the changes were made in: no export of them", escapeText(named))
+		return nil, fmt.Errorf("the path of the checkout %s passes through a symlink now, so it is not the directory the changes were made in: no export of them", escape.Text(named))
 	case err != nil && !errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("the checkout %s, which an export is judged against, cannot be read: %w", escapeText(named), err)
+		return nil, fmt.Errorf("the checkout %s, which an export is judged against, cannot be read: %w", escape.Text(named), err)
 	case err != nil:
 		fd = -1
 	}
@@ -477,7 +479,7 @@ func openCheckout(named string) (*layer, error) {
 			if fd >= 0 {
 				unix.Close(fd)
 			}
-			return nil, fmt.Errorf("the checkout %s lies below %s, which git may take for a repository (a HEAD, or objects and refs): no export of changes to it", escapeText(named), escapeText(dir))
+			return nil, fmt.Errorf("the checkout %s lies below %s, which git may take for a repository (a HEAD, or objects and refs): no export of changes to it", escape.Text(named), escape.Text(dir))
 		}
 		if dir == "/" || dir == "." {
 			break

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // layerSet is one workspace's pair of layers, as export reads them.
@@ -48,7 +50,7 @@ type workspaceChanges struct {
 // rejectLine is how a left-out path is named on stderr and in json: the
 // path and the reason (which may quote sandbox text) escaped.
 func rejectLine(path, reason string) string {
-	return escapeText(path) + ": " + escapeText(reason)
+	return escape.Text(path) + ": " + escape.Text(reason)
 }
 
 func checkFormat(format string) error {
@@ -157,10 +159,10 @@ func writeReport(w io.Writer, wcs []workspaceChanges, rejected []string) error {
 				bw.WriteString(",")
 			}
 			e := c
-			e.Path, e.Target, e.LinkTo = escapeText(c.Path), escapeText(c.Target), escapeText(c.LinkTo)
+			e.Path, e.Target, e.LinkTo = escape.Text(c.Path), escape.Text(c.Target), escape.Text(c.LinkTo)
 			e.Escaped = e.Path != c.Path || e.Target != c.Target || e.LinkTo != c.LinkTo
 			if c.Rejected != "" {
-				e.Rejected = escapeText(c.Rejected)
+				e.Rejected = escape.Text(c.Rejected)
 			}
 			bw.WriteString("\n        ")
 			if err := write("        ", e); err != nil {

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // fuzzLayer builds an upper layer from data: each entry is a kind byte
@@ -90,7 +92,7 @@ func fuzzLayer(t *testing.T, dir string, data []byte) map[string]bool {
 
 // visible tells whether s shows on a terminal as it is, newlines aside.
 func visible(s string) bool {
-	return plainText([]byte(s))
+	return escape.Plain([]byte(s))
 }
 
 // FuzzExportNames: whatever names and types the sandbox chose, the tar

@@ -540,66 +540,6 @@ func TestExportInvisibleUnicode(t *testing.T) {
 	}
 }
 
-func TestHiddenRune(t *testing.T) {
-	for _, r := range []rune{0x00, 0x1b, 0x7f, 0x9b, 0x00ad, 0x061c, 0x200b, 0x200c, 0x200d, 0x200e, 0x2028, 0x2029,
-		0x202e, 0x2060, 0x2066, 0x3164, 0xfe0f, 0x00a0, 0x3000, 0x2800, 0x1d159, 0xfeff, 0xfffe, 0xe000, 0xe0041, 0xe0100, 0x10ffff, 0x0378} {
-		if !hiddenRune(r) {
-			t.Errorf("hiddenRune(%U) = false", r)
-		}
-	}
-	for _, r := range []rune{'a', ' ', '~', 0x00e9, 0x0301, 0x4e2d, 0x05d0, 0x1f600, 0x2014, 0x2801} {
-		if hiddenRune(r) {
-			t.Errorf("hiddenRune(%U) = true", r)
-		}
-	}
-	for _, c := range []struct {
-		prev, r, next rune
-		shown         bool
-	}{
-		{0x2714, 0xfe0f, ' ', true}, {'1', 0xfe0f, 0x20e3, true}, {0x1f469, 0x200d, 0x1f4bb, true},
-		{0xfe0f, 0x200d, 0x1f525, true}, {0x1f3fd, 0x200d, 0x1f4bb, true},
-		{'a', 0xfe0f, ' ', false}, {0xfe0f, 0xfe0f, ' ', false}, {'s', 0x200d, 'w', false},
-		{'1', 0x200d, '2', false}, {'1', 0xfe0f, '2', false}, {'^', 0x200d, 0x263a, false},
-		{0x1f469, 0x200d, 'x', false}, {0x2714, 0x200b, ' ', false},
-		// Symbols that are no emoji join and style nothing: °‍° reads °°.
-		{0xb0, 0x200d, 0xb0, false}, {0x25a0, 0xfe0f, ' ', false}, {0x1f469, 0x200d, 0xb0, false},
-		{0x2194, 0xfe0f, ' ', true}, {0xa9, 0xfe0f, ' ', true},
-		// A symbol that shows as text joins nothing, and a selector that
-		// changes nothing is hidden: ©‍© reads ©©, ™︎ reads ™, 👍️ 👍.
-		{0xa9, 0x200d, 0xa9, false}, {0x2764, 0x200d, 0x1f525, false}, {0x2122, 0xfe0e, ' ', false},
-		{0x1f44d, 0xfe0f, ' ', false}, {0x231a, 0xfe0e, ' ', true},
-	} {
-		if got := shownRune(c.prev, c.r, c.next); got != c.shown {
-			t.Errorf("shownRune(%U, %U, %U) = %v", c.prev, c.r, c.next, got)
-		}
-	}
-	// The ends of the text and a byte that is not UTF-8 are nothing a
-	// joiner or a selector could style or join.
-	for in, want := range map[string]string{
-		"\U0001f469\u200d":     "\U0001f469\\u200d",
-		"\U0001f469\u200d\xff": "\U0001f469\\u200d\\xff",
-		"\xff\ufe0f":           `\xff\ufe0f`,
-		// A selector hidden where it stands supports no joiner.
-		"a\ufe0f\u200d\U0001f525": `a\ufe0f\u200d` + "\U0001f525",
-		"\ufe0f":                  `\ufe0f`,
-	} {
-		if got := escapeText(in); got != want {
-			t.Errorf("escapeText(%q) = %q, want %q", in, got, want)
-		}
-		if plainText([]byte(in)) {
-			t.Errorf("plainText(%q) holds", in)
-		}
-	}
-	for _, emoji := range []string{"\u2764\ufe0f\u200d\U0001f525", "\U0001f469\U0001f3fd\u200d\U0001f4bb", "1\ufe0f\u20e3", "\u2714\ufe0f", "\u231a\ufe0e"} {
-		if !plainText([]byte(emoji)) {
-			t.Errorf("plainText(%q) does not hold", emoji)
-		}
-	}
-	if got := escapeText("tag\U000e0041x"); got != `tag\U000e0041x` {
-		t.Errorf("escapeText of a tag character: %q", got)
-	}
-}
-
 // Walks stop at changes_max_files and changes_max_depth; a fifo is
 // never opened for reading, and a file swapped for one is refused.
 func TestExportLimitsAndFifos(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	units "github.com/docker/go-units"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // changeLimits bound what one container's upper layers can make bulkhead
@@ -87,12 +89,12 @@ func (b *budget) entry(rel string, depth int) error {
 	if b.files > b.lim.Files {
 		return fmt.Errorf("more than %d entries (changes_max_files); bulkhead reads no further", b.lim.Files)
 	}
-	b.names += int64(escapedLen(rel))
+	b.names += int64(escape.Len(rel))
 	if err := b.nameRoom(0); err != nil {
 		return err
 	}
 	if depth > b.lim.Depth {
-		return fmt.Errorf("%s: deeper than %d directories (changes_max_depth); bulkhead reads no further", escapeText(rel), b.lim.Depth)
+		return fmt.Errorf("%s: deeper than %d directories (changes_max_depth); bulkhead reads no further", escape.Text(rel), b.lim.Depth)
 	}
 	return nil
 }

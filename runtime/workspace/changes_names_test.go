@@ -61,28 +61,3 @@ func TestExportLongNamesBounded(t *testing.T) {
 		t.Fatalf("20,000 ordinary paths: %v", err)
 	}
 }
-
-func TestEscapedLen(t *testing.T) {
-	for _, s := range []string{"", "plain/path.go", "a\\b", "\xff\x00\x1b", "bidi\u202e", "é中\u2066x", "\xc3", "tag\U000e0041", "zw\u200b", "ok\u2714\ufe0f", "run\u2714\ufe0f\ufe0f"} {
-		if got, want := escapedLen(s), len(escapeText(s)); got != want {
-			t.Errorf("escapedLen(%q) = %d, want %d", s, got, want)
-		}
-	}
-}
-
-// TestEscapeTerminal: a message keeps its layout (line breaks, tabs, the
-// backslashes of quoted values) and shows every other hidden rune escaped.
-func TestEscapeTerminal(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain message":        "plain message",
-		"one\n\ttwo \"a\\nb\"": "one\n\ttwo \"a\\nb\"",
-		"x\x1b[2K\rOK\x1b[8m":  `x\x1b[2K\x0dOK\x1b[8m`,
-		"bidi\u202eevil":       `bidi\u202eevil`,
-		"not utf-8 \xff":       `not utf-8 \xff`,
-		"c1 \u009b31m":         `c1 \x9b31m`,
-	} {
-		if got := EscapeTerminal(in); got != want {
-			t.Errorf("EscapeTerminal(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // gitMode is the mode git records for a change: 100644, 100755 or 120000.
@@ -33,7 +35,7 @@ func gitMode(c Change, old bool) string {
 // it is; bulkhead refuses to guess git's quoting and leaves such paths to
 // the tar export.
 func oddName(p string) bool {
-	return needsEscape(p) || strings.ContainsAny(p, "\"\\") || strings.HasPrefix(p, " ") || strings.HasSuffix(p, " ")
+	return escape.Needed(p) || strings.ContainsAny(p, "\"\\") || strings.HasPrefix(p, " ") || strings.HasSuffix(p, " ")
 }
 
 // patchSource reads the contents a patch needs: the old side from the
@@ -150,7 +152,7 @@ func writePatch(w io.Writer, changes []Change, ps patchSource, prefix string) (s
 			skipped = append(skipped, rejectLine(p, "binary file (no GIT binary patch); use --format tar"))
 			continue
 		}
-		if !modeOnly && (!plainText(oldData) || !plainText(newData) || (c.Type == "symlink" && strings.Contains(c.Target, "\n"))) {
+		if !modeOnly && (!escape.Plain(oldData) || !escape.Plain(newData) || (c.Type == "symlink" && strings.Contains(c.Target, "\n"))) {
 			skipped = append(skipped, rejectLine(p, "holds characters a terminal would not show as they are (control, format, bidi, zero-width, a space other than ASCII's); use --format tar"))
 			continue
 		}

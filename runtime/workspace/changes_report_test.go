@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // TestWriteReportEncoding: the report written a change at a time is the
@@ -36,9 +38,9 @@ func TestWriteReportEncoding(t *testing.T) {
 					out.Changes = make([]Change, len(wc.Changes))
 					for i, ch := range wc.Changes {
 						e := ch
-						e.Path, e.Target, e.LinkTo = escapeText(ch.Path), escapeText(ch.Target), escapeText(ch.LinkTo)
+						e.Path, e.Target, e.LinkTo = escape.Text(ch.Path), escape.Text(ch.Target), escape.Text(ch.LinkTo)
 						e.Escaped = e.Path != ch.Path || e.Target != ch.Target || e.LinkTo != ch.LinkTo
-						e.Rejected = escapeText(ch.Rejected)
+						e.Rejected = escape.Text(ch.Rejected)
 						out.Changes[i] = e
 					}
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/escape"
 	"bulkhead.dev/bulkhead/runtime/state"
 )
 
@@ -150,7 +151,7 @@ func keptElsewhere(cfg *Settings, id string) string {
 	var roots []string
 	for _, r := range all {
 		if r.ID == id && !slices.Contains(roots, r.Root) {
-			roots = append(roots, escapeText(r.Root))
+			roots = append(roots, escape.Text(r.Root))
 		}
 	}
 	if len(roots) == 0 {
@@ -349,10 +350,10 @@ func asideName(cfg *Settings, root, id string, deleted time.Time) (string, strin
 			return name, to, nil
 		}
 		if err != nil {
-			return "", "", fmt.Errorf("kept changes of %s: %w", escapeText(id), err)
+			return "", "", fmt.Errorf("kept changes of %s: %w", escape.Text(id), err)
 		}
 	}
-	return "", "", fmt.Errorf("kept changes of %s: %d entries of it were deleted at %s", escapeText(id), maxAside, deleted.UTC().Format(time.RFC3339Nano))
+	return "", "", fmt.Errorf("kept changes of %s: %d entries of it were deleted at %s", escape.Text(id), maxAside, deleted.UTC().Format(time.RFC3339Nano))
 }
 
 // setAsideEarlier gives the entry an earlier run of the same container id
@@ -778,7 +779,7 @@ func List(cfg *Settings, format string, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tROOT\tDELETED\tEXPIRES\tCHANGES\tREJECTED\tBYTES\tDIR")
 	for _, r := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.ID, escapeText(r.Root), r.Deleted.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Changes, len(r.Rejected), r.Bytes, r.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.ID, escape.Text(r.Root), r.Deleted.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Changes, len(r.Rejected), r.Bytes, r.Dir)
 	}
 	return tw.Flush()
 }
@@ -913,7 +914,7 @@ func keptWritesIntoRepo(r *Kept) error {
 		err = writesIntoRepo(checkoutRoot(named), changes)
 		named.Close()
 		if err != nil {
-			return fmt.Errorf("the checkout %s, %w: no export of them", escapeText(s.Source), err)
+			return fmt.Errorf("the checkout %s, %w: no export of them", escape.Text(s.Source), err)
 		}
 	}
 	return nil
@@ -949,7 +950,7 @@ func writesIntoRepo(root *checkoutDir, changes []Change) error {
 			repo = repo || cd.halfReason(n) != ""
 		}
 		if repo {
-			return fmt.Errorf("in %s now, which git may take for a repository with what the changes write there (a HEAD, or objects and refs, or one of them the checkout does not hold)", escapeText(d))
+			return fmt.Errorf("in %s now, which git may take for a repository with what the changes write there (a HEAD, or objects and refs, or one of them the checkout does not hold)", escape.Text(d))
 		}
 	}
 	// A link judged at the keep may lead, in the checkout as it is now,
@@ -961,7 +962,7 @@ func writesIntoRepo(root *checkoutDir, changes []Change) error {
 		dir := path.Dir(c.Path)
 		rel := strings.TrimPrefix(dir, ".")
 		if root.at(dir).linkLeaves(rel, path.Base(c.Path), c.Target) {
-			return fmt.Errorf("where the changes' link %s -> %s now leads to what it holds (%s)", escapeText(c.Path), escapeText(c.Target), checkoutLinkOutReason)
+			return fmt.Errorf("where the changes' link %s -> %s now leads to what it holds (%s)", escape.Text(c.Path), escape.Text(c.Target), checkoutLinkOutReason)
 		}
 	}
 	return nil

@@ -5,6 +5,8 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
+
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // A reviewer may apply or extract an export on macOS or Windows, whose
@@ -19,7 +21,7 @@ import (
 func nameKey(name string) string {
 	var b strings.Builder
 	for _, r := range norm.NFD.String(name) {
-		if r >= 0x80 && hiddenRune(r) {
+		if r >= 0x80 && escape.Hidden(r) {
 			continue
 		}
 		b.WriteRune(foldRune(r))

@@ -1,10 +1,14 @@
-package workspace
+// Package escape shows text the sandbox chose (names, link targets, file
+// contents, a destination it asked for) to a person without letting it
+// hide or fake what they read.
+package escape
 
 import (
 	"fmt"
 	"io"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
@@ -16,7 +20,7 @@ import (
 // Text output therefore escapes them, and formats that cannot escape (a
 // patch must apply to the very bytes) leave such entries out.
 
-// hiddenRune tells whether a terminal or editor would not show r as
+// Hidden tells whether a terminal or editor would not show r as
 // itself. Judged by Unicode property, not by a list of known tricks: a
 // rune shows when it is a letter, mark, number, punctuation or symbol, and
 // not one Unicode says a renderer ignores (variation selectors, the Hangul
@@ -29,7 +33,7 @@ import (
 // does not show), private use and code points this Unicode version does
 // not assign; and the symbols every font draws blank (the braille blank,
 // the musical null notehead).
-func hiddenRune(r rune) bool {
+func Hidden(r rune) bool {
 	if r < 0x80 {
 		return r < 0x20 || r == 0x7f
 	}
@@ -59,7 +63,7 @@ func hiddenRune(r rune) bool {
 // and a selector 16 after a pictograph with no emoji form (★) as nothing:
 // telling those apart would take Unicode's emoji lists.
 func shownRune(prev, r, next rune) bool {
-	if !hiddenRune(r) {
+	if !Hidden(r) {
 		return true
 	}
 	switch r {
@@ -97,26 +101,26 @@ func keycapBase(r rune) bool { return r >= '0' && r <= '9' || r == '#' || r == '
 // emojiModifier tells whether r is one of the five skin tones.
 func emojiModifier(r rune) bool { return r >= 0x1f3fb && r <= 0x1f3ff }
 
-// escapeText writes s so that every byte of it shows: a hidden rune as
+// Text writes s so that every byte of it shows: a hidden rune as
 // \xNN (below 0x100), \uNNNN or \UNNNNNNNN, a byte that is not UTF-8 as \xNN, and a
 // backslash as \\, so the escaped form is never ambiguous.
-func escapeText(s string) string {
-	if !needsEscape(s) {
+func Text(s string) string {
+	if !Needed(s) {
 		return s
 	}
 	return escape(s, nil)
 }
 
-// EscapeTerminal escapes, for a message on a terminal, what escapeText
+// Terminal escapes, for a message on a terminal, what Text
 // does but the line breaks and tabs that lay the message out and the
 // backslashes a quoted value carries: a message is read, not parsed.
-func EscapeTerminal(s string) string {
+func Terminal(s string) string {
 	return escape(s, func(r rune) bool { return r == '\n' || r == '\t' || r == '\\' })
 }
 
-// EscapeLines escapes what escapeText does but the line breaks: for a
+// Lines escapes what Text does but the line breaks: for a
 // table whose rows are lines and whose fields the sandbox chose.
-func EscapeLines(s string) string {
+func Lines(s string) string {
 	return escape(s, func(r rune) bool { return r == '\n' })
 }
 
@@ -127,8 +131,8 @@ func escape(s string, keep func(rune) bool) string {
 	return b.String()
 }
 
-// escapedLen is len(escapeText(s)), without building it.
-func escapedLen(s string) int {
+// Len is len(Text(s)), without building it.
+func Len(s string) int {
 	var n byteCount
 	escapeTo(&n, s, nil)
 	return int(n)
@@ -200,17 +204,47 @@ func decodeRune(s string) (rune, int) {
 	return r, n
 }
 
-// EscapeText is escapeText for messages made outside this package.
-func EscapeText(s string) string { return escapeText(s) }
-
-func needsEscape(s string) bool {
+func Needed(s string) bool {
 	return !eachRune(s, func(_ string, r rune, shown bool) bool { return shown && r != '\\' })
 }
 
-// plainText tells whether content shows on a terminal exactly as a patch
+// Plain tells whether content shows on a terminal exactly as a patch
 // applies it: UTF-8 with no hidden rune except tab and newline, and a CR
 // right before a newline (a Windows line end: nothing follows it on its
 // line to overwrite what came before).
-func plainText(b []byte) bool {
+func Plain(b []byte) bool {
 	return eachRune(strings.ReplaceAll(string(b), "\r\n", "\n"), func(_ string, r rune, shown bool) bool { return shown || r == '\t' || r == '\n' })
+}
+
+// JSON is the JSON document doc holding only runes that show: every other
+// becomes JSON's own \u escape, which a JSON reader decodes to the very
+// text. A record (an audit line) keeps exactly what the sandbox chose,
+// and the file shows no bidi control, zero-width space or terminal
+// control to whoever reads it. doc must be encoding/json's output, whose
+// strings are UTF-8 and whose other bytes are ASCII that shows.
+func JSON(doc []byte) []byte {
+	s := string(doc)
+	if eachRune(s, func(_ string, r rune, shown bool) bool { return shown }) {
+		return doc
+	}
+	out := make([]byte, 0, len(doc)+64)
+	eachRune(s, func(raw string, r rune, shown bool) bool {
+		switch {
+		case shown:
+			out = append(out, raw...)
+		case r == notUTF8:
+			out = append(out, `\ufffd`...)
+		default:
+			r1, r2 := utf16.EncodeRune(r)
+			if r1 == unicode.ReplacementChar {
+				r1, r2 = r, -1
+			}
+			out = fmt.Appendf(out, `\u%04x`, r1)
+			if r2 != -1 {
+				out = fmt.Appendf(out, `\u%04x`, r2)
+			}
+		}
+		return true
+	})
+	return out
 }
