@@ -36,6 +36,7 @@ func TestCommandMissing(t *testing.T) {
 	mustSymlink(t, "/bin/sh", filepath.Join(rootfs, "usr/bin/env-sh"))
 	mustSymlink(t, "/nowhere", filepath.Join(rootfs, "usr/bin/dangling"))
 	mustSymlink(t, "/proc/self/exe", filepath.Join(rootfs, "usr/bin/self"))
+	mustSymlink(t, "loop", filepath.Join(rootfs, "usr/bin/loop"))
 
 	spec := func(args []string, cwd string, env ...string) *rspec.Spec {
 		return &rspec.Spec{
@@ -73,6 +74,7 @@ func TestCommandMissing(t *testing.T) {
 		{"a dangling link", spec([]string{"dangling"}, "/", "PATH=/usr/bin"), true},
 		{"a relative PATH entry is not searched", spec([]string{"sh"}, "/", "PATH=bin"), true},
 		{"under a file", spec([]string{"/etc/motd/x"}, "/"), true},
+		{"a link to itself", spec([]string{"loop"}, "/", "PATH=/usr/bin"), true},
 	} {
 		why := CommandMissing(c, tc.s)
 		if (why != "") != tc.missing {
