@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -59,7 +60,7 @@ func Start(g *Globals, v Values, id string) error {
 		err = &BackendError{Verb: "start", Status: status}
 	}
 	if err != nil {
-		return err
+		return endUnstarted(c, id, err)
 	}
 	if err := startedOwn(g, c.backend, c.rec, id); err != nil {
 		return err
@@ -99,6 +100,43 @@ func startedOwn(g *Globals, b *backend.Backend, rec *state.Record, id string) er
 	}
 	return fmt.Errorf("start %s: the init create verified (pid %d) has ended, and the backend started another container under this id (%s, pid %d), not the one verified; %s: delete it (bulkhead delete --force %s)",
 		id, rec.InitPid, st.Status, st.Pid, killed, id)
+}
+
+// endUnstarted ends the gVisor sandbox of a container whose start failed
+// (its command a script with no #! line, an interpreter missing): runsc
+// refuses to signal a container it still calls created, so the sandbox
+// ran on, and dockerd 20.10, whose delete of a created task is refused,
+// forgot it with its shim, cgroups and bulkhead's mounts. Once the
+// sandbox has ended the engine sees the task stop and deletes it, which
+// removes the rest. A pod member's sandbox is its pod's and is left.
+func endUnstarted(c *recorded, id string, cause error) error {
+	spec, _, err := specs.Load(c.handedBundle())
+	if err != nil {
+		return fmt.Errorf("%w; its sandbox is left running: %v", cause, err)
+	}
+	if spec.Annotations[specs.AnnotationCRIContainerType] == "container" {
+		return cause
+	}
+	pid := c.rec.InitPid
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return cause
+	}
+	if err != nil {
+		return fmt.Errorf("%w; its gVisor sandbox %d is left running: %v", cause, pid, err)
+	}
+	defer unix.Close(fd)
+	// Judged with the pidfd held: the pid cannot be another's meanwhile.
+	if !state.StillRunning(c.rec) {
+		return cause
+	}
+	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("%w; its gVisor sandbox %d is left running: %v", cause, pid, err)
+	}
+	if !exited(fd, killWait) {
+		return fmt.Errorf("%w; its gVisor sandbox %d was sent SIGKILL and still ran %s later", cause, pid, killWait)
+	}
+	return fmt.Errorf("%w; its gVisor sandbox %d was killed: delete removes the container", cause, pid)
 }
 
 // killWait bounds how long a start that killed what it must not have

@@ -421,18 +421,50 @@ func TestGVisor(t *testing.T) {
 // in start, and dockerd 20.10, once start failed, forgot the created task
 // with its shim, cgroups and bulkhead's mounts. bulkhead looks it up in
 // create, as runc does, so the run fails there, says why, and leaves
-// nothing.
+// nothing; a link to itself is as certainly missing.
 func TestGVisorMissingCommandLeavesNothing(t *testing.T) {
 	d := daemon(t)
 	if _, err := exec.LookPath("runsc"); err != nil {
 		t.Skip("runsc is not installed")
 	}
+	for _, command := range []string{"no-such-command", "loop"} {
+		t.Run(command, func(t *testing.T) {
+			cidFile := filepath.Join(t.TempDir(), "cid")
+			r := d.Run(t, "run", "--rm", "--cidfile", cidFile, "--runtime=bulkhead-runsc", image, command)
+			if r.Code == 0 || !strings.Contains(r.Stderr, "process.args[0]: "+command+" is not") {
+				t.Fatalf("a command missing from the image was not refused by name:\n%s", r)
+			}
+			t.Logf("docker says: %s", strings.TrimSpace(strings.Split(r.Stderr, "\n")[0]))
+			assertRunLeftNothing(t, d, cidFile)
+		})
+	}
+}
+
+// TestGVisorFailedStartLeavesNothing: a command runsc's loader cannot run
+// (a file with no ELF header and no #! line) passes create and fails in
+// start, where runsc left its sandbox running, and dockerd 20.10 forgot
+// the task, created, with its shim, cgroups and bulkhead's mounts.
+// bulkhead ends the sandbox when start fails, so the task stops and
+// dockerd deletes it: nothing is left.
+func TestGVisorFailedStartLeavesNothing(t *testing.T) {
+	d := daemon(t)
+	if _, err := exec.LookPath("runsc"); err != nil {
+		t.Skip("runsc is not installed")
+	}
 	cidFile := filepath.Join(t.TempDir(), "cid")
-	r := d.Run(t, "run", "--rm", "--cidfile", cidFile, "--runtime=bulkhead-runsc", image, "no-such-command")
-	if r.Code == 0 || !strings.Contains(r.Stderr, "process.args[0]: no-such-command is not") {
-		t.Fatalf("a command missing from the image was not refused by name:\n%s", r)
+	r := d.Run(t, "run", "--rm", "--cidfile", cidFile, "--runtime=bulkhead-runsc", image, "/bin/no-shebang")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "start failed") {
+		t.Fatalf("a command runsc cannot load did not fail the start:\n%s", r)
 	}
 	t.Logf("docker says: %s", strings.TrimSpace(strings.Split(r.Stderr, "\n")[0]))
+	assertRunLeftNothing(t, d, cidFile)
+}
+
+// assertRunLeftNothing fails t when anything of the container --cidfile
+// named is left: in docker, a process, a cgroup, the backends' and
+// bulkhead's state, a mount.
+func assertRunLeftNothing(t *testing.T, d *engine.Docker, cidFile string) {
+	t.Helper()
 	cid, err := os.ReadFile(cidFile)
 	if err != nil || len(cid) < 12 {
 		t.Fatalf("no container id in --cidfile: %v", err)
@@ -444,8 +476,8 @@ func TestGVisorMissingCommandLeavesNothing(t *testing.T) {
 	if !engine.Eventually(10*time.Second, func() bool { return len(engine.ProcessesMentioning(id)) == 0 }) {
 		t.Errorf("processes left for %s: %v", id, engine.ProcessesMentioning(id))
 	}
-	if dirs := cgroupDirsNamed(id); len(dirs) > 0 {
-		t.Errorf("cgroups left: %v", dirs)
+	if !engine.Eventually(10*time.Second, func() bool { return len(cgroupDirsNamed(id)) == 0 }) {
+		t.Errorf("cgroups left: %v", cgroupDirsNamed(id))
 	}
 	left, _ := filepath.Glob(filepath.Join(d.ExecRoot, "runtime-*", "moby", "*", id))
 	if _, err := os.Stat(d.BundleDir(id)); !os.IsNotExist(err) {

@@ -84,6 +84,14 @@ func importImage(d *engine.Docker, bin string) error {
 	if err := os.WriteFile(filepath.Join(rootfs, "bin", "bulkhead-probe"), probe, 0o755); err != nil {
 		return err
 	}
+	// An executable that no loader runs (no ELF header, no #! line), and a
+	// command that is a link to itself.
+	if err := os.WriteFile(filepath.Join(rootfs, "bin", "no-shebang"), []byte("echo hi\n"), 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink("loop", filepath.Join(rootfs, "bin", "loop")); err != nil {
+		return err
+	}
 	return d.Import(rootfs, image)
 }
 
