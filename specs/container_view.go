@@ -34,6 +34,7 @@ type viewMount struct {
 	source      string // the host directory of a bind, "" for any other mount
 	destination string // as the spec names it
 	overlay     bool   // a workspace overlay's: the source is its lower layer
+	readOnly    bool   // mounted read-only: the job writes nothing there
 }
 
 // newContainerView is the view of s's rootfs alone, nil when the rootfs
@@ -85,7 +86,7 @@ func (v *containerView) add(m rspec.Mount) string {
 	if err != nil {
 		place = cleanAbs(m.Destination)
 	}
-	vm := viewMount{place: place, destination: m.Destination}
+	vm := viewMount{place: place, destination: m.Destination, readOnly: mountedReadOnly(m.Options)}
 	if isBind(m) {
 		vm.overlay = v.overlaid != nil && v.overlaid(m)
 		vm.source = m.Source
@@ -144,6 +145,43 @@ func (v *containerView) missingInBind(place string) string {
 	return "its mount point " + place + " is not in " + m.source + ", the host directory bound at " + m.destination +
 		": the backend would have to make it there, as root, in the host's directory (runc meets the read-only bind; runsc's gofer made it, for good); " +
 		"make the mount point in that directory, or mount elsewhere"
+}
+
+// mountedReadOnly tells whether options leave a mount read-only: the last
+// of "ro" and "rw" is "ro", as the backends read them.
+func mountedReadOnly(options []string) bool {
+	for i := len(options) - 1; i >= 0; i-- {
+		switch options[i] {
+		case "ro":
+			return true
+		case "rw":
+			return false
+		}
+	}
+	return false
+}
+
+// writableBy tells what makes the container's path p writable to the job,
+// "" when nothing does: the mount that holds it (a tmpfs, a bind mounted
+// read-write, a workspace overlay), or the rootfs when it is not
+// read-only; /proc, /dev and /sys are the runtime's, which no image
+// decides.
+func (v *containerView) writableBy(p string, rootReadOnly bool) string {
+	if madeByRuntime(p) {
+		return "the runtime's " + strings.SplitN(strings.TrimPrefix(p, "/"), "/", 2)[0]
+	}
+	m, ok := v.holder(p)
+	switch {
+	case !ok && !rootReadOnly:
+		return "the rootfs, which is not read-only"
+	case !ok:
+		return ""
+	case m.overlay:
+		return "the workspace at " + m.destination
+	case !m.readOnly:
+		return "the mount at " + m.destination + ", which is not read-only"
+	}
+	return ""
 }
 
 // Lstat and Readlink make containerView a securejoin.VFS.
