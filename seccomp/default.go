@@ -18,6 +18,22 @@ const (
 	afVSOCK = 40 // host<->guest channel: must not reach a hypervisor agent
 )
 
+// afNetlink is the netlink family, whose protocols are each a kernel
+// subsystem of its own.
+const afNetlink = 16
+
+// netlinkProtocols are the netlink protocols a job may open: routing
+// (its own interfaces and addresses: getifaddrs, getaddrinfo's
+// AI_ADDRCONFIG, ip) and socket diagnostics (ss), both of its own network
+// namespace. The others are refused: the device events of the whole host
+// (KOBJECT_UEVENT), audit, xfrm, netfilter and the generic families, each
+// kernel code a job has no use for, and some reaching beyond the
+// container.
+var netlinkProtocols = []uint64{
+	0, // NETLINK_ROUTE
+	4, // NETLINK_SOCK_DIAG
+}
+
 // cloneNamespaceFlags are the clone(2) flags that create namespaces:
 // CLONE_NEWNS|CLONE_NEWCGROUP|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWUSER|
 // CLONE_NEWPID|CLONE_NEWNET, as in moby's clone rule (value 2114060288).
@@ -86,8 +102,13 @@ func Default() *rspec.LinuxSeccomp {
 	//     seen all 64, so "!= 38" would allow 0x1_00000026, i.e. AF_ALG.
 	// The rules cover families 0-37, 39 and 41-47 (AF_MAX is 46 today); a
 	// family added to a future kernel is refused until it is reviewed.
+	// Netlink (16) is allowed for the protocols netlinkProtocols lists only.
 	for _, m := range []struct{ mask, value uint64 }{
-		{0xffffffe0, 0},  // 0-31: AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, ...
+		{0xfffffff0, 0},  // 0-15: AF_UNIX, AF_INET, AF_INET6, ...
+		{0xffffffff, 17}, // 17: AF_PACKET (raw ones need CAP_NET_RAW)
+		{0xfffffffe, 18}, // 18-19
+		{0xfffffffc, 20}, // 20-23
+		{0xfffffff8, 24}, // 24-31
 		{0xfffffffc, 32}, // 32-35
 		{0xfffffffe, 36}, // 36-37
 		{0xffffffff, 39}, // 39 (AF_ALG is 38)
@@ -98,6 +119,13 @@ func Default() *rspec.LinuxSeccomp {
 		add(allowIf("socket", rspec.LinuxSeccompArg{
 			Index: 0, Value: m.mask, ValueTwo: m.value, Op: rspec.OpMaskedEqual,
 		}))
+	}
+	// Two conditions on two arguments make one rule, both required.
+	for _, protocol := range netlinkProtocols {
+		add(allowIf("socket",
+			rspec.LinuxSeccompArg{Index: 0, Value: 0xffffffff, ValueTwo: afNetlink, Op: rspec.OpMaskedEqual},
+			rspec.LinuxSeccompArg{Index: 2, Value: 0xffffffff, ValueTwo: protocol, Op: rspec.OpMaskedEqual},
+		))
 	}
 
 	// fcntl, which moby's allowlist allows outright, for the commands

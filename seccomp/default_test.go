@@ -93,9 +93,9 @@ func TestDeniedNeverAllowed(t *testing.T) {
 
 func TestDefaultArgumentRules(t *testing.T) {
 	const (
-		afUnix, afInet, afInet6, afNetlink = 1, 2, 10, 16
-		cloneThread                        = 0x10000 | 0x100 | 0x800 | 0x400 // THREAD|VM|SIGHAND|FS
-		sigchld                            = 17
+		afUnix, afInet, afInet6 = 1, 2, 10
+		cloneThread             = 0x10000 | 0x100 | 0x800 | 0x400 // THREAD|VM|SIGHAND|FS
+		sigchld                 = 17
 	)
 	tests := []struct {
 		name string
@@ -105,7 +105,16 @@ func TestDefaultArgumentRules(t *testing.T) {
 		{"socket", []uint64{afUnix}, true},
 		{"socket", []uint64{afInet}, true},
 		{"socket", []uint64{afInet6}, true},
-		{"socket", []uint64{afNetlink}, true},
+		{"socket", []uint64{afNetlink, 3, 0}, true},           // NETLINK_ROUTE
+		{"socket", []uint64{afNetlink, 2 | 0x80000, 4}, true}, // NETLINK_SOCK_DIAG, SOCK_CLOEXEC
+		{"socket", []uint64{afNetlink, 3, 15}, false},         // NETLINK_KOBJECT_UEVENT: the host's device events
+		{"socket", []uint64{afNetlink, 3, 9}, false},          // NETLINK_AUDIT
+		{"socket", []uint64{afNetlink, 3, 12}, false},         // NETLINK_NETFILTER
+		{"socket", []uint64{afNetlink, 3, 16}, false},         // NETLINK_GENERIC
+		{"socket", []uint64{afNetlink, 3, 1<<32 | 15}, false}, // read as an int: KOBJECT_UEVENT again
+		{"socket", []uint64{1<<32 | afNetlink, 3, 15}, false}, // the family read as an int
+		{"socket", []uint64{17, 2, 0}, true},                  // AF_PACKET: CAP_NET_RAW decides
+		{"socket", []uint64{31}, true},
 		{"socket", []uint64{39}, true},
 		{"socket", []uint64{41}, true},
 		{"socket", []uint64{45}, true},
@@ -165,12 +174,20 @@ func TestDefaultArgumentRules(t *testing.T) {
 	if len(r) != 1 || r[0].Action != rspec.ActErrno || r[0].ErrnoRet == nil || *r[0].ErrnoRet != errnoENOSYS {
 		t.Errorf("clone3 rules = %+v, want one SCMP_ACT_ERRNO ENOSYS", r)
 	}
-	// Each argument rule must have one condition per argument, or runc
-	// would OR them (see convertRule).
+	// Each argument rule must have at most one condition per argument, or
+	// runc would OR them (see convertRule); conditions on different
+	// arguments are one rule, all required.
 	for _, name := range []string{"socket", "clone", "personality"} {
 		for _, r := range rulesFor(p, name) {
-			if len(r.Args) != 1 {
-				t.Errorf("%s rule has %d conditions, want 1", name, len(r.Args))
+			seen := map[uint]bool{}
+			for _, a := range r.Args {
+				if seen[a.Index] {
+					t.Errorf("%s rule has two conditions on argument %d: %+v", name, a.Index, r.Args)
+				}
+				seen[a.Index] = true
+			}
+			if len(r.Args) == 0 {
+				t.Errorf("%s rule has no condition", name)
 			}
 		}
 	}

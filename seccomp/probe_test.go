@@ -47,6 +47,10 @@ func TestProbeDefault(t *testing.T) {
 		"socket(AF_ALG)":              "EPERM",
 		"socket(AF_VSOCK)":            "EPERM",
 		"socket(1<<32|AF_ALG)":        "EPERM",
+		"socket(NETLINK_ROUTE)":       "ok",
+		"socket(NETLINK_SOCK_DIAG)":   "ok",
+		"socket(NETLINK_UEVENT)":      "EPERM",
+		"socket(NETLINK_AUDIT)":       "EPERM",
 		"clone3":                      "ENOSYS",
 		"clone(CLONE_NEWUSER|FS)":     "EPERM",
 		"clone(CLONE_THREAD)":         "EINVAL", // allowed; the kernel refuses THREAD without SIGHAND
@@ -112,6 +116,10 @@ func TestProbeChild(t *testing.T) {
 	report("socket(AF_ALG)", num("socket"), afALG, syscall.SOCK_SEQPACKET)
 	report("socket(AF_VSOCK)", num("socket"), afVSOCK, syscall.SOCK_STREAM)
 	report("socket(1<<32|AF_ALG)", num("socket"), 1<<32|afALG, syscall.SOCK_SEQPACKET)
+	report("socket(NETLINK_ROUTE)", num("socket"), afNetlink, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, 0)
+	report("socket(NETLINK_SOCK_DIAG)", num("socket"), afNetlink, syscall.SOCK_DGRAM, 4)
+	report("socket(NETLINK_UEVENT)", num("socket"), afNetlink, syscall.SOCK_RAW, 15)
+	report("socket(NETLINK_AUDIT)", num("socket"), afNetlink, syscall.SOCK_RAW, 9)
 	report("clone3", num("clone3"), ^uintptr(0), 0)
 	report("clone(CLONE_NEWUSER|FS)", num("clone"), 0x10000000|0x200|sigchld)
 	report("clone(CLONE_THREAD)", num("clone"), 0x10000|sigchld)

@@ -152,7 +152,7 @@ func TestSeccompTable(t *testing.T) {
 		io_uring_register userfaultfd keyctl add_key request_key bpf perf_event_open unshare setns mount
 		umount2 mount_setattr move_mount open_tree fsopen fsconfig fsmount fspick pivot_root chroot
 		kexec_load kexec_file_load init_module finit_module delete_module open_by_handle_at acct swapon
-		swapoff reboot clone(NEWUSER|NEWNS) socket(AF_ALG) socket(AF_VSOCK) fcntl(F_SETLEASE) fcntl(F_SETDELEG)`)
+		swapoff reboot clone(NEWUSER|NEWNS) socket(AF_ALG) socket(AF_VSOCK) socket(NETLINK_KOBJECT_UEVENT) fcntl(F_SETLEASE) fcntl(F_SETDELEG)`)
 	seen := map[string]sysProbe{}
 	for _, p := range seccompTable {
 		if _, dup := seen[p.Name]; dup {
