@@ -156,3 +156,26 @@ func TestCheckUnknownProfileFails(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestCheckSaysWhatCreateWould: a process the backend's create refuses
+// (none, no command, no or a relative cwd) is refused by check too,
+// naming the field; check said WOULD RUN.
+func TestCheckSaysWhatCreateWould(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mutate func(*rspec.Spec)
+		names  string
+	}{
+		{"no process", func(s *rspec.Spec) { s.Process = nil }, "process.args: empty"},
+		{"no args", func(s *rspec.Spec) { s.Process.Args = nil }, "process.args: empty"},
+		{"empty args", func(s *rspec.Spec) { s.Process.Args = []string{} }, "process.args: empty"},
+		{"a relative cwd", func(s *rspec.Spec) { s.Process.Cwd = "work" }, "process.cwd"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := dryRun(t, checkGlobals(t, ""), bundle.New(t, []string{"true"}, c.mutate))
+			if r.Runs || !strings.Contains(strings.Join(r.Refusals, "\n"), c.names) {
+				t.Errorf("runs %v, refusals %q; want a refusal naming %q", r.Runs, r.Refusals, c.names)
+			}
+		})
+	}
+}

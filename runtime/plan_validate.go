@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -15,6 +16,9 @@ import (
 func validateForBackend(id, bundle string, s *rspec.Spec, g *Globals) error {
 	if s.Root == nil {
 		return fmt.Errorf("spec has no root")
+	}
+	if err := validateProcess(s.Process); err != nil {
+		return fmt.Errorf("spec fails the backend's validation: %w", err)
 	}
 	// runc resolves root.path against the bundle, specconv against the
 	// working directory: hand it an absolute path.
@@ -34,6 +38,24 @@ func validateForBackend(id, bundle string, s *rspec.Spec, g *Globals) error {
 	}
 	if err := validate.Validate(cfg); err != nil {
 		return fmt.Errorf("spec fails the backend's validation: %w", err)
+	}
+	return nil
+}
+
+// validateProcess is what runc's create asks of the process besides
+// libcontainer's validation (runc's validateProcessSpec, in its main
+// package), so that check says what create would; runsc asks the same.
+// An SELinux label is the labels rule's.
+func validateProcess(p *rspec.Process) error {
+	switch {
+	case p == nil:
+		return errors.New("process: none; give the container a process")
+	case p.Cwd == "":
+		return errors.New("process.cwd: empty; give an absolute path")
+	case !filepath.IsAbs(p.Cwd):
+		return fmt.Errorf("process.cwd: %q is not an absolute path", p.Cwd)
+	case len(p.Args) == 0:
+		return errors.New("process.args: empty; give the command to run")
 	}
 	return nil
 }
