@@ -30,6 +30,25 @@ func running(t *testing.T, env []string, mutate ...func(*rspec.Spec)) (root, id,
 	return root, id, dir
 }
 
+// containerCgroup is the cgroup of container id under root, as the spec
+// bulkhead handed over names it (in bulkhead's own bundle; the caller's
+// config.json stays as given).
+func containerCgroup(t *testing.T, root, id string) *cgroups.Group {
+	t.Helper()
+	s, err := bundle.Read(filepath.Join(root, "bulkhead", id, "bundle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Linux == nil || s.Linux.CgroupsPath == "" {
+		t.Fatal("the handed-over config.json names no cgroupsPath")
+	}
+	g, err := cgroups.Load(s.Linux.CgroupsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // TestExecIsPoliced: whatever an exec asks for, by flags or by a
 // --process file as dockerd sends it, the process gets no capabilities,
 // no root, no_new_privs and no secret variables.
@@ -97,19 +116,7 @@ func checkExecStatus(t *testing.T, what, out string) {
 func TestUpdateIsClamped(t *testing.T) {
 	needRunc(t)
 	root, id, _ := running(t, nil)
-	// The spec as handed over is in bulkhead's own bundle; the caller's
-	// config.json stays as given.
-	s, err := bundle.Read(filepath.Join(root, "bulkhead", id, "bundle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Linux == nil || s.Linux.CgroupsPath == "" {
-		t.Fatal("the handed-over config.json names no cgroupsPath")
-	}
-	g, err := cgroups.Load(s.Linux.CgroupsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := containerCgroup(t, root, id)
 	const mib256 = 256 << 20
 	expect := func(step string, pids int64) {
 		t.Helper()
@@ -148,14 +155,7 @@ func TestUpdateIsClamped(t *testing.T) {
 func TestUpdateAndExecReadOnlyWhatTheyPolice(t *testing.T) {
 	needRunc(t)
 	root, id, _ := running(t, nil)
-	s, err := bundle.Read(filepath.Join(root, "bulkhead", id, "bundle"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := cgroups.Load(s.Linux.CgroupsPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := containerCgroup(t, root, id)
 	pidsLimit := int64(10)
 	throttles := make([]rspec.LinuxThrottleDevice, 2000)
 	for i := range throttles {
