@@ -58,7 +58,7 @@ var Controls = []Control{
 		"seccomp (EPERM, ENOSYS)", []string{"seccomp"}, []string{"seccomp"}},
 	{"processes", []string{"pids"}, "pids.max ≤ 64",
 		"pids cgroup (EAGAIN)", []string{"pids"}, []string{"pids"}},
-	{"memory", []string{"memory", "hugetlb"}, "≤ 256 MiB, swap = limit; hugetlb limits only of the host's page sizes",
+	{"memory", []string{"memory", "hugetlb", "ipc_limits"}, "≤ 256 MiB, swap = limit; hugetlb limits only of the host's page sizes; System V IPC of an IPC namespace of its own within it: a shared memory segment goes with its last process, segments ≤ the limit, message queues ≤ 1 MiB (runsc keeps System V IPC in its own kernel, charged to the sandbox)",
 		"memory cgroup (OOM kill)", []string{"memory", "memory+swap"}, []string{"memory"}},
 	{"cpu", []string{"cpu"}, "quota ≤ 1 CPU (100000/100000)",
 		"cpu cgroup (throttling)", []string{"cpu"}, []string{"cpu"}},

@@ -115,6 +115,7 @@ var Rules = []Rule{
 	{"egress", ruleEgress},
 	{"cwd", ruleCwd},
 	{"sysctl", ruleSysctl},
+	{"ipc_limits", ruleIPCLimits},
 	{"hooks", ruleHooks},
 	{"annotations", ruleAnnotations},
 	{"rlimits", ruleRlimits},
