@@ -24,6 +24,14 @@ func ruleNetwork(c *Context, s *rspec.Spec) []Decision {
 			l.Namespaces = append(l.Namespaces[:j], l.Namespaces[j+1:]...)
 		}
 	}
+	if i < 0 && s.Annotations[AnnotationCRIContainerType] == "sandbox" {
+		// A pod the engine holds on the host's network it goes on serving
+		// there, whatever namespace its processes get: port-forward,
+		// hostPort and probes reached the host's loopback services.
+		return append(ds, Decision{Rule: rule, Field: field, Action: Refused, Before: "host network (no namespace)",
+			Layer: LayerNone, Why: "a pod sandbox on the host's network: the engine would go on acting for the pod in the host's namespace " +
+				"(port-forward and probes reach the host's loopback), not in the loopback-only one bulkhead gives it; run the pod without hostNetwork"})
+	}
 	if i < 0 {
 		l.Namespaces = append(l.Namespaces, rspec.LinuxNamespace{Type: rspec.NetworkNamespace})
 		return append(ds, Decision{Rule: rule, Field: field, Action: Added, Before: "host network (no namespace)",

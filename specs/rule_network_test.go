@@ -65,3 +65,18 @@ func TestRuleNetwork(t *testing.T) {
 			}},
 	})
 }
+
+// TestRuleNetworkHostPodRefused: a CRI pod sandbox on the host's network
+// is refused, since the engine goes on serving the pod there; any other
+// container on it gets a new namespace.
+func TestRuleNetworkHostPodRefused(t *testing.T) {
+	sandbox := &rspec.Spec{Annotations: map[string]string{AnnotationCRIContainerType: "sandbox"}, Linux: &rspec.Linux{}}
+	ds := ruleNetwork(testContext(), sandbox)
+	if !refused(ds) || !strings.Contains(ds[len(ds)-1].Why, "hostNetwork") {
+		t.Errorf("a host-network pod sandbox: %+v, want a refusal naming hostNetwork", ds)
+	}
+	plain := &rspec.Spec{Linux: &rspec.Linux{}}
+	if ds := ruleNetwork(testContext(), plain); refused(ds) || namespaceIndex(plain.Linux, rspec.NetworkNamespace) < 0 {
+		t.Errorf("a container on the host's network: %+v, want a new namespace", ds)
+	}
+}
