@@ -44,7 +44,9 @@ func ruleNamespaces(c *Context, s *rspec.Spec) []Decision {
 		default:
 			d.Action, d.After = Refused, ""
 			d.Why = "joining the " + string(ns.Type) + " namespace at " + ns.Path +
-				" shares it with a process bulkhead did not create; remove the path (or run the pod's sandbox under bulkhead)"
+				" shares it with a process other than this pod's running sandbox under this policy, or one in the host's namespace " +
+				"(runsc's sandbox process runs in the host's pid namespace); remove the path, or run the pod's sandbox under bulkhead " +
+				"(on runsc, without sharing its pid namespace)"
 		}
 		ds = append(ds, d)
 	}
