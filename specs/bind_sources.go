@@ -42,7 +42,7 @@ func IsBind(m rspec.Mount) bool { return isBind(m) }
 // them). It
 // returns "" when allowed. fd is the source opened, -1 when it is not.
 func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd int, findChannel func(real string) (string, error)) string {
-	real, err := c.resolve(filepath.Clean(src))
+	real, err := c.resolve(src)
 	if err != nil {
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
 	}

@@ -47,7 +47,7 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 		}
 		if why == "" {
 			plain := !(c.Profile.IsWorkspace(*m) && c.Profile.WorkspaceModeOf() != WorkspaceReadonly)
-			if real, err := c.resolve(filepath.Clean(src)); err == nil {
+			if real, err := c.resolve(src); err == nil {
 				why = homePrivacyRefusal(c, canonicalRun(real), -1, plain)
 			}
 		}
@@ -152,7 +152,10 @@ func readOnlyBind(m *rspec.Mount, field string) Decision {
 func hostPathRefusal(src string) string {
 	clean := filepath.Clean(src)
 	candidates := []string{clean}
-	real, err := resolveHost(clean)
+	// Resolved as written, as the kernel does: a ".." after a link leaves
+	// the link's target, not the link's directory (rootlink/.. is / when
+	// rootlink leads to /root), which cleaning first would hide.
+	real, err := resolveHost(src)
 	if err != nil {
 		return "the source cannot be resolved on the host (" + err.Error() + ")"
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -246,5 +247,20 @@ func TestImageVolumeOfThePod(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/mnt/image-volume]", want)
 		})
+	}
+}
+
+// TestHostPathResolvedAsTheKernelDoes: a ".." after a link leaves the
+// link's target, as the kernel resolves it when the backend mounts the
+// source: dir/rootlink/.. is / when rootlink leads to /root, though
+// cleaned as text it is dir.
+func TestHostPathResolvedAsTheKernelDoes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Symlink("/root", filepath.Join(dir, "rootlink")); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "rootlink") + "/.."
+	if why := hostPathRefusal(src); !strings.Contains(why, "resolves to /:") {
+		t.Errorf("hostPathRefusal(%s) = %q, want a refusal of /", src, why)
 	}
 }
