@@ -60,7 +60,7 @@ func Start(g *Globals, v Values, id string) error {
 		err = &BackendError{Verb: "start", Status: status}
 	}
 	if err != nil {
-		return endUnstarted(c, id, err)
+		return endUnstarted(g, c, id, err)
 	}
 	if err := startedOwn(g, c.backend, c.rec, id); err != nil {
 		return err
@@ -108,13 +108,19 @@ func startedOwn(g *Globals, b *backend.Backend, rec *state.Record, id string) er
 // ran on, and dockerd 20.10, whose delete of a created task is refused,
 // forgot it with its shim, cgroups and bulkhead's mounts. Once the
 // sandbox has ended the engine sees the task stop and deletes it, which
-// removes the rest. A pod member's sandbox is its pod's and is left.
-func endUnstarted(c *recorded, id string, cause error) error {
+// removes the rest. Only a container runsc still holds as created, under
+// the init create verified, is ended: a start that failed because the
+// container already runs (a second start, of a pod's sandbox too) leaves
+// it running; a pod member's sandbox is its pod's and is left too.
+func endUnstarted(g *Globals, c *recorded, id string, cause error) error {
 	spec, _, err := specs.Load(c.handedBundle())
 	if err != nil {
 		return fmt.Errorf("%w; its sandbox is left running: %v", cause, err)
 	}
 	if spec.Annotations[specs.AnnotationCRIContainerType] == "container" {
+		return cause
+	}
+	if st, err := askBackendState(g, c.backend, id); err != nil || st.Status != "created" || st.Pid != c.rec.InitPid {
 		return cause
 	}
 	pid := c.rec.InitPid
