@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -34,12 +36,30 @@ func decode(data []byte, strict bool) (*rspec.Spec, error) {
 	return &s, nil
 }
 
+// maxNamedMembers bounds the members a refusal names.
+const maxNamedMembers = 64
+
 // DecodeStrict decodes the one JSON document r holds into v: a member
-// v's type does not define is an error naming it, since bulkhead cannot
+// v's type does not define under that very name, or one an object holds
+// twice, is an error naming it (UnknownFields), since bulkhead cannot
 // police what it does not read and handing v on would drop it, and so is
 // anything after the document.
 func DecodeStrict(r io.Reader, v any) error {
-	return decodeOne(r, v, true)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	unknown, err := unknownMembers(data, reflect.TypeOf(v))
+	if err != nil {
+		return err
+	}
+	if len(unknown) > maxNamedMembers {
+		unknown = append(unknown[:maxNamedMembers:maxNamedMembers], fmt.Sprintf("and %d more", len(unknown)-maxNamedMembers))
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("members no runtime-spec type defines by that name, or given twice: %s; write each once, spelt as the runtime-spec does", strings.Join(unknown, ", "))
+	}
+	return decodeOne(bytes.NewReader(data), v, true)
 }
 
 func decodeOne(r io.Reader, v any, strict bool) error {

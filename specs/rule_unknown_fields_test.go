@@ -15,7 +15,11 @@ func TestUnknownFields(t *testing.T) {
 	}{
 		{`{"ociVersion":"1.0.2","process":{"cwd":"/","args":["sh"]},"root":{"path":"rootfs"}}`, nil},
 		{`{"ociVersion":"1.0.2","unknown":1}`, []string{"unknown"}},
-		{`{"Process":{"CWD":"/"}}`, nil},
+		// One spelling, once: encoding/json would take "Process" for
+		// "process" and keep the last of two "args".
+		{`{"Process":{"CWD":"/"}}`, []string{"Process"}},
+		{`{"process":{"args":["true"],"ARGS":["id"]}}`, []string{"process.ARGS"}},
+		{`{"process":{"args":["true"],"args":["id"]},"annotations":{"a":"1","a":"2"}}`, []string{"annotations[a] (twice)", "process.args (twice)"}},
 		{`{"process":{"user":{"uid":0,"umask":18,"shell":"/bin/sh"}}}`, []string{"process.user.shell"}},
 		{`{"mounts":[{"destination":"/x","type":"bind","source":"/y"},{"destination":"/z","propagation":"shared"}]}`, []string{"mounts[1].propagation"}},
 		{`{"linux":{"sysctl":{"anything.goes":"1"},"resources":{"memory":{"limit":1,"kmemTCP2":3}}}}`, []string{"linux.resources.memory.kmemTCP2"}},

@@ -170,6 +170,8 @@ func TestUpdateAndExecReadOnlyWhatTheyPolice(t *testing.T) {
 	for _, c := range []struct{ what, doc, names string }{
 		{"an unknown member", `{"pids":{"limit":10},"memry":{"limit":1}}`, "memry"},
 		{"a second document", `{"pids":{"limit":10}} {"pids":{"limit":1}}`, "trailing data"},
+		{"a member in another case", `{"pids":{"limit":10},"PIDS":{"limit":1}}`, "PIDS"},
+		{"a member twice", `{"pids":{"limit":1},"pids":{"limit":10}}`, "pids (twice)"},
 		{"an overlong list", string(long), "linux.resources.blockIO.throttleReadBpsDevice"},
 	} {
 		r := bulkhead(t, c.doc, nil, "--root", root, "update", "--resources", "-", id)
@@ -188,6 +190,14 @@ func TestUpdateAndExecReadOnlyWhatTheyPolice(t *testing.T) {
 	r := bulkhead(t, "", nil, "--root", root, "exec", "--process", path, id)
 	if r.code == 0 || !strings.Contains(r.stderr, "rlimitz") {
 		t.Errorf("exec --process with an unknown member: exit %d, want a refusal naming it:\n%s", r.code, r.stderr)
+	}
+	// What a reader of the file sees first is not what would run.
+	if err := os.WriteFile(path, []byte(`{"args":["/bin/true"],"cwd":"/","user":{"uid":65534,"gid":65534},"ARGS":["/bin/id"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = bulkhead(t, "", nil, "--root", root, "exec", "--process", path, id)
+	if r.code == 0 || !strings.Contains(r.stderr, "ARGS") {
+		t.Errorf("exec --process with args and ARGS: exit %d, want a refusal naming ARGS:\n%s", r.code, r.stderr)
 	}
 }
 
