@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/escape"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
@@ -91,15 +91,13 @@ func isWatchdog(pid int, id string) bool {
 
 // WriteJSON writes the inspection as one indented JSON document.
 func (in *Inspection) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(in)
+	return writeShownJSON(w, in, "  ")
 }
 
 // WriteText writes the inspection for people.
 func (in *Inspection) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, escape.Text(v)) }
 	row("id", in.ID)
 	row("status", in.Status)
 	row("profile", fmt.Sprintf("%s (%s)", in.Profile, in.Mode))
@@ -134,7 +132,7 @@ func (in *Inspection) WriteText(w io.Writer) error {
 		if d.Before != "" && d.Before != d.After {
 			change = d.Before + " -> " + d.After
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t[%s] %s\n", d.Rule, d.Field, d.Action, change, d.Layer, d.Why)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t[%s] %s\n", d.Rule, escape.Text(d.Field), d.Action, escape.Text(change), d.Layer, escape.Text(d.Why))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -146,7 +144,7 @@ func (in *Inspection) WriteText(w io.Writer) error {
 		if !c.OK {
 			verdict = "MISMATCH"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\texpected %s\tobserved %s\n", verdict, c.Control, c.Expected, c.Observed)
+		fmt.Fprintf(tw, "  %s\t%s\texpected %s\tobserved %s\n", verdict, c.Control, escape.Text(c.Expected), escape.Text(c.Observed))
 	}
 	return tw.Flush()
 }

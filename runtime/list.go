@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/escape"
 	"bulkhead.dev/bulkhead/runtime/state"
 )
 
@@ -75,12 +76,13 @@ func List(g *Globals, v Values, out io.Writer) error {
 			fmt.Fprintln(out, s.ID)
 		}
 	case v.String("format") == "json":
-		return json.NewEncoder(out).Encode(all)
+		return writeShownJSON(out, all, "")
 	case v.String("format") == "" || v.String("format") == "table":
 		w := tabwriter.NewWriter(out, 12, 1, 3, ' ', 0)
 		fmt.Fprint(w, "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n")
 		for _, s := range all {
-			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", s.ID, s.InitProcessPid, s.Status, s.Bundle, s.Created.Format(time.RFC3339Nano), s.Owner)
+			fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%s\t%s\n", escape.Text(s.ID), s.InitProcessPid, escape.Text(s.Status), escape.Text(s.Bundle),
+				s.Created.Format(time.RFC3339Nano), escape.Text(s.Owner))
 		}
 		return w.Flush()
 	default:

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // State prints the backend's state of a container with the caller's
@@ -50,6 +51,9 @@ func State(g *Globals, v Values, args []string, out io.Writer) error {
 	if err := enc.Encode(state); err != nil {
 		return err
 	}
-	_, err = out.Write(buf.Bytes())
+	// The bundle path and annotations are the caller's text: a reader of
+	// the document gets them as JSON escapes (escape.JSON), a parser the
+	// very text.
+	_, err = out.Write(escape.JSON(buf.Bytes()))
 	return err
 }

@@ -221,16 +221,18 @@ func Plain(b []byte) bool {
 // text. A record (an audit line) keeps exactly what the sandbox chose,
 // and the file shows no bidi control, zero-width space or terminal
 // control to whoever reads it. doc must be encoding/json's output, whose
-// strings are UTF-8 and whose other bytes are ASCII that shows.
+// strings are UTF-8 with every control character escaped, so a line
+// break, tab or carriage return in it lays the document out and stays.
 func JSON(doc []byte) []byte {
 	s := string(doc)
-	if eachRune(s, func(_ string, r rune, shown bool) bool { return shown }) {
+	layout := func(r rune) bool { return r == '\n' || r == '\t' || r == '\r' }
+	if eachRune(s, func(_ string, r rune, shown bool) bool { return shown || layout(r) }) {
 		return doc
 	}
 	out := make([]byte, 0, len(doc)+64)
 	eachRune(s, func(raw string, r rune, shown bool) bool {
 		switch {
-		case shown:
+		case shown || layout(r):
 			out = append(out, raw...)
 		case r == notUTF8:
 			out = append(out, `\ufffd`...)

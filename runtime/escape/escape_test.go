@@ -112,6 +112,16 @@ func TestJSON(t *testing.T) {
 	if err := json.Unmarshal(out, &back); err != nil || back["destination"] != in["destination"] {
 		t.Errorf("JSON(%s) = %s, decodes to %q (%v), want the text itself", doc, out, back["destination"], err)
 	}
+	// An indented document keeps its layout, and still parses.
+	indented, err := json.MarshalIndent(in, "", "\t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	indented = append(indented, '\n')
+	if err := json.Unmarshal(JSON(indented), &back); err != nil || back["destination"] != in["destination"] ||
+		!strings.HasPrefix(string(JSON(indented)), "{\n\t\"destination\"") {
+		t.Errorf("JSON of an indented document: %q (%v)", JSON(indented), err)
+	}
 	if plain := []byte(`{"a":"b\\u0000 \u00e9"}`); string(JSON(plain)) != string(plain) {
 		t.Errorf("JSON changed a document that shows: %s", JSON(plain))
 	}
