@@ -25,7 +25,14 @@ func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
 			After: l.Sysctl[k], Layer: LayerNamespaces}
 		name := strings.ReplaceAll(k, "/", ".")
 		ns, ok := sysctlNamespace(name)
+		_, dotted := l.Sysctl[name]
 		switch {
+		case name != k && dotted:
+			// The backend writes both to one file, in no set order: the
+			// value a rule judged or set under the dotted name would
+			// lose half the time.
+			d.Action, d.After = Refused, ""
+			d.Why = "sysctl " + k + " is " + name + " spelt with slashes, which the configuration sets too; set it once, as " + name
 		case slices.Contains(strings.Split(name, "."), ""):
 			// A backend writes the key as a path below /proc/sys, each
 			// dot a slash: net/../kernel/core_pattern starts as a network
@@ -40,6 +47,13 @@ func ruleSysctl(c *Context, s *rspec.Spec) []Decision {
 			d.Why = "sysctl " + k + " belongs to the " + string(ns) + " namespace, which this container shares; remove it or give the container its own " + string(ns) + " namespace"
 		default:
 			d.Why = "scoped to the container's own " + string(ns) + " namespace"
+			if name != k {
+				// One spelling for the rules after this one to read.
+				delete(l.Sysctl, k)
+				l.Sysctl[name] = d.After
+				d.Action, d.After = Tightened, name+"="+d.After
+				d.Why += "; written as " + name
+			}
 		}
 		ds = append(ds, d)
 	}

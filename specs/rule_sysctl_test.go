@@ -15,7 +15,7 @@ func TestRuleSysctl(t *testing.T) {
 		action Action
 	}{
 		{"net.ipv4.ip_unprivileged_port_start", own, Kept},
-		{"net/ipv4/ping_group_range", own, Kept},
+		{"net/ipv4/ping_group_range", own, Tightened}, // written as net.ipv4.ping_group_range
 		{"kernel.shmmax", own, Kept},
 		{"kernel.msgmax", own, Kept},
 		{"kernel.sem", own, Kept},
@@ -79,4 +79,21 @@ func TestRuleSysctlJoinedNamespace(t *testing.T) {
 			t.Errorf("%s in the container's own uts namespace: %s", f.field, dump(ds))
 		}
 	}
+}
+
+// TestRuleSysctlOneSpelling: a key spelt with slashes is written with
+// dots for the rules after this one, and the two spellings of one key
+// are refused: the backend writes both to one file in no set order, so
+// the value ipc_limits forces under the dotted name lost half the time.
+func TestRuleSysctlOneSpelling(t *testing.T) {
+	s := hostileSpec()
+	s.Linux.Namespaces = []rspec.LinuxNamespace{{Type: rspec.IPCNamespace}}
+	s.Linux.Sysctl = map[string]string{"kernel/shm_rmid_forced": "0"}
+	ruleSysctl(testContext(), s)
+	ruleIPCLimits(testContext(), s)
+	if len(s.Linux.Sysctl["kernel/shm_rmid_forced"]) != 0 || s.Linux.Sysctl["kernel.shm_rmid_forced"] != "1" {
+		t.Errorf("sysctls %v: want kernel.shm_rmid_forced=1 under one spelling", s.Linux.Sysctl)
+	}
+	s.Linux.Sysctl = map[string]string{"kernel/shmmax": "9999999999", "kernel.shmmax": "1"}
+	wantDecision(t, ruleSysctl(testContext(), s), "linux.sysctl[kernel/shmmax]", Refused)
 }
