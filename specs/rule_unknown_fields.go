@@ -3,6 +3,7 @@ package specs
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -64,75 +65,101 @@ func unknownMembers(data []byte, t reflect.Type) ([]string, error) {
 	// converting it, so a number no float64 holds (1e400) must not make
 	// this reading fail where that one succeeds.
 	dec.UseNumber()
-	var out []string
-	if err := walkMembers(dec, t, "", &out); err != nil {
+	w := memberWalk{dec: dec}
+	if err := w.value(t); err != nil {
 		return nil, err
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(w.out)
+	return w.out, nil
 }
 
-// walkMembers reads one value from dec as type t (nil: any shape) and
-// adds to out the path of each member t does not define by its exact
-// name, and of each member an object repeats.
-func walkMembers(dec *json.Decoder, t reflect.Type, path string, out *[]string) error {
+// maxJSONDepth bounds how deeply a document nests: the runtime-spec's
+// deepest path (linux.seccomp.syscalls[].args[].value) is six levels,
+// and a deeper document is no spec; walking one must not cost its depth
+// squared.
+const maxJSONDepth = 32
+
+// memberWalk reads one JSON value and lists the path of each member its
+// type does not define by its exact name, and of each member an object
+// repeats. The path is kept as its parts and joined only for a member it
+// names, so the walk holds one copy of it however deep it goes.
+type memberWalk struct {
+	dec   *json.Decoder
+	parts []string
+	out   []string
+}
+
+func (w *memberWalk) report(suffix string) {
+	w.out = append(w.out, strings.TrimPrefix(strings.Join(w.parts, ""), ".")+suffix)
+}
+
+// value reads one value as type t (nil: any shape).
+func (w *memberWalk) value(t reflect.Type) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
+	tok, err := w.dec.Token()
 	if err != nil {
 		return err
 	}
-	switch tok {
-	case json.Delim('{'):
-		var fields map[string]reflect.Type
-		if t != nil && t.Kind() == reflect.Struct {
-			fields = jsonFields(t)
-		}
-		seen := map[string]bool{}
-		for dec.More() {
-			k, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := k.(string)
-			var elem reflect.Type
-			child := path + "[" + key + "]"
-			switch {
-			case fields != nil:
-				child = strings.TrimPrefix(path+"."+key, ".")
-				ft, ok := fields[key]
-				if !ok {
-					*out = append(*out, child)
-				}
-				elem = ft
-			case t != nil && t.Kind() == reflect.Map:
-				elem = t.Elem()
-			}
-			if seen[key] {
-				*out = append(*out, child+" (twice)")
-			}
-			seen[key] = true
-			if err := walkMembers(dec, elem, child, out); err != nil {
-				return err
-			}
-		}
-		_, err = dec.Token()
-		return err
-	case json.Delim('['):
+	if tok != json.Delim('{') && tok != json.Delim('[') {
+		return nil
+	}
+	if len(w.parts) >= maxJSONDepth {
+		return fmt.Errorf("nested deeper than %d levels, which no runtime-spec document is", maxJSONDepth)
+	}
+	if tok == json.Delim('[') {
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for i := 0; dec.More(); i++ {
-			if err := walkMembers(dec, elem, path+"["+strconv.Itoa(i)+"]", out); err != nil {
+		for i := 0; w.dec.More(); i++ {
+			w.parts = append(w.parts, "["+strconv.Itoa(i)+"]")
+			err := w.value(elem)
+			w.parts = w.parts[:len(w.parts)-1]
+			if err != nil {
 				return err
 			}
 		}
-		_, err = dec.Token()
+		_, err = w.dec.Token()
 		return err
 	}
-	return nil
+	var fields map[string]reflect.Type
+	if t != nil && t.Kind() == reflect.Struct {
+		fields = jsonFields(t)
+	}
+	seen := map[string]bool{}
+	for w.dec.More() {
+		k, err := w.dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := k.(string)
+		var elem reflect.Type
+		part := "[" + key + "]"
+		switch {
+		case fields != nil:
+			part = "." + key
+			elem = fields[key]
+		case t != nil && t.Kind() == reflect.Map:
+			elem = t.Elem()
+		}
+		w.parts = append(w.parts, part)
+		if fields != nil && elem == nil {
+			w.report("")
+		}
+		if seen[key] {
+			w.report(" (twice)")
+		}
+		seen[key] = true
+		err = w.value(elem)
+		w.parts = w.parts[:len(w.parts)-1]
+		if err != nil {
+			return err
+		}
+	}
+	_, err = w.dec.Token()
+	return err
 }
 
 // jsonFields maps each JSON member name of struct t to its type, as
