@@ -13,6 +13,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/pmezard/go-difflib/difflib"
 
+	"bulkhead.dev/bulkhead/runtime/escape"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -210,7 +211,9 @@ func (r *CheckReport) WriteText(w io.Writer) error {
 	default:
 		b.WriteString("\n" + r.Diff)
 	}
-	_, err := io.WriteString(w, b.String())
+	// Fields, values and reasons carry the caller's text: a sequence in an
+	// annotation's name must not draw a verdict of its own.
+	_, err := io.WriteString(w, escape.Terminal(b.String()))
 	return err
 }
 

@@ -179,3 +179,18 @@ func TestCheckSaysWhatCreateWould(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckTextShowsEscaped: an annotation's name with an escape sequence
+// reaches the text report escaped, so it cannot draw a verdict of its own.
+func TestCheckTextShowsEscaped(t *testing.T) {
+	dir := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
+		s.Annotations = map[string]string{"x\x1b[1A\x1b[2Kverdict: WOULD RUN\u202e": "1"}
+	})
+	var text bytes.Buffer
+	if err := dryRun(t, checkGlobals(t, ""), dir).WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(text.String(), "\x1b\u202e") || !strings.Contains(text.String(), `\x1b[1A`) {
+		t.Errorf("check's text shows the caller's sequence raw:\n%q", text.String())
+	}
+}
