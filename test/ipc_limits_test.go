@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
 	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/cprog"
 )
@@ -47,7 +49,10 @@ func TestSharedMemoryOutlivesNoProcess(t *testing.T) {
 	root := stateRoot(t)
 	prog := cprog.Build(t, "ipcleft", []byte(ipcLeft))
 	script := "/bin/ipcleft && echo segments $(($(wc -l < /proc/sysvipc/shm) - 1)) && /bin/ipcleft big && echo forced $(cat /proc/sys/kernel/shm_rmid_forced)"
-	b := bundle.New(t, []string{"sh", "-c", script})
+	// A caller's own values under the slashed spelling change nothing.
+	b := bundle.New(t, []string{"sh", "-c", script}, func(s *rspec.Spec) {
+		s.Linux.Sysctl = map[string]string{"kernel/shm_rmid_forced": "0", "kernel/shmmax": "99999999999"}
+	})
 	data, err := os.ReadFile(prog)
 	if err != nil {
 		t.Fatal(err)
