@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -13,12 +14,31 @@ import (
 // Remove deletes a container's cgroup if the backend left it
 // behind (runsc does after a failed create, and a later container reusing
 // the path would inherit its limits). A missing cgroup is not an error.
+// Every caller has ended the container first, but its processes may still
+// be exiting (a loaded host has been seen to take longer than runc's own
+// 150 ms of retries), so a group that still holds them is tried again
+// until removeWait has passed.
 func Remove(path string) error {
 	// Only a cgroupfs path is bulkhead's to remove; a systemd slice:prefix:name
 	// belongs to systemd.
 	if path == "" || path[0] != '/' {
 		return nil
 	}
+	deadline := time.Now().Add(removeWait)
+	for {
+		err := removeOnce(path)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// removeWait bounds the wait for an ended container's processes to leave
+// its cgroup.
+const removeWait = 5 * time.Second
+
+func removeOnce(path string) error {
 	var err error
 	if cgroupsv3.Mode() == cgroupsv3.Unified {
 		var m *cgroup2.Manager
