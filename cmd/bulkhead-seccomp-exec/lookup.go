@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -19,6 +20,12 @@ func lookup(name string, env []string) (string, error) {
 		return "", fmt.Errorf("empty command name")
 	}
 	if strings.Contains(name, "/") {
+		// A path that names nothing is not found, as a shell says (127);
+		// one that cannot run is execve's to answer (126).
+		var st unix.Stat_t
+		if err := unix.Stat(name, &st); errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			return "", fmt.Errorf("%s: %w", name, err)
+		}
 		return name, nil
 	}
 	var dirs []string

@@ -156,8 +156,12 @@ func TestLookup(t *testing.T) {
 		{"plain", []string{path}, ""},
 		{"adir", []string{path}, ""},
 		{"prog", nil, ""},
-		{"./prog", nil, "./prog"},
-		{"/abs/prog", nil, "/abs/prog"},
+		// A path is execve's to judge, but one that names nothing is
+		// not found (127, as a shell says), not unrunnable (126).
+		{filepath.Join(dir, "prog"), nil, filepath.Join(dir, "prog")},
+		{filepath.Join(dir, "plain"), nil, filepath.Join(dir, "plain")},
+		{"/abs/prog", nil, ""},
+		{filepath.Join(dir, "prog/x"), nil, ""},
 		{"", []string{path}, ""},
 	} {
 		got, err := lookup(tc.name, tc.env)
