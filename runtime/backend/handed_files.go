@@ -249,7 +249,7 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 	}
 	// Every stream refused is named at once: a caller at a terminal has
 	// all three on it, and one refusal per attempt took three attempts.
-	var refused []string
+	var refused, advice []string
 	for fd := 0; fd < len(streamNames); fd++ {
 		what, err := judgeStdioOwnerFile(fd, b.StdioOwner(uid))
 		if err != nil {
@@ -257,6 +257,7 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 		}
 		if what != "" {
 			refused = append(refused, what)
+			advice = append(advice, streamAdvice[fd])
 		}
 	}
 	if len(refused) == 0 {
@@ -270,8 +271,17 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 	if b.IsGVisor() {
 		whom = "runsc would give " + it + " to the sandbox's host user, uid"
 	}
-	return fmt.Errorf("%s; %s %d, for good, on the host; hand a pipe: cat file | bulkhead run ..., bulkhead run ... | cat > out, or </dev/null",
-		strings.Join(refused, "; "), whom, b.StdioOwner(uid))
+	return fmt.Errorf("%s; %s %d, for good, on the host; hand a pipe or /dev/null: %s",
+		strings.Join(refused, "; "), whom, b.StdioOwner(uid), strings.Join(advice, "; "))
+}
+
+// streamAdvice is how a shell hands each stdio stream a pipe or the null
+// device, by descriptor: a script that writes a job's output to a file
+// puts a cat between them.
+var streamAdvice = [3]string{
+	"stdin from a pipe (cat file | ...) or </dev/null",
+	"stdout to a pipe (... | cat > out) or >/dev/null",
+	"stderr to a pipe (... 2>&1 | cat > out) or 2>/dev/null",
 }
 
 // anonymousPipe tells a pipe (pipefs, reached by no path) from a named

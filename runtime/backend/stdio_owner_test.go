@@ -144,8 +144,13 @@ func TestJudgeStdioOwner(t *testing.T) {
 			if c.want == "ok" && got != "ok" || c.want != "ok" && !strings.Contains(got, c.want) {
 				t.Errorf("judge said %q, want %q", got, c.want)
 			}
-			if c.want != "ok" && !strings.Contains(got, "hand a pipe: cat file | bulkhead run ..., bulkhead run ... | cat > out") {
-				t.Errorf("refusal %q does not say what to hand instead", got)
+			// Each refused stream, and only those, is told what to get
+			// instead.
+			for fd, name := range streamNames {
+				refused := c.want != "ok" && strings.Contains(got, name+" (descriptor")
+				if advised := strings.Contains(got, streamAdvice[fd]); refused != advised {
+					t.Errorf("refusal %q: %s refused %v, advised %v", got, name, refused, advised)
+				}
 			}
 			var after unix.Stat_t
 			if c.in != nil {
