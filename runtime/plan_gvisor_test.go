@@ -146,3 +146,16 @@ func TestGVisorNprocCarriesTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslateSeccompForGVisorLog: runsc refuses SCMP_ACT_LOG, and with
+// it the container; the call runs there as on runc, unlogged.
+func TestTranslateSeccompForGVisorLog(t *testing.T) {
+	p := &rspec.LinuxSeccomp{DefaultAction: rspec.ActErrno, Syscalls: []rspec.LinuxSyscall{
+		{Names: []string{"read"}, Action: rspec.ActAllow},
+		{Names: []string{"uname"}, Action: rspec.ActLog},
+	}}
+	notes := backend.TranslateSeccompForGVisor(p)
+	if r := rulesNaming(p, "uname"); len(r) != 1 || r[0].Action != rspec.ActAllow || len(notes) != 1 {
+		t.Errorf("uname: %+v, notes %q; want one allow rule and a note", r, notes)
+	}
+}

@@ -168,6 +168,12 @@ func TranslateSeccompForGVisor(p *rspec.LinuxSeccomp) []string {
 	}
 	for i := range p.Syscalls {
 		r := &p.Syscalls[i]
+		if r.Action == rspec.ActLog {
+			// runsc refuses the action ("invalid action") and with it
+			// the container; it lets the call run, as on runc, unlogged.
+			r.Action = rspec.ActAllow
+			notes = append(notes, fmt.Sprintf("%v: SCMP_ACT_LOG handed over as SCMP_ACT_ALLOW (runsc has no log action)", r.Names))
+		}
 		if r.Action == rspec.ActErrno && r.ErrnoRet != nil {
 			switch *r.ErrnoRet {
 			case errnoEPERM:
