@@ -98,13 +98,13 @@ func TestFieldsTable(t *testing.T) {
 func TestDeniedFieldsRefused(t *testing.T) {
 	one, classID := uint64(1), uint32(0x100001)
 	cases := map[string]func(s *rspec.Spec){
-		"linux.intelRdt":                     func(s *rspec.Spec) { s.Linux.IntelRdt = &rspec.LinuxIntelRdt{ClosID: "x"} },
-		"linux.netDevices":                   func(s *rspec.Spec) { s.Linux.NetDevices = map[string]rspec.LinuxNetDevice{"eth9": {Name: "eth0"}} },
-		"linux.resources.unified":            func(s *rspec.Spec) { ensureResources(s).Unified = map[string]string{"memory.max": "max"} },
-		"linux.resources.network":            func(s *rspec.Spec) { ensureResources(s).Network = &rspec.LinuxNetwork{ClassID: &classID} },
-		"linux.resources.cpu.realtimePeriod": func(s *rspec.Spec) { ensureResources(s).CPU = &rspec.LinuxCPU{RealtimePeriod: &one} },
-		"linux.uidMappings":                  func(s *rspec.Spec) { s.Linux.UIDMappings = []rspec.LinuxIDMapping{{HostID: 0, Size: 1}} },
-		"linux.timeOffsets":                  func(s *rspec.Spec) { s.Linux.TimeOffsets = map[string]rspec.LinuxTimeOffset{"boottime": {Secs: 1}} },
+		"linux.intelRdt":                      func(s *rspec.Spec) { s.Linux.IntelRdt = &rspec.LinuxIntelRdt{ClosID: "x"} },
+		"linux.netDevices":                    func(s *rspec.Spec) { s.Linux.NetDevices = map[string]rspec.LinuxNetDevice{"eth9": {Name: "eth0"}} },
+		"linux.resources.unified[memory.max]": func(s *rspec.Spec) { ensureResources(s).Unified = map[string]string{"memory.max": "max"} },
+		"linux.resources.network":             func(s *rspec.Spec) { ensureResources(s).Network = &rspec.LinuxNetwork{ClassID: &classID} },
+		"linux.resources.cpu.realtimePeriod":  func(s *rspec.Spec) { ensureResources(s).CPU = &rspec.LinuxCPU{RealtimePeriod: &one} },
+		"linux.uidMappings":                   func(s *rspec.Spec) { s.Linux.UIDMappings = []rspec.LinuxIDMapping{{HostID: 0, Size: 1}} },
+		"linux.timeOffsets":                   func(s *rspec.Spec) { s.Linux.TimeOffsets = map[string]rspec.LinuxTimeOffset{"boottime": {Secs: 1}} },
 		"linux.personality.domain": func(s *rspec.Spec) {
 			s.Linux.Personality = &rspec.LinuxPersonality{Domain: rspec.PerLinux32}
 		},

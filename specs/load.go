@@ -31,9 +31,40 @@ func DecodeLenient(data []byte) (*rspec.Spec, error) {
 func decode(data []byte, strict bool) (*rspec.Spec, error) {
 	var s rspec.Spec
 	if err := decodeOne(bytes.NewReader(data), &s, strict); err != nil {
-		return nil, fmt.Errorf("config.json: %w", err)
+		return nil, fmt.Errorf("config.json: %w", jsonProblem(data, err))
 	}
 	return &s, nil
+}
+
+// jsonProblem says where in data a decoding error is, as a person finds
+// it: the line and column of a syntax error, the runtime-spec field and
+// the JSON type of a value of the wrong type, the end of a document cut
+// short.
+func jsonProblem(data []byte, err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		// The offset is past the byte that broke the syntax.
+		line, col := lineColumn(data, syntax.Offset-1)
+		return fmt.Errorf("not valid JSON at line %d, column %d: %w", line, col, err)
+	case errors.As(err, &typ) && typ.Field != "":
+		line, col := lineColumn(data, typ.Offset)
+		return fmt.Errorf("%s: a JSON %s where the runtime-spec has %s (line %d, column %d)", typ.Field, typ.Value, typ.Type, line, col)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		line, col := lineColumn(data, int64(len(data)))
+		return fmt.Errorf("the JSON ends before its document does (line %d, column %d): is the file cut short?", line, col)
+	}
+	return err
+}
+
+// lineColumn is the 1-based line and column of byte offset off in data.
+func lineColumn(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(off) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return line, col
 }
 
 // maxNamedMembers bounds the members a refusal names.
@@ -86,7 +117,7 @@ func Load(bundle string) (*rspec.Spec, []byte, error) {
 // bundle (such as its opened descriptor's), and naming bundle in errors.
 func LoadAt(bundle, dir string) (*rspec.Spec, []byte, error) {
 	path := filepath.Join(dir, "config.json")
-	data, err := ReadRegular(path, false)
+	data, err := readRegular(path, filepath.Join(bundle, "config.json"), false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("bundle %s has no config.json: pass the bundle's directory with --bundle (runc spec writes one)", bundle)
 	}

@@ -27,8 +27,13 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 	}
 	why := rootRefusal(c, s.Annotations, rootfsPath(c, s.Root))
 	if why != "" {
-		return []Decision{{Rule: "root", Field: field, Action: Refused, Before: s.Root.Path, Layer: LayerNone,
-			Why: why + "; put the container's rootfs inside its bundle"}}
+		advice := "; put the container's rootfs inside its bundle"
+		if strings.Contains(why, " is a mount of ") || strings.Contains(why, " which is also mounted at ") {
+			// Inside the bundle already: what is mounted there is judged
+			// as a bind of where it comes from.
+			advice = "; a rootfs mounted from another place is judged as a bind of that place: mount it from below bind_roots, or make it a directory of the bundle's own"
+		}
+		return []Decision{{Rule: "root", Field: field, Action: Refused, Before: s.Root.Path, Layer: LayerNone, Why: why + advice}}
 	}
 	return []Decision{{Rule: "root", Field: field, Action: Kept, Before: s.Root.Path, After: s.Root.Path,
 		Layer: LayerNone, Why: "the container's own root filesystem"}}

@@ -39,9 +39,10 @@ func refuseUnclassified(v reflect.Value, prefix string) []Decision {
 			f = FieldClass{Why: "no rule of the policy classifies this field, so it is refused rather than passed through"}
 		}
 		// One decision per field and element: a refused struct such as
-		// linux.intelRdt is named once, not once per member.
+		// linux.intelRdt is named once, not once per member; a refused
+		// map's entries each by their key (unified[memory.high]).
 		where := l.Where
-		if ok && f.Path != l.Path {
+		if ok && f.Path != l.Path && l.Path != f.Path+"{}" {
 			where = truncateTo(l.Where, f.Path)
 		}
 		if seen[where] {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
@@ -126,7 +127,7 @@ func (w *memberWalk) value(t reflect.Type) error {
 	}
 	var fields map[string]reflect.Type
 	if t != nil && t.Kind() == reflect.Struct {
-		fields = jsonFields(t)
+		fields = knownFields(t)
 	}
 	seen := map[string]bool{}
 	for w.dec.More() {
@@ -160,6 +161,19 @@ func (w *memberWalk) value(t reflect.Type) error {
 	}
 	_, err = w.dec.Token()
 	return err
+}
+
+// fieldsByType holds jsonFields of each struct type met: the spec's types
+// are fixed, and every verb reads a document through them.
+var fieldsByType sync.Map
+
+// knownFields is jsonFields(t), built once per type.
+func knownFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldsByType.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m, _ := fieldsByType.LoadOrStore(t, jsonFields(t))
+	return m.(map[string]reflect.Type)
 }
 
 // jsonFields maps each JSON member name of struct t to its type, as

@@ -35,6 +35,10 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			mountAt(t, "/", filepath.Join(hostRoot, "rootfs"), "", unix.MS_BIND)
 			if r := run(hostRoot, "root-host"); r.code == 0 || !strings.Contains(r.stderr, "host / exposes every host file") {
 				t.Fatalf("a bind of the host's / at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			} else if !strings.Contains(r.stderr, "mount it from below bind_roots") {
+				// The rootfs is inside the bundle already: the advice is
+				// about what is mounted there.
+				t.Errorf("a mount at the bundle's rootfs refused with advice that does not fit it:\n%s", r.stderr)
 			}
 
 			// containerd's overlayfs snapshotter, as a root of its own:
