@@ -178,8 +178,10 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 	if errors.Is(err, errGone) {
 		// Gone before it could be held: nothing of it runs any more, so
 		// there is nothing to kill; what it did cannot be verified, and the
-		// log says so.
-		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
+		// audit line says so (execEnded). A short exec ends so as a matter
+		// of course: the log has it at info level, not the caller's
+		// stderr, which is the command's own output.
+		logrus.Infof("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
 		return endedExec(c, id, nil)
 	}
 	if err != nil {
@@ -199,7 +201,7 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 		// The pid is no longer the exec'd process's: it ended and the pid
 		// went to another process, which bulkhead must neither judge nor
 		// kill.
-		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
+		logrus.Infof("bulkhead: exec %s: process %d ended before it could be verified", id, pid)
 		return endedExec(c, id, nil)
 	}
 	err = readWithin(p, time.Now().Add(verifyExecTimeout), func() error { return checkExeced(c, policed, pid) })
@@ -222,7 +224,7 @@ func judgeExeced(c *recorded, policed *rspec.Process, pid int, id string) (outco
 	if p.ending() {
 		// Read while it exited: on cgroup v1 an exiting process shows in
 		// the root cgroup, and its other fields are no longer its own.
-		logrus.Warnf("bulkhead: exec %s: process %d ended before it could be verified (%v)", id, pid, err)
+		logrus.Infof("bulkhead: exec %s: process %d ended before it could be verified (%v)", id, pid, err)
 		return endedExec(c, id, err)
 	}
 	// Fail closed: the process must not run on unverified.

@@ -43,13 +43,13 @@ func lookupRecorded(g *Globals, verb, id string) (*recorded, error) {
 		if _, serr := Select(cfg, g, nil); serr != nil {
 			return nil, serr
 		}
-		return nil, fmt.Errorf("%s %s: bulkhead has no record of this container: %w", verb, id, err)
+		return nil, fmt.Errorf("%s %s: %w", verb, id, errNoContainer)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if !rec.Verified() {
-		return nil, fmt.Errorf("%s %s: its create did not finish (it was interrupted, or is still running), so nothing of the container was verified; delete it (bulkhead delete --force %s) and create it again", verb, id, id)
+		return nil, fmt.Errorf("%s %s: %w", verb, id, unverified{id})
 	}
 	b, err := cfg.ResolveBackend(rec.Backend)
 	if err != nil {
@@ -70,4 +70,21 @@ func (r *recorded) handedBundle() string {
 		return filepath.Join(r.reg.Dir(r.rec.ID), privateBundleDir)
 	}
 	return r.rec.Bundle
+}
+
+// errNoContainer is an id bulkhead has no record of, in runc's words for
+// it; the record's path is bulkhead's business. It is os.ErrNotExist.
+var errNoContainer error = noContainer{}
+
+type noContainer struct{}
+
+func (noContainer) Error() string { return "container does not exist" }
+func (noContainer) Unwrap() error { return os.ErrNotExist }
+
+// unverified is a record whose create never finished: nothing of the
+// container was verified. Its message says what to do.
+type unverified struct{ id string }
+
+func (u unverified) Error() string {
+	return fmt.Sprintf("its create did not finish (it was interrupted, or is still running), so nothing of the container was verified; delete it (bulkhead delete --force %s) and create it again", u.id)
 }

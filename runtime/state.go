@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
-	"bulkhead.dev/bulkhead/runtime/escape"
 )
 
 // State prints the backend's state of a container with the caller's
@@ -44,16 +42,7 @@ func State(g *Globals, v Values, args []string, out io.Writer) error {
 	bundle, _ := json.Marshal(rec.Bundle)
 	state["bundle"] = bundle
 	// runc prints the state indented; keep its keys (sorted by the
-	// encoder) and its layout.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(state); err != nil {
-		return err
-	}
-	// The bundle path and annotations are the caller's text: a reader of
-	// the document gets them as JSON escapes (escape.JSON), a parser the
-	// very text.
-	_, err = out.Write(escape.JSON(buf.Bytes()))
-	return err
+	// encoder) and its layout. The bundle path and annotations are the
+	// caller's text, shown escaped (writeShownJSON).
+	return writeShownJSON(out, state, "  ")
 }

@@ -11,6 +11,7 @@ import (
 
 	units "github.com/docker/go-units"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -71,6 +72,15 @@ func (c *recorded) clampResources(id string, r *rspec.LinuxResources) error {
 		_ = json.Unmarshal(data, target)
 	}
 	decisions, err := specs.ClampResources(&c.profile, target)
+	if c.profile.Mode == specs.Enforce {
+		// A caller asked for more than the profile gives: say what it
+		// got, not only in the audit log.
+		for _, d := range decisions {
+			if d.Action == specs.Tightened {
+				logrus.Warnf("bulkhead: update %s: %s %s held to %s (%s)", id, d.Field, d.Before, d.After, d.Why)
+			}
+		}
+	}
 	outcome := "update"
 	if err != nil && c.profile.Mode == specs.Enforce {
 		outcome = "refused"

@@ -81,3 +81,20 @@ func TestExecStaysInTheContainersCgroup(t *testing.T) {
 	made = append(made, sub)
 	must(t, append(g, "exec", "-d", "--cgroup", prefix+"sub", id, "sleep", "1")...)
 }
+
+// A short exec's own stderr is the command's: that it ended before
+// bulkhead could read it is the audit log's and the log's to say, not a
+// warning in every such command's output.
+func TestShortExecLeavesStderrToTheCommand(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		id := uniqueID("shortexec-" + backend)
+		must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		must(t, append(g, "start", id)...)
+		for i := 0; i < 20; i++ {
+			if r := bulkhead(t, "", append(g, "exec", id, "true")...); r.code != 0 || strings.TrimSpace(r.stderr) != "" {
+				t.Fatalf("exec %s true: exit %d, stderr %q; want 0 and nothing", id, r.code, r.stderr)
+			}
+		}
+	})
+}
