@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -21,8 +22,15 @@ func dropSecretEnv(prof *Profile, p *rspec.Process) []Decision {
 	}
 	var ds []Decision
 	kept := []string{}
-	for _, kv := range p.Env {
-		name, value, _ := strings.Cut(kv, "=")
+	for i, kv := range p.Env {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok && (secretName(kv) || secretValue(kv)) {
+			// No name to give: the whole entry may be the secret
+			// ("PASSWORD:hunter2"), so it is named by its place only.
+			ds = append(ds, Decision{Rule: "environment", Field: fmt.Sprintf("process.env[#%d]", i),
+				Action: Removed, Layer: LayerNone, Why: "an entry without '=' that looks like a secret; named by its place, not its text"})
+			continue
+		}
 		why := ""
 		switch {
 		case secretName(name):
@@ -34,7 +42,13 @@ func dropSecretEnv(prof *Profile, p *rspec.Process) []Decision {
 			kept = append(kept, kv)
 			continue
 		}
-		ds = append(ds, Decision{Rule: "environment", Field: "process.env[" + name + "]",
+		field := "process.env[" + name + "]"
+		if !plainEnvName(name) {
+			// A name no shell writes may carry the secret itself
+			// ("PASSWORD:aHVudGVyMg==" splits at its padding).
+			field = fmt.Sprintf("process.env[#%d]", i)
+		}
+		ds = append(ds, Decision{Rule: "environment", Field: field,
 			Action: Removed, Layer: LayerNone, Why: why})
 	}
 	if len(ds) == 0 {
@@ -45,13 +59,41 @@ func dropSecretEnv(prof *Profile, p *rspec.Process) []Decision {
 	return ds
 }
 
+// plainEnvName tells whether a variable's name is one a shell writes:
+// letters, digits and '_', not first a digit, at most 128 bytes.
+func plainEnvName(name string) bool {
+	if name == "" || len(name) > 128 || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for _, r := range name {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// RemovedEnv are the names of the variables the environment rule
+// removed, as its decisions name them.
+func RemovedEnv(ds []Decision) []string {
+	var names []string
+	for _, d := range ds {
+		if d.Rule == "environment" && d.Action == Removed {
+			names = append(names, strings.TrimSuffix(strings.TrimPrefix(d.Field, "process.env["), "]"))
+		}
+	}
+	return names
+}
+
 var (
 	secretNameParts    = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL", "JWT"}
 	secretNameSuffixes = []string{"_KEY", "_AUTH", "_PASS", "_PWD", "_DSN"}
 	secretNamePrefixes = []string{"AWS_", "VAULT_"}
 	secretNames        = []string{"SSH_AUTH_SOCK", "DOCKER_AUTH_CONFIG", "KUBECONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_SECRET", "NPM_TOKEN"}
-	// AWS_REGION says where, not who.
-	harmlessNames = []string{"AWS_REGION", "AWS_DEFAULT_REGION"}
+	// AWS_REGION says where, not who; Hugging Face's tokenizers read
+	// TOKENIZERS_PARALLELISM (a boolean) in many ML test suites; pass's
+	// PASSWORD_STORE_DIR is a path.
+	harmlessNames = []string{"AWS_REGION", "AWS_DEFAULT_REGION", "TOKENIZERS_PARALLELISM", "PASSWORD_STORE_DIR"}
 )
 
 func secretName(name string) bool {

@@ -41,7 +41,8 @@ func TestRuleEnvironment(t *testing.T) {
 	}
 	keep := []string{"PATH=/usr/bin:/bin", "HOME=/root", "TERM=xterm", "HOSTNAME=abc123", "LANG=C.UTF-8",
 		"AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=eu-west-1", "KEYBOARD=us", "URL=https://example.com/x",
-		"NO_VALUE", "PWD=/src", "OLDPWD=/", "PASSAGE=3", "GOPATH=/go"}
+		"NO_VALUE", "PWD=/src", "OLDPWD=/", "PASSAGE=3", "GOPATH=/go",
+		"TOKENIZERS_PARALLELISM=false", "PASSWORD_STORE_DIR=/home/sandbox/.password-store"}
 	c := testContext()
 	s := hostileSpec()
 	s.Process.Env = append(append([]string{}, keep...), secrets...)
@@ -59,6 +60,16 @@ func TestRuleEnvironment(t *testing.T) {
 		if err := (&RefusalError{Decisions: ds}).Error(); strings.Contains(err, value) {
 			t.Fatalf("value of %s appears in an error", name)
 		}
+	}
+
+	// An entry without '=' has no name to give: its place is named.
+	s.Process.Env = []string{"PATH=/bin", "PASSWORD:hunter2", "PASSWORD:aHVudGVyMg=="}
+	entry := ruleEnvironment(c, s)
+	if data, _ := json.Marshal(entry); strings.Contains(string(data), "hunter2") || strings.Contains(string(data), "aHVudGVy") || len(s.Process.Env) != 1 {
+		t.Errorf("an entry without '=' that looks like a secret: %s, env %q", data, s.Process.Env)
+	}
+	if got := RemovedEnv(ds); len(got) != len(secrets) || !slices.Contains(got, "DB_PASS") {
+		t.Errorf("RemovedEnv: %q, want every removed name", got)
 	}
 
 	t.Run("profile does not drop", func(t *testing.T) {
