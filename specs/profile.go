@@ -83,9 +83,10 @@ type Profile struct {
 	AnnotationsAllowed []string `toml:"annotations_allowed" json:"annotations_allowed,omitempty"`
 	// AppArmorProfiles are the AppArmor profiles a container may name.
 	AppArmorProfiles []string `toml:"apparmor_profiles" json:"apparmor_profiles,omitempty"`
-	// CompatSyscalls keeps the 32-bit and x32 system call ABIs in the
-	// seccomp filter; without it they are refused whole, so no argument
-	// filter can be bypassed through socketcall or ipc.
+	// CompatSyscalls keeps the x32 and arm32 system call ABIs in the
+	// seccomp filter (seccomp.compatABIs); without it they are refused
+	// whole. i386 never is: its socketcall and ipc hide their arguments
+	// from the filter.
 	CompatSyscalls bool `toml:"compat_syscalls" json:"compat_syscalls"`
 
 	Workspaces    []string `toml:"workspaces" json:"workspaces,omitempty"`
@@ -355,15 +356,17 @@ func (p *Profile) JobMayUseUID(id uint32) bool { return allowedID(p.UID, p.Allow
 func (p *Profile) JobMayUseGID(id uint32) bool { return allowedID(p.GID, p.AllowedGIDs, id) }
 
 // validateTmpfsSizes checks that the tmpfs mounts the profile itself adds
-// fit in tmpfs_total: /tmp, the home, the build scratch and the /dev tmpfs
-// runc lays the device nodes out in. All of them are memory, charged to
-// the container's own memory cgroup.
+// fit in tmpfs_total with the /dev tmpfs runc lays the device nodes out in
+// and the /dev/shm every engine mounts (64m): /tmp, the home and the build
+// scratch. All of them are memory, charged to the container's own memory
+// cgroup. A profile that fits only without /dev/shm loads, and then every
+// container an engine makes is refused, the caller blamed.
 func (p *Profile) validateTmpfsSizes() error {
 	total, err := p.TmpfsTotalBytes()
 	if err != nil {
 		return err
 	}
-	sum := int64(DevTmpfsBytes)
+	sum := int64(DevTmpfsBytes + EngineShmBytes)
 	for _, size := range []func() (int64, error){p.TmpBytes, p.HomeBytes, p.ScratchBytes} {
 		n, err := size()
 		if err != nil {
@@ -372,7 +375,7 @@ func (p *Profile) validateTmpfsSizes() error {
 		sum += n
 	}
 	if total > 0 && sum > total {
-		return fmt.Errorf("tmp_size %s + home_size %s + scratch_size %s + /dev 64m exceed tmpfs_total %s",
+		return fmt.Errorf("tmp_size %s + home_size %s + scratch_size %s + /dev 64m + an engine's /dev/shm 64m exceed tmpfs_total %s: raise tmpfs_total or lower the sizes",
 			p.TmpSize, p.HomeSize, p.ScratchSize, p.TmpfsTotal)
 	}
 	return nil

@@ -66,6 +66,7 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 	}
 	dev := false
 	var total int64
+	var sizes []string // each tmpfs and its size, for a refusal of the sum
 	moved := placements(newContainerView(c, s), s.Mounts)
 	if why, ok := moved[-1]; ok {
 		ds = append(ds, refuseMount("mounts[/dev]", "the image's /dev", why))
@@ -113,11 +114,13 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 			}
 			if n, ok := profileTmpfs(c.Profile, dst); ok { // the tmp, home or scratch rule's, already sized
 				total += n
+				sizes = append(sizes, dst+" "+units.BytesSize(float64(n)))
 				continue
 			}
 			n, d := tmpfsFlags(c.Profile, m, field, dst)
 			ds = append(ds, d)
 			total += n
+			sizes = append(sizes, dst+" "+units.BytesSize(float64(n)))
 		default:
 			if d, changed := kernelFSFlags(m, field, typ != "devpts"); changed {
 				ds = append(ds, d)
@@ -127,6 +130,7 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 	if !dev {
 		s.Mounts = append([]rspec.Mount{defaultDevTmpfs}, s.Mounts...)
 		total += DevTmpfsBytes
+		sizes = append(sizes, "/dev "+units.BytesSize(DevTmpfsBytes))
 		ds = append(ds, Decision{Rule: "mounts", Field: "mounts[/dev]", Action: Added, Before: "the image's /dev",
 			After: "tmpfs " + fmtList(defaultDevTmpfs.Options), Layer: LayerTmpfs,
 			Why: "the image's own /dev could hold any device node; runc lays out the allowed ones in a fresh tmpfs"})
@@ -134,13 +138,17 @@ func ruleMounts(c *Context, s *rspec.Spec) []Decision {
 	if limit, err := c.Profile.TmpfsTotalBytes(); err == nil && limit > 0 && total > limit {
 		ds = append(ds, Decision{Rule: "mounts", Field: "mounts[tmpfs]", Action: Refused,
 			Before: units.BytesSize(float64(total)), Layer: LayerNone,
-			Why: fmt.Sprintf("the tmpfs mounts add up to more than the profile's tmpfs_total (%s); make them smaller", c.Profile.TmpfsTotal)})
+			Why: fmt.Sprintf("the tmpfs mounts (%s) add up to more than the profile's tmpfs_total (%s); make them smaller", strings.Join(sizes, ", "), c.Profile.TmpfsTotal)})
 	}
 	return ds
 }
 
 // DevTmpfsBytes is the size of the /dev tmpfs bulkhead adds.
 const DevTmpfsBytes = 64 << 20
+
+// EngineShmBytes is the /dev/shm Docker, containerd and the kubelet mount
+// by default, which a profile's tmpfs_total must leave room for.
+const EngineShmBytes = 64 << 20
 
 // profileTmpfs returns the size of a tmpfs the profile's own rules placed
 // at dst (/tmp, the home, the build scratch), which they sized and flagged.

@@ -47,7 +47,10 @@ func TestRuleMounts(t *testing.T) {
 			}},
 		{name: "tmpfs exec and huge", spec: addMount(rspec.Mount{Destination: "/scratch", Type: "tmpfs", Source: "tmpfs", Options: []string{"exec", "suid", "dev", "size=1g"}}),
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
-				wantDecision(t, ds, "mounts[tmpfs]", Refused) // 1g is past tmpfs_total
+				// 1g is past tmpfs_total, and the refusal says what adds up.
+				if d := wantDecision(t, ds, "mounts[tmpfs]", Refused); !strings.Contains(d.Why, "/scratch 1GiB") {
+					t.Errorf("the refusal of the tmpfs sum does not name the mounts: %s", d.Why)
+				}
 				m := s.Mounts[len(s.Mounts)-1]
 				for _, o := range []string{"noexec", "nosuid", "nodev"} {
 					if !slices.Contains(m.Options, o) {
