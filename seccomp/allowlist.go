@@ -63,7 +63,7 @@ var defaultAllowed = []string{
 	"set_robust_list", "setsid", "setsockopt", "set_thread_area",
 	"set_tid_address", "setuid", "setuid32", "setxattr", "shmat", "shmctl",
 	"shmdt", "shmget", "shutdown", "sigaltstack", "signalfd", "signalfd4",
-	"sigprocmask", "sigreturn", "socketcall", "socketpair", "splice", "stat",
+	"sigprocmask", "sigreturn", "socketcall", "splice", "stat",
 	"stat64", "statfs", "statfs64", "statx", "symlink", "symlinkat", "sync",
 	"sync_file_range", "syncfs", "sysinfo", "tee", "tgkill", "time",
 	"timer_create", "timer_delete", "timer_getoverrun", "timer_gettime",

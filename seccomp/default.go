@@ -18,21 +18,21 @@ const (
 	afVSOCK = 40 // host<->guest channel: must not reach a hypervisor agent
 )
 
-// afNetlink is the netlink family, whose protocols are each a kernel
-// subsystem of its own.
-const afNetlink = 16
+// socketFamilies are the address families a job may open sockets of:
+// AF_UNIX, AF_INET, AF_INET6 (include/linux/socket.h).
+var socketFamilies = []uint64{1, 2, 10}
 
-// netlinkProtocols are the netlink protocols a job may open: routing
-// (its own interfaces and addresses: getifaddrs, getaddrinfo's
-// AI_ADDRCONFIG, ip) and socket diagnostics (ss), both of its own network
-// namespace. The others are refused: the device events of the whole host
-// (KOBJECT_UEVENT), audit, xfrm, netfilter and the generic families, each
-// kernel code a job has no use for, and some reaching beyond the
-// container.
-var netlinkProtocols = []uint64{
-	0, // NETLINK_ROUTE
-	4, // NETLINK_SOCK_DIAG
-}
+// afNetlink is the netlink family, whose protocols are each a kernel
+// subsystem of its own. None is allowed: on runc the replies a netlink
+// socket queues were charged to no memory cgroup (measured on cgroup v1)
+// and have no host-wide cap, so a job that asked and never read held 8 MiB of the
+// host's unreclaimable memory per socket, over a thousand sockets per
+// process (a 256 MiB job pinned 641 MiB from 80). Routing (getifaddrs, ip)
+// shows nothing in a loopback-only namespace, and glibc's getaddrinfo
+// takes both address families as configured when it cannot ask
+// (AI_ADDRCONFIG). The host's device events, audit, xfrm, netfilter and
+// the generic families are kernel code a job has no use for.
+const afNetlink = 16
 
 // cloneNamespaceFlags are the clone(2) flags that create namespaces:
 // CLONE_NEWNS|CLONE_NEWCGROUP|CLONE_NEWUTS|CLONE_NEWIPC|CLONE_NEWUSER|
@@ -93,40 +93,26 @@ func Default() *rspec.LinuxSeccomp {
 	// moby default.json, first rule: the unconditional allowlist.
 	add(allow(append([]string(nil), defaultAllowed...)...))
 
-	// moby default.json, the socket rule. Docker allows socket when
-	// arg0 != AF_VSOCK. We also refuse AF_ALG, and express "every family but
-	// these two" as single-condition rules on the low 32 bits of arg0:
-	//   - runc ORs several conditions on the same argument (it adds one rule
-	//     per condition), so "!= 38 AND != 40" would allow everything;
-	//   - the kernel truncates the int argument to 32 bits after seccomp has
-	//     seen all 64, so "!= 38" would allow 0x1_00000026, i.e. AF_ALG.
-	// The rules cover families 0-37, 39 and 41-47 (AF_MAX is 46 today); a
-	// family added to a future kernel is refused until it is reviewed.
-	// Netlink (16) is allowed for the protocols netlinkProtocols lists only.
-	for _, m := range []struct{ mask, value uint64 }{
-		{0xfffffff0, 0},  // 0-15: AF_UNIX, AF_INET, AF_INET6, ...
-		{0xffffffff, 17}, // 17: AF_PACKET (raw ones need CAP_NET_RAW)
-		{0xfffffffe, 18}, // 18-19
-		{0xfffffffc, 20}, // 20-23
-		{0xfffffff8, 24}, // 24-31
-		{0xfffffffc, 32}, // 32-35
-		{0xfffffffe, 36}, // 36-37
-		{0xffffffff, 39}, // 39 (AF_ALG is 38)
-		{0xffffffff, 41}, // 41 (AF_VSOCK is 40)
-		{0xfffffffe, 42}, // 42-43
-		{0xfffffffc, 44}, // 44-47
-	} {
+	// moby default.json's socket rule allows every family but AF_VSOCK.
+	// Here only the families a job uses are allowed: AF_UNIX, AF_INET and
+	// AF_INET6. Any other family is kernel code a job has no use for in a
+	// loopback-only namespace, and a socket() of a family whose module is
+	// not loaded loads it (ax25, netrom, rose, appletalk, rds, tipc, can:
+	// each a history of privilege escalations); AF_ALG and AF_VSOCK too,
+	// and netlink (afNetlink). One rule per family, each on the low 32 bits
+	// of arg0: runc ORs several conditions on one argument as separate
+	// rules, and the kernel reads the family as an int after seccomp has
+	// seen all 64 bits (0x1_00000026 is AF_ALG).
+	for _, family := range socketFamilies {
 		add(allowIf("socket", rspec.LinuxSeccompArg{
-			Index: 0, Value: m.mask, ValueTwo: m.value, Op: rspec.OpMaskedEqual,
+			Index: 0, Value: 0xffffffff, ValueTwo: family, Op: rspec.OpMaskedEqual,
 		}))
 	}
-	// Two conditions on two arguments make one rule, both required.
-	for _, protocol := range netlinkProtocols {
-		add(allowIf("socket",
-			rspec.LinuxSeccompArg{Index: 0, Value: 0xffffffff, ValueTwo: afNetlink, Op: rspec.OpMaskedEqual},
-			rspec.LinuxSeccompArg{Index: 2, Value: 0xffffffff, ValueTwo: protocol, Op: rspec.OpMaskedEqual},
-		))
-	}
+	// socketpair creates its sockets as socket does, module and all:
+	// AF_UNIX, the one family whose pairs a job uses.
+	add(allowIf("socketpair", rspec.LinuxSeccompArg{
+		Index: 0, Value: 0xffffffff, ValueTwo: 1, Op: rspec.OpMaskedEqual,
+	}))
 
 	// fcntl, which moby's allowlist allows outright, for the commands
 	// reviewed but F_SETLEASE (1024). Under runc a bound host file is the

@@ -47,10 +47,14 @@ func TestDefaultValidates(t *testing.T) {
 	if err != nil {
 		t.Fatalf(`ForProfile("", true, false) = %v`, err)
 	}
-	for _, a := range []rspec.Arch{rspec.ArchX86_64, rspec.ArchX86, rspec.ArchX32, rspec.ArchAARCH64, rspec.ArchARM} {
+	for _, a := range []rspec.Arch{rspec.ArchX86_64, rspec.ArchX32, rspec.ArchAARCH64, rspec.ArchARM} {
 		if !containsSpecArch(compat.Architectures, a) {
 			t.Errorf("compat architectures %v lack %s", compat.Architectures, a)
 		}
+	}
+	// i386's socketcall would carry any socket family past the filter.
+	if containsSpecArch(compat.Architectures, rspec.ArchX86) {
+		t.Errorf("compat architectures %v keep i386", compat.Architectures)
 	}
 }
 
@@ -105,19 +109,24 @@ func TestDefaultArgumentRules(t *testing.T) {
 		{"socket", []uint64{afUnix}, true},
 		{"socket", []uint64{afInet}, true},
 		{"socket", []uint64{afInet6}, true},
-		{"socket", []uint64{afNetlink, 3, 0}, true},           // NETLINK_ROUTE
-		{"socket", []uint64{afNetlink, 2 | 0x80000, 4}, true}, // NETLINK_SOCK_DIAG, SOCK_CLOEXEC
-		{"socket", []uint64{afNetlink, 3, 15}, false},         // NETLINK_KOBJECT_UEVENT: the host's device events
-		{"socket", []uint64{afNetlink, 3, 9}, false},          // NETLINK_AUDIT
-		{"socket", []uint64{afNetlink, 3, 12}, false},         // NETLINK_NETFILTER
-		{"socket", []uint64{afNetlink, 3, 16}, false},         // NETLINK_GENERIC
-		{"socket", []uint64{afNetlink, 3, 1<<32 | 15}, false}, // read as an int: KOBJECT_UEVENT again
-		{"socket", []uint64{1<<32 | afNetlink, 3, 15}, false}, // the family read as an int
-		{"socket", []uint64{17, 2, 0}, true},                  // AF_PACKET: CAP_NET_RAW decides
-		{"socket", []uint64{31}, true},
-		{"socket", []uint64{39}, true},
-		{"socket", []uint64{41}, true},
-		{"socket", []uint64{45}, true},
+		{"socket", []uint64{afNetlink, 3, 0}, false},           // NETLINK_ROUTE: unread replies charged to no cgroup
+		{"socket", []uint64{afNetlink, 2 | 0x80000, 4}, false}, // NETLINK_SOCK_DIAG, SOCK_CLOEXEC
+		{"socket", []uint64{afNetlink, 3, 15}, false},          // NETLINK_KOBJECT_UEVENT: the host's device events
+		{"socket", []uint64{afNetlink, 3, 9}, false},           // NETLINK_AUDIT
+		{"socket", []uint64{afNetlink, 3, 12}, false},          // NETLINK_NETFILTER
+		{"socket", []uint64{afNetlink, 3, 16}, false},          // NETLINK_GENERIC
+		{"socket", []uint64{afNetlink, 3, 1<<32 | 15}, false},  // read as an int: KOBJECT_UEVENT again
+		{"socket", []uint64{1<<32 | afNetlink, 3, 15}, false},  // the family read as an int
+		{"socket", []uint64{17, 2, 0}, false},                  // AF_PACKET
+		{"socket", []uint64{3}, false},                         // AF_AX25: a socket() would load its module
+		{"socket", []uint64{30}, false},                        // AF_TIPC
+		{"socket", []uint64{31}, false},
+		{"socket", []uint64{39}, false},
+		{"socket", []uint64{41}, false},
+		{"socket", []uint64{45}, false},
+		{"socket", []uint64{1<<32 | afInet}, true}, // read as an int: AF_INET
+		{"socketpair", []uint64{afUnix, 1, 0}, true},
+		{"socketpair", []uint64{30, 5, 0}, false}, // AF_TIPC pairs load tipc too
 		{"socket", []uint64{afALG}, false},
 		{"socket", []uint64{afVSOCK}, false},
 		// The kernel reads an int: these are AF_ALG and AF_VSOCK again.
@@ -216,9 +225,9 @@ func TestSummary(t *testing.T) {
 		}
 	}
 	a, d := Summary(Default())
-	// socket, personality, clone, fcntl, fcntl64, arch_prctl, modify_ldt
-	// and five arm names.
-	if want := len(defaultAllowed) + 12; a != want || d != 1 {
+	// socket, socketpair, personality, clone, fcntl, fcntl64, arch_prctl,
+	// modify_ldt and five arm names.
+	if want := len(defaultAllowed) + 13; a != want || d != 1 {
 		t.Errorf("Summary(Default()) = %d, %d, want %d, 1", a, d, want)
 	}
 }

@@ -114,6 +114,8 @@ var seccompTable = []sysProbe{
 	{"clone(NEWUSER|NEWNS)", unix.SYS_CLONE, []arg{cloneNewUser | cloneNewNS | cloneFS, 0, 0, 0, 0}, deny, 0, unix.EINVAL, "CLONE_NEWNS|CLONE_FS is rejected by copy_process before anything is created"},
 	{"socket(AF_ALG)", unix.SYS_SOCKET, []arg{afALG, unix.SOCK_SEQPACKET, 0}, deny, 0, 0, "an fd (closed at once) or EAFNOSUPPORT"},
 	{"socket(AF_VSOCK)", unix.SYS_SOCKET, []arg{afVSOCK, unix.SOCK_STREAM, 0}, deny, 0, 0, "an fd (closed at once) or EAFNOSUPPORT"},
+	{"socket(AF_TIPC)", unix.SYS_SOCKET, []arg{unix.AF_TIPC, unix.SOCK_RDM, 0}, deny, 0, 0, "an fd (closed at once), or EAFNOSUPPORT where the kernel has no such module to load"},
+	{"socket(NETLINK_ROUTE)", unix.SYS_SOCKET, []arg{unix.AF_NETLINK, unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE}, deny, 0, 0, "an fd (closed at once) whose unread replies no memory cgroup is charged for"},
 	{"socket(NETLINK_KOBJECT_UEVENT)", unix.SYS_SOCKET, []arg{unix.AF_NETLINK, unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.NETLINK_KOBJECT_UEVENT}, deny, 0, 0, "an fd (closed at once) that reads the whole host's device events"},
 	{"fcntl(F_SETLEASE)", unix.SYS_FCNTL, []arg{-1, unix.F_SETLEASE, unix.F_RDLCK}, deny, 0, unix.EBADF, "fd -1"},
 	{"fcntl(F_SETDELEG)", unix.SYS_FCNTL, []arg{-1, 1040, 0}, deny, 0, unix.EBADF, "fd -1 (F_SETDELEG, Linux 6.19: a delegation holds writers as a lease does)"},
@@ -127,7 +129,6 @@ var seccompTable = []sysProbe{
 	{"fcntl(F_GETFL)", unix.SYS_FCNTL, []arg{-1, unix.F_GETFL}, allow, unix.EBADF, unix.EBADF, "fd -1"},
 	{"socket(AF_INET)", unix.SYS_SOCKET, []arg{unix.AF_INET, unix.SOCK_STREAM, 0}, allow, 0, 0, "succeeds; closed at once"},
 	{"socket(AF_UNIX)", unix.SYS_SOCKET, []arg{unix.AF_UNIX, unix.SOCK_STREAM, 0}, allow, 0, 0, "succeeds; closed at once"},
-	{"socket(NETLINK_ROUTE)", unix.SYS_SOCKET, []arg{unix.AF_NETLINK, unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE}, allow, 0, 0, "succeeds (the container's own addresses); closed at once"},
 }
 
 // trySyscall makes the call and returns its errno (0 on success). A
