@@ -78,13 +78,25 @@ func forProfileCompiled(path string, data []byte, compat, execWrites bool) (*rsp
 		if err != nil {
 			return nil, Compiled{}, fmt.Errorf("seccomp profile %s: %w", path, err)
 		}
+		if letsThrough(p.DefaultAction) {
+			// The boundary's filter is default-deny: one that lets every
+			// call it does not name through promises nothing of the calls
+			// a kernel adds, and no caller's filter could narrow it.
+			return nil, Compiled{}, fmt.Errorf("seccomp profile %s: defaultAction %s lets every call the profile does not name through; the policy's filter is default-deny: give it SCMP_ACT_ERRNO and allow the calls the jobs need", path, p.DefaultAction)
+		}
 	}
-	if !compat {
+	if compat {
+		CompatABIsOnly(p)
+	} else {
 		NativeABIsOnly(p)
 	}
 	if !execWrites {
 		NoMemfd(p)
 	}
+	if err := NoRefusedFlags(p); err != nil {
+		return nil, Compiled{}, fmt.Errorf("seccomp profile %s: %w", path, err)
+	}
+	NoPtrace(p)
 	c, err := compiledCached(p, cacheDir)
 	if err != nil {
 		if path == "" {
@@ -102,19 +114,43 @@ func forProfileCompiled(path string, data []byte, compat, execWrites bool) (*rsp
 // memory the filter cannot read, cannot carry a refused socket family.
 var nativeABIs = []rspec.Arch{rspec.ArchX86_64, rspec.ArchAARCH64}
 
+// compatABIs are what compat_syscalls keeps beside the native ABIs: x32
+// and arm32, whose socket calls are direct, so the filter judges their
+// family as on the 64-bit ABI. Not i386: libseccomp turns each rule on
+// socket or socketpair into socketcall(SYS_SOCKET) or
+// socketcall(SYS_SOCKETPAIR) on i386, its other conditions dropped, since
+// socketcall's arguments sit in memory, so one rule allowing AF_UNIX
+// would open every family through socketcall (netlink, AF_VSOCK,
+// AF_ALG).
+var compatABIs = append([]rspec.Arch{rspec.ArchX32, rspec.ArchARM}, nativeABIs...)
+
 // NativeABIsOnly drops every other architecture from p, and the names
 // that exist only on those dropped (cacheflush, set_tls: arm32 only),
 // which no kept architecture could ever match. A name libseccomp knows on
 // no architecture at all stays, for validation to report. A profile that
 // lists no architecture already applies to the native ABI alone.
-func NativeABIsOnly(p *rspec.LinuxSeccomp) {
+func NativeABIsOnly(p *rspec.LinuxSeccomp) { abisOnly(p, nativeABIs) }
+
+// ABIsKept are the system call ABIs a filter may list: the native ones,
+// and compatABIs with compat_syscalls.
+func ABIsKept(compat bool) []rspec.Arch {
+	if compat {
+		return compatABIs
+	}
+	return nativeABIs
+}
+
+// CompatABIsOnly is NativeABIsOnly keeping compatABIs too.
+func CompatABIsOnly(p *rspec.LinuxSeccomp) { abisOnly(p, compatABIs) }
+
+func abisOnly(p *rspec.LinuxSeccomp, abis []rspec.Arch) {
 	if len(p.Architectures) == 0 {
 		return
 	}
 	var keep []rspec.Arch
 	var kept, dropped []libseccomp.ScmpArch
 	for _, a := range p.Architectures {
-		if slices.Contains(nativeABIs, a) {
+		if slices.Contains(abis, a) {
 			keep = append(keep, a)
 			kept = append(kept, specArches[a])
 		} else if s, ok := specArches[a]; ok {
@@ -166,6 +202,94 @@ func NoMemfd(p *rspec.LinuxSeccomp) {
 	}
 	enosys := uint(errnoENOSYS)
 	p.Syscalls = append(rules, rspec.LinuxSyscall{Names: slices.Clone(memfdCalls), Action: rspec.ActErrno, ErrnoRet: &enosys})
+}
+
+// NoRefusedFlags keeps each call of refusedFlags without the flag
+// refused there. hugetlb pages are charged to no memory cgroup, only to
+// the hugetlb controller, which a host may not have (this one has none
+// mounted): a job with a 256 MiB limit held every huge page the host had
+// reserved beside it. A job that asks gets EPERM, and programs that try
+// huge pages fall back to ordinary ones; so does one that asks for a
+// seccomp listener. A rule that lets the call through (allow, log) keeps its own
+// conditions and gets the flag's; one that already judges the flags'
+// argument cannot take another condition on it (runc ORs conditions on
+// one argument), and is refused rather than left to pass the flag or
+// dropped so that every mmap fails.
+func NoRefusedFlags(p *rspec.LinuxSeccomp) error {
+	var rules, judged []rspec.LinuxSyscall
+	for i, r := range p.Syscalls {
+		if !letsThrough(r.Action) {
+			rules = append(rules, r)
+			continue
+		}
+		var keep []string
+		for _, name := range r.Names {
+			flag, ok := refusedFlags[name]
+			if !ok {
+				keep = append(keep, name)
+				continue
+			}
+			if slices.ContainsFunc(r.Args, func(a rspec.LinuxSeccompArg) bool { return a.Index == flag.index }) {
+				return fmt.Errorf("syscalls[%d] (%s): a condition on argument %d, where bulkhead refuses the flag %#x (runc would OR the two); judge another argument, or none", i, name, flag.index, flag.mask)
+			}
+			j := r
+			j.Names = []string{name}
+			j.Args = append(slices.Clone(r.Args), rspec.LinuxSeccompArg{Index: flag.index, Value: flag.mask, ValueTwo: 0, Op: rspec.OpMaskedEqual})
+			judged = append(judged, j)
+		}
+		if len(keep) > 0 {
+			r.Names = keep
+			rules = append(rules, r)
+		}
+	}
+	p.Syscalls = append(rules, judged...)
+	return nil
+}
+
+// letsThrough tells whether an action lets the call run.
+func letsThrough(a rspec.LinuxSeccompAction) bool {
+	return a == rspec.ActAllow || a == rspec.ActLog
+}
+
+// refusedFlags are the calls whose flags bulkhead refuses, with the
+// argument that holds them: the huge pages of MAP_HUGETLB (0x40000) of
+// mmap and mmap2, SHM_HUGETLB (04000) of shmget, MFD_HUGETLB (4) of
+// memfd_create; and SECCOMP_FILTER_FLAG_NEW_LISTENER (8) of seccomp, a
+// user notification: its action outranks a trace, so a job that made
+// itself the supervisor of its own calls let each one the profile traces
+// run (unshare of a user namespace under a profile that traces by
+// default), and a newer gVisor, which knows notifications, would let it
+// run every call runsc gets as a trace rule.
+var refusedFlags = map[string]struct {
+	index uint
+	mask  uint64
+}{
+	"mmap":         {3, 0x40000},
+	"mmap2":        {3, 0x40000},
+	"shmget":       {2, 0o4000},
+	"memfd_create": {1, 4},
+	"seccomp":      {1, 8},
+}
+
+// NoPtrace refuses ptrace in every profile, an operator's too. A call
+// the filter traces (SCMP_ACT_TRACE) fails with ENOSYS only while nothing
+// traces the caller: the translation for runsc hands it every ENOSYS rule
+// as a trace rule (runsc ignores errnoRet), and a profile may trace by
+// default. A job allowed ptrace traced its own child and let each traced
+// call run (memfd_create, unshare of a user namespace, netlink). Whatever
+// rule let ptrace through loses it.
+func NoPtrace(p *rspec.LinuxSeccomp) {
+	var rules []rspec.LinuxSyscall
+	for _, r := range p.Syscalls {
+		if letsThrough(r.Action) || r.Action == rspec.ActTrace || r.Action == rspec.ActNotify {
+			r.Names = slices.DeleteFunc(slices.Clone(r.Names), func(n string) bool { return n == "ptrace" })
+		}
+		if len(r.Names) > 0 {
+			rules = append(rules, r)
+		}
+	}
+	eperm := uint(errnoEPERM)
+	p.Syscalls = append(rules, rspec.LinuxSyscall{Names: []string{"ptrace"}, Action: rspec.ActErrno, ErrnoRet: &eperm})
 }
 
 // memfdCalls are the calls that make a descriptor of anonymous memory.

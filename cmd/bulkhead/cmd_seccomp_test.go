@@ -25,9 +25,9 @@ func TestSeccompShow(t *testing.T) {
 		}
 		return path
 	}
-	// An operator's profile that allows ptrace, and one with a typo.
+	// An operator's profile that allows unshare, and one with a typo.
 	lax := write("lax.json", `{"defaultAction":"SCMP_ACT_ERRNO","architectures":["SCMP_ARCH_X86_64"],
-		"syscalls":[{"names":["read","write","exit_group","ptrace"],"action":"SCMP_ACT_ALLOW"},
+		"syscalls":[{"names":["read","write","exit_group","unshare"],"action":"SCMP_ACT_ALLOW"},
 		{"names":["mkdir"],"action":"SCMP_ACT_ERRNO","errnoRet":13}]}`)
 	typo := write("typo.json", `{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read","wirte"],"action":"SCMP_ACT_ALLOW"}]}`)
 	config := write("config.toml", "[profiles.lax]\nseccomp = \""+lax+"\"\n[profiles.typo]\nseccomp = \""+typo+"\"\n")
@@ -46,7 +46,7 @@ func TestSeccompShow(t *testing.T) {
 			"profile default, backend runc, seccomp profile built-in",
 			"validation, not containment",
 			"default action: SCMP_ACT_ERRNO(EPERM)",
-			"denied by a rule: 3",
+			"denied by a rule: 4",
 			"bulkhead's denied list (37): all denied",
 			"SCMP_ACT_ERRNO(ENOSYS):\n      clone3",
 			"SCMP_ACT_ERRNO(ENOSYS):\n      memfd_create memfd_secret",
@@ -55,7 +55,7 @@ func TestSeccompShow(t *testing.T) {
 		// A job profile may run what it writes: memfd_create stays.
 		{"job profile", []string{"seccomp", "show", "--profile", "tests"}, false, false, 0, []string{
 			"profile tests, backend runc",
-			"denied by a rule: 1",
+			"denied by a rule: 2",
 		}, ""},
 		{"gvisor", []string{"seccomp", "show", "--profile", "gvisor"}, false, true, 0, []string{
 			"backend runsc",
@@ -67,8 +67,8 @@ func TestSeccompShow(t *testing.T) {
 		{"operator file", []string{"seccomp", "show", "--profile", "lax"}, true, false, 0, []string{
 			"seccomp profile " + lax,
 			"allowed: 4 syscall names",
-			"denied by a rule: 3",
-			"ALLOWED by this profile: ptrace",
+			"denied by a rule: 4",
+			"ALLOWED by this profile: unshare",
 			"SCMP_ACT_ERRNO(EACCES):\n      mkdir",
 			"SCMP_ACT_ERRNO(ENOSYS):\n      memfd_create memfd_secret",
 		}, ""},
@@ -133,8 +133,8 @@ func TestSeccompShowJSON(t *testing.T) {
 	if r.Profile != "default" || r.Backend != "runc" || r.Source != "built-in" {
 		t.Errorf("profile %q backend %q source %q", r.Profile, r.Backend, r.Source)
 	}
-	if r.Allowed < 280 || r.Denied != 3 {
-		t.Errorf("allowed %d denied %d, want 280+ and 3 (clone3, memfd_create, memfd_secret)", r.Allowed, r.Denied)
+	if r.Allowed < 280 || r.Denied != 4 {
+		t.Errorf("allowed %d denied %d, want 280+ and 4 (clone3, memfd_create, memfd_secret, ptrace)", r.Allowed, r.Denied)
 	}
 	if len(r.DeniedList) == 0 || r.AllowedFromDeniedList == nil || len(r.AllowedFromDeniedList) != 0 {
 		t.Errorf("denied list %v, allowed from it %v", r.DeniedList, r.AllowedFromDeniedList)

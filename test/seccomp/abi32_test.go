@@ -1,9 +1,8 @@
 package seccomp_test
 
 import (
-	"os/exec"
-	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +10,7 @@ import (
 )
 
 // abi32Attempts are the lines testdata/abi32.c prints, one per attempt.
-var abi32Attempts = []string{"socket-alg", "socket-vsock", "socketcall-alg", "socketcall-vsock"}
+var abi32Attempts = []string{"socket-alg", "socket-vsock", "socketcall-alg", "socketcall-vsock", "socketcall-unix", "socketcall-bind-badfd"}
 
 // TestCompatABIsRefused opens refused socket families through the i386
 // system call ABI of an x86_64 process (int $0x80), where the x86_64
@@ -23,33 +22,45 @@ func TestCompatABIsRefused(t *testing.T) {
 		t.Skipf("the i386 ABI through int $0x80 is an x86_64 matter; this is %s", runtime.GOARCH)
 	}
 	need(t, "runc", "runsc")
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Fatalf("gcc is needed to build testdata/abi32.c (hack/install-deps.sh installs it): %v", err)
-	}
 	b := bundle.New(t, []string{"/bin/abi32"})
-	if out, err := exec.Command(gcc, "-static", "-O2", "-o", filepath.Join(b, "rootfs/bin/abi32"), "testdata/abi32.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	cProgram(t, b, "abi32")
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
-			e := newEnv(t, "")
-			out := e.run(be.entry, b)
-			for _, a := range abi32Attempts {
-				line := ""
-				for _, l := range strings.Split(out, "\n") {
-					if strings.HasPrefix(l, a+" ") {
-						line = l
-					}
-				}
-				switch {
-				case line == "":
-					t.Errorf("%s: no result (output %q)", a, out)
-				case strings.HasSuffix(line, " fd"):
-					t.Errorf("%s: a refused socket family was opened through the i386 ABI", a)
-				}
-			}
+			out := newEnv(t, "").run(be.entry, b)
 			t.Logf("%s:\n%s", be.name, out)
+			noSocketMade(t, out)
 		})
+	}
+	// A profile that keeps the 32-bit ABIs keeps x32 and arm32, not
+	// i386: libseccomp makes each socket rule an unconditional
+	// socketcall(SYS_SOCKET) there, which would open any family.
+	t.Run("compat_syscalls/runc", func(t *testing.T) {
+		out := newEnv(t, "[profiles.default]\ncompat_syscalls = true\n").run("bulkhead", b)
+		t.Logf("compat_syscalls on runc:\n%s", out)
+		noSocketMade(t, out)
+		for _, a := range abi32Attempts {
+			if !slices.Contains(strings.Split(out, "\n"), a+" signal 31") {
+				t.Errorf("under compat_syscalls: %s was not killed as an i386 call", a)
+			}
+		}
+	})
+}
+
+// noSocketMade fails for each attempt without a result or with a socket.
+func noSocketMade(t *testing.T, out string) {
+	t.Helper()
+	for _, a := range abi32Attempts {
+		line := ""
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, a+" ") {
+				line = l
+			}
+		}
+		switch {
+		case line == "":
+			t.Errorf("%s: no result (output %q)", a, out)
+		case strings.HasSuffix(line, " fd"):
+			t.Errorf("%s: a refused socket family was opened through the i386 ABI", a)
+		}
 	}
 }

@@ -690,3 +690,16 @@ func TestCallerCannotLiftConditions(t *testing.T) {
 		}
 	}
 }
+
+// cProgram builds testdata/<name>.c, static, into the bundle b's rootfs
+// as /bin/<name>.
+func cProgram(t *testing.T, b, name string) {
+	t.Helper()
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc is needed to build testdata/%s.c (hack/install-deps.sh installs it): %v", name, err)
+	}
+	if out, err := exec.Command(gcc, "-static", "-O2", "-o", filepath.Join(b, "rootfs/bin", name), "testdata/"+name+".c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+}

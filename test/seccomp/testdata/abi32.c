@@ -35,6 +35,19 @@ static long socketcall_socket(int family) {
 	return int80(102, 1 /* SYS_SOCKET */, (long)(uintptr_t)args, 0);
 }
 
+/* socketcall's bind of descriptor -1: EBADF where the filter lets
+ * socketcall's calls on sockets through. */
+static long socketcall_bind_badfd(int unused) {
+	(void)unused;
+	uint32_t *args = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	if (args == MAP_FAILED)
+		return -1000;
+	args[0] = (uint32_t)-1;
+	args[1] = 0;
+	args[2] = 0;
+	return int80(102, 2 /* SYS_BIND */, (long)(uintptr_t)args, 0);
+}
+
 static void attempt(const char *name, long (*fn)(int), int family) {
 	fflush(stdout);
 	pid_t pid = fork();
@@ -61,5 +74,7 @@ int main(void) {
 	attempt("socket-vsock", direct_socket, AF_VSOCK_);
 	attempt("socketcall-alg", socketcall_socket, AF_ALG_);
 	attempt("socketcall-vsock", socketcall_socket, AF_VSOCK_);
+	attempt("socketcall-unix", socketcall_socket, 1 /* AF_UNIX */);
+	attempt("socketcall-bind-badfd", socketcall_bind_badfd, 0);
 	return 0;
 }
