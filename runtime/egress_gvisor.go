@@ -12,7 +12,6 @@ import (
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/egress"
@@ -63,11 +62,7 @@ func (p *Plan) addEgressForwarder(at func(string) string, stateDir string) error
 	if err != nil {
 		return err
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(src, &st); err != nil {
-		return fmt.Errorf("mounts[%s]: %s: %v; install it next to bulkhead (make install does)", egressForwarderPath, src, err)
-	}
-	if why := ownFileRefusal(src, &st); why != "" {
+	if why := ownBinaryRefusal(src); why != "" {
 		return fmt.Errorf("mounts[%s]: %s", egressForwarderPath, why)
 	}
 	if why := ownPlaceRefusal(at(p.Handed.Root.Path), egressForwarderPath); why != "" {

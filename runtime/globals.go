@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
@@ -26,6 +24,7 @@ type Globals struct {
 	SystemdCgroup bool
 	Rootless      string
 	Criu          string
+	criuJudged    bool // Criu passed criuRefusal: only then does runc get it
 
 	Config   string
 	Profile  string
@@ -123,7 +122,7 @@ var GlobalFlags = []GlobalFlag{
 		}},
 	{Flag: Flag{Name: "criu", Kind: String, Usage: "path to criu binary (runc only)"},
 		Read:   func(g *Globals, v Values) { g.Criu = v.String("criu") },
-		Render: func(g *Globals, t Target) []string { return stringArg("--criu", g.Criu, t == ForRunc) }},
+		Render: func(g *Globals, t Target) []string { return stringArg("--criu", g.Criu, t == ForRunc && g.criuJudged) }},
 	{Flag: Flag{Name: "config", Kind: String, Default: DefaultConfigPath, Usage: "bulkhead configuration file"}, EnvVars: []string{"BULKHEAD_CONFIG"},
 		Read: func(g *Globals, v Values) { g.SetConfig(v.String("config"), v.IsSet("config")) },
 		Render: func(g *Globals, t Target) []string {
@@ -191,14 +190,10 @@ func (g *Globals) selfArgv(self, verb string, rest ...string) []string {
 	return append(argv, rest...)
 }
 
-// backendArgv is the argument vector for one call of a backend: its
-// configured args, its own --root below the caller's, the global flags
-// rendered for it, then the verb and what follows. runsc needs
-// --network=none and --oci-seccomp so that the policy holds inside gVisor
-// too.
 // criuRefusal refuses a --criu program that anyone but root could have
 // written or replaced: runc runs it as root, with every capability and
-// outside any container, to checkpoint one.
+// outside any container, to checkpoint or restore one. Only a program
+// judged here reaches runc (criuJudged); every other verb drops the flag.
 func (g *Globals) criuRefusal() error {
 	if g.Criu == "" {
 		return nil
@@ -209,31 +204,23 @@ func (g *Globals) criuRefusal() error {
 	}
 	// runc is handed the program's real path, judged here: a link on
 	// the way (Debian's /sbin) could be turned elsewhere meanwhile.
-	if path, err = filepath.Abs(path); err == nil {
-		path, err = filepath.EvalSymlinks(path)
-	}
+	real, why, err := specs.RootFile(path)
 	if err != nil {
 		return fmt.Errorf("--criu %s: %w", g.Criu, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return fmt.Errorf("--criu %s: %w", g.Criu, err)
-	}
-	changeable := specs.RootsAbove(path)
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return fmt.Errorf("--criu %s: %s is not a regular file; name the criu program itself", g.Criu, path)
-	case st.Uid != 0 || st.Mode&0o022 != 0:
-		changeable = fmt.Sprintf("%s (uid %d, mode %04o)", path, st.Uid, st.Mode&0o7777)
-	}
-	if changeable != "" {
+	if why != "" {
 		return fmt.Errorf("--criu %s: %s can be changed by others than root, and runc runs criu as root; install criu where only root can change it",
-			g.Criu, changeable)
+			g.Criu, why)
 	}
-	g.Criu = path
+	g.Criu, g.criuJudged = real, true
 	return nil
 }
 
+// backendArgv is the argument vector for one call of a backend: its
+// configured args, its own --root below the caller's, the global flags
+// rendered for it, then the verb and what follows. runsc needs
+// --network=none and --oci-seccomp so that the policy holds inside gVisor
+// too.
 func (g *Globals) backendArgv(b *backend.Backend, verb string, rest ...string) []string {
 	argv := []string{b.Path}
 	argv = append(argv, b.Args...)

@@ -15,6 +15,7 @@ func TestGlobalsPerTarget(t *testing.T) {
 	g := &Globals{Root: "/run/x", Log: "/l.json", LogFormat: "json", Debug: true, SystemdCgroup: true,
 		Rootless: "true", Criu: "/usr/sbin/criu", Profile: "gvisor", Backend: "runsc"}
 	g.SetConfig("/etc/b.toml", true)
+	g.criuJudged = true
 	runc := g.backendArgv(&backend.Backend{Name: "runc", Path: "/usr/sbin/runc"}, "state", "id")
 	runsc := g.backendArgv(&backend.Backend{Name: "runsc", Path: "/usr/bin/runsc"}, "state", "id")
 	self := g.selfArgv("/bin/bulkhead", "watchdog", "id")

@@ -71,7 +71,7 @@ func planSeccompExec(s *rspec.Spec, rootfs, src string) (specs.Decision, error) 
 	if why := ownPlaceRefusal(rootfs, seccompexec.Path); why != "" {
 		return specs.Decision{}, fmt.Errorf("%s: %s", field, why)
 	}
-	if why := seccompExecRefusal(src); why != "" {
+	if why := ownBinaryRefusal(src); why != "" {
 		return specs.Decision{}, fmt.Errorf("%s: %s", field, why)
 	}
 	s.Mounts = append(s.Mounts, rspec.Mount{Destination: seccompexec.Path, Type: "bind", Source: src,
@@ -113,15 +113,27 @@ func ownPlaceRefusal(rootfs, path string) string {
 	return ""
 }
 
-// seccompExecRefusal says why the file at path must not be the program
-// every exec runs through, or "": it must be a regular executable file
-// that only root can change.
-func seccompExecRefusal(path string) string {
+// ownBinaryRefusal says why the file at path, a program of bulkhead's
+// own that containers get (bulkhead-seccomp-exec, the egress forwarder),
+// must not be bound into them, or "": it must be a regular executable
+// file that only root can change, in a place only root can change
+// (specs.RootPlace), since each container binds it anew.
+func ownBinaryRefusal(path string) string {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return fmt.Sprintf("%s: %v; install it next to bulkhead (make install does)", path, err)
 	}
-	return ownFileRefusal(path, &st)
+	if why := ownFileRefusal(path, &st); why != "" {
+		return why
+	}
+	_, why, err := specs.RootPlace(path)
+	if err != nil {
+		return err.Error()
+	}
+	if why != "" {
+		return fmt.Sprintf("%s can be changed by others than root, who could put another program in place of %s; install bulkhead where only root may change it", why, path)
+	}
+	return ""
 }
 
 // ownFileRefusal judges a file of bulkhead's own that a container gets,

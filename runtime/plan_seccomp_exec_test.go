@@ -56,16 +56,29 @@ func TestPlanSeccompExecRefuses(t *testing.T) {
 	if err := os.Chown(notRoots, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
+	// Root's program in a directory another user owns: theirs to swap.
+	usersDir := filepath.Join(tmp, "users")
+	if err := os.Mkdir(usersDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inUsersDir := filepath.Join(usersDir, "bulkhead-seccomp-exec")
+	if err := os.WriteFile(inUsersDir, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(usersDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	for name, tc := range map[string]struct {
 		mounts      []rspec.Mount
 		rootfs, src string
 		why         string
 	}{
-		"symlinked directory": {rootfs: symlinked, src: bundle.Busybox, why: "not a directory"},
-		"missing program":     {rootfs: tmp, src: filepath.Join(tmp, "absent"), why: "make install"},
-		"a directory":         {rootfs: tmp, src: tmp, why: "not a regular file"},
-		"group-writable":      {rootfs: tmp, src: writable, why: "writable by group or others"},
-		"not root's":          {rootfs: tmp, src: notRoots, why: "not root"},
+		"in another's directory": {rootfs: tmp, src: inUsersDir, why: "uid 65534"},
+		"symlinked directory":    {rootfs: symlinked, src: bundle.Busybox, why: "not a directory"},
+		"missing program":        {rootfs: tmp, src: filepath.Join(tmp, "absent"), why: "make install"},
+		"a directory":            {rootfs: tmp, src: tmp, why: "not a regular file"},
+		"group-writable":         {rootfs: tmp, src: writable, why: "writable by group or others"},
+		"not root's":             {rootfs: tmp, src: notRoots, why: "not root"},
 	} {
 		s := &rspec.Spec{Mounts: tc.mounts}
 		_, err := planSeccompExec(s, tc.rootfs, tc.src)

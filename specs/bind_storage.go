@@ -104,27 +104,6 @@ func oneMount(paths ...string) bool {
 	return true
 }
 
-// RootsAbove says which directory above the clean absolute path p
-// anyone but root could change (rename or replace what p names through
-// it), or "" when none: each is a directory, not a link, root's and
-// writable by no one else, or sticky (others may add entries to a sticky
-// directory, not rename or remove root's, and the one below it is
-// checked to be root's).
-func RootsAbove(p string) string {
-	for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
-		var st unix.Stat_t
-		if err := unix.Lstat(dir, &st); err != nil {
-			return fmt.Sprintf("%s: %v", dir, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || (st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0) {
-			return fmt.Sprintf("%s (uid %d, mode %04o)", dir, st.Uid, st.Mode&0o7777)
-		}
-		if dir == "/" {
-			return ""
-		}
-	}
-}
-
 // overlayLayers are the directories an overlay's superblock options (as
 // mountinfo shows them) name: its lower layers, and its upper and work
 // directories.

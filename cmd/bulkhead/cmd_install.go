@@ -13,6 +13,7 @@ import (
 	"bulkhead.dev/bulkhead/install"
 	"bulkhead.dev/bulkhead/runtime"
 	"bulkhead.dev/bulkhead/runtime/doctor"
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // installCommand registers bulkhead with a container engine:
@@ -82,6 +83,9 @@ func dockerTarget(c *cli.Context) (*install.Docker, error) {
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return nil, err
 	}
+	if err := registrable(exe); err != nil {
+		return nil, err
+	}
 	d := &install.Docker{
 		Config:  c.String("config"),
 		Name:    c.String("name"),
@@ -116,6 +120,11 @@ func installDocker(c *cli.Context, g *runtime.Globals, out io.Writer) error {
 			d.Runsc = ""
 		}
 	}
+	if d.Runsc != "" {
+		if err := registrable(d.Runsc); err != nil {
+			return err
+		}
+	}
 	res, err := d.Install()
 	if err != nil {
 		return fmt.Errorf("install docker: %w", err)
@@ -137,6 +146,12 @@ func installDocker(c *cli.Context, g *runtime.Globals, out io.Writer) error {
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "undo:  bulkhead uninstall docker --config %s --name %s\n", res.Path, d.Name)
+	if g.Config != "" && filepath.Clean(g.Config) != runtime.DefaultConfigPath {
+		// The entries run bulkhead as dockerd calls it, which reads the
+		// default file: the one this run was checked with is not theirs.
+		fmt.Fprintf(out, "note:  the runtime reads %s, not %s, which this run used: copy it there, or add \"runtimeArgs\": [\"--config\", %q] to the entries\n",
+			runtime.DefaultConfigPath, g.Config, g.Config)
+	}
 	return nil
 }
 
@@ -240,4 +255,19 @@ func ensureRunscLink(path, target string) (created bool, err error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// registrable refuses to register a bulkhead binary, exe, that others
+// than root could change or replace: the engine would run it as root for
+// every container, with the boundary in its hands. bulkhead-runsc, a
+// link to it, is judged so too, every link of its way included.
+func registrable(exe string) error {
+	_, why, err := specs.RootFile(exe)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		return fmt.Errorf("%s can be changed by others than root, and the engine would run %s as root for every container; install bulkhead where only root may change it (make install puts it in /usr/local/bin)", why, exe)
+	}
+	return nil
 }

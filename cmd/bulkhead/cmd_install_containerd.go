@@ -68,6 +68,9 @@ func containerdTarget(c *cli.Context) (*install.Containerd, string, error) {
 	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return nil, "", err
 	}
+	if err := registrable(exe); err != nil {
+		return nil, "", err
+	}
 	t := &install.Containerd{
 		Config:  c.String("config"),
 		Name:    c.String("name"),
@@ -118,6 +121,17 @@ func installContainerd(c *cli.Context, g *runtime.Globals, out io.Writer) error 
 		if linked, err = ensureRunscLink(t.Runsc, filepath.Base(exe)); err != nil {
 			fmt.Fprintf(out, "note: runsc is installed but %s cannot be created (%v): no %s-runsc handler\n", t.Runsc, err, t.Name)
 			t.Runsc = ""
+		}
+	}
+	if t.Runsc != "" {
+		// A path given for the node, when this is not the node, cannot
+		// be judged here.
+		if _, err := os.Lstat(t.Runsc); err == nil || c.String("runsc") == "" {
+			if err := registrable(t.Runsc); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(out, "note: %s is not here to judge: make sure only root may change it and every directory above it on the node\n", t.Runsc)
 		}
 	}
 	res, err := t.Install()

@@ -172,10 +172,52 @@ func TestInstallRefusesFailingNode(t *testing.T) {
 		t.Errorf("refused install wrote %s (%v)", daemon, err)
 	}
 	cmd = exec.Command(binaries.Bulkhead(t), "--root", root, "--config", cfg, "install", "docker", "--config", daemon, "--force")
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--force: registering although") {
+	out, err = cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--force: registering although") {
 		t.Fatalf("install --force: %v\n%s", err, out)
+	}
+	// The entries will read the default file, not the one given here.
+	if !strings.Contains(string(out), `"runtimeArgs": ["--config", "`+cfg+`"]`) {
+		t.Errorf("install with --config %s does not say the runtime reads the default file:\n%s", cfg, out)
 	}
 	if data, err := os.ReadFile(daemon); err != nil || !strings.Contains(string(data), `"bulkhead"`) {
 		t.Errorf("install --force did not register: %v %s", err, data)
+	}
+}
+
+// The engine runs bulkhead-runsc as root for every gVisor container, as
+// it runs bulkhead: a bulkhead-runsc link another user owns was
+// registered as it stood.
+func TestInstallJudgesRunscLink(t *testing.T) {
+	need(t)
+	if _, err := exec.LookPath("runsc"); err != nil {
+		t.Skipf("needs runsc on PATH for a bulkhead-runsc entry (hack/install-deps.sh installs it): %v", err)
+	}
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "bulkhead")
+	data, err := os.ReadFile(binaries.Bulkhead(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "bulkhead-runsc")
+	if err := os.Symlink("bulkhead", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config(t)
+	for _, engine := range []string{"docker", "containerd"} {
+		target := filepath.Join(t.TempDir(), engine+".conf")
+		out, err := exec.Command(exe, "--root", filepath.Join(t.TempDir(), "state"), "--config", cfg, "install", engine, "--config", target, "--force").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "a link of uid 65534") {
+			t.Errorf("install %s with a bulkhead-runsc link uid 65534 owns: %v, want refused naming it\n%s", engine, err, out)
+		}
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Errorf("refused install %s wrote %s (%v)", engine, target, err)
+		}
 	}
 }
