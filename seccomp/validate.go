@@ -175,6 +175,13 @@ func checkName(name string, resolveOn, existOn []libseccomp.ScmpArch) error {
 	return fmt.Errorf("syscall %q: exists on none of the architectures %v", name, existOn)
 }
 
+// CheckAction says why act with errnoRet is no action a filter can take:
+// missing, unknown, an agent's, or an errno where none is returned.
+func CheckAction(act rspec.LinuxSeccompAction, errnoRet *uint) error {
+	_, err := toAction(act, errnoRet)
+	return err
+}
+
 func toAction(act rspec.LinuxSeccompAction, errnoRet *uint) (libseccomp.ScmpAction, error) {
 	actions := map[rspec.LinuxSeccompAction]libseccomp.ScmpAction{
 		rspec.ActKill:        libseccomp.ActKillThread, // as runc maps it

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/seccomp"
 )
 
 // CheckInvariants reports every way in which s falls short of the
@@ -347,9 +349,9 @@ func checkDefaultDeny(p *Profile, id string, s *rspec.Spec) []error {
 				}
 			}
 		}
-		if sc := l.Seccomp; sc != nil && !p.CompatSyscalls {
+		if sc := l.Seccomp; sc != nil {
 			for _, a := range sc.Architectures {
-				if a != rspec.ArchX86_64 && a != rspec.ArchAARCH64 {
+				if !slices.Contains(seccomp.ABIsKept(p.CompatSyscalls), a) {
 					bad("linux.seccomp.architectures: %s", a)
 				}
 			}

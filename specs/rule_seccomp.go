@@ -3,6 +3,7 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -32,6 +33,31 @@ func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 	caller := l.Seccomp
 	if caller != nil {
 		before = fmt.Sprintf("caller's (default %s, %d rules)", caller.DefaultAction, len(caller.Syscalls))
+		// Without a default action of its own the caller's filter says
+		// nothing of the calls it does not name: read as a denial it
+		// would leave the process no call, and the backend would fail.
+		if err := seccomp.CheckAction(caller.DefaultAction, caller.DefaultErrnoRet); err != nil {
+			return []Decision{{Rule: rule, Field: field + ".defaultAction", Action: Refused, Before: before, Layer: LayerNone,
+				Why: fmt.Sprintf("the caller's filter has no default action bulkhead can read (%v); the runtime-spec requires one: give it, or remove linux.seccomp", err)}}
+		}
+	}
+	if path := c.Profile.Seccomp; path != "" {
+		// The file is the filter every container of the profile gets: a
+		// user who could change it, or put another in its place, would
+		// choose it.
+		_, why, err := RootFile(path)
+		switch {
+		case !filepath.IsAbs(path):
+			why = "a relative path, read from wherever bulkhead runs"
+		case err != nil:
+			why = err.Error()
+		case why != "":
+			why += " can be changed by others than root"
+		}
+		if why != "" {
+			return []Decision{{Rule: rule, Field: field, Action: Refused, Before: before, Layer: LayerNone,
+				Why: fmt.Sprintf("seccomp profile %s cannot be used: %s; give an absolute path to a file only root may change", path, why)}}
+		}
 	}
 	prof, err := seccompForProfile(c.Profile.Seccomp, c.Profile.CompatSyscalls, c.Profile.ExecutesWrites())
 	if err != nil || prof == nil {
@@ -41,7 +67,7 @@ func ruleSeccomp(c *Context, s *rspec.Spec) []Decision {
 	abis := Decision{Rule: rule, Field: "linux.seccomp.architectures", Action: Tightened, After: fmt.Sprint(prof.Architectures),
 		Layer: LayerSeccomp, Why: "only the native 64-bit system call ABIs: on runc 32-bit and x32 calls are killed, since their socketcall and ipc hide arguments from the filter (compat_syscalls keeps them); gVisor runs int 0x80 as the 64-bit call under the same filter"}
 	if c.Profile.CompatSyscalls {
-		abis.Action, abis.Why = Kept, "compat_syscalls: the profile keeps the 32-bit and x32 ABIs, each under the same filter"
+		abis.Why = "compat_syscalls: the native ABIs, x32 and arm32, each under the same filter; not i386, whose socketcall would open every socket family (libseccomp makes each socket rule an unconditional socketcall there)"
 	}
 	l.Seccomp = prof
 	after := fmt.Sprintf("%s (default %s, %d rules)", name, prof.DefaultAction, len(prof.Syscalls))
