@@ -33,6 +33,9 @@ var builtinConfig []byte
 type BackendConfig struct {
 	Path string   `toml:"path"`
 	Args []string `toml:"args"`
+	// Kind is the runtime path runs (runc, runsc or crun) where neither
+	// the backend's name nor its binary's says it.
+	Kind string `toml:"kind"`
 }
 
 // Config is bulkhead's configuration: the built-in one with the
@@ -52,6 +55,29 @@ type Config struct {
 	ChangesMaxFiles int    `toml:"changes_max_files"`
 	ChangesMaxDepth int    `toml:"changes_max_depth"`
 	ChangesQuota    string `toml:"changes_quota"`
+
+	// builtinTables are the built-in profiles as default.toml writes
+	// them, so that a file's [profiles.default] reaches each of them.
+	builtinTables map[string]map[string]any
+}
+
+// rebuildBuiltins lays each built-in profile's table over c's default
+// profile, keeping the built-in selectable and trusted of base.
+func (c *Config) rebuildBuiltins(base *Config, name string) error {
+	for n, bt := range c.builtinTables {
+		if n == "default" {
+			continue
+		}
+		start := c.Profiles["default"]
+		start.Selectable, start.Trusted = base.Profiles[n].Selectable, base.Profiles[n].Trusted
+		rebuilt, err := overlayProfile(start, bt)
+		if err != nil {
+			return fmt.Errorf("config %s: built-in profile %s on the file's default: %w", name, n, err)
+		}
+		rebuilt.Name = n
+		c.Profiles[n] = rebuilt
+	}
+	return nil
 }
 
 // fileConfig mirrors Config with profiles decoded as raw tables, so a
@@ -91,10 +117,20 @@ func LoadConfig(path string, explicit bool) (*Config, error) {
 	return decodeConfig(cfg, data, path)
 }
 
-// readConfigFile refuses a file that anyone but root could have written:
-// the file decides the boundary, so its integrity is part of it.
+// readConfigFile refuses a file that anyone but root could have written,
+// or put another file in place of: the file decides the boundary, so its
+// integrity is part of it. Every directory above the path as named and
+// above the file a link there leads to must be root's alone
+// (specs.RootPlace), or a user who may write one could swap the file.
 func readConfigFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	real, why, err := specs.RootPlace(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if why != "" {
+		return nil, fmt.Errorf("config %s: %s can be changed by others than root, who could put another file in its place; keep the file where only root may change it", path, why)
+	}
+	f, err := os.Open(real)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -122,6 +158,9 @@ func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
 	// tells which profile keys the file sets.
 	var typed Config
 	if err := strictUnmarshal(data, &typed); err != nil {
+		return nil, fmt.Errorf("config %s: %w", name, err)
+	}
+	if err := exactKeys(data); err != nil {
 		return nil, fmt.Errorf("config %s: %w", name, err)
 	}
 	var fc fileConfig
@@ -165,20 +204,38 @@ func decodeConfig(base *Config, data []byte, name string) (*Config, error) {
 		cfg.Backends[n] = b
 	}
 	// The default profile is decoded first: every other profile starts
-	// from it.
+	// from it, the built-in ones too. A file that sets [profiles.default]
+	// rebuilds each built-in profile on it from the built-in table, so
+	// that what the file tightens there reaches them.
+	if base == nil {
+		cfg.builtinTables = fc.Profiles
+	}
+	if t, ok := fc.Profiles["default"]; ok {
+		p, err := overlayProfile(cfg.Profiles["default"], t)
+		if err != nil {
+			return nil, fmt.Errorf("config %s: profile default: %w", name, err)
+		}
+		p.Name = "default"
+		cfg.Profiles["default"] = p
+		if base != nil {
+			if err := cfg.rebuildBuiltins(base, name); err != nil {
+				return nil, err
+			}
+		}
+	}
 	names := make([]string, 0, len(fc.Profiles))
 	for n := range fc.Profiles {
-		names = append(names, n)
+		if n != "default" {
+			names = append(names, n)
+		}
 	}
-	sort.Slice(names, func(i, j int) bool { return names[i] == "default" || (names[j] != "default" && names[i] < names[j]) })
+	sort.Strings(names)
 	for _, n := range names {
 		start, ok := cfg.Profiles[n]
 		if !ok {
 			start = cfg.Profiles["default"]
-			if n != "default" {
-				start.Selectable = false
-				start.Trusted = false
-			}
+			start.Selectable = false
+			start.Trusted = false
 		}
 		p, err := overlayProfile(start, fc.Profiles[n])
 		if err != nil {
@@ -241,6 +298,12 @@ func (c *Config) validate(name string) error {
 		if b.Path == "" {
 			return fmt.Errorf("config %s: backends.%s: path is empty", name, n)
 		}
+		if strings.Contains(b.Path, "/") && !filepath.IsAbs(b.Path) {
+			return fmt.Errorf("config %s: backends.%s: path %q: give an absolute path, or a bare name found in %s", name, n, b.Path, SystemPath)
+		}
+		if _, err := backend.KindOf(n, b.Path, b.Kind); err != nil {
+			return fmt.Errorf("config %s: backends.%s: %w", name, n, err)
+		}
 	}
 	if _, err := workspace.LimitsOf(c.changes()); err != nil {
 		return fmt.Errorf("config %s: %w", name, err)
@@ -284,7 +347,26 @@ func (c *Config) ResolveBackend(name string) (*backend.Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backend %s: %w", name, err)
 	}
-	b := &backend.Backend{Name: name, Path: path, Args: bc.Args}
+	// bulkhead runs it as root with every container's spec: a binary a
+	// user could change, or replace, would be that user's runtime. The
+	// file judged is the one run, never the path as named again.
+	real, why, err := specs.RootFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %w", name, err)
+	}
+	if why != "" {
+		return nil, fmt.Errorf("backend %s: %s can be changed by others than root; install it where only root may change it", name, why)
+	}
+	// The kind is the one the configuration says (validate), and the
+	// file a link leads to must not say another.
+	kind, err := backend.KindOf(name, path, bc.Kind)
+	if err == nil {
+		_, err = backend.KindOf(name, real, kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("backend %s: %s: %w", name, real, err)
+	}
+	b := &backend.Backend{Name: name, Path: real, Args: bc.Args, Declared: kind}
 	if b.IsGVisor() {
 		if why := backend.GVisorFlagRefusal(bc.Args); why != "" {
 			return nil, fmt.Errorf("backend %s: args: %s: %w", name, why, backend.ErrGVisorFlags)

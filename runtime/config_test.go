@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,17 +25,6 @@ func installExample(t *testing.T) (string, []byte) {
 		t.Fatal(err)
 	}
 	return writeTestConfig(t, string(data)), data
-}
-
-func tomlKeys(t reflect.Type) []string {
-	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
-		if tag != "" && tag != "-" {
-			keys = append(keys, tag)
-		}
-	}
-	return keys
 }
 
 // TestExampleConfig: docs/config.example.toml parses strictly with the
@@ -65,7 +56,7 @@ func TestExampleConfig(t *testing.T) {
 	if err := toml.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range tomlKeys(reflect.TypeOf(Config{})) {
+	for _, k := range tomlTags(reflect.TypeOf(Config{})) {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("example does not document top-level key %s", k)
 		}
@@ -73,7 +64,7 @@ func TestExampleConfig(t *testing.T) {
 	backends, _ := raw["backends"].(map[string]any)
 	for name := range got.Backends {
 		b, _ := backends[name].(map[string]any)
-		for _, k := range tomlKeys(reflect.TypeOf(BackendConfig{})) {
+		for _, k := range tomlTags(reflect.TypeOf(BackendConfig{})) {
 			if _, ok := b[k]; !ok {
 				t.Errorf("example does not document backends.%s.%s", name, k)
 			}
@@ -81,7 +72,7 @@ func TestExampleConfig(t *testing.T) {
 	}
 	profiles, _ := raw["profiles"].(map[string]any)
 	def, _ := profiles["default"].(map[string]any)
-	for _, k := range tomlKeys(reflect.TypeOf(specs.Profile{})) {
+	for _, k := range tomlTags(reflect.TypeOf(specs.Profile{})) {
 		if _, ok := def[k]; !ok {
 			t.Errorf("example does not document profiles.default.%s", k)
 		}
@@ -257,5 +248,198 @@ func TestConfigEgressBrokerUserOfAnotherProfile(t *testing.T) {
 	ok := "[profiles.install]\negress_broker_user = \"60001:60001\"\n[profiles.build]\nallowed_uids = [\"1000-2000\"]\nallowed_gids = [\"1000-2000\"]\n"
 	if _, err := LoadConfig(writeTestConfig(t, ok), true); err != nil {
 		t.Fatalf("separate ids refused: %v", err)
+	}
+}
+
+// A file's [profiles.default] reaches the built-in profiles, which keep
+// only the keys their own tables set: hardening the default hardens
+// gvisor and the job profiles, whether the file names them or not.
+func TestConfigDefaultReachesBuiltinProfiles(t *testing.T) {
+	cfg, err := LoadConfig(writeTestConfig(t, `
+[profiles.default]
+bind_roots = ["/srv"]
+memory = "128m"
+trusted = true
+[profiles.install]
+egress = ["pypi.org:443"]
+`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtin, err := LoadConfig("", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"gvisor", "tests", "formatter", "install"} {
+		p := cfg.Profiles[n]
+		if !reflect.DeepEqual(p.BindRoots, []string{"/srv"}) {
+			t.Errorf("%s: bind_roots %v, want the file's default's [/srv]", n, p.BindRoots)
+		}
+		if p.Selectable != builtin.Profiles[n].Selectable || p.Trusted != builtin.Profiles[n].Trusted {
+			t.Errorf("%s: selectable %v trusted %v, want the built-in profile's", n, p.Selectable, p.Trusted)
+		}
+	}
+	if got := cfg.Profiles["gvisor"].Memory; got != "128m" {
+		t.Errorf("gvisor memory %s, want the file's default's 128m", got)
+	}
+	if got := cfg.Profiles["gvisor"].Backend; got != "runsc" {
+		t.Errorf("gvisor backend %s, want its own runsc", got)
+	}
+	if got := cfg.Profiles["tests"].Memory; got != builtin.Profiles["tests"].Memory {
+		t.Errorf("tests memory %s, want its own %s", got, builtin.Profiles["tests"].Memory)
+	}
+	if got := cfg.Profiles["install"].Egress; !reflect.DeepEqual(got, []string{"pypi.org:443"}) {
+		t.Errorf("install egress %v, want the file's", got)
+	}
+}
+
+// A profile whose own tmpfs mounts fit tmpfs_total only without an
+// engine's 64m /dev/shm is refused when the file loads, naming the fix,
+// not container by container with the caller blamed.
+func TestConfigTmpfsTotalCountsEngineShm(t *testing.T) {
+	_, err := LoadConfig(writeTestConfig(t, "[profiles.egtest]\nhome_size = \"64m\"\nscratch_size = \"64m\"\n"), true)
+	if err == nil || !strings.Contains(err.Error(), "/dev/shm") || !strings.Contains(err.Error(), "raise tmpfs_total") {
+		t.Fatalf("16m + 64m + 64m + /dev 64m + /dev/shm 64m in 256m: %v, want refused naming /dev/shm", err)
+	}
+	if _, err := LoadConfig(writeTestConfig(t, "[profiles.egtest]\nhome_size = \"64m\"\nscratch_size = \"64m\"\ntmpfs_total = \"320m\"\n"), true); err != nil {
+		t.Fatalf("the same in 320m: %v", err)
+	}
+}
+
+// TestConfigFilePlace: a root-owned 0644 file is not enough when a user
+// may write a directory above it, or above the file a link there leads
+// to: that user could put another configuration in its place.
+func TestConfigFilePlace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own the file and chown its directory")
+	}
+	userDir := t.TempDir()
+	if err := os.Chown(userDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	inUserDir := filepath.Join(userDir, "config.toml")
+	if err := os.WriteFile(inUserDir, []byte("default_profile = \"default\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(inUserDir, true); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("a config in a directory uid 65534 owns: %v, want refused naming it", err)
+	}
+	link := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.Symlink(inUserDir, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(link, true); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("a link to a config in a directory uid 65534 owns: %v, want refused naming it", err)
+	}
+	good := writeTestConfig(t, "default_profile = \"default\"\n")
+	goodLink := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.Symlink(good, goodLink); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(goodLink, true); err != nil {
+		t.Errorf("a link between root's directories: %v", err)
+	}
+}
+
+// A link of another user's, in a sticky directory, is theirs to point at
+// another configuration.
+func TestConfigLinkOfAnother(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own the link")
+	}
+	good := writeTestConfig(t, "default_profile = \"default\"\n")
+	sticky := t.TempDir()
+	if err := os.Chmod(sticky, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(sticky, "config.toml")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(link, true); err == nil || !strings.Contains(err.Error(), "a link of uid 65534") {
+		t.Errorf("a link uid 65534 owns in a sticky directory: %v, want refused", err)
+	}
+}
+
+// A link of another user's anywhere on the way, not only the last name,
+// is theirs to point elsewhere, and every later open follows it again: a
+// root's link to a user's link to root's file was taken, and the user
+// chose the configuration read and the backend run as root.
+func TestRootFileLinkChainOfAnother(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to own the files and chown the user's directory")
+	}
+	good := writeTestConfig(t, "default_profile = \"default\"\n")
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		t.Skip("runc not installed:", err)
+	}
+	userDir := t.TempDir()
+	if err := os.Chown(userDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	admin := t.TempDir()
+	for name, target := range map[string]string{"config.toml": good, "runc": runc} {
+		users := filepath.Join(userDir, name)
+		if err := os.Symlink(target, users); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Lchown(users, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(users, filepath.Join(admin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := LoadConfig(filepath.Join(admin, "config.toml"), true); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("a config reached through a link of uid 65534: %v, want refused naming it", err)
+	}
+	cfg := configOver(t, "[backends.runc]\npath = "+strconv.Quote(filepath.Join(admin, "runc"))+"\n")
+	if b, err := cfg.ResolveBackend("runc"); err == nil || !strings.Contains(err.Error(), "uid 65534") {
+		t.Errorf("a backend reached through a link of uid 65534 resolved to %v (%v), want refused naming it", b, err)
+	}
+	// Root's links all the way are taken, and what runs is the file judged.
+	if err := os.Remove(filepath.Join(admin, "runc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(runc, filepath.Join(admin, "runc")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := cfg.ResolveBackend("runc")
+	if real, _ := filepath.EvalSymlinks(runc); err != nil || b.Path != real {
+		t.Errorf("root's link to runc resolved to %v (%v), want %s run", b, err, real)
+	}
+}
+
+// A key in another case is no key of the configuration: the decoder took
+// PIDS_LIMIT for pids_limit, and a [Profiles.default] table replaced
+// [profiles.default] whole.
+func TestConfigKeysExactlySpelt(t *testing.T) {
+	for doc, want := range map[string]string{
+		"[profiles.default]\npids_limit = 16\nPIDS_LIMIT = 4096\n":                    "profiles.default.PIDS_LIMIT",
+		"[profiles.default]\nmemory = \"64m\"\n[Profiles.default]\nmemory = \"2g\"\n": "unknown key Profiles",
+		"Default_Profile = \"default\"\n":                                             "unknown key Default_Profile",
+		"[backends.runc]\nPath = \"runc\"\n":                                          "backends.runc.Path",
+	} {
+		if _, err := LoadConfig(writeTestConfig(t, doc), true); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want refused naming %s", doc, err, want)
+		}
+	}
+}
+
+// A path with ".." is checked by its text where the kernel goes up from
+// wherever a link leads: not taken for the files bulkhead trusts.
+func TestRootFilesTakeNoDotDot(t *testing.T) {
+	good := writeTestConfig(t, "default_profile = \"default\"\n")
+	dotdot := filepath.Dir(good) + "/x/../" + filepath.Base(good)
+	if _, err := LoadConfig(dotdot, true); err == nil || !strings.Contains(err.Error(), `".."`) {
+		t.Errorf("config %s: %v, want refused for its \"..\"", dotdot, err)
+	}
+	cfg := configOver(t, "[backends.runc]\npath = \"/usr/sbin/../sbin/runc\"\n")
+	if _, err := cfg.ResolveBackend("runc"); err == nil || !strings.Contains(err.Error(), `".."`) {
+		t.Errorf("backend path with ..: %v, want refused", err)
 	}
 }

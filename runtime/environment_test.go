@@ -42,7 +42,7 @@ func TestResolveBackendIgnoresCallersPath(t *testing.T) {
 		}
 	}
 	t.Setenv("PATH", dir+":"+os.Getenv("PATH"))
-	cfg := &Config{Backends: map[string]BackendConfig{"sh": {Path: "sh"}, "planted": {Path: "bulkhead-planted-backend"}}}
+	cfg := &Config{Backends: map[string]BackendConfig{"sh": {Path: "sh", Kind: "runc"}, "planted": {Path: "bulkhead-planted-backend", Kind: "runc"}}}
 	b, err := cfg.ResolveBackend("sh")
 	if err != nil || filepath.Dir(b.Path) == dir || !strings.Contains(SystemPath, filepath.Dir(b.Path)) {
 		t.Errorf("sh resolved to %v (%v), want the system's", b, err)

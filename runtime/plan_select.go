@@ -30,7 +30,7 @@ var isolation = map[string]int{"runc": 1, "crun": 1, "runsc": 2}
 // isolationOf ranks the configured backend name.
 func isolationOf(cfg *Config, name string) int {
 	bc := cfg.Backends[name]
-	return isolation[(&backend.Backend{Name: name, Path: bc.Path}).Kind()]
+	return isolation[(&backend.Backend{Name: name, Path: bc.Path, Declared: bc.Kind}).Kind()]
 }
 
 // Selection is the profile and backend chosen for one container.
@@ -67,7 +67,7 @@ func Select(cfg *Config, g *Globals, annotations map[string]string) (*Selection,
 	if want, ok := annotations[AnnotationProfile]; ok && want != profileName {
 		p, ok := cfg.Profiles[want]
 		if !ok {
-			return nil, fmt.Errorf("annotation %s=%q: unknown profile", AnnotationProfile, want)
+			return nil, fmt.Errorf("annotation %s=%q: unknown profile: configured profiles are %s", AnnotationProfile, want, strings.Join(slices.Sorted(maps.Keys(cfg.Profiles)), ", "))
 		}
 		if !p.Selectable {
 			return nil, fmt.Errorf("annotation %s=%q: profile is not selectable; an administrator can set selectable = true in [profiles.%s]", AnnotationProfile, want, want)

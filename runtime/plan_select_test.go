@@ -142,3 +142,41 @@ func selected(t *testing.T, cfg *Config, g Globals, annotations map[string]strin
 	}
 	return sel
 }
+
+// TestBackendKindIsNeverGuessed: a backend whose name and binary do not
+// say which runtime it runs must declare it; taken for runc, a gVisor
+// binary named runsc-20221219 let a job's profile annotation move it off
+// gVisor. A declared kind that contradicts the name or binary is refused.
+func TestBackendKindIsNeverGuessed(t *testing.T) {
+	runsc := filepath.Join(t.TempDir(), "runsc-20221219")
+	if err := os.WriteFile(runsc, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	doc := func(backends string) string {
+		return "default_profile = \"default\"\n[backends.runc]\npath = \"/bin/true\"\n" + backends +
+			"[profiles.default]\nbackend = \"gvisor\"\nselectable = true\n[profiles.open]\nbackend = \"runc\"\nselectable = true\n"
+	}
+	for _, c := range []struct{ name, backends, err string }{
+		{"a binary that says nothing", "[backends.gvisor]\npath = \"" + runsc + "\"\n", "set kind"},
+		{"a kind the binary contradicts", "[backends.gvisor]\npath = \"/usr/bin/runsc\"\nkind = \"runc\"\n", "binary says runsc"},
+		{"a name and a binary that disagree", "[backends.runsc]\npath = \"/usr/sbin/runc\"\n[backends.gvisor]\npath = \"/usr/bin/runsc\"\n", "say runc and runsc"},
+		{"an unknown kind", "[backends.gvisor]\npath = \"" + runsc + "\"\nkind = \"kata\"\n", "none of runc, runsc, crun"},
+		{"a kind that settles a name against its binary", "[backends.runsc]\npath = \"/usr/sbin/runc\"\nkind = \"runc\"\n[backends.gvisor]\npath = \"/usr/bin/runsc\"\n", "say runc and runsc"},
+		{"a relative path", "[backends.gvisor]\npath = \"./runsc\"\n", "give an absolute path"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, err := decodeConfig(nil, builtinConfig, "built-in")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := decodeConfig(base, []byte(doc(c.backends)), "test"); err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("err %v, want one containing %q", err, c.err)
+			}
+		})
+	}
+	cfg := configOver(t, doc("[backends.gvisor]\npath = \""+runsc+"\"\nkind = \"runsc\"\n"))
+	selected(t, cfg, Globals{}, map[string]string{AnnotationBackend: "runc"}, "only a stronger isolation")
+	if sel := selected(t, cfg, Globals{}, map[string]string{AnnotationProfile: "open"}, ""); sel.Backend.Name != "gvisor" || !sel.Backend.IsGVisor() {
+		t.Fatalf("a runc profile on the declared gVisor default: %s (%s), want gvisor", sel.Backend.Name, sel.Backend.Kind())
+	}
+}

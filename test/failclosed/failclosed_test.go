@@ -256,7 +256,8 @@ func writeLiar(t *testing.T, mode, key string) (config string) {
 		t.Fatal(err)
 	}
 	config = filepath.Join(dir, "config.toml")
-	toml := fmt.Sprintf("[backends.%s]\npath = %q\n\n[profiles.default]\nbackend = %q\n", key, script, key)
+	// A name that says no runtime declares the one the wrapper runs.
+	toml := fmt.Sprintf("[backends.%s]\npath = %q\nkind = \"runc\"\n\n[profiles.default]\nbackend = %q\n", key, script, key)
 	if err := os.WriteFile(config, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -310,8 +311,8 @@ func TestFailClosed(t *testing.T) {
 }
 
 // TestFailClosedOwnBackendName: a backend the administrator named freely
-// is verified as the runtime its binary is, so the liar under the name
-// "liar" is caught by the same pids check.
+// is verified as the runtime it declares it runs, so the liar under the
+// name "liar" is caught by the same pids check.
 func TestFailClosedOwnBackendName(t *testing.T) {
 	needRunc(t)
 	cfg := writeLiar(t, "pids", "liar")
