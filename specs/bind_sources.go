@@ -53,12 +53,8 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 	if why := c.mountedRefusal(annotations, real, fd); why != "" {
 		return why
 	}
-	if kind, id, ok := engineFileOwner(grantPath(real)); ok {
-		if !ownedByThisContainer(c, annotations, kind, id) {
-			return real + " is the engine's file for " + kind + " " + id + ", not for this container"
-		}
-	} else if !belowRoot(c.Profile.BindRoots, real) {
-		return real + " is not below any of the profile's bind_roots " + fmtList(c.Profile.BindRoots) + " (an administrator allows binds from a directory by adding it to bind_roots in the profile)"
+	if why := c.bindRootsRefusal(annotations, real); why != "" {
+		return why
 	}
 	var held *EngineStateError
 	if ch, err := findChannel(real); errors.As(err, &held) {
@@ -67,6 +63,22 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 		return fmt.Sprintf("the source cannot be checked for sockets and FIFOs (%v)", err)
 	} else if ch != "" {
 		return ch + " is a socket or a FIFO: connecting to one or writing to the other needs no write access to the mount (a read-only bind does not stop it), and reaches a process outside the sandbox; bind a directory without them"
+	}
+	return ""
+}
+
+// bindRootsRefusal is the allowlist's answer for a bind source at real
+// (resolved): below one of the profile's bind_roots, or the engine's own
+// file for this container. "" when it is.
+func (c *Context) bindRootsRefusal(annotations map[string]string, real string) string {
+	if kind, id, ok := engineFileOwner(grantPath(real)); ok {
+		if !ownedByThisContainer(c, annotations, kind, id) {
+			return real + " is the engine's file for " + kind + " " + id + ", not for this container"
+		}
+		return ""
+	}
+	if !belowRoot(c.Profile.BindRoots, real) {
+		return real + " is not below any of the profile's bind_roots " + fmtList(c.Profile.BindRoots) + " (an administrator allows binds from a directory by adding it to bind_roots in the profile)"
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -167,6 +168,21 @@ func privateInHome(real string) string {
 // is the same home. A plain bind is judged by privateInHome; a writable
 // workspace, the owner's checkout by design, only by the dot-entries.
 func homePrivacyRefusal(c *Context, real string, fd int, plain bool) string {
+	// A tree holding credentials at its top is a home, wherever it lives
+	// and whatever /etc/passwd says: bound, it shows the job whatever of
+	// them others may read (an ssh config, a world-readable key file).
+	at := real
+	if fd >= 0 {
+		at = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
+	if cred := CredentialEntryIn(at); cred != "" {
+		return real + " holds " + cred + " at its top, as a home directory does: the job would read what of it others may; bind a directory without it"
+	}
+	if plain {
+		if home, cred := homeBelow(at); home != "" {
+			return real + " holds " + home + ", which holds " + cred + " as a home directory does (a directory of homes): the job would read what of them others may; bind a directory without it"
+		}
+	}
 	paths := []string{real}
 	if src, err := c.mountedFrom(real, fd); err == nil {
 		// Every place counts, a mount made inside a home too: it cannot be
@@ -212,4 +228,30 @@ func dotEntryOfHome(p string) string {
 		}
 	}
 	return ""
+}
+
+// maxHomesLooked bounds the entries homeBelow looks at: a source with
+// more is judged by its first ones (a directory of homes holds few).
+const maxHomesLooked = 4096
+
+// homeBelow names a directory one level below dir that holds credentials
+// at its top (CredentialEntryIn), and the credential: a directory of
+// homes copied elsewhere (/srv/backup/homes) is each of them bound.
+// Checked for plain binds: a workspace is its owner's checkout.
+func homeBelow(dir string) (home, cred string) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	entries, _ := f.ReadDir(maxHomesLooked)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if c := CredentialEntryIn(filepath.Join(dir, e.Name())); c != "" {
+			return e.Name(), c
+		}
+	}
+	return "", ""
 }

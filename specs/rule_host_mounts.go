@@ -41,8 +41,20 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 		if !filepath.IsAbs(src) {
 			src = cleanAbs(filepath.Join(c.Bundle, src)) // runc resolves relative sources in the bundle
 		}
+		// The allowlist's answer comes first, the one an operator acts
+		// on; the denylist's is added to it, or stands alone for a source
+		// below bind_roots.
+		outside := ""
+		if real, err := c.resolve(src); err == nil {
+			outside = c.bindRootsRefusal(s.Annotations, canonicalRun(real))
+		}
 		why := hostPathRefusal(src)
-		if why == "" {
+		switch {
+		case outside != "" && why != "":
+			why = outside + "; besides, " + why
+		case outside != "":
+			why = outside
+		case why == "":
 			why = bindSourceRefusal(c, s.Annotations, src, -1, c.findChannel)
 		}
 		if why == "" {
@@ -51,9 +63,16 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 				why = homePrivacyRefusal(c, canonicalRun(real), -1, plain)
 			}
 		}
+		if why != "" && m.Destination == dockerInit {
+			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused, Before: m.Source, Layer: LayerNone, Why: dockerInitWhy})
+			continue
+		}
 		if why != "" {
+			if !endsInRemedy(why) {
+				why += "; remove this mount or bind a directory that holds only what the job needs"
+			}
 			ds = append(ds, Decision{Rule: "host_mounts", Field: field, Action: Refused,
-				Before: m.Source, Layer: LayerNone, Why: why + "; remove this mount or bind a directory that holds only what the job needs"})
+				Before: m.Source, Layer: LayerNone, Why: why})
 			continue
 		}
 		ds = append(ds, readOnlyBind(m, field))
@@ -61,6 +80,23 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 	}
 	return ds
 }
+
+// endsInRemedy tells whether a refusal's last clause already says what
+// to do ("...; bind a directory without it"), so that no second remedy is
+// run into it.
+func endsInRemedy(why string) bool {
+	i := strings.LastIndex(why, "; ")
+	return i >= 0 && (strings.HasPrefix(why[i+2:], "bind ") || strings.HasPrefix(why[i+2:], "remove "))
+}
+
+// dockerInit is where dockerd binds its init for `docker run --init`.
+const dockerInit = "/sbin/docker-init"
+
+// dockerInitWhy answers `docker run --init`, whose fix is in the image:
+// widening bind_roots to the host's binaries would run a host program as
+// the job's first process.
+const dockerInitWhy = "docker run --init binds dockerd's init from the host's binaries, which no bind root holds and none should; " +
+	"drop --init and put an init in the image (tini, dumb-init) as the command's first word"
 
 // ReceivesHostMounts tells whether a bind asks for the mounts the host
 // makes below its source later (slave propagation: Kubernetes'
@@ -252,6 +288,8 @@ var sshAgent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 var credentialDirs = [][]string{
 	{".ssh"}, {".aws"}, {".kube"}, {".gnupg"}, {".docker"}, {".azure"}, {".netrc"},
 	{".config", "gcloud"}, {".config", "gh"}, {".git-credentials"}, {".password-store"},
+	{".pypirc"}, {".cargo", "credentials"}, {".cargo", "credentials.toml"}, {".gem", "credentials"},
+	{".vault-token"}, {".pgpass"}, {".terraform.d", "credentials.tfrc.json"},
 }
 
 // CredentialEntryIn names the credential file or directory found at the

@@ -264,3 +264,72 @@ func TestHostPathResolvedAsTheKernelDoes(t *testing.T) {
 		t.Errorf("hostPathRefusal(%s) = %q, want a refusal of /", src, why)
 	}
 }
+
+// TestHostMountOutsideBindRootsSaysSoFirst: a source no bind root holds
+// is refused for that first, the reason an operator acts on; what the
+// denylist adds (/etc holds Kubernetes' state, named whether or not this
+// host has it) comes after.
+func TestHostMountOutsideBindRootsSaysSoFirst(t *testing.T) {
+	s := hostileSpec()
+	s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/host", Type: "bind", Source: "/etc", Options: []string{"rbind", "ro"}})
+	d := wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/host]", Refused)
+	if !strings.HasPrefix(d.Why, "/etc is not below any of the profile's bind_roots") || !strings.Contains(d.Why, "; besides, ") {
+		t.Errorf("why %q: want bind_roots first, the denylist's reason after", d.Why)
+	}
+}
+
+// TestDockerInitRefusedWithItsFix: docker run --init's bind is refused
+// with the fix in the image, not with bind_roots' advice.
+func TestDockerInitRefusedWithItsFix(t *testing.T) {
+	s := hostileSpec()
+	s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/sbin/docker-init", Type: "bind", Source: "/usr/bin/docker-init", Options: []string{"bind", "ro"}})
+	d := wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/sbin/docker-init]", Refused)
+	if !strings.Contains(d.Why, "drop --init") || strings.Contains(d.Why, "adding it to bind_roots") {
+		t.Errorf("why %q: want the image's fix, not bind_roots'", d.Why)
+	}
+}
+
+// TestHostMountOfAHomeLikeTree: a directory no passwd entry names but
+// holding credentials at its top (a copied home, a CI runner's) is a
+// home: a read-only bind of it would show the job what of them others
+// may read.
+func TestHostMountOfAHomeLikeTree(t *testing.T) {
+	for _, cred := range []string{".ssh", ".aws", ".pypirc", ".cargo/credentials.toml"} {
+		src := filepath.Join(t.TempDir(), "runner")
+		if err := os.MkdirAll(filepath.Join(src, cred), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s := hostileSpec()
+		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: []string{"rbind", "ro"}})
+		d := wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/mnt]", Refused)
+		if !strings.Contains(d.Why, "holds "+cred+" at its top") {
+			t.Errorf("%s: why %q", cred, d.Why)
+		}
+	}
+}
+
+// TestHostMountOfADirectoryOfHomes: a directory whose subdirectories are
+// homes (copied ones, with their .ssh) binds each of them.
+func TestHostMountOfADirectoryOfHomes(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "homes")
+	if err := os.MkdirAll(filepath.Join(src, "alice", ".ssh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(src, "bob", "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := hostileSpec()
+	s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: src, Options: []string{"rbind", "ro"}})
+	d := wantDecision(t, ruleHostMounts(testContext(), s), "mounts[/mnt]", Refused)
+	if !strings.Contains(d.Why, "holds alice, which holds .ssh") {
+		t.Errorf("why %q", d.Why)
+	}
+	// bob's own tree holds no home.
+	s = hostileSpec()
+	s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/mnt", Type: "bind", Source: filepath.Join(src, "bob"), Options: []string{"rbind", "ro"}})
+	for _, d := range ruleHostMounts(testContext(), s) {
+		if d.Field == "mounts[/mnt]" && d.Action == Refused {
+			t.Errorf("bob's tree refused: %s", d.Why)
+		}
+	}
+}
