@@ -48,7 +48,8 @@ type CheckReport struct {
 	// spec handed over; it is empty for an enforced, accepted spec.
 	Invariants []string `json:"invariants,omitempty"`
 	// Diff is a unified diff of config.json as given (re-indented) and as
-	// bulkhead would write it; empty in audit mode.
+	// bulkhead would write it; empty in audit mode and when create would
+	// refuse.
 	Diff string `json:"diff"`
 	// Allowances is what a job may do under the profile and the error
 	// it meets past that.
@@ -128,7 +129,9 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 			}
 		}
 	}
-	for _, err := range []error{plan.PlanErr, plan.BackendErr} {
+	// The global flags create refuses (--rootless) are refused here too.
+	flagErr := plan.FlagRefusal("create", noValues{})
+	for _, err := range []error{plan.PlanErr, plan.BackendErr, flagErr} {
 		if err != nil {
 			r.Refusals = append(r.Refusals, err.Error())
 		}
@@ -138,8 +141,10 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 	// spec over whatever the rules, the backend's validation and the
 	// invariants said (the installed backend has the last word), and
 	// stops only where bulkhead cannot plan the hand-over at all.
-	r.Runs = plan.Refusal() == nil
-	if plan.Enforce() && plan.RuleErr == nil {
+	r.Runs = plan.Refusal() == nil && flagErr == nil
+	// Nothing reaches the backend of a refused create: no diff, in the
+	// JSON as in the text.
+	if r.Runs && plan.Enforce() && plan.RuleErr == nil {
 		if r.Diff, err = specDiff(spec, plan.Handed); err != nil {
 			return nil, nil, err
 		}

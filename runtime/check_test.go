@@ -170,13 +170,33 @@ func TestCheckSaysWhatCreateWould(t *testing.T) {
 		{"no args", func(s *rspec.Spec) { s.Process.Args = nil }, "process.args: empty"},
 		{"empty args", func(s *rspec.Spec) { s.Process.Args = []string{} }, "process.args: empty"},
 		{"a relative cwd", func(s *rspec.Spec) { s.Process.Cwd = "work" }, "process.cwd"},
+		{"a command not in the image", func(s *rspec.Spec) { s.Process.Args = []string{"no-such-command"} }, "process.args[0]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := dryRun(t, checkGlobals(t, ""), bundle.New(t, []string{"true"}, c.mutate))
 			if r.Runs || !strings.Contains(strings.Join(r.Refusals, "\n"), c.names) {
 				t.Errorf("runs %v, refusals %q; want a refusal naming %q", r.Runs, r.Refusals, c.names)
 			}
+			// Nothing would reach the backend: the JSON has no diff, as
+			// the text says.
+			if r.Diff != "" {
+				t.Errorf("a refused create's report carries a diff of %d bytes", len(r.Diff))
+			}
 		})
+	}
+}
+
+// A global flag create refuses as root (--rootless true) is refused by
+// check too: check said WOULD RUN.
+func TestCheckRefusesWhatCreateRefusesOfTheGlobals(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("--rootless weakens the boundary only for a caller as root")
+	}
+	g := checkGlobals(t, "")
+	g.Rootless = "true"
+	r := dryRun(t, g, bundle.New(t, []string{"true"}))
+	if r.Runs || !strings.Contains(strings.Join(r.Refusals, "\n"), "--rootless true") {
+		t.Errorf("check with --rootless true: runs %v, refusals %q; want refused naming it, as create is", r.Runs, r.Refusals)
 	}
 }
 

@@ -12,27 +12,22 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 )
 
-// gVisorDefaultPath is the PATH gVisor's older loaders search when the
-// process's environment has none (newer ones search nothing, so a name
-// missing here is missing for both).
-const gVisorDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // maxNamedCandidates bounds the places a refusal lists.
 const maxNamedCandidates = 8
 
-// CommandMissing is why runsc would fail to start s's process because
-// its command is not in the container: runc looks args[0] up in create,
-// which then fails and is undone, but runsc looks it up only in start,
-// after which an engine may forget a created container (dockerd 20.10
-// does). "" when the command is there, and whenever the container's view
-// cannot tell (a path on a mount other than a bind, or one that resolves
-// into /proc, /dev or /sys): only a certain absence refuses. The lookup
-// is gVisor's (fsimpl/user's ResolveExecutablePath): an absolute name as
-// it is, a name with a slash from the cwd, any other name in each
-// absolute directory of PATH; a directory of any PATH= entry, and of the
-// default PATH when there is none, counts, so that no loader's reading
-// finds what this refuses.
-func CommandMissing(c *Context, s *rspec.Spec) string {
+// CommandMissing is why the backend would fail to start s's process
+// because its command is not in the container: runc looks args[0] up in
+// create, which then fails and is undone, and runsc only in start, after
+// which an engine may forget a created container (dockerd 20.10 does);
+// check must answer as create does on both. "" when the command is
+// there, and whenever the container's view cannot tell (a path on a mount
+// other than a bind, or one that resolves into /proc, /dev or /sys): only
+// a certain absence refuses. The lookup is the backend's: an absolute
+// name as it is, a name with a slash from the cwd, any other name in each
+// absolute directory of PATH, which is the last PATH= entry for runc (its
+// init sets the environment in order) and the first for gVisor
+// (fsimpl/user's ResolveExecutablePath); neither has a default PATH.
+func CommandMissing(c *Context, s *rspec.Spec, gvisor bool) string {
 	if s.Process == nil || len(s.Process.Args) == 0 || s.Process.Args[0] == "" {
 		return ""
 	}
@@ -52,7 +47,7 @@ func CommandMissing(c *Context, s *rspec.Spec) string {
 		}
 		candidates = []string{filepath.Join(cwd, name)}
 	default:
-		for _, dir := range commandDirs(s.Process.Env) {
+		for _, dir := range commandDirs(s.Process.Env, gvisor) {
 			candidates = append(candidates, filepath.Join(dir, name))
 		}
 	}
@@ -62,7 +57,7 @@ func CommandMissing(c *Context, s *rspec.Spec) string {
 		}
 	}
 	if len(candidates) == 0 {
-		return fmt.Sprintf("%s is looked up in PATH, which holds no absolute directory", shown(name))
+		return fmt.Sprintf("%s is looked up in PATH, which the environment does not set or which holds no absolute directory", shown(name))
 	}
 	if len(candidates) == 1 && candidates[0] == cleanAbs(name) {
 		return fmt.Sprintf("%s is not an executable file in the container", shown(name))
@@ -74,26 +69,22 @@ func CommandMissing(c *Context, s *rspec.Spec) string {
 	return fmt.Sprintf("%s is not an executable file in the container (looked for %s)", shown(name), shown(strings.Join(looked, ", ")))
 }
 
-// commandDirs are the absolute directories of every PATH= entry of env,
-// or of the default PATH when it has none.
-func commandDirs(env []string) []string {
-	var paths []string
+// commandDirs are the absolute directories of the PATH= entry of env the
+// backend reads: the first for gVisor, the last for runc.
+func commandDirs(env []string, gvisor bool) []string {
+	var path string
+	found := false
 	for _, e := range env {
-		if p, ok := strings.CutPrefix(e, "PATH="); ok {
-			paths = append(paths, p)
+		if p, ok := strings.CutPrefix(e, "PATH="); ok && !(gvisor && found) {
+			path, found = p, true
 		}
-	}
-	if len(paths) == 0 {
-		paths = []string{gVisorDefaultPath}
 	}
 	var dirs []string
 	seen := map[string]bool{}
-	for _, p := range paths {
-		for _, d := range filepath.SplitList(p) {
-			if filepath.IsAbs(d) && !seen[d] {
-				seen[d] = true
-				dirs = append(dirs, d)
-			}
+	for _, d := range filepath.SplitList(path) {
+		if filepath.IsAbs(d) && !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
 		}
 	}
 	return dirs

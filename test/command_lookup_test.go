@@ -30,17 +30,21 @@ func TestMissingCommandFailsCreate(t *testing.T) {
 		if !strings.Contains(r.stderr, "no-such-command") {
 			t.Fatalf("create refused, but the error does not name the command:\n%s", r.stderr)
 		}
-		if backend == "runsc" && !strings.Contains(r.stderr, "process.args[0]") {
-			t.Fatalf("create on runsc refused, but not by naming process.args[0]:\n%s", r.stderr)
+		if !strings.Contains(r.stderr, "process.args[0]") {
+			t.Fatalf("create on %s refused, but not by naming process.args[0]:\n%s", backend, r.stderr)
 		}
 		assertGone(t, root, backend, id)
+		// check answers as create does.
+		if c := bulkhead(t, "", append(g, "check", "--bundle", b)...); c.code == 0 || !strings.Contains(c.stdout+c.stderr, "process.args[0]") {
+			t.Fatalf("check of a container whose command is not in it on %s: exit %d, want refused as create is\nstdout: %s\nstderr: %s", backend, c.code, c.stdout, c.stderr)
+		}
 
 		tools := t.TempDir()
 		if err := os.WriteFile(filepath.Join(tools, "lint"), []byte("#!/bin/sh\necho linted\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		b = bundle.New(t, []string{"lint"}, func(s *rspec.Spec) {
-			s.Process.Env = append(s.Process.Env, "PATH=/opt/tools:/bin")
+			s.Process.Env = []string{"PATH=/opt/tools:/bin"}
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/opt/tools", Type: "bind", Source: tools, Options: []string{"rbind", "ro"}})
 		})
 		id = uniqueID("tool-cmd-" + backend)
