@@ -723,3 +723,29 @@ func TestDiffOfADeletedContainer(t *testing.T) {
 		t.Fatalf("diff under another root: %v, want the root the changes are kept under", err)
 	}
 }
+
+// TestExportPathLimit: long names at a depth well inside changes_max_depth
+// (14 levels of 250 bytes; 17 reach the kernel's PATH_MAX)
+// end the walk with the documented bound named, not the kernel's
+// ENAMETOOLONG from somewhere in the walk, in every format and the keep.
+func TestExportPathLimit(t *testing.T) {
+	h := newHostileWorkspace(t)
+	deep := h.upperDir
+	for i := 0; i < 14; i++ {
+		deep = filepath.Join(deep, strings.Repeat(string(rune('a'+i)), 250))
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"patch", "json", "tar"} {
+		_, _, err := h.export(format, defaultChangeLimits)
+		if err == nil || !strings.Contains(err.Error(), "longer than the 3072 bulkhead opens") {
+			t.Errorf("%s: 14 levels of 250-byte names: %v", format, err)
+		}
+	}
+	cfg := testConfig(t)
+	_, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour)
+	if err == nil || !strings.Contains(err.Error(), "longer than the 3072 bulkhead opens") {
+		t.Errorf("keep: %v", err)
+	}
+}

@@ -96,8 +96,17 @@ func (b *budget) entry(rel string, depth int) error {
 	if depth > b.lim.Depth {
 		return fmt.Errorf("%s: deeper than %d directories (changes_max_depth); bulkhead reads no further", escape.Text(rel), b.lim.Depth)
 	}
+	if len(rel) > maxEntryPath {
+		return fmt.Errorf("%s...: a path of %d bytes, longer than the %d bulkhead opens (the kernel's PATH_MAX, less room for the store's own directories); bulkhead reads no further", escape.Text(rel[:64]), len(rel), maxEntryPath)
+	}
 	return nil
 }
+
+// maxEntryPath bounds an entry's path below its layer: the walk opens
+// each entry by that path (openat2, RESOLVE_BENEATH), and the kept copy
+// below the store's directories, so the kernel's PATH_MAX (4096) would
+// end the walk with ENAMETOOLONG at whatever depth long names reach.
+const maxEntryPath = 3072
 
 // read reserves n bytes of content; it says why not when they do not fit,
 // and the caller leaves that one file out.

@@ -8,15 +8,16 @@ import (
 	"testing"
 )
 
-// longNames fills the upper layer with n empty files whose paths are as
-// long as a path can be and made of bytes that escape as \xNN: 15
-// directories of 240 such bytes, and below them files named .wh.<240 such
-// bytes><i>, which every format leaves out and names, escaped.
+// longNames fills the upper layer with n empty files whose paths are
+// nearly as long as bulkhead opens (maxEntryPath) and made of bytes that
+// escape as \xNN: 11 directories of 240 such bytes, and below them files
+// named .wh.<240 such bytes><i>, which every format leaves out and names,
+// escaped.
 func longNames(h *hostileWorkspace, n int) {
 	h.t.Helper()
 	x := strings.Repeat("\xff", 240)
 	dir := h.upperDir
-	for i := 0; i < 15; i++ {
+	for i := 0; i < 11; i++ {
 		dir = filepath.Join(dir, x+strconv.Itoa(i))
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -31,7 +32,7 @@ func longNames(h *hostileWorkspace, n int) {
 
 // TestExportLongNamesBounded: the sandbox chooses names, and each path a
 // diff walks is held, escaped, in the lines naming what was left out and
-// in the json. 3,000 paths of 4 KiB that escape to 16 KiB each, well
+// in the json. 3,000 paths of 3 KiB that escape to 12 KiB each, well
 // within changes_max_files, once made a diff allocate about a GiB (and
 // 100,000 of them tens of GiB, with a quadratic merge of the left-out
 // lines); now every format stops at the names' bound with an error, in
@@ -45,10 +46,10 @@ func TestExportLongNamesBounded(t *testing.T) {
 		alloc := heapGrowth(func() { _, _, err = h.export(format, defaultChangeLimits) })
 		t.Logf("%s: %d bytes allocated: %v", format, alloc, err)
 		if err == nil || !strings.Contains(err.Error(), "the paths pass") {
-			t.Errorf("%s of 3,000 escaped 4 KiB paths: %v, want the names' bound", format, err)
+			t.Errorf("%s of 3,000 escaped 3 KiB paths: %v, want the names' bound", format, err)
 		}
 		if alloc > 128<<20 {
-			t.Errorf("%s of 3,000 escaped 4 KiB paths allocated %d bytes", format, alloc)
+			t.Errorf("%s of 3,000 escaped 3 KiB paths allocated %d bytes", format, alloc)
 		}
 	}
 
