@@ -67,7 +67,11 @@ func (e *RefusalError) Error() string {
 		if d.Action != Refused {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("policy %q refuses %s %s (rule %s: %s)", e.Profile, d.Field, d.Before, d.Rule, d.Why))
+		what := d.Field
+		if d.Before != "" {
+			what += " " + d.Before
+		}
+		parts = append(parts, fmt.Sprintf("policy %q refuses %s (rule %s: %s)", e.Profile, what, d.Rule, d.Why))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -56,7 +56,7 @@ func TestWorkspaceOwnerRefused(t *testing.T) {
 					t.Fatalf("a workspace of %s was handed over: exit %d, stdout %q", own.name, r.code, r.stdout)
 				}
 				t.Logf("refused: %s", r.stderr)
-				for _, want := range []string{own.says, "workspace_owners", src} {
+				for _, want := range []string{own.says, "workspace_owners", src, "refuses mounts[/workspace]", "(rule workspace: "} {
 					if !strings.Contains(r.stderr, want) {
 						t.Errorf("the refusal does not say %q", want)
 					}
@@ -101,7 +101,7 @@ func TestWorkspacePrivateSourceRefused(t *testing.T) {
 				t.Fatalf("a 0700 source of uid 1000 was handed over: exit %d, stdout %q", r.code, r.stdout)
 			}
 			t.Logf("refused: %s", r.stderr)
-			for _, want := range []string{"mode 0700", "keeps it from others", src} {
+			for _, want := range []string{"mode 0700", "keeps it from others", src, "refuses mounts[/workspace]", "(rule workspace: "} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("the refusal does not say %q", want)
 				}

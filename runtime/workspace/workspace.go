@@ -64,6 +64,11 @@ func Plan(p *specs.Profile, handed *rspec.Spec, at func(string) string, stateDir
 			continue
 		}
 		field := "mounts[" + m.Destination + "]"
+		refuse := func(why string) error {
+			ds = append(ds, specs.Decision{Rule: "workspace", Field: field, Action: specs.Refused, Before: m.Source,
+				Layer: specs.LayerNone, Why: why})
+			return &specs.RefusalError{Profile: p.Name, Decisions: ds}
+		}
 		real, err := filepath.EvalSymlinks(at(m.Source))
 		if err != nil {
 			return nil, ds, fmt.Errorf("workspace %s: source %s: %w", m.Destination, m.Source, err)
@@ -81,7 +86,7 @@ func Plan(p *specs.Profile, handed *rspec.Spec, at func(string) string, stateDir
 		// overlayfs splits its options at ',' and lowerdir at ':'; such a
 		// source cannot be named safely.
 		if strings.ContainsAny(real, ",:\\\n") {
-			return nil, ds, fmt.Errorf("workspace %s: source %q holds ',', ':' or '\\', which overlayfs options cannot carry; refused", m.Destination, real)
+			return nil, ds, refuse(fmt.Sprintf("its real path %q holds ',', ':' or '\\', which overlayfs options cannot carry; bind it from a path without them", real))
 		}
 		w := Workspace{Destination: m.Destination, Source: real, Named: real, Dir: filepath.Join(stateDir, "ws", strconv.Itoa(len(ws)))}
 		if u := handed.Process; u != nil {
@@ -96,12 +101,12 @@ func Plan(p *specs.Profile, handed *rspec.Spec, at func(string) string, stateDir
 			shift.UIDFrom, shift.GIDFrom = st.Uid, st.Gid
 			if !shift.identity() {
 				if err := ownersAllowed(shift, st.Mode, p); err != nil {
-					return nil, ds, fmt.Errorf("workspace %s: source %s: %w", w.Destination, w.Named, err)
+					return nil, ds, refuse(err.Error())
 				}
 			}
 		}
 		if why := JudgeSource(real, real); why != "" {
-			return nil, ds, fmt.Errorf("workspace %s: source %s: %s", w.Destination, w.Named, why)
+			return nil, ds, refuse(why)
 		}
 		ws = append(ws, w)
 		before := m.Source + " " + strings.Join(m.Options, ",")
