@@ -259,6 +259,11 @@ const whiteoutPrefix = ".wh."
 
 const whiteoutNameReason = "name begins with .wh., which an OCI layer reads as a whiteout; never exported"
 
+// windowsAliasReason says why a name Windows reads as another entry's,
+// a drive or a stream of another file never leaves the layer: a reviewer
+// extracting or applying it there writes elsewhere than it shows.
+const windowsAliasReason = "a backslash, a colon or an 8.3 short name in its path, which Windows reads as another entry's, a drive (C:) or another file's stream (a.txt::$DATA); never exported"
+
 // repoMetaReason says why a repository's own directory never leaves the
 // layer. A checkout's .git holds configuration and hooks that git runs on
 // the host (core.fsmonitor, core.sshCommand, hooks/*): a job that wrote
@@ -436,6 +441,11 @@ func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkout
 			s.out = append(s.out, Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: modeString(st.Mode), Rejected: whiteoutNameReason, upperRel: p})
 			continue
 		}
+		if windowsName(n) {
+			// Nothing below it is read: the whole entry stays out.
+			s.out = append(s.out, Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: modeString(st.Mode), Rejected: windowsAliasReason, upperRel: p})
+			continue
+		}
 		if why := cd.halfReason(n); why != "" {
 			// Nothing below it is read: the whole entry stays out.
 			c := Change{Path: p, Kind: "added", Type: typeOf(st.Mode), Mode: modeString(st.Mode), Rejected: why, upperRel: p}
@@ -508,9 +518,7 @@ func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkout
 				return err
 			}
 			c.SHA256 = sum([]byte(c.Target))
-			if cd.linkLeaves(rel, n, c.Target) {
-				c.Rejected = checkoutLinkOutReason
-			}
+			c.Rejected = cd.linkOut(rel, n, c.Target)
 		default:
 			s.file(&c, st)
 		}

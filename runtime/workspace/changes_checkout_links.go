@@ -26,7 +26,7 @@ import (
 // "docs". A file with other hard links counts as a link: written in place,
 // it changes them all. A symlink entry is the one thing that may stand on
 // a link: extractors remove a link before they make one; and the links
-// any format holds lead only to new places (linkLeaves), so no later tar
+// any format holds lead only to new places (linkOut), so no later tar
 // writes through them to the checkout's.
 //
 // The checkout is judged as the layer saw it (its pin, while the container
@@ -62,13 +62,28 @@ const checkoutMarkReason = "the tar's mark of a deletion would stand where the c
 // opaqueMarker is the entry an OCI layer marks an opaque directory with.
 const opaqueMarker = whiteoutPrefix + whiteoutPrefix + ".opq"
 
-// checkoutLinkOutReason says why a symlink whose target could lead out of
-// the checkout is left out of every format. Applied, the link itself
+// linkOutWhy ends each reason a symlink whose target could lead out of
+// the checkout is left out of every format for. Applied, the link itself
 // writes nothing; but a tar extracted after it (another export of the same
 // fork, or the same one again), into the checkout the patch or a tar put
 // the link in, writes through it, and an extractor that follows links
 // takes "conf.txt" or "dir/x" where the link points.
-const checkoutLinkOutReason = "a symlink whose target is absolute, climbs above the checkout, climbs after it descended (a/../x) or from a directory the checkout does not hold as one (another export's link there would move it), stands where the checkout has a directory, names a HEAD, objects or refs, or .git or a name Windows reads as another, passes through a symlink of the checkout, or is the checkout's own directory (.), one with a link, a file with other hard links, a node, a .git or a repository below it (or more than 10,000 entries), in a repository, or a file with other hard links: a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
+const linkOutWhy = ": a tar extracted after it by an extractor that follows links (Python's tarfile) would write through it outside the checkout, into .git or below what the checkout holds; never exported"
+
+// Why linkOut judged a symlink, each ended by linkOutWhy.
+const (
+	linkEmpty       = "a symlink with an empty target"
+	linkAbsolute    = "a symlink whose target is absolute"
+	linkOverDir     = "a symlink where the checkout has a directory"
+	linkClimbsBack  = "a symlink that climbs after it descended (a/../x)"
+	linkClimbsOut   = "a symlink that climbs above the checkout, or from a directory the checkout does not hold as one (another export's link there would move it)"
+	linkThroughMeta = "a symlink through .git, a HEAD, objects or refs, or a name Windows reads as another"
+	linkThroughLink = "a symlink through a symlink of the checkout"
+	linkIntoRepo    = "a symlink into a repository"
+	linkToOwnDir    = "a symlink to its own directory or one above it (.)"
+	linkToLoaded    = "a symlink to a directory of the checkout holding a link, a file with other hard links, a node, a .git or a repository (or more than 10,000 entries)"
+	linkToOther     = "a symlink to a symlink, a file with other hard links or a node of the checkout"
+)
 
 // checkoutDir is what the checkouts hold where one directory of the tar
 // lands: every directory, in each checkout the tar is judged against, whose
@@ -91,7 +106,7 @@ type checkoutDir struct {
 	count           int
 	// real: every directory from the top to here is one every checkout
 	// judged holds as a directory (no export can make it a link:
-	// linkLeaves); layers: how many checkouts are judged.
+	// linkOut); layers: how many checkouts are judged.
 	real   bool
 	layers int
 	// unsure: a directory there could not be read, so every name counts
@@ -211,8 +226,9 @@ func (c *checkoutDir) halfReason(name string) string {
 	return repoHalfReason
 }
 
-// linkLeaves tells whether a symlink any format holds in c's directory
-// rel as name, pointing at target, could lead anywhere but a new place:
+// linkOut is why a symlink any format holds in c's directory rel as
+// name, pointing at target, could lead anywhere but a new place, ended by
+// linkOutWhy, or "" when it cannot:
 // one the checkout does not hold, reached through none of its links or
 // repositories. A tar extracted after the link (another export of the
 // same fork) writes where the link points, judged only where the link
@@ -231,9 +247,21 @@ func (c *checkoutDir) halfReason(name string) string {
 // stands where the checkout holds a directory (which it would make
 // another place). A link that descends only (pnpm's node_modules/foo ->
 // .pnpm/foo@1/node_modules/foo) passes wherever it stands.
-func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
-	if target == "" || path.IsAbs(target) || c.holdsDir(name) {
-		return true
+func (c *checkoutDir) linkOut(rel, name, target string) string {
+	if why := c.linkOutKind(rel, name, target); why != "" {
+		return why + linkOutWhy
+	}
+	return ""
+}
+
+func (c *checkoutDir) linkOutKind(rel, name, target string) string {
+	switch {
+	case target == "":
+		return linkEmpty
+	case path.IsAbs(target):
+		return linkAbsolute
+	case c.holdsDir(name):
+		return linkOverDir
 	}
 	depth := 0
 	if rel != "" && c != nil && c.real {
@@ -245,8 +273,11 @@ func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
 		switch part {
 		case "", ".":
 		case "..":
-			if descended || depth == 0 {
-				return true
+			if descended {
+				return linkClimbsBack
+			}
+			if depth == 0 {
+				return linkClimbsOut
 			}
 			depth--
 			if d != nil {
@@ -258,9 +289,13 @@ func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
 			}
 			// A HEAD, objects or refs written through the link would make
 			// a directory a repository no entry's name showed.
-			if isRepoMeta(part) || windowsAlias(nameKey(part)) || isGitMark(part) ||
-				d.hasLink(part) || d != nil && d.repoWith(nil) {
-				return true
+			switch {
+			case isRepoMeta(part) || windowsName(part) || windowsAlias(nameKey(part)) || isGitMark(part):
+				return linkThroughMeta
+			case d.hasLink(part):
+				return linkThroughLink
+			case d != nil && d.repoWith(nil):
+				return linkIntoRepo
 			}
 			descended, last = true, part
 		}
@@ -272,14 +307,19 @@ func (c *checkoutDir) linkLeaves(rel, name, target string) bool {
 	// the checkout holds nothing a write could pass its judgement through
 	// (npm's node_modules/@mono/util -> ../../packages/util).
 	switch {
-	case !descended, d != nil && d.repoWith(nil):
-		return true
+	case !descended:
+		return linkToOwnDir
+	case d != nil && d.repoWith(nil):
+		return linkIntoRepo
 	case !d.holds(last), d.plainFile(last):
-		return false
+		return ""
 	case d.plainDir(last):
-		return !d.below(last).clean()
+		if !d.below(last).clean() {
+			return linkToLoaded
+		}
+		return ""
 	}
-	return true
+	return linkToOther
 }
 
 // holdsDir tells whether a checkout has a directory of name's key in c's

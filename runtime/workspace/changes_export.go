@@ -348,8 +348,8 @@ func writeLayerTar(tw *tar.Writer, s layerSet, b *budget, held archiveNames) ([]
 				if err != nil {
 					return err
 				}
-				if cd.linkLeaves(rel, n, t) {
-					reject(p, checkoutLinkOutReason)
+				if why := cd.linkOut(rel, n, t); why != "" {
+					reject(p, why)
 					continue
 				}
 				hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, t
@@ -429,8 +429,8 @@ type archiveNames map[string]bool
 func (a archiveNames) writeHeader(tw *tar.Writer, hdr *tar.Header, reject func(string)) error {
 	name := strings.TrimSuffix(hdr.Name, "/")
 	keys := pathKeys(name)
-	if slices.ContainsFunc(keys, windowsAlias) {
-		reject("a backslash or an 8.3 short name in its path, which Windows reads as another entry's")
+	if windowsName(name) || slices.ContainsFunc(keys, windowsAlias) {
+		reject(windowsAliasReason)
 		hdr.Typeflag = 0
 		return nil
 	}

@@ -525,6 +525,9 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 			} else if why := kindReason(st); why != "" {
 				leftOut(p, why)
 				continue
+			} else if windowsName(n) {
+				leftOut(p, windowsAliasReason)
+				continue
 			} else if kind == unix.S_IFREG && !up.upperFileReadable(p, st, reader) {
 				leftOut(p, unreadableReason)
 				continue
@@ -546,6 +549,9 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 			switch {
 			case isWhiteout(st):
 				if err := unix.Mknod(out, unix.S_IFCHR|0o600, 0); err != nil {
+					return err
+				}
+				if err := keepTimes(out, st); err != nil {
 					return err
 				}
 			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
@@ -576,16 +582,23 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err := walk(p, below, depth+1, sub); err != nil {
 					return err
 				}
+				// Set once its entries are made, which change it.
+				if err := keepTimes(out, st); err != nil {
+					return err
+				}
 			case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 				t, err := up.readlink(p)
 				if err != nil {
 					return err
 				}
-				if cd.linkLeaves(rel, n, t) {
-					leftOut(p, checkoutLinkOutReason)
+				if why := cd.linkOut(rel, n, t); why != "" {
+					leftOut(p, why)
 					continue
 				}
 				if err := os.Symlink(t, out); err != nil {
+					return err
+				}
+				if err := keepTimes(out, st); err != nil {
 					return err
 				}
 			default: // a regular file: every other kind was left out
@@ -597,6 +610,9 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 					continue
 				}
 				if err := copySparse(up, p, st, out, buf, disk); err != nil {
+					return err
+				}
+				if err := keepTimes(out, st); err != nil {
 					return err
 				}
 				if st.Nlink > 1 {
@@ -616,6 +632,13 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 		return nil
 	}
 	return walk("", top, 1, root)
+}
+
+// keepTimes gives the copy out the times the job's entry had (st), so
+// that kept changes show when the job changed each file, as the live
+// diff does, not when the container was deleted.
+func keepTimes(out string, st *unix.Stat_t) error {
+	return unix.UtimesNanoAt(unix.AT_FDCWD, out, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // copySparse copies the regular file rel (as the walk saw it in st) to
@@ -847,6 +870,18 @@ func Prune(cfg *Settings, olderThan time.Duration) ([]string, error) {
 	return pruneLocked(cfg, olderThan)
 }
 
+// Discard removes the changes kept for container id of root, for a
+// container bulkhead made and deleted itself (the probe's), whose changes
+// nobody is to review and which would only take the quota.
+func Discard(cfg *Settings, root, id string) error {
+	unlock, err := lockChanges(cfg)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return os.RemoveAll(keptDir(cfg, root, id))
+}
+
 func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 	all, orphans, err := scanStore(cfg)
 	if err != nil {
@@ -922,7 +957,7 @@ func keptWritesIntoRepo(r *Kept) error {
 
 // writesIntoRepo says where changes write in a directory git may take for
 // a repository once they are applied to the checkout root, or make a link
-// that leads out of it (linkLeaves).
+// that leads out of it (linkOut).
 func writesIntoRepo(root *checkoutDir, changes []Change) error {
 	// Each directory's names the changes write, and whether each is one
 	// of them as no directory (a HEAD counts then).
@@ -961,8 +996,8 @@ func writesIntoRepo(root *checkoutDir, changes []Change) error {
 		}
 		dir := path.Dir(c.Path)
 		rel := strings.TrimPrefix(dir, ".")
-		if root.at(dir).linkLeaves(rel, path.Base(c.Path), c.Target) {
-			return fmt.Errorf("where the changes' link %s -> %s now leads to what it holds (%s)", escape.Text(c.Path), escape.Text(c.Target), checkoutLinkOutReason)
+		if why := root.at(dir).linkOut(rel, path.Base(c.Path), c.Target); why != "" {
+			return fmt.Errorf("where the changes' link %s -> %s now leads to what it holds (%s)", escape.Text(c.Path), escape.Text(c.Target), why)
 		}
 	}
 	return nil

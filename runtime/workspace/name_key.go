@@ -69,6 +69,8 @@ func foldRune(r rune) rune {
 // ".git\\config" is a .git's config), or it has the form of an 8.3 short
 // name ("longli~1", "git~2", "readme~1.md"), which names whatever entry the
 // volume gave that short name: a link the same archive made, a .git.
+// A colon is cut from the key (a stream is its file's); windowsName
+// judges the name itself.
 func windowsAlias(key string) bool {
 	if strings.ContainsRune(key, '\\') {
 		return true
@@ -80,3 +82,10 @@ func windowsAlias(key string) bool {
 	i := strings.LastIndexByte(base, '~')
 	return i > 0 && i < len(base)-1 && strings.Trim(base[i+1:], "0123456789") == ""
 }
+
+// windowsName tells whether a name, as the job wrote it, is one Windows
+// reads as something else: a colon names a drive ("C:", so
+// "C:/Users/x/AppData/.../Startup/run.bat" is that absolute path to
+// Python's tarfile there) or another file's stream ("a.txt::$DATA" is
+// a.txt), a backslash is a directory separator.
+func windowsName(name string) bool { return strings.ContainsAny(name, ":\\") }
