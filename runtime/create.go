@@ -116,6 +116,11 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Asked before the plan, whose cgroup rule would otherwise answer
+	// first, about the running container's cgroup. Add asks again.
+	if _, err := os.Lstat(reg.Dir(id)); err == nil {
+		return nil, fmt.Errorf("container %s: %w", id, state.ErrExists)
+	}
 	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: original, Registry: reg,
 		PidFile: pidFile, At: dir.at})
 	if err != nil {
@@ -136,6 +141,12 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	}
 	for _, err := range plan.Warnings() {
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
+	}
+	if names := specs.RemovedEnv(plan.Decisions); len(names) > 0 {
+		// A job that depends on one changes behaviour; it should not
+		// take reading the audit log to learn why.
+		logrus.Warnf("bulkhead: environment: %s removed: each name or value looks like a secret; pass secrets through a file the operator mounts, or set drop_secret_env = false in the profile",
+			strings.Join(names, ", "))
 	}
 	c.audit.SpecAfter = sha(plan.RewrittenJSON)
 	if sel.Profile.Mode == specs.Audit {
@@ -234,6 +245,9 @@ func (c *creation) handOver(verb string, v Values) error {
 		return c.fail(c.undo(err))
 	}
 	c.rec.InitPid, c.rec.InitStart = pid, state.InitStart(pid)
+	if !b.IsGVisor() {
+		c.rec.InitExe = state.ExeID(pid)
+	}
 	var report verify.Report
 	exp, err := verify.Expect(&c.sel.Profile, c.handed, b.Kind())
 	if err == nil {
@@ -424,6 +438,9 @@ func Create(g *Globals, v Values, id string) error {
 // Restore is the restore verb: the same policy and verification as create,
 // since a checkpoint image carries a process but the boundary is the spec's.
 func Restore(g *Globals, v Values, id string) error {
+	if err := g.criuRefusal(); err != nil {
+		return err
+	}
 	c, stop, err := listenWhileCreating(g, "restore", id, v.String("bundle"), v.String("pid-file"))
 	if err != nil {
 		return err

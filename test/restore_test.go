@@ -63,6 +63,21 @@ func TestCriuMustBeRoots(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "can be changed by") {
 		t.Fatalf("--criu in a directory anyone may write: exit %d, want it refused:\n%s", r.code, r.stderr)
 	}
+	// restore runs criu too, where a profile in audit mode hands it over.
+	audit := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(audit, []byte("[profiles.default]\nmode = \"audit\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	restored := uniqueID("criu-restore")
+	r = bulkhead(t, "", append([]string{"--criu", fake, "--config", audit}, append(g, "restore", "--image-path", t.TempDir(),
+		"--bundle", bundle.New(t, []string{"true"}), restored)...)...)
+	bulkhead(t, "", append([]string{"--config", audit}, append(g, "delete", "--force", restored)...)...)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("restore ran a --criu program in a directory anyone may write as root (exit %d):\n%s", r.code, r.stderr)
+	}
+	if r.code == 0 || !strings.Contains(r.stderr, "can be changed by") {
+		t.Fatalf("restore with --criu in a directory anyone may write: exit %d, want it refused:\n%s", r.code, r.stderr)
+	}
 
 	// Root's alone, named through a link in that directory: runc runs
 	// the program the link named when it was judged.

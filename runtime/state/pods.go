@@ -2,6 +2,7 @@ package state
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -150,6 +151,31 @@ func Alive(pid int, start uint64) bool {
 	}
 	st, started, err := procStat(pid)
 	return err == nil && started == start && st != 'Z' && st != 'X'
+}
+
+// ExeID names the program pid runs by its device and inode
+// (/proc/<pid>/exe), "" when it cannot be read. A process changes it only
+// by executing another program.
+func ExeID(pid int) string {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st); err != nil {
+		return ""
+	}
+	return strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
+}
+
+// InitReleased tells whether the record's init, still the one verified,
+// runs another program than at create: runc's init executes the
+// container's program once start releases it. runc's exec.fifo does not
+// tell so alone: a start killed after releasing the init and before
+// removing the fifo leaves it, and runc then calls a running container
+// created.
+func InitReleased(rec *Record) bool {
+	if rec.InitExe == "" || !StillRunning(rec) {
+		return false
+	}
+	now := ExeID(rec.InitPid)
+	return now != "" && now != rec.InitExe
 }
 
 // InitStart is the start time of pid as /proc/<pid>/stat gives it, 0 when

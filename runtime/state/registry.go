@@ -28,7 +28,11 @@ type Record struct {
 	InitPid     int        `json:"init_pid,omitempty"`
 	// InitStart is the init's start time, so that a reused pid is not
 	// taken for the container's (see StillRunning).
-	InitStart   uint64 `json:"init_start,omitempty"`
+	InitStart uint64 `json:"init_start,omitempty"`
+	// InitExe is the program the init ran when create verified it
+	// (ExeID), runc's own init on runc: once it differs, start released
+	// the init, whatever runc's exec.fifo says (InitReleased).
+	InitExe     string `json:"init_exe,omitempty"`
 	CgroupsPath string `json:"cgroups_path,omitempty"`
 	// Pod is set on a CRI pod sandbox: the containers of this pod, and
 	// only they, may join its namespaces (see PodSandbox).

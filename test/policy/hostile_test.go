@@ -93,6 +93,7 @@ func TestHostileBundles(t *testing.T) {
 		mutate func(*rspec.Spec)
 		refuse string                                  // rule that must refuse; "" means it runs
 		check  func(t *testing.T, s map[string]string) // extra checks on a run
+		warns  string                                  // what bulkhead's log must say on a run
 	}{
 		{name: "all capabilities", mutate: func(s *rspec.Spec) {
 			c := allCaps
@@ -174,7 +175,7 @@ func TestHostileBundles(t *testing.T) {
 		}},
 		{name: "secret environment", mutate: func(s *rspec.Spec) {
 			s.Process.Env = append(s.Process.Env, "GITHUB_TOKEN="+secretValues[0], "AWS_SECRET_ACCESS_KEY="+secretValues[1], "HARMLESS=1")
-		}, check: func(t *testing.T, s map[string]string) {
+		}, warns: "environment: GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY removed", check: func(t *testing.T, s map[string]string) {
 			if !strings.Contains(s["env"], "HARMLESS=1") {
 				t.Errorf("an ordinary variable was dropped:\n%s", s["env"])
 			}
@@ -216,6 +217,12 @@ func TestHostileBundles(t *testing.T) {
 			checkBoundary(t, s)
 			if tc.check != nil {
 				tc.check(t, s)
+			}
+			if tc.warns != "" {
+				// With --log, bulkhead's warnings go to the log file.
+				if log, err := os.ReadFile(logFile); err != nil || !strings.Contains(string(log), tc.warns) {
+					t.Errorf("the log does not say %q (%v):\n%s", tc.warns, err, log)
+				}
 			}
 			if t.Failed() {
 				t.Logf("container output:\n%s", r.stdout)
