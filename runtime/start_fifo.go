@@ -24,6 +24,15 @@ func startsByFifo(b *backend.Backend, handed *rspec.Spec) bool {
 	return b.Kind() == "runc" && (handed.Hooks == nil || len(handed.Hooks.Poststart) == 0)
 }
 
+// execFifo is the fifo runc's create leaves in the container's state
+// directory and its start removes: while it is there, the init waits.
+const execFifo = "exec.fifo"
+
+// runcStateDir is runc's state directory of container id.
+func runcStateDir(g *Globals, b *backend.Backend, id string) string {
+	return filepath.Join(state.BackendRoot(g.Root, b.Name), id)
+}
+
 // startByFifo releases a created runc container's init as `runc start`
 // does (libcontainer's exec: open the container's exec.fifo, read the one
 // byte the init writes, remove the fifo), in this process rather than a
@@ -43,7 +52,7 @@ func startByFifo(g *Globals, b *backend.Backend, rec *state.Record, id string) (
 	// directory is its container's, and a start stopped meanwhile finds,
 	// once that container is deleted, a directory with no fifo, never the
 	// one runc made again for another create of the id.
-	d, err := os.Open(filepath.Join(state.BackendRoot(g.Root, b.Name), id))
+	d, err := os.Open(runcStateDir(g, b, id))
 	if err != nil {
 		return false, nil
 	}
@@ -52,7 +61,7 @@ func startByFifo(g *Globals, b *backend.Backend, rec *state.Record, id string) (
 	if !state.StillRunning(rec) {
 		return false, nil
 	}
-	fifo := filepath.Join(dir, "exec.fifo")
+	fifo := filepath.Join(dir, execFifo)
 	if st, err := os.Lstat(fifo); err != nil || st.Mode().Type() != fs.ModeNamedPipe {
 		return false, nil
 	}
@@ -61,6 +70,14 @@ func startByFifo(g *Globals, b *backend.Backend, rec *state.Record, id string) (
 	}
 	if frozen, err := cgroups.Frozen(rec.InitPid); err != nil || frozen {
 		return false, nil
+	}
+	if state.InitReleased(rec) {
+		// An earlier start released the init and was killed before it
+		// removed the fifo: no writer will come, and without the fifo
+		// runc calls the container running. Asked before this start's
+		// own open, which releases the init too.
+		_ = os.Remove(fifo)
+		return true, errors.New("cannot start an already running container")
 	}
 	return true, releaseInit(rec, fifo)
 }
@@ -126,5 +143,11 @@ func readExecFifo(f *os.File, err error) error {
 	if len(data) == 0 {
 		return errors.New("cannot start an already running container")
 	}
-	return os.Remove(f.Name())
+	// The byte says this start released the init. A second start may
+	// have seen the init's program running before this one removed the
+	// fifo, and removed it itself.
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }
