@@ -384,50 +384,31 @@ func stopBroker(pid int, id string) error {
 	if pid <= 0 {
 		return nil
 	}
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
+	p, err := holdProcess(pid)
+	if errors.Is(err, errGone) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("egress broker %d: %w", pid, err)
+		return fmt.Errorf("egress broker: %w", err)
 	}
-	defer unix.Close(fd)
+	defer p.release()
 	// Checked after the pidfd is held: the pid cannot be reused meanwhile.
 	if !isBroker(pid, id) {
 		return nil
 	}
-	if err := unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0); err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return nil
-		}
+	if err := p.signal(unix.SIGTERM); err != nil {
 		return fmt.Errorf("egress broker %d: %w", pid, err)
 	}
-	if exited(fd, 5*time.Second) {
+	if p.exited(5 * time.Second) {
 		return nil
 	}
-	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+	if err := p.kill(); err != nil {
 		return fmt.Errorf("egress broker %d: %w", pid, err)
 	}
-	if !exited(fd, 5*time.Second) {
+	if !p.exited(5 * time.Second) {
 		return fmt.Errorf("egress broker %d still there 5 s after SIGKILL", pid)
 	}
 	return nil
-}
-
-func exited(pidfd int, d time.Duration) bool {
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	end := time.Now().Add(d)
-	for {
-		left := time.Until(end)
-		if left <= 0 {
-			return false
-		}
-		n, err := unix.Poll(fds, int(left/time.Millisecond)+1)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil && n > 0
-	}
 }
 
 // isBroker tells whether pid runs the broker verb for id.

@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
-	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
@@ -32,6 +32,9 @@ func Start(g *Globals, v Values, id string) error {
 	if errors.Is(err, os.ErrNotExist) {
 		return startUnrecorded(g, v, id)
 	}
+	if errors.As(err, new(unverified)) {
+		return err
+	}
 	if err != nil {
 		// A record bulkhead cannot read or judge (its profile gone, the
 		// configuration broken) could be a gVisor sandbox that must be
@@ -46,21 +49,33 @@ func Start(g *Globals, v Values, id string) error {
 	if !state.StillRunning(c.rec) {
 		return fmt.Errorf("cannot start a container that has stopped: the init bulkhead verified at create (pid %d) has ended", c.rec.InitPid)
 	}
-	if err := judgeMemberStdio(c); err != nil {
-		return err
-	}
-	if !c.backend.IsGVisor() || c.profile.Mode != specs.Enforce {
-		if handled, err := startByFifo(g, c.backend, c.rec, id); handled {
+	if c.backend.IsGVisor() {
+		handed, _, err := specs.Load(c.handedBundle())
+		if err != nil {
 			return err
 		}
-		return passthroughTo(g, c.backend, "start", v, []string{id})
+		if err := judgeMemberStdio(c, handed); err != nil {
+			return err
+		}
+		if c.profile.Mode == specs.Enforce {
+			return startGVisor(g, c, handed, id)
+		}
 	}
+	if handled, err := startByFifo(g, c.backend, c.rec, id); handled {
+		return err
+	}
+	return passthroughTo(g, c.backend, "start", v, []string{id})
+}
+
+// startGVisor runs runsc's start and then verifies the sandbox's own
+// filter and no_new_privs, which it installs only now.
+func startGVisor(g *Globals, c *recorded, handed *rspec.Spec, id string) error {
 	status, err := backend.Run(g.backendArgv(c.backend, "start", id), 0)
 	if err == nil && status != 0 {
 		err = &BackendError{Verb: "start", Status: status}
 	}
 	if err != nil {
-		return endUnstarted(g, c, id, err)
+		return endUnstarted(g, c, handed, id, err)
 	}
 	if err := startedOwn(g, c.backend, c.rec, id); err != nil {
 		return err
@@ -112,34 +127,30 @@ func startedOwn(g *Globals, b *backend.Backend, rec *state.Record, id string) er
 // the init create verified, is ended: a start that failed because the
 // container already runs (a second start, of a pod's sandbox too) leaves
 // it running; a pod member's sandbox is its pod's and is left too.
-func endUnstarted(g *Globals, c *recorded, id string, cause error) error {
-	spec, _, err := specs.Load(c.handedBundle())
-	if err != nil {
-		return fmt.Errorf("%w; its sandbox is left running: %v", cause, err)
-	}
-	if spec.Annotations[specs.AnnotationCRIContainerType] == "container" {
+func endUnstarted(g *Globals, c *recorded, handed *rspec.Spec, id string, cause error) error {
+	if handed.Annotations[specs.AnnotationCRIContainerType] == "container" {
 		return cause
 	}
 	if st, err := askBackendState(g, c.backend, id); err != nil || st.Status != "created" || st.Pid != c.rec.InitPid {
 		return cause
 	}
 	pid := c.rec.InitPid
-	fd, err := unix.PidfdOpen(pid, 0)
-	if errors.Is(err, unix.ESRCH) {
+	p, err := holdProcess(pid)
+	if errors.Is(err, errGone) {
 		return cause
 	}
 	if err != nil {
 		return fmt.Errorf("%w; its gVisor sandbox %d is left running: %v", cause, pid, err)
 	}
-	defer unix.Close(fd)
+	defer p.release()
 	// Judged with the pidfd held: the pid cannot be another's meanwhile.
 	if !state.StillRunning(c.rec) {
 		return cause
 	}
-	if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil && !errors.Is(err, unix.ESRCH) {
+	if err := p.kill(); err != nil {
 		return fmt.Errorf("%w; its gVisor sandbox %d is left running: %v", cause, pid, err)
 	}
-	if !exited(fd, killWait) {
+	if !p.exited(killWait) {
 		return fmt.Errorf("%w; its gVisor sandbox %d was sent SIGKILL and still ran %s later", cause, pid, killWait)
 	}
 	return fmt.Errorf("%w; its gVisor sandbox %d was killed: delete removes the container", cause, pid)
@@ -173,18 +184,11 @@ func stoppedWithin(g *Globals, b *backend.Backend, id string, d time.Duration) b
 // user for good as runc's init gives create's: so they are judged as
 // create judges its own (judgeStdioOwner), and the host's /dev/null is
 // shielded. Engines start with /dev/null on every descriptor.
-func judgeMemberStdio(c *recorded) error {
-	if !c.backend.IsGVisor() {
-		return nil
-	}
-	spec, _, err := specs.Load(c.handedBundle())
-	if err != nil {
-		return err
-	}
-	if spec.Annotations[specs.AnnotationCRIContainerType] != "container" {
+func judgeMemberStdio(c *recorded, handed *rspec.Spec) error {
+	if handed.Annotations[specs.AnnotationCRIContainerType] != "container" {
 		return nil // a sandbox of its own: its stdio was handed at create
 	}
-	p := spec.Process
+	p := handed.Process
 	if p == nil {
 		return fmt.Errorf("start %s: the handed spec has no process", c.rec.ID)
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // heldProcess is a process bulkhead did not start but must verify and may
-// have to kill (an exec'd process is the backend's or the init's child).
+// have to kill (an exec'd process is the backend's or the init's child, a
+// gVisor sandbox is runsc's, a broker was started by an earlier create).
 // It is held by pidfd, so a kill never reaches another process that
 // reused the pid once it ended.
 type heldProcess struct {
@@ -40,8 +41,11 @@ func holdProcess(pid int) (*heldProcess, error) {
 func (p *heldProcess) release() { unix.Close(p.fd) }
 
 // kill sends SIGKILL to the whole process.
-func (p *heldProcess) kill() error {
-	err := unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
+func (p *heldProcess) kill() error { return p.signal(unix.SIGKILL) }
+
+// signal sends sig to the process; one already gone is no error.
+func (p *heldProcess) signal(sig unix.Signal) error {
+	err := unix.PidfdSendSignal(p.fd, sig, nil, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return nil
 	}
