@@ -54,6 +54,12 @@ func Exec(g *Globals, v Values, args []string) error {
 	if v.Bool("ignore-paused") && profile.Mode == specs.Enforce {
 		return refused(errIgnorePaused)
 	}
+	if err := refuseUnstarted(g, b, rec); err != nil {
+		if profile.Mode == specs.Enforce {
+			return refused(err)
+		}
+		logrus.Warnf("bulkhead: audit mode, run anyway: %v", err)
+	}
 	if err := checkSubCgroups(v.StringSlice("cgroup")); err != nil && profile.Mode == specs.Enforce {
 		return refused(err)
 	}

@@ -63,12 +63,18 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 	}
 	switch {
 	case rec.MaxLifetime == "":
+	case in.Status == "stopped":
+		in.TimeLeft = "none: it has stopped"
 	case rec.Deadline != nil:
 		in.TimeLeft = max(time.Until(*rec.Deadline), 0).Truncate(time.Second).String()
 	case rec.Mode != specs.Enforce:
 		in.TimeLeft = "not enforced (audit mode)"
-	default:
+	case in.Status == "created":
 		in.TimeLeft = rec.MaxLifetime + " from start (not started yet)"
+	default:
+		// Started: the watchdog sees it within its poll and records the
+		// deadline, a fraction of a second after start.
+		in.TimeLeft = rec.MaxLifetime + " from start (started; the watchdog is arming the deadline)"
 	}
 	if rec.WatchdogPid > 0 {
 		in.Watchdog = "gone"

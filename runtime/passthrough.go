@@ -82,6 +82,11 @@ func Passthrough(g *Globals, verb string, v Values, args []string) error {
 			return fmt.Errorf("profile %s refuses %s", rec.Profile, strings.Join(weak, "; "))
 		}
 	}
+	if rec != nil {
+		if err := refusePauseUnstarted(g, b, verb, rec); err != nil {
+			return err
+		}
+	}
 	return passthroughTo(g, b, verb, v, args)
 }
 

@@ -95,6 +95,7 @@ func Run(g *Globals, v Values, id string) error {
 	// re-parented to bulkhead too. Until they are reaped they are zombies,
 	// which runsc's delete takes for a live sandbox and waits 5 s on.
 	reapExited()
+	killedAtDeadline(c, id, exit)
 	if !v.Bool("keep") {
 		if err := Delete(g, forceValues{}, id); err != nil {
 			logrus.Warnf("bulkhead: delete after run: %v", err)
@@ -166,3 +167,17 @@ type forceValues struct{ noValues }
 
 func (forceValues) IsSet(name string) bool { return name == "force" }
 func (forceValues) Bool(name string) bool  { return name == "force" }
+
+// killedAtDeadline says, as run's last error line, that the job was killed
+// at its deadline: its exit status alone (137) is also an OOM kill's. The
+// record, which delete then removes, holds the deadline the watchdog set.
+func killedAtDeadline(c *creation, id string, exit int) {
+	if exit != 128+int(unix.SIGKILL) {
+		return
+	}
+	rec, err := c.reg.Get(id)
+	if err != nil || rec.Deadline == nil || time.Now().Before(*rec.Deadline) {
+		return
+	}
+	LogError(fmt.Errorf("run %s: killed at its deadline, max_lifetime %s from start (%s)", id, rec.MaxLifetime, rec.Deadline.UTC().Format(time.RFC3339)))
+}

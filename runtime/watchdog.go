@@ -116,6 +116,15 @@ func newWatch(g *Globals, id string, initPid int, lifetime time.Duration, create
 	if err != nil {
 		return nil, err
 	}
+	// The init as create verified it: the watchdog starts before create
+	// returns, so before any start, and before create records the init.
+	initRec := &state.Record{ID: id, InitPid: initPid, InitStart: state.InitStart(initPid), InitExe: state.ExeID(initPid)}
 	return &watchdog.Watch{Reg: reg, Backend: b, ID: id, Created: own.Created, Pid: initPid, Lifetime: lifetime, AuditLog: cfg.AuditLog,
-		Argv: func(verb string, args ...string) []string { return g.backendArgv(b, verb, args...) }}, nil
+		Argv: func(verb string, args ...string) []string { return g.backendArgv(b, verb, args...) },
+		Unstarted: func(status string) bool {
+			if b.Kind() != "runc" {
+				return status == "created" // runsc pauses no created container
+			}
+			return (status == "created" || status == "paused") && notStarted(g, b, initRec)
+		}}, nil
 }

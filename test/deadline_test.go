@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,6 +67,13 @@ func deadlineEvent(t *testing.T, audit, id string) map[string]any {
 
 func findDeadlineEvent(t *testing.T, audit, id string) map[string]any {
 	t.Helper()
+	return findAuditEvent(t, audit, id, "deadline", "")
+}
+
+// findAuditEvent returns the audit log's first line of event for id (with
+// outcome, unless that is "").
+func findAuditEvent(t *testing.T, audit, id, event, outcome string) map[string]any {
+	t.Helper()
 	f, err := os.Open(audit)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +83,7 @@ func findDeadlineEvent(t *testing.T, audit, id string) map[string]any {
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var e map[string]any
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e["event"] == "deadline" && e["id"] == id {
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e["event"] == event && e["id"] == id && (outcome == "" || e["outcome"] == outcome) {
 			return e
 		}
 	}
@@ -155,6 +163,10 @@ func TestDeadlineRun(t *testing.T) {
 			if r.code != 137 {
 				t.Fatalf("run exit %d, want 137 (SIGKILL)\nstderr: %s", r.code, r.stderr)
 			}
+			// 137 is also an OOM kill's: run says which it was.
+			if !strings.Contains(r.stderr, "killed at its deadline, max_lifetime 3s") {
+				t.Errorf("run killed at its deadline says nothing of it:\n%s", r.stderr)
+			}
 			// run includes create and delete; the lifetime counts from start.
 			// The job sleeps an hour: 30 s tells the deadline from its end
 			// however loaded the machine.
@@ -164,6 +176,10 @@ func TestDeadlineRun(t *testing.T) {
 			e := deadlineEvent(t, audit, id)
 			if e["outcome"] != "killed" || e["processes_killed"] == nil {
 				t.Fatalf("deadline event %v, want outcome killed with a process count", e)
+			}
+			// The line names what was killed, as every other line does.
+			if e["bundle"] != b || e["profile"] != "default" || e["mode"] != "enforce" {
+				t.Errorf("deadline event %v: want the bundle %s, profile default and mode enforce", e, b)
 			}
 			waitNoWatchdog(t, id, 2*time.Second)
 			assertGone(t, root, backend, id)
@@ -189,8 +205,8 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 				t.Fatalf("after create: %d watchdogs of %s, want 1", n, id)
 			}
 			in := inspect(t, g, id)
-			if in.MaxLifetime != "3s" || in.Deadline != "" {
-				t.Fatalf("before start: inspect %+v, want max_lifetime 3s and no deadline yet", in)
+			if in.MaxLifetime != "3s" || in.Deadline != "" || !strings.Contains(in.TimeLeft, "not started yet") {
+				t.Fatalf("before start: inspect %+v, want max_lifetime 3s, no deadline yet, and the time left not started", in)
 			}
 			time.Sleep(2 * time.Second) // a created container's clock does not run
 			must(t, append(g, "start", id)...)
@@ -220,6 +236,10 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 			took := time.Since(started)
 			if took < 2900*time.Millisecond {
 				t.Fatalf("stopped %s after start, before its 3 s lifetime", took)
+			}
+			// Stopped: no time is left, whatever the deadline said.
+			if in := inspect(t, g, id); in.TimeLeft != "none: it has stopped" {
+				t.Errorf("stopped: inspect says time left %q", in.TimeLeft)
 			}
 			e := deadlineEvent(t, audit, id)
 			if n, _ := e["processes_killed"].(float64); n < 3 {
@@ -439,4 +459,136 @@ func registryLocked(t *testing.T, root string) func() {
 		t.Fatal(err)
 	}
 	return func() { f.Close() }
+}
+
+// A container created and not started takes no exec: its process would
+// be the only workload, and the lifetime, which runs from start, would
+// never bound it. Once started, exec works.
+func TestDeadlineNoExecBeforeStart(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, _ []string) {
+		config, audit := lifetimeConfig(t, "3s")
+		g := []string{"--config", config, "--root", root, "--backend", backend}
+		id := uniqueID("execfirst-" + backend)
+		must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		r := bulkhead(t, "", append(g, "exec", "-d", id, "sleep", "1000")...)
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		if r.code == 0 || !strings.Contains(lines[len(lines)-1], "has not been started") {
+			t.Fatalf("exec into a created container: exit %d, stderr %q; want refused, naming why", r.code, r.stderr)
+		}
+		if s := containerState(t, g, id); s.Status != "created" {
+			t.Fatalf("after the refused exec: %+v, want still created", s)
+		}
+		if backend == "runc" {
+			var pids []json.RawMessage
+			ps := must(t, append(g, "ps", "--format", "json", id)...)
+			if err := json.Unmarshal([]byte(ps), &pids); err != nil || len(pids) != 1 {
+				t.Fatalf("ps of the created container after the refused exec: %s (%v), want its init alone", ps, err)
+			}
+		}
+		if findAuditEvent(t, audit, id, "exec", "refused") == nil {
+			t.Errorf("no refused exec line for %s in the audit log", id)
+		}
+		must(t, append(g, "start", id)...)
+		must(t, append(g, "exec", id, "true")...)
+	})
+}
+
+// A container paused when its deadline passes is killed all the same, and
+// ends stopped, so that an engine's plain delete removes it: runsc keeps
+// a sandbox killed while paused as paused, and refuses that delete.
+func TestDeadlinePausedContainer(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, _ []string) {
+		config, audit := lifetimeConfig(t, "3s")
+		g := []string{"--config", config, "--root", root, "--backend", backend}
+		b := bundle.New(t, []string{"sleep", "3600"})
+		id := uniqueID("paused-" + backend)
+		must(t, append(g, "create", "--bundle", b, id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		must(t, append(g, "start", id)...)
+		started := time.Now()
+		pause(t, g, id)
+		waitKilledAtDeadline(t, g, audit, id, started)
+		waitNoWatchdog(t, id, 5*time.Second)
+		must(t, append(g, "delete", id)...)
+		assertGone(t, root, backend, id)
+	})
+}
+
+// A created runc container paused and resumed before start has not
+// started: runc calls it paused meanwhile, and the watchdog armed the
+// deadline on that and killed a container that never ran.
+func TestDeadlineNotArmedByPauseBeforeStart(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	config, _ := lifetimeConfig(t, "2s")
+	g := []string{"--config", config, "--root", root, "--backend", "runc"}
+	id := uniqueID("pausecreated")
+	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	pause(t, g, id)
+	// Longer than the watchdog's poll, so that it sees the paused status.
+	time.Sleep(time.Second)
+	must(t, append(g, "resume", id)...)
+	time.Sleep(3 * time.Second)
+	if in, st := inspect(t, g, id), containerState(t, g, id); in.Deadline != "" || st.Status != "created" {
+		t.Fatalf("created, paused and resumed, never started: %s with deadline %q; want created with no deadline", st.Status, in.Deadline)
+	}
+	must(t, append(g, "start", id)...)
+	must(t, append(g, "exec", id, "true")...)
+}
+
+// A start killed after it released the init and before it removed runc's
+// exec.fifo leaves runc calling a running container created: the
+// watchdog took that for "not started" and never armed the deadline, and
+// a second start waited for a writer that would never come. The init's
+// program tells instead: once it is no longer runc's, the job runs.
+func TestDeadlineHoldsAfterAStartKilledMidway(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	config, audit := lifetimeConfig(t, "3s")
+	g := []string{"--config", config, "--root", root, "--backend", "runc"}
+	id := uniqueID("halfstart")
+	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	// What a start does up to its death: release the init by reading the
+	// fifo, and leave the fifo where it is.
+	fifo := filepath.Join(root, "runc", id, "exec.fifo")
+	f, err := os.OpenFile(fifo, os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := io.ReadAll(f); err != nil || len(data) == 0 {
+		t.Fatalf("reading %s: %q, %v", fifo, data, err)
+	}
+	f.Close()
+	released := time.Now()
+	// A second start ends at once, saying it runs, and leaves runc's
+	// state saying so too.
+	done := make(chan result, 1)
+	go func() { done <- bulkhead(t, "", append(g, "start", id)...) }()
+	select {
+	case r := <-done:
+		if r.code == 0 || !strings.Contains(r.stderr, "already running") {
+			t.Errorf("start after a start killed midway: exit %d, stderr %q; want refused as already running", r.code, r.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("start after a start killed midway still waits 20 s later")
+	}
+	waitKilledAtDeadline(t, g, audit, id, released)
+}
+
+// waitKilledAtDeadline waits up to 30 s from start for id, given a 3 s
+// lifetime, to stop, and for its deadline line to say it was killed.
+func waitKilledAtDeadline(t *testing.T, g []string, audit, id string, start time.Time) {
+	t.Helper()
+	for containerState(t, g, id).Status != "stopped" {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("container %s still %s 30 s after start, with a 3 s lifetime", id, containerState(t, g, id).Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e := deadlineEvent(t, audit, id); e["outcome"] != "killed" {
+		t.Errorf("deadline event %v, want killed", e)
+	}
 }

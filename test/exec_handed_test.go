@@ -35,6 +35,7 @@ func TestExecJudgesTheHandedRoot(t *testing.T) {
 			id := uniqueID("exec-handed-" + backend)
 			must(t, append(g, "create", "--bundle", b, id)...)
 			defer bulkhead(t, "", append(g, "delete", "--force", id)...)
+			must(t, append(g, "start", id)...)
 
 			exec := func() result {
 				return bulkhead(t, "", append(g, "exec", "--cwd", "/w", id, "true")...)

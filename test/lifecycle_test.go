@@ -602,3 +602,24 @@ func TestRunTerminalWithoutSocket(t *testing.T) {
 		t.Fatal("no output from the terminal")
 	}
 }
+
+// A created gVisor container cannot be paused: runsc paused the sandbox
+// and then panicked, leaving it frozen. runc pauses it and resumes it to
+// created (TestStartAsRuncDoes). The container still starts and runs.
+func TestPauseBeforeStartRefusedOnGVisor(t *testing.T) {
+	needRoot(t, "runsc")
+	root := stateRoot(t)
+	g := []string{"--root", root, "--backend", "runsc"}
+	id := uniqueID("pausefirst-runsc")
+	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	r := bulkhead(t, "", append(g, "pause", id)...)
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); r.code == 0 || !strings.Contains(lines[len(lines)-1], "has not been started") {
+		t.Fatalf("pause of a created gVisor container: exit %d, stderr %q; want refused, saying why", r.code, r.stderr)
+	}
+	if s := containerState(t, g, id); s.Status != "created" {
+		t.Fatalf("after the refused pause: %+v, want still created", s)
+	}
+	must(t, append(g, "start", id)...)
+	must(t, append(g, "exec", id, "true")...)
+}

@@ -32,6 +32,12 @@ type Watch struct {
 	Argv func(verb string, args ...string) []string
 	// AuditLog gets the deadline's line.
 	AuditLog string
+	// Unstarted tells from the backend's status whether the container
+	// was never started, which runc's status alone does not say: runc
+	// pauses a created container and resumes it to created, and calls a
+	// container created whose start was killed before it removed
+	// exec.fifo, though its program runs.
+	Unstarted func(status string) bool
 
 	pidfd int // -1 when the kernel has no pidfd_open
 }
@@ -136,7 +142,7 @@ func (wd *Watch) run() error {
 			break
 		}
 		st := wd.status()
-		if st == "created" {
+		if wd.Unstarted(st) {
 			continue
 		}
 		// runc calls a container stopped once its init's leader is a
@@ -201,6 +207,9 @@ func (wd *Watch) expire(deadline time.Time) error {
 		return nil
 	}
 	count, countErr := wd.countProcesses()
+	// Read before the kill: an engine or run deletes the record as soon
+	// as the container has exited, which can be before the line is written.
+	rec, recErr := wd.Reg.Get(wd.ID)
 	// The backend kills by id: asked again right before, so that only a
 	// delete and a newer create within these few milliseconds could put
 	// another container under it. The registry's lock is not held across
@@ -208,9 +217,17 @@ func (wd *Watch) expire(deadline time.Time) error {
 	if wd.deleted() {
 		return nil
 	}
+	var errs []string
+	if wd.Backend.IsGVisor() && wd.status() == "paused" {
+		// runsc signals no paused container, and one whose sandbox is
+		// killed while paused stays paused in runsc's state for good: an
+		// engine's delete then fails. Resumed, it is killed at once.
+		if err := backend.Quietly(wd.Argv("resume", wd.ID)); err != nil {
+			errs = append(errs, "resume: "+err.Error())
+		}
+	}
 	argv := wd.Argv("kill", "--all", wd.ID, "KILL")
 	killErr := backend.Quietly(argv)
-	var errs []string
 	// The kill reaches every process of the container; wait for them to go
 	// so the audit line says what happened, not what was asked. On runc:
 	// the init, and whatever ps lists, since the init may have been gone
@@ -233,7 +250,7 @@ func (wd *Watch) expire(deadline time.Time) error {
 	}
 	d := deadline.UTC()
 	e := &audit.Entry{Event: "deadline", ID: wd.ID, Backend: wd.Backend.Name, Deadline: &d, Outcome: "killed"}
-	if rec, err := wd.Reg.Get(wd.ID); err == nil {
+	if recErr == nil {
 		e.Profile, e.Mode, e.Bundle = rec.Profile, rec.Mode, rec.Bundle
 	}
 	if countErr == nil {
