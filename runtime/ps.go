@@ -3,7 +3,7 @@ package runtime
 import (
 	"fmt"
 	"io"
-	"slices"
+	"strconv"
 	"strings"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
@@ -30,7 +30,7 @@ func Ps(g *Globals, v Values, args []string, stdout io.Writer) error {
 	argv := g.backendArgv(b, "ps", append(flags, positional(args)...)...)
 	var out []byte
 	if b.IsGVisor() && len(args) > 0 {
-		out, err = gVisorTable(argv, g.backendArgv(b, "ps", "--format", "json", args[0]), args[0])
+		out, err = gVisorTable(argv, args[0])
 	} else {
 		out, err = backend.Output(argv)
 	}
@@ -44,33 +44,75 @@ func Ps(g *Globals, v Values, args []string, stdout io.Writer) error {
 	return err
 }
 
-// gVisorTable is runsc's table of a container, refused unless it has a
-// row per process (and a heading). runsc lays its table out with a tab
-// writer, so a line that a line break in a task's name begins is padded
-// like any row: only the count tells it apart. The processes are listed
-// before and after the table, and the table is read again while they
-// changed.
-func gVisorTable(table, pids []string, id string) ([]byte, error) {
-	for range 3 {
-		before, err := backend.Processes(pids)
-		if err != nil {
-			return nil, err
-		}
-		out, err := backend.Output(table)
-		if err != nil {
-			return out, err
-		}
-		after, err := backend.Processes(pids)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Equal(before, after) {
-			continue
-		}
-		if rows := strings.Count(strings.TrimSuffix(string(out), "\n"), "\n"); rows != len(before) {
-			return nil, fmt.Errorf("ps %s: runsc's table has %d rows for %d processes: a process name the container chose holds a line break; `ps --format json` lists their pids", escape.Text(id), rows, len(before))
-		}
-		return out, nil
+// gVisorTable is runsc's table of a container, refused unless each line
+// after the heading is a row. runsc lays the table out with a tab writer
+// (control.ProcessListToTable), so a line break in a task's name starts a
+// line of its own, its tabs made into padded cells. A row has every
+// column where the heading has it, its PID and PPID numbers; a name holds
+// at most 15 bytes in gVisor's kernel, as in Linux, so what follows a line
+// break in one has at most 7 cells and is never taken for a row. One
+// reading, judged line by line, whatever processes come and go meanwhile.
+func gVisorTable(table []string, id string) ([]byte, error) {
+	out, err := backend.Output(table)
+	if err != nil {
+		return out, err
 	}
-	return nil, fmt.Errorf("ps %s: the container's processes changed while they were listed, three times; try again, or `ps --format json`", escape.Text(id))
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	cols := psColumns(lines[0])
+	for _, l := range lines[1:] {
+		if !psRow(l, cols) {
+			return nil, fmt.Errorf("ps %s: runsc's table holds a line that is no row: a process name the container chose holds a line break; `ps --format json` lists their pids", escape.Text(id))
+		}
+	}
+	return out, nil
+}
+
+// psHeading is runsc's heading, one word per column.
+var psHeading = []string{"UID", "PID", "PPID", "C", "TTY", "STIME", "TIME", "CMD"}
+
+// psColumns are the offsets where the heading's columns begin, nil when
+// the heading is not runsc's.
+func psColumns(heading string) []int {
+	var cols []int
+	for i := 0; i < len(heading); {
+		for i < len(heading) && heading[i] == ' ' {
+			i++
+		}
+		if i == len(heading) {
+			break
+		}
+		cols = append(cols, i)
+		for i < len(heading) && heading[i] != ' ' {
+			i++
+		}
+	}
+	if len(cols) != len(psHeading) || strings.Join(strings.Fields(heading), " ") != strings.Join(psHeading, " ") {
+		return nil
+	}
+	return cols
+}
+
+// psRow tells whether l is a row of the table whose columns begin at
+// cols: one word in each column before CMD, ending before the next, PID
+// and PPID numbers, and a name. Eight cells take 15 bytes at the least,
+// one more than a 15-byte name holds after its line break; seven
+// tab-ended cells and no name fit, so a row without a name is none (a
+// task that names itself "" gets its ps refused).
+func psRow(l string, cols []int) bool {
+	if cols == nil || len(l) <= cols[len(cols)-1] || strings.TrimSpace(l[cols[len(cols)-1]:]) == "" {
+		return false
+	}
+	for i := 0; i+1 < len(cols); i++ {
+		cell := l[cols[i]:cols[i+1]]
+		word := strings.TrimRight(cell, " ")
+		if word == "" || strings.Contains(word, " ") || len(word) == len(cell) {
+			return false
+		}
+		if i == 1 || i == 2 {
+			if _, err := strconv.Atoi(word); err != nil {
+				return false
+			}
+		}
+	}
+	return true
 }

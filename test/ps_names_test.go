@@ -52,3 +52,19 @@ func TestPsEscapesProcessNames(t *testing.T) {
 		}
 	})
 }
+
+// TestPsWhileProcessesComeAndGo: a job that forks without pause leaves
+// ps's table readable; the processes a table shows need not be the ones
+// a moment later.
+func TestPsWhileProcessesComeAndGo(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		id := uniqueID("pschurn-" + backend)
+		must(t, append(g, "run", "--detach", "--bundle", bundle.New(t, []string{"sh", "-c", "while :; do /bin/true; done"}), id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		for i := 0; i < 10; i++ {
+			if r := bulkhead(t, "", append(g, "ps", id)...); r.code != 0 || !strings.HasPrefix(r.stdout, "UID") {
+				t.Fatalf("ps %d while processes come and go: exit %d\n%s%s", i, r.code, r.stdout, r.stderr)
+			}
+		}
+	})
+}

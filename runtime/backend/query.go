@@ -40,13 +40,13 @@ func Status(argv []string) string {
 // CountProcesses is how many processes the backend lists, argv being its
 // command line for `ps --format json ID`.
 func CountProcesses(argv []string) (int, error) {
-	procs, err := Processes(argv)
+	procs, err := processes(argv)
 	return len(procs), err
 }
 
-// Processes are the processes the backend lists, each as its json, sorted,
+// processes are the processes the backend lists, each as its json, sorted,
 // argv being its command line for `ps --format json ID`.
-func Processes(argv []string) ([]string, error) {
+func processes(argv []string) ([]string, error) {
 	out, err := Query(argv)
 	if err != nil {
 		return nil, err
