@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -20,7 +21,7 @@ func Host(p specs.Profile, cgOpts []cgroups.Option) []Check {
 	var out []Check
 	out = append(out, doctorSeccomp(p))
 	out = append(out, doctorCgroups(cgOpts)...)
-	out = append(out, doctorOverlay(), doctorIDMap(), doctorPidfd(), doctorUserns(), doctorSysResource())
+	out = append(out, doctorOverlay(), doctorIDMap(), doctorPidfd(), doctorUserns(), doctorSysResource(), doctorPtraceScope())
 	return out
 }
 
@@ -110,7 +111,24 @@ func doctorCgroups(opts []cgroups.Option) []Check {
 		swap.Status, swap.Found = StatusFail, "no swap accounting: memory+swap cannot be capped or read"
 		swap.Fix = "boot with swapaccount=1 (cgroup v1) or enable memory in cgroup.subtree_control (v2)"
 	}
-	return append(out, swap)
+	return append(out, swap, doctorSocketMemory(h.Version, h.Root))
+}
+
+// doctorSocketMemory: cgroup v1 charges the buffers of TCP and UDP sockets
+// to no memory cgroup (only the deprecated kmem.tcp limit would, for TCP
+// alone), so on runc a job holds up to the host-wide tcp_mem and udp_mem
+// beyond its memory limit: measured, 675 MiB of TCP buffers from a
+// 256 MiB job. Netlink, whose queues nothing caps, the filter refuses.
+func doctorSocketMemory(version int, root string) Check {
+	c := Check{Name: "cgroup memory sockets", Looked: root}
+	if version == 1 {
+		c.Status = StatusWarn
+		c.Found = "cgroup v1 charges TCP and UDP socket buffers to no container: a runc job can hold up to the host's net.ipv4.tcp_mem and udp_mem beyond its memory limit"
+		c.Fix = "boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), whose memory controller charges socket buffers to the container, or run untrusted jobs on runsc (profile gvisor), whose network stack is charged to the sandbox"
+		return c
+	}
+	c.Status, c.Found = StatusOK, "cgroup v2 charges socket buffers to the container's memory (memory.stat: sock)"
+	return c
 }
 
 // doctorOverlay: workspaces are an overlay over the read-only source.
@@ -183,7 +201,10 @@ func doctorUserns() Check {
 }
 
 // doctorSysResource: without CAP_SYS_RESOURCE in root's bounding set no
-// process may lower an oom_score_adj; CRI's pause container asks for -998.
+// process may lower an oom_score_adj (CRI's pause container asks for
+// -998), and runc's write of a container's 500 does not make it the
+// floor the kernel keeps (oom_score_adj_min), so a job may lower its own
+// to 0 and die no sooner than host processes when memory runs out.
 func doctorSysResource() Check {
 	c := Check{Name: "CAP_SYS_RESOURCE", Looked: "/proc/self/status CapBnd"}
 	data, err := os.ReadFile("/proc/self/status")
@@ -204,10 +225,42 @@ func doctorSysResource() Check {
 			c.Status, c.Found = StatusOK, "in the bounding set"
 			return c
 		}
-		c.Status, c.Found = StatusWarn, fmt.Sprintf("not in the bounding set (%s): oom_score_adj below 0 fails", strings.TrimSpace(v))
+		c.Status, c.Found = StatusWarn, fmt.Sprintf("not in the bounding set (%s): oom_score_adj below 0 fails, and a job may lower its own oom_score_adj from 500 to 0 (runc's write sets no floor without it)", strings.TrimSpace(v))
 		c.Fix = "for CRI set restrict_oom_score_adj = true in containerd's CRI plugin config (the pause container asks for -998)"
 		return c
 	}
 	c.Status, c.Found = StatusWarn, "no CapBnd line"
+	return c
+}
+
+// ptraceScope is Yama's setting: who may trace, and so open another
+// process's /proc/<pid>/mem, beyond the uid and dumpable checks.
+const ptraceScope = "/proc/sys/kernel/yama/ptrace_scope"
+
+// doctorPtraceScope: a process exec'd into a runc container runs as the
+// job's uid and is dumpable once it has executed its program, so without
+// Yama's scope 2 the job reads and writes its memory through
+// /proc/<pid>/mem (the seccomp filter refuses ptrace and process_vm_*,
+// not an open): its stdin, its output, its exit status. Scope 1 is not
+// enough: a detached exec's process is the container's init's child once
+// the runtime lets go of it. gVisor's Sentry keeps them apart itself.
+func doctorPtraceScope() Check { return ptraceScopeAt(ptraceScope) }
+
+func ptraceScopeAt(path string) Check {
+	c := Check{Name: "ptrace scope", Looked: path}
+	data, err := os.ReadFile(path)
+	n, perr := strconv.Atoi(strings.TrimSpace(string(data)))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		c.Status, c.Found = StatusWarn, "no Yama in this kernel: a runc job can read and write the memory of every process exec'd into its container (same uid, /proc/<pid>/mem)"
+	case err != nil || perr != nil:
+		c.Status, c.Found = StatusWarn, fmt.Sprintf("unreadable (%v %v)", err, perr)
+	case n < 2:
+		c.Status, c.Found = StatusWarn, fmt.Sprintf("%d: a runc job can read and write the memory of every process exec'd into its container (same uid, /proc/<pid>/mem)", n)
+	default:
+		c.Status, c.Found = StatusOK, fmt.Sprintf("%d: only CAP_SYS_PTRACE may open another process's memory", n)
+		return c
+	}
+	c.Fix = "sysctl kernel.yama.ptrace_scope=2 on a host that runs untrusted jobs on runc (a kernel with Yama), or run them on runsc; never pipe a secret into an exec of a runc job's container"
 	return c
 }
