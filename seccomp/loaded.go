@@ -10,7 +10,8 @@ import (
 )
 
 // LoadedFilters returns the seccomp filters the kernel holds for the task
-// pid, newest first, read with PTRACE_SECCOMP_GET_FILTER. This is what the
+// pid, oldest first (index 0 of PTRACE_SECCOMP_GET_FILTER is the first
+// installed: the kernel's get_nth_filter counts back from the newest). This is what the
 // kernel enforces, not what anyone asked for. It needs CAP_SYS_ADMIN and
 // CAP_SYS_PTRACE in the initial user namespace (root on the host). The
 // task is stopped only for the read (PTRACE_SEIZE, PTRACE_INTERRUPT) and

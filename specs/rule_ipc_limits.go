@@ -21,24 +21,49 @@ import (
 // hold at most the memory limit, message queues at most 1 MiB, semaphores
 // the kernel's defaults before 3.19.
 
-// ipcBound is one namespaced IPC sysctl and the largest value of each of
-// its fields the policy lets stand; a bound of -1 is the memory limit
-// (in bytes, or in pages for shmall).
-type ipcBound struct {
-	key    string
-	bounds []int64
-	why    string
+// IPCBound is one namespaced IPC sysctl and the largest value of each of
+// its whitespace-separated fields the policy lets stand; Least, where not
+// 0, is the one value the field may have (kernel.shm_rmid_forced).
+type IPCBound struct {
+	Key   string
+	Max   []int64
+	Least int64
+	Why   string
 }
 
-const fromMemory = -1
+// IPCBounds are the bounds of an IPC namespace of a container whose
+// memory limit is memory bytes (0: none, and shared memory is left
+// unbounded but for shm_rmid_forced). The rule forces them and
+// verification reads them back from the namespace.
+func IPCBounds(memory int64) []IPCBound {
+	bs := []IPCBound{{Key: "kernel.shm_rmid_forced", Max: []int64{1}, Least: 1,
+		Why: "a shared memory segment is removed with the last process attached to it, so none outlives the container in its IPC namespace"}}
+	if memory > 0 {
+		bs = append(bs,
+			IPCBound{Key: "kernel.shmmax", Max: []int64{memory}, Why: "no shared memory segment larger than the memory limit"},
+			IPCBound{Key: "kernel.shmall", Max: []int64{memory / int64(os.Getpagesize())}, Why: "the namespace's segments together no larger than the memory limit (in pages)"})
+	}
+	return append(bs,
+		IPCBound{Key: "kernel.msgmni", Max: []int64{64}, Why: "64 message queues"},
+		IPCBound{Key: "kernel.msgmnb", Max: []int64{16384}, Why: "16 KiB per message queue (the kernel's default): 1 MiB in all"},
+		IPCBound{Key: "kernel.msgmax", Max: []int64{8192}, Why: "8 KiB per message (the kernel's default)"},
+		IPCBound{Key: "kernel.sem", Max: []int64{250, 32000, 32, 128}, Why: "semaphores as the kernel counted them before 3.19 (SEMMSL SEMMNS SEMOPM SEMMNI)"})
+}
 
-var ipcBounds = []ipcBound{
-	{"kernel.shmmax", []int64{fromMemory}, "no shared memory segment larger than the memory limit"},
-	{"kernel.shmall", []int64{fromMemory}, "the namespace's segments together no larger than the memory limit (in pages)"},
-	{"kernel.msgmni", []int64{64}, "64 message queues"},
-	{"kernel.msgmnb", []int64{16384}, "16 KiB per message queue (the kernel's default): 1 MiB in all"},
-	{"kernel.msgmax", []int64{8192}, "8 KiB per message (the kernel's default)"},
-	{"kernel.sem", []int64{250, 32000, 32, 128}, "semaphores as the kernel counted them before 3.19 (SEMMSL SEMMNS SEMOPM SEMMNI)"},
+// Holds tells whether value, as a sysctl file or a spec gives it, is
+// within the bound.
+func (b IPCBound) Holds(value string) bool {
+	fields := strings.Fields(value)
+	if len(fields) != len(b.Max) {
+		return false
+	}
+	for i, f := range fields {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || v < b.Least || v > b.Max[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func ruleIPCLimits(c *Context, s *rspec.Spec) []Decision {
@@ -55,38 +80,21 @@ func ruleIPCLimits(c *Context, s *rspec.Spec) []Decision {
 		l.Sysctl = map[string]string{}
 	}
 	var ds []Decision
-	set := func(key, value, why string) {
-		before, had := l.Sysctl[key]
-		if had && before == value {
-			return
+	for _, b := range IPCBounds(memory) {
+		before, had := l.Sysctl[b.Key]
+		value := clampFields(before, b.Max)
+		if b.Least > 0 {
+			value = strconv.FormatInt(b.Least, 10)
 		}
-		d := Decision{Rule: rule, Field: "linux.sysctl[" + key + "]", Action: Added, Before: "unset", After: value, Layer: LayerNamespaces, Why: why}
+		if had && before == value {
+			continue
+		}
+		d := Decision{Rule: rule, Field: "linux.sysctl[" + b.Key + "]", Action: Added, Before: "unset", After: value, Layer: LayerNamespaces, Why: b.Why}
 		if had {
 			d.Action, d.Before = Tightened, before
 		}
-		l.Sysctl[key] = value
+		l.Sysctl[b.Key] = value
 		ds = append(ds, d)
-	}
-	set("kernel.shm_rmid_forced", "1", "a shared memory segment is removed with the last process attached to it, so none outlives the container in its IPC namespace")
-	for _, b := range ipcBounds {
-		bounds := make([]int64, len(b.bounds))
-		for i, v := range b.bounds {
-			bounds[i] = v
-			if v == fromMemory {
-				if memory <= 0 {
-					bounds = nil
-					break
-				}
-				bounds[i] = memory
-				if b.key == "kernel.shmall" {
-					bounds[i] = memory / int64(os.Getpagesize())
-				}
-			}
-		}
-		if bounds == nil {
-			continue // no memory limit to bound shared memory by
-		}
-		set(b.key, clampFields(l.Sysctl[b.key], bounds), b.why)
 	}
 	return ds
 }

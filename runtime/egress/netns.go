@@ -6,9 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/nsthread"
 )
 
 // ListenIn opens a TCP listener on addr inside the network namespace of
@@ -43,43 +44,19 @@ func ListenIn(pid, pidfd int, addr string) (net.Listener, error) {
 		return nil, errors.New("the container shares the host's network namespace: the broker would listen on the host")
 	}
 
-	type result struct {
-		ln  net.Listener
-		err error
+	var ln net.Listener
+	err = nsthread.Run(target, "net", func() error {
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		return err
+	})
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return nil, fmt.Errorf("listen on %s in the container's network namespace: %w", addr, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		// A thread that cannot go back stays locked: the runtime ends it
-		// with this goroutine instead of handing it to other code.
-		runtime.LockOSThread()
-		home, err := os.Open("/proc/thread-self/ns/net")
-		if err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: err}
-			return
-		}
-		defer home.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			done <- result{err: fmt.Errorf("enter %s: %w", nsPath, err)}
-			return
-		}
-		ln, lerr := net.Listen("tcp", addr)
-		if err := unix.Setns(int(home.Fd()), unix.CLONE_NEWNET); err != nil {
-			if ln != nil {
-				ln.Close()
-			}
-			done <- result{err: fmt.Errorf("return to the host's network namespace: %w", err)}
-			return
-		}
-		runtime.UnlockOSThread()
-		done <- result{ln, lerr}
-	}()
-	r := <-done
-	if r.err != nil {
-		return nil, fmt.Errorf("listen on %s in the container's network namespace: %w", addr, r.err)
-	}
-	return r.ln, nil
+	return ln, nil
 }
 
 // ListenUnix opens the broker's unix socket at path for a runsc sandbox,

@@ -51,6 +51,10 @@ type Expectation struct {
 	// Namespaces are the handed spec's namespaces (runc, crun): each new
 	// or the one of the process it joins.
 	Namespaces []Namespace
+	// IPC are the System V IPC bounds of a container's own IPC namespace
+	// (runc, crun); none where it joins its pod's, bounded at the pod's
+	// create, and none inside gVisor, whose kernel keeps its own.
+	IPC []specs.IPCBound
 
 	// Mounts are the handed spec's mounts (runc, crun); MaskedPaths and
 	// ReadonlyPaths the profile's, with the handed spec's. Inside gVisor
@@ -81,6 +85,9 @@ func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, er
 	if e.MemoryMax, err = p.MemoryBytes(); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
+	// The IPC bounds follow the profile's limit, as the rule sets them,
+	// not a lower one of the caller's.
+	profileMemory := e.MemoryMax
 	policy, compiled, err := seccomp.ForProfileCompiled(p.Seccomp, p.CompatSyscalls, p.ExecutesWrites())
 	if err != nil {
 		return nil, fmt.Errorf("verify: the profile's seccomp filter: %w", err)
@@ -101,6 +108,9 @@ func Expect(p *specs.Profile, handed *rspec.Spec, kind string) (*Expectation, er
 		e.tighten(handed)
 		if kind != "runsc" {
 			e.Namespaces = expectNamespaces(handed)
+			if ownIPCNamespace(e.Namespaces) {
+				e.IPC = specs.IPCBounds(profileMemory)
+			}
 			e.Mounts = expectMounts(handed)
 		}
 	}

@@ -107,6 +107,9 @@ func Container(pid int, e *Expectation) (Report, error) {
 		if err := verifyNamespaces(&r, pid, e.Namespaces); err != nil {
 			return r, err
 		}
+		if err := verifyIPC(&r, pid, e.IPC); err != nil {
+			return r, err
+		}
 		table, err := mountTable(pid)
 		if err != nil {
 			return r, err
@@ -326,17 +329,19 @@ func verifySeccompFilter(r *Report, pid int, e *Expectation) error {
 		return fmt.Errorf("verify: %w", err)
 	}
 	exp := "the profile's filter"
-	mine := len(filters) - 1 - inherited
+	// Oldest first: bulkhead's own, then the profile's, then any the
+	// workload added since, which only narrow it.
+	extra := len(filters) - 1 - inherited
 	var obs string
 	ok := false
 	switch {
-	case mine < 0:
+	case extra < 0:
 		obs = fmt.Sprintf("%d filters, %d of them inherited from bulkhead", len(filters), inherited)
-	case mine > 0 && !e.WorkloadRan:
-		obs = fmt.Sprintf("%d filters, %d more than the profile's and the %d inherited", len(filters), mine, inherited)
+	case extra > 0 && !e.WorkloadRan:
+		obs = fmt.Sprintf("%d filters, %d more than the profile's and the %d inherited", len(filters), extra, inherited)
 	default:
-		if err := e.Seccomp.Recognise(filters[mine]); err != nil {
-			obs = fmt.Sprintf("another filter (%d instructions): %v", len(filters[mine]), err)
+		if err := e.Seccomp.Recognise(filters[inherited]); err != nil {
+			obs = fmt.Sprintf("another filter (%d instructions): %v", len(filters[inherited]), err)
 		} else {
 			obs, ok = exp, true
 		}

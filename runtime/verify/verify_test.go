@@ -269,6 +269,17 @@ func harden(pids int64) func(*rspec.Spec) {
 		// read-only.
 		s.Linux.MaskedPaths = specs.DefaultMaskedPaths
 		s.Linux.ReadonlyPaths = specs.DefaultReadonlyPaths
+		// The ipc_limits rule bounds the IPC namespace by the profile's
+		// memory limit.
+		p := specs.DefaultProfile()
+		memory, err := p.MemoryBytes()
+		if err != nil {
+			panic(err)
+		}
+		s.Linux.Sysctl = map[string]string{}
+		for _, b := range specs.IPCBounds(memory) {
+			s.Linux.Sysctl[b.Key] = joinInts(b.Max)
+		}
 		for i := range s.Mounts {
 			if m := &s.Mounts[i]; m.Type == "sysfs" || m.Type == "cgroup" {
 				m.Options = append(slices.DeleteFunc(m.Options, func(o string) bool { return o == "rw" }), "ro")
@@ -363,6 +374,8 @@ func TestVerifyRuncMismatch(t *testing.T) {
 			}
 		}
 		s.Linux.Namespaces = ns
+		// No System V IPC bound: the host's defaults.
+		s.Linux.Sysctl = nil
 		// /proc/interrupts unmasked, /proc/sys writable, cgroupfs writable.
 		s.Linux.MaskedPaths = slices.DeleteFunc(slices.Clone(s.Linux.MaskedPaths), func(p string) bool { return p == "/proc/interrupts" })
 		s.Linux.ReadonlyPaths = slices.DeleteFunc(slices.Clone(s.Linux.ReadonlyPaths), func(p string) bool { return p == "/proc/sys" })
@@ -386,7 +399,7 @@ func TestVerifyRuncMismatch(t *testing.T) {
 		got[c.Control] = true
 	}
 	for _, c := range []string{"capabilities", "uid", "gid", "network namespace", "network interfaces", "read-only root", "pids",
-		"mount flags", "masked paths", "read-only paths"} {
+		"mount flags", "masked paths", "read-only paths", "System V IPC"} {
 		if !got[c] {
 			t.Errorf("mismatch of %s not detected", c)
 		}
