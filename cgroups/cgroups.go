@@ -80,6 +80,10 @@ type Events struct {
 	// (memory.failcnt); v2 has no such counter and reports memory.events
 	// "max" here instead.
 	MemoryFailcnt uint64
+	// MemoryPeak is the most memory the group has held since it was
+	// made (v1 memory.max_usage_in_bytes, v2 memory.peak; 0 before
+	// Linux 5.19 on v2).
+	MemoryPeak uint64
 	// NrThrottled counts periods in which the group was throttled.
 	NrThrottled uint64
 	// ThrottledTime is the total time the group was throttled.
@@ -469,13 +473,16 @@ func v2Value(v uint64) int64 {
 func (g *Group) Events() (Events, error) {
 	var e Events
 	if g.version == 2 {
-		st, err := g.v2.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemoryEvents)
+		st, err := g.v2.StatFiltered(cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatMemoryEvents)
 		if err != nil {
 			return e, fmt.Errorf("cgroups: %s: %w", g.path, err)
 		}
 		if st.MemoryEvents != nil {
 			e.OOMKills = st.MemoryEvents.OomKill
 			e.MemoryFailcnt = st.MemoryEvents.Max
+		}
+		if st.Memory != nil {
+			e.MemoryPeak = st.Memory.MaxUsage
 		}
 		if st.CPU != nil {
 			e.NrThrottled = st.CPU.NrThrottled
@@ -496,6 +503,7 @@ func (g *Group) Events() (Events, error) {
 	}
 	if st.Memory != nil && st.Memory.Usage != nil {
 		e.MemoryFailcnt = st.Memory.Usage.Failcnt
+		e.MemoryPeak = st.Memory.Usage.Max
 	}
 	if st.CPU != nil && st.CPU.Throttling != nil {
 		e.NrThrottled = st.CPU.Throttling.ThrottledPeriods

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -15,6 +16,9 @@ import (
 // keyrings of the host's users, timers and scheduler state of every CPU)
 // and that Docker's masked list hides.
 var maskedPaths = []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug"}
+
+// layerGVisorProc names gVisor's own /proc, which lacks the files.
+const layerGVisorProc = "gVisor (Sentry): its /proc has no such file"
 
 // checkMaskedProc: each path is masked (a bind of /dev/null, or an empty
 // tmpfs for directories) or absent (newer kernels moved sched_debug to
@@ -35,6 +39,10 @@ func checkMaskedProc(env *probeEnv) Result {
 	}
 	r.Observed = strings.Join(observed, ",")
 	r.Pass = pass
+	if !slices.Contains(observed, "masked") && env.gvisor {
+		// No mask answered: gVisor's own /proc has none of the files.
+		r.Layer = layerGVisorProc
+	}
 	r.Detail = strings.Join(notes, "; ")
 	return r
 }

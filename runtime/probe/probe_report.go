@@ -184,8 +184,17 @@ func judgePids(row *Control, l Line, s Sample, sampled bool, limits *cgroups.Lim
 		return
 	}
 	grew := s.After.PidsMax - s.Before.PidsMax
-	row.Evidence = fmt.Sprintf("pids.events max +%d%s", grew, limitText("pids.max", limitOf(limits, "pids"), limits != nil))
+	limit := limitOf(limits, "pids")
+	row.Evidence = fmt.Sprintf("pids.events max +%d%s", grew, limitText("pids.max", limit, limits != nil))
 	switch {
+	case limit <= 0:
+		// A refused fork without the group's own limit is a parent's or
+		// the host's (pids.events counts those too), not the control. A
+		// line that failed by itself keeps its own word.
+		row.Pass = false
+		if l.Pass {
+			row.Detail = noEvidence + ": the container's pids cgroup has no limit"
+		}
 	case grew > 0 && l.Observed == "EAGAIN":
 		row.Layer, row.Pass = protocol.LayerPids, true
 	case gvisor && l.Pass && !l.Skipped && l.Observed == "EAGAIN":
@@ -224,21 +233,51 @@ func judgeMemory(row *Control, l Line, ok bool, s Sample, sampled bool, limits *
 	}
 	oom := s.After.OOMKills - s.Before.OOMKills
 	fail := s.After.MemoryFailcnt - s.Before.MemoryFailcnt
-	row.Evidence = fmt.Sprintf("memory oom_kill +%d, failcnt +%d%s", oom, fail, limitText("limit", limitOf(limits, "memory"), limits != nil))
+	limit := limitOf(limits, "memory")
+	peak := s.After.MemoryPeak
+	row.Evidence = fmt.Sprintf("memory oom_kill +%d, failcnt +%d, peak %d%s", oom, fail, peak, limitText("limit", limit, limits != nil))
+	// Every verdict needs the group's own limit, reached: an OOM kill or
+	// a sandbox's end without it is the host's memory or a parent
+	// group's running out, a deadline or a crash, not the control.
+	// failcnt grows only where the group's own counter refused a charge.
+	limited := limit > 0
+	reached := fail > 0 || reachedLimit(peak, limit)
 	switch {
+	case !limited || !reached:
+		row.Pass = false
+		// A line that failed by itself keeps its own word.
+		if l.Pass || !ok {
+			row.Detail = noEvidence + ": " + memoryUnproven(limited)
+		}
 	case gvisor && !ok && oom > 0:
 		row.Layer, row.Pass = layerMemoryGVisor, true
 	case gvisor && !ok:
-		// The sandbox ended during the allocation without a host OOM kill
-		// being counted: gVisor's own memory accounting (it sizes itself
-		// to the cgroup limit verified at create) ended it first. The job
-		// still could not take more than the limit.
+		// The sandbox ended during the allocation at the limit with no
+		// host OOM kill counted: gVisor's own memory accounting (it
+		// sizes itself to the cgroup limit verified at create) ended it
+		// first. The job still could not take more than the limit.
 		row.Layer, row.Pass = layerMemoryGVisorSentry, true
 	case l.Observed == "SIGKILL" && l.Pass && (oom > 0 || fail > 0):
 		row.Layer, row.Pass = protocol.LayerMemory, true
 	default:
 		row.Pass = false
 	}
+}
+
+// memoryUnproven says why the memory group's own limit is not what ended
+// the attempt.
+func memoryUnproven(limited bool) string {
+	if !limited {
+		return "the container's memory cgroup has no limit"
+	}
+	return "the container's memory never reached its limit"
+}
+
+// reachedLimit tells whether a group's peak came within 1/16 of its
+// limit: what gVisor's own accounting leaves of it, where its end is the
+// limit's doing.
+func reachedLimit(peak uint64, limit int64) bool {
+	return limit > 0 && peak >= uint64(limit-limit/16)
 }
 
 // layerCPUHostCPUs: a quota of as many CPUs as the host has, or more,
