@@ -21,6 +21,7 @@ import (
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/probe"
 	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/workspace"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -168,7 +169,7 @@ func (p *probeRun) run(ctx context.Context) error {
 	}
 	args = append(args, limitArgs...)
 	if p.gvisor {
-		args = append(args, "-gvisor", "-memory-after-done")
+		args = append(args, "-gvisor", "-memory-after-done", "-host-stops-cpu")
 	}
 	owner := [2]int{int(p.sel.Profile.UID), int(p.sel.Profile.GID)}
 	if p.bundle, err = probe.MakeBundle(p.work, p.opt.ProbeBinary, args, owner); err != nil {
@@ -259,7 +260,11 @@ func (p *probeRun) run(ctx context.Context) error {
 	if out, err := start.CombinedOutput(); err != nil {
 		return fmt.Errorf("start: %v: %s", err, bytes.TrimSpace(out))
 	}
-	out := probe.Read(ctx, lines, grp.Events, p.gvisor, afterDoneWait)
+	var stopCPU func()
+	if p.gvisor {
+		stopCPU = func() { go p.stopCPU(ctx) }
+	}
+	out := probe.Read(ctx, lines, grp.Events, p.gvisor, afterDoneWait, stopCPU)
 	p.rep.Finished = out.Finished
 	p.rep.Controls = probe.Judge(out, probe.Host{Limits: limits, GVisor: p.gvisor, HostFolderUnchanged: p.bundle.HostFolderUnchanged()})
 	p.rep.Pass = p.rep.Finished && len(p.rep.Failed()) == 0 && len(p.rep.Skipped()) == 0
@@ -267,6 +272,17 @@ func (p *probeRun) run(ctx context.Context) error {
 		return fmt.Errorf("probe: %w before the done line", err)
 	}
 	return nil
+}
+
+// stopCPU tells the probe under gVisor that the container's cpu.stat has
+// shown the quota biting: SIGUSR1 through bulkhead's kill, which reaches
+// the probe inside the sandbox. A word that does not arrive leaves the
+// spin to its deadline, and the host's counters still decide.
+func (p *probeRun) stopCPU(ctx context.Context) {
+	kill := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("kill", p.rep.ID, "USR1")[1:]...)
+	if out, err := kill.CombinedOutput(); err != nil {
+		logrus.Warnf("bulkhead: probe: telling the cpu attempt to stop: %v: %s", err, bytes.TrimSpace(out))
+	}
 }
 
 // cleanup deletes the container through bulkhead, then makes sure nothing
@@ -284,6 +300,11 @@ func (p *probeRun) cleanup() error {
 			if _, err := reg.Get(p.rep.ID); err == nil {
 				errs = append(errs, reg.Remove(p.rep.ID))
 			}
+		}
+		// delete kept what the probe wrote to its workspace, as for
+		// any job's; the probe's own write is nobody's to review.
+		if cfg, err := p.g.LoadConfig(); err == nil {
+			errs = append(errs, workspace.Discard(cfg.changes(), p.g.Root, p.rep.ID))
 		}
 		if p.cgroupsPath != "" && cgroups.Exists(p.cgroupsPath) {
 			errs = append(errs, cgroups.Remove(p.cgroupsPath))

@@ -26,13 +26,12 @@ const (
 	// Measured: a CRI container got 0.31 CPU over 20 s beside two whole
 	// test suites on 2 cores, and its quota never bit in that time.
 	cpuDeadline = 40 * time.Second
-	// cpuBites is how many throttled periods end the spin early.
-	cpuBites = 3
 	// cpuNoQuotaWall is how long the spin runs when the cgroup has no
 	// quota: long enough to show the usage, no longer.
 	cpuNoQuotaWall = 1500 * time.Millisecond
 	// cpuGVisorWall: under gVisor the probe cannot see the host's cgroup
-	// and the host judges; the spin runs this long for it.
+	// and the host judges; without the host's word (-host-stops-cpu) the
+	// spin runs this long for it.
 	cpuGVisorWall = 5 * time.Second
 	cpuPoll       = 50 * time.Millisecond
 )
@@ -126,23 +125,14 @@ func (c *cpuCgroup) quotaCPUs() float64 {
 // cpu cgroup's containment.
 //
 // Under gVisor (-gvisor) /sys/fs/cgroup is the Sentry's, not the host's:
-// the probe spins for cpuGVisorWall and leaves the verdict to the host's
-// cpu.stat.
+// the host judges by its cpu.stat (see spinForHost).
 func checkCPU(env *probeEnv) Result {
 	r := Result{Attempt: fmt.Sprintf("spin %d threads until cpu.stat nr_throttled grows (at most %s); CPU usage against the quota", cpuSpinners, cpuDeadline)}
 	prev := runtime.GOMAXPROCS(cpuSpinners + 1)
 	defer runtime.GOMAXPROCS(prev)
 
 	if env.gvisor {
-		before, _ := processCPU()
-		wall := spinFor(func(time.Time) bool { return false }, cpuGVisorWall)
-		after, _ := processCPU()
-		ratio := float64(after-before) / float64(wall)
-		r.Value = num(float64(int(ratio*1000)) / 1000)
-		r.Observed = fmt.Sprintf("ratio %.2f (not judged: gVisor)", ratio)
-		r.Layer, r.Skipped = protocol.LayerNone, true
-		r.Detail = fmt.Sprintf("spun %s; gVisor's CPU accounting counts host-throttled time and its /sys/fs/cgroup is its own, so the host's cpu.stat decides", wall.Round(time.Millisecond))
-		return r
+		return spinForHost(env, r)
 	}
 
 	cg, err := findCPUCgroup()
@@ -166,7 +156,7 @@ func checkCPU(env *probeEnv) Result {
 	var readErr error
 	spinFor(func(now time.Time) bool {
 		last, readErr = cg.read()
-		return readErr == nil && last.throttled-start.throttled >= cpuBites
+		return readErr == nil && last.throttled-start.throttled >= protocol.CPUBites
 	}, limit)
 	end, err := cg.read()
 	if err != nil {
@@ -272,4 +262,40 @@ func processCPU() (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
+// spinForHost is the cpu attempt under gVisor, whose /sys/fs/cgroup is the
+// Sentry's and whose CPU accounting counts host-throttled time: the host
+// judges by the container's cpu.stat. With -host-stops-cpu the spin lasts
+// until the host, having seen the quota bite, sends SIGUSR1 (at most
+// cpuDeadline): a fixed spin on a busy host may never reach the quota,
+// and a spin that did not shows nothing about it. Without the host's word
+// the spin lasts cpuGVisorWall.
+func spinForHost(env *probeEnv, r Result) Result {
+	limit, word := cpuGVisorWall, "for the host's cpu.stat"
+	done := func(time.Time) bool { return false }
+	heard := false
+	if env.cpuEnough != nil {
+		limit, word = cpuDeadline, "until the host saw the quota bite"
+		done = func(time.Time) bool {
+			select {
+			case <-env.cpuEnough:
+				heard = true
+			default:
+			}
+			return heard
+		}
+	}
+	before, _ := processCPU()
+	wall := spinFor(done, limit)
+	after, _ := processCPU()
+	ratio := float64(after-before) / float64(wall)
+	r.Value = num(float64(int(ratio*1000)) / 1000)
+	r.Observed = fmt.Sprintf("ratio %.2f (not judged: gVisor)", ratio)
+	r.Layer, r.Skipped = protocol.LayerNone, true
+	if env.cpuEnough != nil && !heard {
+		word = "with no word from the host"
+	}
+	r.Detail = fmt.Sprintf("spun %s %s; gVisor's CPU accounting counts host-throttled time and its /sys/fs/cgroup is its own, so the host's cpu.stat decides", wall.Round(time.Millisecond), word)
+	return r
 }

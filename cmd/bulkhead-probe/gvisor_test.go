@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -46,5 +49,27 @@ func TestNetworkNeverConnectsWithInterfaces(t *testing.T) {
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("took %s: a connection was attempted", d)
+	}
+}
+
+// Under gVisor with -host-stops-cpu the spin lasts until the host's word
+// (SIGUSR1), which comes once its cpu.stat shows the quota biting; the
+// word is not the verdict, the host's counters are, so the line stays
+// skipped either way.
+func TestSpinForHostStopsOnTheHostsWord(t *testing.T) {
+	env := &probeEnv{gvisor: true, cpuEnough: make(chan os.Signal, 1)}
+	signal.Notify(env.cpuEnough, syscall.SIGUSR1)
+	defer signal.Stop(env.cpuEnough)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGUSR1)
+	}()
+	start := time.Now()
+	r := spinForHost(env, Result{})
+	if took := time.Since(start); took >= cpuDeadline {
+		t.Fatalf("spun %s: the host's word did not end the spin", took)
+	}
+	if !r.Skipped || r.Pass || !strings.Contains(r.Detail, "until the host saw the quota bite") {
+		t.Errorf("result %+v", r)
 	}
 }

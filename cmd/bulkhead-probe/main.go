@@ -57,7 +57,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"bulkhead.dev/bulkhead/runtime/probe/protocol"
@@ -78,6 +80,9 @@ type probeEnv struct {
 	// memoryAfterDone defers the memory control until after the done line:
 	// under gVisor the host OOM killer ends the whole sandbox.
 	memoryAfterDone bool
+	// cpuEnough, when set, delivers the host's word that its cpu.stat
+	// shows the quota throttling the spin (-host-stops-cpu).
+	cpuEnough chan os.Signal
 	// policy is what cpu, pids, memory and tmp-size are judged against.
 	policy policy
 }
@@ -139,6 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	egressDirect := fs.String("egress-direct", "", "address:port to connect to around the broker (default -net-target)")
 	forceLimits := fs.Bool("force-limits", false, "run the pids and memory controls even under gVisor, where reaching a host limit kills the whole sandbox")
 	gvisor := fs.Bool("gvisor", false, "the sandbox is gVisor (runsc): accept gVisor's documented answers (set by the host)")
+	hostStopsCPU := fs.Bool("host-stops-cpu", false, "under -gvisor, spin for the cpu control until the host sends SIGUSR1, having seen the quota bite in its cgroup (at most "+cpuDeadline.String()+"; set by the host)")
 	memoryAfterDone := fs.Bool("memory-after-done", false, "run the memory control after the done line (gVisor: the host OOM killer ends the sandbox; the host's oom_kill decides)")
 	cpus := fs.Float64("cpus", defaultPolicy.cpus, "the profile's CPU quota ceiling in CPUs, 0 for none (set by the host; default: the default profile's)")
 	memoryLimit := fs.Int64("memory-limit", defaultPolicy.memoryLimit, "the profile's memory limit in bytes, 0 for none: the memory attempt goes past it (set by the host)")
@@ -193,6 +199,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		policy: policy{cpus: *cpus, memoryLimit: *memoryLimit, pidsLimit: *pidsLimit, tmpSize: *tmpSize}}
 	if env.egressDirect == "" {
 		env.egressDirect = env.netTarget
+	}
+	if *hostStopsCPU {
+		// Registered for the whole run: a word that comes after the spin
+		// ended must not end the probe (SIGUSR1's default action).
+		env.cpuEnough = make(chan os.Signal, 1)
+		signal.Notify(env.cpuEnough, syscall.SIGUSR1)
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "workspace" {

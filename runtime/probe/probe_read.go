@@ -32,14 +32,23 @@ type Output struct {
 // probe's output can move the attempt into the previous line's sample.
 var sinceStart = map[string]bool{"pids": true, "memory": true}
 
+// cpuPoll is how often the host reads cpu.stat while it waits for a line,
+// to tell the cpu attempt under gVisor when the quota has bitten.
+const cpuPoll = 100 * time.Millisecond
+
 // Read reads the probe's lines until EOF, the done line (runc), or,
 // under gVisor, afterDone past the done line (the memory attempt follows
-// it), or ctx. events reads the container's cgroup counters.
-func Read(ctx context.Context, lines <-chan string, events func() (cgroups.Events, error), gvisor bool, afterDone time.Duration) Output {
+// it), or ctx. events reads the container's cgroup counters. stopCPU, when
+// set, is called (once for each line's wait, before the cpu line) as soon
+// as the container's nr_throttled has grown by protocol.CPUBites since the last
+// line: it tells a probe that cannot see the host's cgroup (gVisor) that
+// its spin has shown the quota biting.
+func Read(ctx context.Context, lines <-chan string, events func() (cgroups.Events, error), gvisor bool, afterDone time.Duration, stopCPU func()) Output {
 	out := Output{lines: map[string]Line{}, samples: map[string]Sample{}}
 	prev, prevErr := events()
 	prevAt := time.Now()
 	first, firstErr := prev, prevErr
+	stopped := false // stopCPU was called since the last line
 	take := func(raw string) {
 		var l Line
 		if err := json.Unmarshal([]byte(raw), &l); err != nil || l.Control == "" {
@@ -56,10 +65,26 @@ func Read(ctx context.Context, lines <-chan string, events func() (cgroups.Event
 		}
 		prev, prevErr, prevAt = now, err, at
 		out.lines[l.Control] = l
+		stopped = false
+	}
+	var poll <-chan time.Time
+	if stopCPU != nil {
+		t := time.NewTicker(cpuPoll)
+		defer t.Stop()
+		poll = t.C
 	}
 	var after <-chan time.Time // set once done arrived and an attempt follows it
 	for {
 		select {
+		case <-poll:
+			if _, seen := out.lines["cpu"]; seen || stopped || prevErr != nil {
+				continue
+			}
+			if now, err := events(); err == nil && now.NrThrottled-prev.NrThrottled >= protocol.CPUBites {
+				stopped = true
+				stopCPU()
+			}
+			continue
 		case raw, ok := <-lines:
 			if !ok {
 				out.ended = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func allPass() map[string]Line {
 func bitten() map[string]Sample {
 	return map[string]Sample{
 		"pids":   {After: cgroups.Events{PidsMax: 1}, OK: true},
-		"memory": {After: cgroups.Events{OOMKills: 1}, OK: true},
+		"memory": {After: cgroups.Events{OOMKills: 1, MemoryPeak: 256 << 20}, OK: true},
 		"cpu":    {After: cgroups.Events{NrThrottled: 12, CPUUsage: 2 * time.Second}, OK: true, Wall: 2 * time.Second},
 	}
 }
@@ -185,11 +186,31 @@ func TestJudgeProbeGVisor(t *testing.T) {
 	if r := rowOf(rows, "memory"); r.Layer != layerMemoryGVisor || r.Observed != "sandbox ended" {
 		t.Errorf("%+v", r)
 	}
-	// The sandbox ended with no host OOM kill counted: gVisor's own
-	// accounting ended it; said so in the layer.
-	s["memory"] = Sample{OK: true}
+	// The sandbox ended at the limit with no host OOM kill counted:
+	// gVisor's own accounting ended it; said so in the layer.
+	s["memory"] = Sample{OK: true, After: cgroups.Events{MemoryPeak: 255 << 20}}
 	if r := rowOf(judge(lines, s, testLimits, true, true), "memory"); !r.Pass || r.Layer != layerMemoryGVisorSentry {
-		t.Errorf("sandbox ended without a host OOM kill: %+v", r)
+		t.Errorf("sandbox ended at the limit without a host OOM kill: %+v", r)
+	}
+	// Ended short of the limit (a deadline, a kill): no evidence.
+	s["memory"] = Sample{OK: true, After: cgroups.Events{MemoryPeak: 100 << 20}}
+	if r := rowOf(judge(lines, s, testLimits, true, true), "memory"); r.Pass {
+		t.Errorf("sandbox ended short of the limit, yet memory passed: %+v", r)
+	}
+	// An OOM kill with the group far below its limit is the host's or a
+	// parent group's memory running out, not the limit.
+	s["memory"] = Sample{OK: true, After: cgroups.Events{OOMKills: 1, MemoryPeak: 64 << 20}}
+	if r := rowOf(judge(lines, s, testLimits, true, true), "memory"); r.Pass || !strings.Contains(r.Detail, "never reached its limit") {
+		t.Errorf("an OOM kill below the limit, yet %+v", r)
+	}
+	// No limit at all: neither an end nor an OOM kill is the control's.
+	unlimited := *testLimits
+	unlimited.MemoryMax = cgroups.Unlimited
+	for _, after := range []cgroups.Events{{}, {OOMKills: 1, MemoryPeak: 1 << 30}} {
+		s["memory"] = Sample{OK: true, After: after}
+		if r := rowOf(judge(lines, s, &unlimited, true, true), "memory"); r.Pass || !strings.Contains(r.Detail, "no limit") {
+			t.Errorf("no memory limit, yet %+v", r)
+		}
 	}
 	// The sandbox survived the allocation: the limit did not bite.
 	lines["memory"] = Line{Control: "memory", Observed: "no kill", Pass: false}
@@ -274,7 +295,7 @@ func fakeEvents() func() (cgroups.Events, error) {
 	var n uint64
 	return func() (cgroups.Events, error) {
 		n++
-		return cgroups.Events{OOMKills: n}, nil
+		return cgroups.Events{OOMKills: n, MemoryPeak: 256 << 20}, nil
 	}
 }
 
@@ -297,7 +318,7 @@ func TestReadProbeGVisorEnd(t *testing.T) {
 	}
 	host := Host{Limits: testLimits, GVisor: true, HostFolderUnchanged: true}
 
-	ended := Read(context.Background(), feed(true), fakeEvents(), true, time.Minute)
+	ended := Read(context.Background(), feed(true), fakeEvents(), true, time.Minute, nil)
 	if !ended.Finished || !ended.ended {
 		t.Fatalf("finished %v ended %v", ended.Finished, ended.ended)
 	}
@@ -306,7 +327,7 @@ func TestReadProbeGVisorEnd(t *testing.T) {
 	}
 
 	// The sandbox stays alive: the wait after done runs out.
-	alive := Read(context.Background(), feed(false), fakeEvents(), true, 50*time.Millisecond)
+	alive := Read(context.Background(), feed(false), fakeEvents(), true, 50*time.Millisecond, nil)
 	if !alive.Finished || alive.ended {
 		t.Fatalf("finished %v ended %v", alive.Finished, alive.ended)
 	}
@@ -317,8 +338,74 @@ func TestReadProbeGVisorEnd(t *testing.T) {
 	// The whole run's deadline: the same.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	timedOut := Read(ctx, feed(false), fakeEvents(), true, time.Minute)
+	timedOut := Read(ctx, feed(false), fakeEvents(), true, time.Minute, nil)
 	if r := rowOf(Judge(timedOut, host), "memory"); r.Pass {
 		t.Errorf("read timed out, memory passed: %+v", r)
+	}
+}
+
+// On runc too a row holds only on the container's own limit: an OOM kill
+// below the memory limit, or a refused fork with no pids limit, is a
+// parent group's or the host's doing.
+func TestJudgeProbeOwnLimits(t *testing.T) {
+	s := bitten()
+	s["memory"] = Sample{OK: true, After: cgroups.Events{OOMKills: 1, MemoryPeak: 64 << 20}}
+	if r := rowOf(judge(allPass(), s, testLimits, false, true), "memory"); r.Pass {
+		t.Errorf("an OOM kill below the memory limit passed: %+v", r)
+	}
+	noPids := *testLimits
+	noPids.PidsMax = cgroups.Unlimited
+	if r := rowOf(judge(allPass(), bitten(), &noPids, false, true), "pids"); r.Pass || !strings.Contains(r.Detail, "no limit") {
+		t.Errorf("a refused fork without a pids limit: %+v", r)
+	}
+}
+
+// Under gVisor the host tells the cpu attempt to stop once the
+// container's nr_throttled grew by protocol.CPUBites since the last line,
+// once for that wait, and never after the cpu line: the probe cannot see
+// the host's cgroup, and a fixed spin on a busy host may never reach the
+// quota.
+func TestReadTellsCPUSpinToStop(t *testing.T) {
+	var throttled atomic.Uint64
+	events := func() (cgroups.Events, error) {
+		return cgroups.Events{NrThrottled: throttled.Load()}, nil
+	}
+	lines := make(chan string)
+	stops := make(chan struct{}, 10)
+	done := make(chan Output)
+	go func() {
+		done <- Read(context.Background(), lines, events, true, time.Minute, func() { stops <- struct{}{} })
+	}()
+	lines <- `{"control":"devices","observed":"ok","pass":true}`
+	// Throttling short of the bites: no word.
+	throttled.Add(protocol.CPUBites - 1)
+	select {
+	case <-stops:
+		t.Fatal("told to stop before the quota bit protocol.CPUBites times")
+	case <-time.After(5 * cpuPoll):
+	}
+	throttled.Add(1)
+	select {
+	case <-stops:
+	case <-time.After(50 * cpuPoll):
+		t.Fatal("the quota bit and the spin was not told to stop")
+	}
+	throttled.Add(10 * protocol.CPUBites)
+	select {
+	case <-stops:
+		t.Fatal("told twice in one wait")
+	case <-time.After(5 * cpuPoll):
+	}
+	lines <- `{"control":"cpu","observed":"ratio 1.00","pass":true,"skipped":true}`
+	throttled.Add(10 * protocol.CPUBites)
+	select {
+	case <-stops:
+		t.Fatal("told to stop after the cpu line")
+	case <-time.After(5 * cpuPoll):
+	}
+	close(lines)
+	out := <-done
+	if s := out.samples["cpu"]; s.After.NrThrottled-s.Before.NrThrottled < protocol.CPUBites {
+		t.Errorf("cpu sample %+v: the bites are not in it", s)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,12 +53,13 @@ func need(t *testing.T, backend string) {
 }
 
 // config writes a root-owned 0644 configuration: the built-in one plus
-// extra, with the audit log in the test's temp dir.
+// extra, with the audit log and changes_dir in the test's temp dir.
 func config(t *testing.T, extra string) string {
 	t.Helper()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "config.toml")
-	body := "audit_log = " + quote(filepath.Join(dir, "audit.jsonl")) + "\n" + extra
+	body := "audit_log = " + quote(filepath.Join(dir, "audit.jsonl")) + "\n" +
+		"changes_dir = " + quote(filepath.Join(dir, "changes")) + "\n" + extra
 	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +114,15 @@ func probe(t *testing.T, cfg string, args ...string) (report, int, string) {
 			t.Errorf("%s state left: %v", b, ents)
 		}
 	}
+	// Nor changes kept of the probe's workspace write.
+	changes := filepath.Join(filepath.Dir(cfg), "changes")
+	_ = filepath.WalkDir(changes, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && strings.Contains(d.Name(), r.ID) {
+			t.Errorf("changes of the probe's container kept: %s", path)
+			return filepath.SkipDir
+		}
+		return nil
+	})
 	return r, code, stderr.String()
 }
 
@@ -158,12 +169,13 @@ var runcLayers = map[string]string{
 // runscLayers: what gVisor answers instead (README, "What gVisor answers
 // instead").
 var runscLayers = map[string]string{
-	"etc":     "gVisor: DAC before read-only mount",
-	"network": "gVisor (Sentry)",
-	"egress":  "netns, gVisor (Sentry)",
-	"devices": "gVisor (Sentry)",
-	"pids":    "gVisor (Sentry): RLIMIT_NPROC",
-	"memory":  "memory cgroup (host OOM killer ends the whole sandbox)",
+	"etc":         "gVisor: DAC before read-only mount",
+	"network":     "gVisor (Sentry)",
+	"masked-proc": "gVisor (Sentry): its /proc has no such file",
+	"egress":      "netns, gVisor (Sentry)",
+	"devices":     "gVisor (Sentry)",
+	"pids":        "gVisor (Sentry): RLIMIT_NPROC",
+	"memory":      "memory cgroup (host OOM killer ends the whole sandbox)",
 }
 
 // runscMemoryLayers: gVisor's own accounting sometimes ends the sandbox

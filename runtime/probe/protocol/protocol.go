@@ -86,3 +86,8 @@ const (
 	LayerSeccompOrCaps = "seccomp or capabilities"
 	LayerNone          = "none"
 )
+
+// CPUBites is how many throttled periods of the container's cpu.stat end
+// the cpu attempt's spin: the probe's own count under runc, the host's
+// word under gVisor, which has seen them in its cgroup.
+const CPUBites = 3
