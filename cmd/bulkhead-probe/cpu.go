@@ -276,6 +276,11 @@ func spinForHost(env *probeEnv, r Result) Result {
 	done := func(time.Time) bool { return false }
 	heard := false
 	if env.cpuEnough != nil {
+		// A word sent while an earlier attempt ran (its own bites) is
+		// not about this spin.
+		for len(env.cpuEnough) > 0 {
+			<-env.cpuEnough
+		}
 		limit, word = cpuDeadline, "until the host saw the quota bite"
 		done = func(time.Time) bool {
 			select {

@@ -73,3 +73,22 @@ func TestSpinForHostStopsOnTheHostsWord(t *testing.T) {
 		t.Errorf("result %+v", r)
 	}
 }
+
+// A word the host sent while an earlier attempt ran is not about the cpu
+// spin: it does not end it.
+func TestSpinForHostIgnoresAnEarlierWord(t *testing.T) {
+	env := &probeEnv{gvisor: true, cpuEnough: make(chan os.Signal, 1)}
+	env.cpuEnough <- syscall.SIGUSR1
+	go func() {
+		time.Sleep(time.Second)
+		env.cpuEnough <- syscall.SIGUSR1
+	}()
+	start := time.Now()
+	r := spinForHost(env, Result{})
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("spun %s: a word sent before the spin ended it", took)
+	}
+	if !strings.Contains(r.Detail, "until the host saw the quota bite") {
+		t.Errorf("result %+v", r)
+	}
+}

@@ -366,8 +366,9 @@ func TestJudgeProbeOwnLimits(t *testing.T) {
 // the host's cgroup, and a fixed spin on a busy host may never reach the
 // quota.
 func TestReadTellsCPUSpinToStop(t *testing.T) {
-	var throttled atomic.Uint64
+	var throttled, reads atomic.Uint64
 	events := func() (cgroups.Events, error) {
+		reads.Add(1)
 		return cgroups.Events{NrThrottled: throttled.Load()}, nil
 	}
 	lines := make(chan string)
@@ -377,6 +378,11 @@ func TestReadTellsCPUSpinToStop(t *testing.T) {
 		done <- Read(context.Background(), lines, events, true, time.Minute, func() { stops <- struct{}{} })
 	}()
 	lines <- `{"control":"devices","observed":"ok","pass":true}`
+	// The counters are read at the start and as the line is taken: only
+	// then is the wait for the cpu line the one that counts.
+	for reads.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
 	// Throttling short of the bites: no word.
 	throttled.Add(protocol.CPUBites - 1)
 	select {
