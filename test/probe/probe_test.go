@@ -233,7 +233,7 @@ func TestProbeDefaultProfileRunc(t *testing.T) {
 
 func TestProbeDefaultProfileRunsc(t *testing.T) {
 	need(t, "runsc")
-	r, code, stderr := probe(t, config(t, ""), "--backend", "runsc")
+	r, code, stderr := probeForEvidence(t, config(t, ""), "--backend", "runsc")
 	if r.Backend != "runsc" {
 		t.Errorf("ran on %s", r.Backend)
 	}
@@ -391,7 +391,7 @@ func TestProbeTestsProfileRunc(t *testing.T) {
 // sandbox at the profile's limit.
 func TestProbeTestsProfileRunsc(t *testing.T) {
 	need(t, "runsc")
-	r, code, stderr := probe(t, config(t, ""), "--profile", "tests", "--backend", "runsc")
+	r, code, stderr := probeForEvidence(t, config(t, ""), "--profile", "tests", "--backend", "runsc")
 	if r.Backend != "runsc" || r.Profile != "tests" {
 		t.Errorf("ran %s/%s", r.Profile, r.Backend)
 	}
