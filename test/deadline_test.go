@@ -194,7 +194,7 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			needRoot(t, backend)
-			config, audit := lifetimeConfig(t, "3s")
+			config, audit := lifetimeConfig(t, "10s")
 			root := stateRoot(t)
 			g := []string{"--config", config, "--root", root, "--backend", backend}
 			b := bundle.New(t, []string{"sh", "-c", `trap "" TERM; (sleep 3600 &) ; sleep 3600; echo not reached`})
@@ -205,10 +205,11 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 				t.Fatalf("after create: %d watchdogs of %s, want 1", n, id)
 			}
 			in := inspect(t, g, id)
-			if in.MaxLifetime != "3s" || in.Deadline != "" || !strings.Contains(in.TimeLeft, "not started yet") {
-				t.Fatalf("before start: inspect %+v, want max_lifetime 3s, no deadline yet, and the time left not started", in)
+			if in.MaxLifetime != "10s" || in.Deadline != "" || !strings.Contains(in.TimeLeft, "not started yet") {
+				t.Fatalf("before start: inspect %+v, want max_lifetime 10s, no deadline yet, and the time left not started", in)
 			}
 			time.Sleep(2 * time.Second) // a created container's clock does not run
+			beforeStart := time.Now()
 			must(t, append(g, "start", id)...)
 			started := time.Now()
 			time.Sleep(time.Second)
@@ -221,21 +222,31 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 			if err := json.Unmarshal([]byte(ps), &pids); err != nil || len(pids) < 3 {
 				t.Fatalf("ps before the deadline: %s (%v), want sh, its sleep and the orphaned sleep", ps, err)
 			}
-			if in := inspect(t, g, id); in.Deadline == "" || in.TimeLeft == "" {
+			in = inspect(t, g, id)
+			if in.Deadline == "" || in.TimeLeft == "" {
 				t.Fatalf("running: inspect %+v, want a deadline and the time left", in)
+			}
+			deadline, err := time.Parse(time.RFC3339Nano, in.Deadline)
+			if err != nil {
+				t.Fatalf("deadline %q: %v", in.Deadline, err)
+			}
+			// The clock runs from start, not create: the watchdog arms it
+			// when it sees the container run, within a poll of start.
+			if deadline.Before(beforeStart.Add(10*time.Second)) || deadline.After(started.Add(15*time.Second)) {
+				t.Fatalf("deadline %s is not 10 s after start (start ran from %s to %s)", in.Deadline, beforeStart.Format(time.RFC3339Nano), started.Format(time.RFC3339Nano))
 			}
 			if text := must(t, append(g, "inspect", id)...); !strings.Contains(text, "time left") || !strings.Contains(text, "watchdog") || !strings.Contains(text, "verification (") {
 				t.Fatalf("inspect text lacks the time left, watchdog or verification:\n%s", text)
 			}
 			for containerState(t, g, id).Status != "stopped" {
-				if time.Since(started) > 30*time.Second {
-					t.Fatalf("container %s still %s 30 s after start, with a 3 s lifetime", id, containerState(t, g, id).Status)
+				if time.Since(started) > 70*time.Second {
+					t.Fatalf("container %s still %s 70 s after start, with a 10 s lifetime", id, containerState(t, g, id).Status)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
 			took := time.Since(started)
-			if took < 2900*time.Millisecond {
-				t.Fatalf("stopped %s after start, before its 3 s lifetime", took)
+			if now := time.Now(); now.Before(deadline) {
+				t.Fatalf("stopped %s after start, %s before its deadline", took, deadline.Sub(now))
 			}
 			// Stopped: no time is left, whatever the deadline said.
 			if in := inspect(t, g, id); in.TimeLeft != "none: it has stopped" {
@@ -466,7 +477,7 @@ func registryLocked(t *testing.T, root string) func() {
 // never bound it. Once started, exec works.
 func TestDeadlineNoExecBeforeStart(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, backend, root string, _ []string) {
-		config, audit := lifetimeConfig(t, "3s")
+		config, audit := lifetimeConfig(t, "1h")
 		g := []string{"--config", config, "--root", root, "--backend", backend}
 		id := uniqueID("execfirst-" + backend)
 		must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
@@ -499,7 +510,7 @@ func TestDeadlineNoExecBeforeStart(t *testing.T) {
 // a sandbox killed while paused as paused, and refuses that delete.
 func TestDeadlinePausedContainer(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, backend, root string, _ []string) {
-		config, audit := lifetimeConfig(t, "3s")
+		config, audit := lifetimeConfig(t, "10s")
 		g := []string{"--config", config, "--root", root, "--backend", backend}
 		b := bundle.New(t, []string{"sleep", "3600"})
 		id := uniqueID("paused-" + backend)
@@ -508,7 +519,7 @@ func TestDeadlinePausedContainer(t *testing.T) {
 		must(t, append(g, "start", id)...)
 		started := time.Now()
 		pause(t, g, id)
-		waitKilledAtDeadline(t, g, audit, id, started)
+		waitKilledAtDeadline(t, g, audit, id, started, 10*time.Second)
 		waitNoWatchdog(t, id, 5*time.Second)
 		must(t, append(g, "delete", id)...)
 		assertGone(t, root, backend, id)
@@ -521,7 +532,7 @@ func TestDeadlinePausedContainer(t *testing.T) {
 func TestDeadlineNotArmedByPauseBeforeStart(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
-	config, _ := lifetimeConfig(t, "2s")
+	config, _ := lifetimeConfig(t, "1h")
 	g := []string{"--config", config, "--root", root, "--backend", "runc"}
 	id := uniqueID("pausecreated")
 	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
@@ -546,7 +557,7 @@ func TestDeadlineNotArmedByPauseBeforeStart(t *testing.T) {
 func TestDeadlineHoldsAfterAStartKilledMidway(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
-	config, audit := lifetimeConfig(t, "3s")
+	config, audit := lifetimeConfig(t, "10s")
 	g := []string{"--config", config, "--root", root, "--backend", "runc"}
 	id := uniqueID("halfstart")
 	must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
@@ -575,16 +586,16 @@ func TestDeadlineHoldsAfterAStartKilledMidway(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("start after a start killed midway still waits 20 s later")
 	}
-	waitKilledAtDeadline(t, g, audit, id, released)
+	waitKilledAtDeadline(t, g, audit, id, released, 10*time.Second)
 }
 
-// waitKilledAtDeadline waits up to 30 s from start for id, given a 3 s
-// lifetime, to stop, and for its deadline line to say it was killed.
-func waitKilledAtDeadline(t *testing.T, g []string, audit, id string, start time.Time) {
+// waitKilledAtDeadline waits up to a minute past its lifetime from start
+// for id to stop, and for its deadline line to say it was killed.
+func waitKilledAtDeadline(t *testing.T, g []string, audit, id string, start time.Time, lifetime time.Duration) {
 	t.Helper()
 	for containerState(t, g, id).Status != "stopped" {
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("container %s still %s 30 s after start, with a 3 s lifetime", id, containerState(t, g, id).Status)
+		if limit := lifetime + time.Minute; time.Since(start) > limit {
+			t.Fatalf("container %s still %s %s after start, with a %s lifetime", id, containerState(t, g, id).Status, limit, lifetime)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -36,7 +36,9 @@ func TestDeadline(t *testing.T) {
 	if r.Code != 137 {
 		t.Fatalf("want exit 137 (SIGKILL at the deadline)\n%s\ndockerd log:\n%s", r, d.LogTail(10))
 	}
-	if took < 3*time.Second || took > 10*time.Second {
+	// The job sleeps an hour: a minute tells the deadline from its end,
+	// with room for a loaded host's create.
+	if took < 3*time.Second || took > time.Minute {
 		t.Fatalf("docker run took %s, want about the 3 s lifetime", took)
 	}
 	id := d.Must(t, "inspect", "-f", "{{.Id}}", name)
