@@ -52,8 +52,9 @@ func deleteStopped(g *Globals, b *backend.Backend, id string) (handled bool, err
 }
 
 // leftoversDeadline bounds the wait for killed leftovers to leave the
-// container's cgroups.
-const leftoversDeadline = 5 * time.Second
+// container's cgroups; it ends on evidence, and a loaded host's exits
+// (a process with much memory mapped) are slow.
+const leftoversDeadline = 15 * time.Second
 
 // killLeftovers kills what still runs in a stopped container's cgroups.
 // runc calls a container stopped once its init is gone or a zombie, and a

@@ -303,8 +303,11 @@ func (wd *Watch) gvisorStoppedWithin(d time.Duration) bool {
 	}
 }
 
-// killWait bounds the wait for a killed container's processes to go.
-const killWait = 5 * time.Second
+// killWait bounds the wait for a killed container's processes to go. It
+// ends on evidence, so only a kill that failed waits it out; a loaded
+// host's runsc has been slow enough to answer that 5 s ran out on a kill
+// that worked, and under gVisor what follows is killing the sandbox.
+const killWait = 15 * time.Second
 
 // nothingRunsWithin waits up to d for the backend to list no process of
 // the container, or for the container to be deleted.
