@@ -60,6 +60,10 @@ func SuperviseOn(stdio *os.File, argv []string, preserveFds int, timeout time.Du
 	forwarding.start()
 	if err := cmd.Start(); err != nil {
 		forwarding.abandon()
+		if ctx.Err() == context.DeadlineExceeded {
+			// A loaded host can take the whole timeout to get here.
+			return -1, &TimedOutError{Program: filepath.Base(argv[0]), After: timeout}
+		}
 		return -1, err
 	}
 	forwarding.add(cmd.Process)

@@ -18,3 +18,13 @@ func TestSuperviseSaysTheTimeout(t *testing.T) {
 		t.Fatalf("status %d, error %v: want status 3 and no error", status, err)
 	}
 }
+
+// A timeout that runs out before the backend could even be started (a
+// loaded host) is the same timeout, said the same way.
+func TestSuperviseTimeoutBeforeStart(t *testing.T) {
+	status, err := Supervise([]string{"sleep", "600"}, 0, time.Nanosecond, nil)
+	var timedOut *TimedOutError
+	if !errors.As(err, &timedOut) || timedOut.Program != "sleep" {
+		t.Fatalf("status %d, error %v: want sleep's timeout", status, err)
+	}
+}
