@@ -202,6 +202,17 @@ func Delete(g *Globals, v Values, id string) error {
 	if err := cgroups.Remove(rec.CgroupsPath); err != nil {
 		errs = append(errs, err)
 	}
+	if len(errs) > 0 {
+		// Something of the container still runs (a backend create a
+		// killed create left behind finishes a sandbox later): the
+		// record stays, so that a delete again finds it and asks the
+		// backend again, and its workspace is kept only once nothing
+		// can write to it.
+		err := errors.Join(errs...)
+		entry.Outcome, entry.Error = "delete failed", err.Error()+"; the record is kept for a delete again"
+		writeAudit(cfg, &entry)
+		return err
+	}
 	// Workspace changes outlive the container; failing to keep them is
 	// recorded, never a reason to keep the container.
 	kept, keepErr := keepChanges(g, reg, rec)
