@@ -2,12 +2,14 @@ package test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -31,9 +33,18 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 				return bulkhead(t, "", append(g, "run", "--bundle", b, uniqueID(name+"-"+backend))...)
 			}
 
+			// The host's / bound at the rootfs, in a mount namespace of
+			// its own: made in the host's, it showed every file on the
+			// host a second time to everything else running there (another
+			// suite's containers then stood in a second place).
 			hostRoot := bundle.New(t, []string{"cat", "/etc/hostname"})
-			mountAt(t, "/", filepath.Join(hostRoot, "rootfs"), "", unix.MS_BIND)
-			if r := run(hostRoot, "root-host"); r.code == 0 || !strings.Contains(r.stderr, "host / exposes every host file") {
+			var stdout, stderr strings.Builder
+			cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", `mount --bind / "$0" && exec "$@"`,
+				filepath.Join(hostRoot, "rootfs"), binaries.Bulkhead(t))
+			cmd.Args = append(cmd.Args, append(g, "run", "--bundle", hostRoot, uniqueID("root-host-"+backend))...)
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if r := (result{stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()}); err == nil || !strings.Contains(r.stderr, "host / exposes every host file") {
 				t.Fatalf("a bind of the host's / at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			} else if !strings.Contains(r.stderr, "mount it from below bind_roots") {
 				// The rootfs is inside the bundle already: the advice is
