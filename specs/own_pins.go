@@ -1,11 +1,15 @@
 package specs
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
 	"syscall"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // ownPin matches a pin of bulkhead's own, <root>/bulkhead/<id>/pins/<n>,
@@ -18,22 +22,43 @@ var ownPin = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(.*/bulkhead/[\w+\-.]+)/(pins/[0-9]+|ws/[0-9]+/lower)(/.*)?$`)
 })
 
-// isOwnPin tells whether p is a pin of bulkhead's own (or a workspace's
-// lower layer), by its place and by
+// isOwnPin tells whether p, a place on the mount at mountpoint, is a pin
+// of bulkhead's own (or a workspace's lower layer), by its place and by
 // the container's record beside it (root's, as only bulkhead writes it).
 // A pin shows a source already judged for its container, whose origin is
 // still mounted and judged as a place of its own: it is not another place
 // the files are at. Counted as one, a second job on a checkout another
 // job has as its workspace was refused while the first existed.
-func isOwnPin(p string) bool {
+func isOwnPin(p, mountpoint string) bool {
 	m := ownPin().FindStringSubmatch(p)
 	if m == nil {
 		return false
 	}
 	fi, err := os.Lstat(filepath.Join(m[1], "record.json"))
+	if pin := filepath.Join(m[1], m[2]); errors.Is(err, fs.ErrNotExist) && mountpoint == pin {
+		return pinGone(pin)
+	}
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && st.Uid == 0
+}
+
+// pinGone tells whether a mount at a pin's place (mountpoint, as the
+// mount table showed it) whose record was not found is no longer mounted:
+// the mount table the places were read from is older than the record's
+// lookup, and a delete unmounts its pins before it removes the record, so
+// a pin that is still mounted without a record is no pin of a container
+// (and stays a place), while one deleted in between shows no files any
+// more. Counted as a place, a create from a bundle another container of
+// it was deleted from at that moment was refused. Only a mount at the
+// pin's very place is taken: a path below some other mount is named by
+// whoever made its directories.
+func pinGone(pin string) bool {
+	mounted, err := mountinfo.Mounted(pin)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && !mounted
 }
