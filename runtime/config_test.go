@@ -417,6 +417,29 @@ func TestRootFileLinkChainOfAnother(t *testing.T) {
 // A key in another case is no key of the configuration: the decoder took
 // PIDS_LIMIT for pids_limit, and a [Profiles.default] table replaced
 // [profiles.default] whole.
+// The built-in configuration is decoded without the key checks a file
+// gets (decodeBuiltin): they hold here, and it decodes to what the checked
+// path makes of it.
+func TestBuiltinConfigKeysAreKnown(t *testing.T) {
+	if err := knownKeys(builtinConfig, builtinName); err != nil {
+		t.Fatal(err)
+	}
+	checked, err := decodeConfig(nil, builtinConfig, builtinName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchecked, err := decodeBuiltin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(checked, unchecked) {
+		t.Errorf("decodeBuiltin differs from decodeConfig of the same text")
+	}
+	if err := knownKeys([]byte("[profiles.default]\nPids_Limit = 16\n"), "test"); err == nil {
+		t.Error("a key spelt in another case passed the checks the built-in configuration is spared")
+	}
+}
+
 func TestConfigKeysExactlySpelt(t *testing.T) {
 	for doc, want := range map[string]string{
 		"[profiles.default]\npids_limit = 16\nPIDS_LIMIT = 4096\n":                    "profiles.default.PIDS_LIMIT",
