@@ -77,7 +77,7 @@ func mountedFrom(p string, fd int) (MountSource, error) {
 	if src.Holder == nil {
 		return MountSource{}, fmt.Errorf("the mount of %s (id %d) is not in the mount table: it changed while it was read", p, id)
 	}
-	src.Places = slices.DeleteFunc(src.Places, func(pl Place) bool { return isOwnPin(pl.Path, pl.Mount.Mountpoint) })
+	src.Places = slices.DeleteFunc(src.Places, func(pl Place) bool { return isOwnPin(pl.Path, pl.Mount) })
 	return src, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,24 +19,40 @@ func TestIsOwnPin(t *testing.T) {
 		}
 	}
 	pin := filepath.Join(state, "pins", "1")
-	if !isOwnPin(pin, pin) {
+	// A mount the table showed at the pin, by an id no mount has now.
+	shown := func(p string) *mountinfo.Info { return &mountinfo.Info{ID: -1, Mountpoint: p} }
+	if !isOwnPin(pin, shown(pin)) {
 		t.Errorf("%s without a record and not mounted (deleted since the mount table was read): taken for a place", pin)
 	}
-	if gone := filepath.Join(root, "bulkhead", "c2", "pins", "0"); !isOwnPin(gone, gone) {
+	if gone := filepath.Join(root, "bulkhead", "c2", "pins", "0"); !isOwnPin(gone, shown(gone)) {
 		t.Errorf("%s, whose container's state is gone: taken for a place", gone)
 	}
 	// A directory named like a pin below another mount is whoever made it.
-	if isOwnPin(pin, "/") {
+	if isOwnPin(pin, shown("/")) {
 		t.Errorf("%s, a path on / without a record: taken for a pin", pin)
 	}
 	if os.Geteuid() == 0 {
-		// Still mounted without a record: not a container's pin.
+		// Still mounted without a record: not a container's pin; nor when
+		// a mount made above it since hides it and the record's place.
 		if err := unix.Mount("none", pin, "tmpfs", 0, "size=64k"); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { unix.Unmount(pin, 0) })
-		if isOwnPin(pin, pin) {
+		ms, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(pin))
+		if err != nil || len(ms) != 1 {
+			t.Fatalf("the test's mount at %s: %v %v", pin, ms, err)
+		}
+		if isOwnPin(pin, ms[0]) {
 			t.Errorf("%s mounted without a record: taken for a pin", pin)
+		}
+		if err := unix.Mount("none", state, "tmpfs", 0, "size=64k"); err != nil {
+			t.Fatal(err)
+		}
+		if isOwnPin(pin, ms[0]) {
+			t.Errorf("%s mounted without a record, hidden under a mount above it: taken for a pin", pin)
+		}
+		if err := unix.Unmount(state, 0); err != nil {
+			t.Fatal(err)
 		}
 	} else {
 		t.Log("not root: a mount without a record is not tried")
@@ -49,7 +66,7 @@ func TestIsOwnPin(t *testing.T) {
 		filepath.Join(state, "ws/0/merged"): false, filepath.Join(state, "ws/0/upper"): false, filepath.Join(state, "ws"): false,
 		filepath.Join(state, "pins"): false, filepath.Join(state, "bundle"): false,
 	} {
-		if got := isOwnPin(p, p); got != want {
+		if got := isOwnPin(p, shown(p)); got != want {
 			t.Errorf("isOwnPin(%s) = %v, want %v", p, got, want)
 		}
 	}
