@@ -2,7 +2,9 @@ package specs
 
 import (
 	"flag"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,6 +57,13 @@ var testHost = &Host{
 			return p, nil
 		}
 		return "", nil
+	},
+	// Directories are root's 0755 but those named shared*, 1777 as /tmp.
+	DirMode: func(p string) (fs.FileMode, error) {
+		if strings.HasPrefix(filepath.Base(p), "shared") {
+			return fs.ModeDir | fs.ModeSticky | 0o777, nil
+		}
+		return fs.ModeDir | 0o755, nil
 	},
 	MountedFrom: func(p string, _ int) (MountSource, error) {
 		const volumes = "/var/lib/docker/volumes/"

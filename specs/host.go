@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,8 @@ type Host struct {
 	// MountedFrom returns where the files at a path, opened at fd (-1:
 	// not opened), come from.
 	MountedFrom func(path string, fd int) (MountSource, error)
+	// DirMode returns the mode of a directory, not following a symlink.
+	DirMode func(path string) (fs.FileMode, error)
 }
 
 func (c *Context) resolve(p string) (string, error) {
@@ -35,6 +38,17 @@ func (c *Context) findChannel(p string) (string, error) {
 		return c.Host.FindChannel(p)
 	}
 	return findChannel(p)
+}
+
+func (c *Context) dirMode(p string) (fs.FileMode, error) {
+	if c.Host != nil && c.Host.DirMode != nil {
+		return c.Host.DirMode(p)
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Mode(), nil
 }
 
 func (c *Context) dockerMountID(dataRoot, id string) (string, error) {

@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"fmt"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,7 +30,10 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 	why := rootRefusal(c, s.Annotations, rootfsPath(c, s.Root))
 	if why != "" {
 		advice := "; put the container's rootfs inside its bundle"
-		if strings.Contains(why, " is a mount of ") || strings.Contains(why, " which is also mounted at ") {
+		switch {
+		case strings.Contains(why, " may be written by anyone "):
+			advice = "" // says what to change itself
+		case strings.Contains(why, " is a mount of ") || strings.Contains(why, " which is also mounted at "):
 			// Inside the bundle already: what is mounted there is judged
 			// as a bind of where it comes from.
 			advice = "; a rootfs mounted from another place is judged as a bind of that place: mount it from below bind_roots, or make it a directory of the bundle's own"
@@ -111,6 +116,9 @@ func dockerOwnLayer(c *Context, root string) bool {
 // to (a running container's), and every other place they are at the
 // bundle's own, such a snapshot, or one a bind could name.
 func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle string, fd int) string {
+	if why := c.sharedDirRefusal(real, bundle); why != "" {
+		return why
+	}
 	src, err := c.mountedFrom(real, fd)
 	if err != nil {
 		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")"
@@ -145,6 +153,34 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 		}
 	}
 	return ""
+}
+
+// sharedDirRefusal refuses a rootfs below a directory anyone may write
+// to, from the bundle down to the rootfs's parent: a
+// rootfs inside the bundle is taken for files the caller laid out for this
+// container, and in a directory such as /tmp (a bundle of --bundle /tmp)
+// any directory there would pass, another user's or a host service's with
+// its socket. The rootfs itself is the image's, whose / may be any mode.
+// A group's write is let be: a user's own group is one on hosts that give
+// each user a group of its own (a umask of 002).
+func (c *Context) sharedDirRefusal(real, bundle string) string {
+	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+		mode, err := c.dirMode(d)
+		if err != nil {
+			return "the directories above the rootfs cannot be checked (" + err.Error() + ")"
+		}
+		if mode.Perm()&0o002 != 0 {
+			perm := uint32(mode.Perm())
+			if mode&fs.ModeSticky != 0 {
+				perm |= 0o1000
+			}
+			return fmt.Sprintf("%s, which holds the rootfs, may be written by anyone (mode %04o): what others put there is not the caller's; make the bundle a directory of your own that others may not write, and put the rootfs in it",
+				d, perm)
+		}
+		if d == bundle || d == "/" || !under(d, bundle) {
+			return ""
+		}
+	}
 }
 
 // writtenLayers are the directories that mounted overlays other than the

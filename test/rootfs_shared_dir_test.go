@@ -1,0 +1,66 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// TestRootfsInADirectoryAnyoneWrites: a rootfs inside the bundle is taken
+// for files the caller laid out, so the directories from the bundle down
+// to the rootfs must be ones others may not write. With --bundle /tmp any
+// directory there passed as the rootfs, another user's or a host
+// service's with its socket, which a runc container could connect to.
+func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		b := bundle.New(t, []string{"true"})
+		refused := func(what, dir string) {
+			t.Helper()
+			id := uniqueID("shared-" + backend)
+			r := bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
+			if r.code == 0 {
+				bulkhead(t, "", append(g, "delete", "--force", id)...)
+				t.Fatalf("%s: created", what)
+			}
+			if !strings.Contains(r.stderr, "root.path") || !strings.Contains(r.stderr, dir+", which holds the rootfs, may be written by anyone (mode 1777)") {
+				t.Fatalf("%s: exit %d, stderr %q; want root.path refused naming %s", what, r.code, r.stderr, dir)
+			}
+			assertGone(t, root, backend, id)
+		}
+		chmod(t, b, os.ModeSticky|0o777)
+		refused("a bundle anyone may write to", b)
+		chmod(t, b, 0o700)
+
+		shared := filepath.Join(b, "shared")
+		if err := os.Mkdir(shared, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(b, "rootfs"), filepath.Join(shared, "rootfs")); err != nil {
+			t.Fatal(err)
+		}
+		s, err := bundle.Read(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Root.Path = "shared/rootfs"
+		if err := bundle.Write(b, s); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, shared, os.ModeSticky|0o777)
+		refused("a rootfs below a directory of the bundle anyone may write to", shared)
+
+		// The same bundle, the directory no longer writable by all: run.
+		chmod(t, shared, 0o755)
+		must(t, append(g, "run", "--bundle", b, uniqueID("shared-ok-"+backend))...)
+	})
+}
+
+func chmod(t *testing.T, p string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
