@@ -162,6 +162,29 @@ func privateInHome(real string) string {
 	}
 }
 
+// privateOfAUser refuses a plain bind of a path below a directory a user
+// other than root keeps from others, wherever it lies: runc mounts as
+// root, past it, so a bind of /tmp/alice/notes below alice's 0700
+// /tmp/alice showed the job what no other local user can read, as a
+// home's would (privateInHome). Root's own such directories (a harness's
+// mktemp -d) are the caller's, and let be.
+func privateOfAUser(real string) string {
+	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
+		var st unix.Stat_t
+		if err := unix.Stat(dir, &st); errors.Is(err, unix.ENOENT) {
+			return "" // nothing there to keep from anyone; the pin judges what is
+		} else if err != nil {
+			return "cannot be checked: " + dir + ": " + err.Error()
+		}
+		if st.Uid != 0 && st.Mode&0o001 == 0 {
+			return fmt.Sprintf("lies below %s (mode %04o, uid %d's), which others may not enter: a bind would show the job what its owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid)
+		}
+		if dir == "/" {
+			return ""
+		}
+	}
+}
+
 // homePrivacyRefusal judges a bind source (real, opened at fd, -1 when
 // not) and every other place its files are at by the homes they lie in:
 // a home mounted again elsewhere (/home/alice bound at /srv/mirror/alice)
@@ -197,6 +220,9 @@ func homePrivacyRefusal(c *Context, real string, fd int, plain bool) string {
 		why := dotEntryOfHome(p)
 		if why == "" && plain {
 			why = privateInHome(p)
+		}
+		if why == "" && plain {
+			why = privateOfAUser(p)
 		}
 		if why != "" && p != real {
 			return real + " is a mount of " + p + ", which " + why

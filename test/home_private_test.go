@@ -197,3 +197,38 @@ func TestHomeReachedElsewhereStaysPrivate(t *testing.T) {
 		})
 	}
 }
+
+// TestPlainBindKeepsAUsersDirectoryPrivate: what holds below a home holds
+// below any directory a user keeps from others, wherever it lies: a bind
+// of /tmp/<alice's 0700 directory>/sub showed the job alice's files, which
+// no other local user can read. Root's own such directories (a harness's
+// mktemp -d, every test's temporary directory) are the caller's.
+func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		private := filepath.Join(t.TempDir(), "alice")
+		sub := filepath.Join(private, "sub")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "notes"), []byte("ALICE-PRIVATE\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(private, 1500, 1500); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, private, 0o700)
+		bind := func() result {
+			b := bundle.New(t, []string{"sh", "-c", "cat /data/notes; true"}, func(s *rspec.Spec) {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: sub, Options: []string{"rbind", "ro"}})
+			})
+			return bulkhead(t, "", append(g, "run", "--bundle", b, uniqueID("private-"+backend))...)
+		}
+		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "rule host_mounts") || !strings.Contains(r.stderr, "uid 1500's") || strings.Contains(r.stdout, "ALICE") {
+			t.Errorf("below uid 1500's 0700 directory: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		chmod(t, private, 0o711)
+		if r := bind(); r.code != 0 || !strings.Contains(r.stdout, "ALICE-PRIVATE") {
+			t.Errorf("below a directory others may enter: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+	})
+}
