@@ -232,3 +232,41 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 		}
 	})
 }
+
+// TestCwdInAUsersPrivateDirectory: runc enters the working directory as
+// root before it drops to the job's user, so a cwd in alice's 0700
+// directory inside a bind of its open parent gave the job her files,
+// which it could not reach by any path. Verification after create finds
+// the cwd out of the user's reach and fails closed; runsc refuses the cwd
+// itself. A directory others may enter is the job's cwd.
+func TestCwdInAUsersPrivateDirectory(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		parent := filepath.Join(t.TempDir(), "shared")
+		sub := filepath.Join(parent, "alice", "sub")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "secret"), []byte("ALICE-SECRET\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Dir(sub), 1500, 1500); err != nil {
+			t.Fatal(err)
+		}
+		run := func() result {
+			b := bundle.New(t, []string{"cat", "secret"}, func(s *rspec.Spec) {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: parent, Options: []string{"rbind", "ro"}})
+				s.Process.Cwd = "/data/alice/sub"
+			})
+			return bulkhead(t, "", append(g, "run", "--bundle", b, uniqueID("cwd-"+backend))...)
+		}
+		chmod(t, filepath.Dir(sub), 0o700)
+		r := run()
+		if r.code == 0 || strings.Contains(r.stdout, "ALICE") || (backend == "runc" && !strings.Contains(r.stderr, "cwd reached")) {
+			t.Errorf("cwd in uid 1500's 0700 directory: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		chmod(t, filepath.Dir(sub), 0o711)
+		if r := run(); r.code != 0 || !strings.Contains(r.stdout, "ALICE-SECRET") {
+			t.Errorf("cwd below a directory others may enter: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+	})
+}

@@ -1,9 +1,12 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,10 +38,19 @@ func verifyCwd(r *Report, pid int) error {
 	if target, err := os.Readlink(proc + "/cwd"); err == nil {
 		observed += " (" + strconv.Quote(target) + " as the host sees it)"
 	}
+	who, err := searcherOf(pid)
+	if err != nil {
+		return err
+	}
+	reached := "searchable by the process's user"
 	for depth := 0; depth < maxCwdDepth; depth++ {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			return fmt.Errorf("verify: cwd of %d: %w", pid, err)
+		}
+		if reached == "searchable by the process's user" && !who.maySearch(fd, &st) {
+			dir, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+			reached = fmt.Sprintf("%s (mode %04o, uid %d's, gid %d) is not searchable by uid %d: the backend entered it as root; give the job a cwd its user may reach", dir, st.Mode&0o7777, st.Uid, st.Gid, who.uid)
 		}
 		if st.Dev == root.Dev && st.Ino == root.Ino {
 			observed = "inside the container's root"
@@ -60,5 +72,72 @@ func verifyCwd(r *Report, pid int) error {
 		}
 	}
 	r.add("cwd", "inside the container's root", observed)
+	// runc enters the working directory before it drops to the process's
+	// user, so a cwd inside a directory of a bind that user may not
+	// search (alice's 0700 directory in a bound parent) gave the job her
+	// files: every directory from it up to the root must let the user in.
+	r.add("cwd reached", "searchable by the process's user", reached)
 	return nil
+}
+
+// searcher is whom the kernel checks a lookup for: the process's
+// filesystem uid and its groups; all is a process whose capabilities
+// pass every search (a root one, or CAP_DAC_OVERRIDE or
+// CAP_DAC_READ_SEARCH).
+type searcher struct {
+	uid    uint32
+	groups []uint32
+	all    bool
+}
+
+func searcherOf(pid int) (searcher, error) {
+	st, err := ReadProcStatus(pid)
+	if err != nil {
+		return searcher{}, err
+	}
+	var w searcher
+	uids, gids := strings.Fields(st["Uid"]), strings.Fields(st["Gid"])
+	if len(uids) != 4 || len(gids) != 4 {
+		return searcher{}, fmt.Errorf("verify: status of %d: Uid %q, Gid %q", pid, st["Uid"], st["Gid"])
+	}
+	ids := append([]string{uids[3], gids[3]}, strings.Fields(st["Groups"])...)
+	for i, v := range ids {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return searcher{}, fmt.Errorf("verify: status of %d: %q: %w", pid, v, err)
+		}
+		if i == 0 {
+			w.uid = uint32(n)
+		} else {
+			w.groups = append(w.groups, uint32(n))
+		}
+	}
+	eff, err := strconv.ParseUint(st["CapEff"], 16, 64)
+	if err != nil {
+		return searcher{}, fmt.Errorf("verify: status of %d: CapEff %q: %w", pid, st["CapEff"], err)
+	}
+	w.all = w.uid == 0 || eff&(1<<unix.CAP_DAC_OVERRIDE|1<<unix.CAP_DAC_READ_SEARCH) != 0
+	return w, nil
+}
+
+// maySearch tells whether the searcher may look names up in the
+// directory open at fd, by its mode: the owner's bits, the group's where
+// it has no ACL (with one they are the mask, above what the group's own
+// entry may allow), or the others'. An ACL's named entries for the user
+// are not read: they count as denied.
+func (w searcher) maySearch(fd int, st *unix.Stat_t) bool {
+	switch {
+	case w.all:
+		return true
+	case st.Uid == w.uid:
+		return st.Mode&0o100 != 0
+	case slices.Contains(w.groups, st.Gid) && st.Mode&0o010 != 0 && !hasACL(fd):
+		return true
+	}
+	return st.Mode&0o001 != 0
+}
+
+func hasACL(fd int) bool {
+	_, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(fd), "system.posix_acl_access", nil)
+	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP)
 }

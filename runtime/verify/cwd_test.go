@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,11 +48,73 @@ func TestVerifyCwdOutsideRoot(t *testing.T) {
 		if verr != nil {
 			t.Fatalf("%s: %v", c.name, verr)
 		}
-		if len(r) != 1 || r[0].OK != c.inside {
+		if len(r) != 2 || r[0].Control != "cwd" || r[0].OK != c.inside {
 			t.Fatalf("%s: %+v, want the check ok=%v", c.name, r, c.inside)
 		}
 		if !c.inside && !strings.Contains(r[0].Observed, `outside the container's root ("/"`) {
 			t.Fatalf("%s: observed %q, want it to name the host's path", c.name, r[0].Observed)
+		}
+	}
+}
+
+// runc enters the working directory as root before it drops to the
+// process's user: a cwd inside a directory the user may not search fails
+// the check, one whose every directory lets the user in passes.
+func TestVerifyCwdReachedByTheUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: changing to another user needs root")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is needed to start a process as another user here (hack/install-deps.sh installs it): %v", err)
+	}
+	base, err := os.MkdirTemp("", "bh-cwd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	alice := filepath.Join(base, "alice")
+	sub := filepath.Join(alice, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(alice, 1500, 1500); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		mode    os.FileMode
+		reached bool
+	}{{0o700, false}, {0o711, true}} {
+		if err := os.Chmod(alice, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-c", "import os, time, sys; os.chdir(sys.argv[1]); os.setgroups([]); os.setgid(65534); os.setuid(65534); print('ok', flush=True); time.sleep(60)", sub)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ready, rerr := bufio.NewReader(out).ReadString('\n')
+		var r Report
+		verr := verifyCwd(&r, cmd.Process.Pid)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if rerr != nil || ready != "ok\n" {
+			t.Fatalf("%04o: the process did not start: %v %q", c.mode, rerr, ready)
+		}
+		if verr != nil {
+			t.Fatalf("%04o: %v", c.mode, verr)
+		}
+		if len(r) != 2 || r[1].Control != "cwd reached" || r[1].OK != c.reached {
+			t.Fatalf("%04o: %+v, want the cwd reached check ok=%v", c.mode, r, c.reached)
+		}
+		if !c.reached && !strings.Contains(r[1].Observed, alice+" (mode 0700, uid 1500's, gid 1500) is not searchable by uid 65534") {
+			t.Fatalf("%04o: observed %q, want it to name %s", c.mode, r[1].Observed, alice)
 		}
 	}
 }
