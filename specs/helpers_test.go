@@ -58,12 +58,19 @@ var testHost = &Host{
 		}
 		return "", nil
 	},
-	// Directories are root's 0755 but those named shared*, 1777 as /tmp.
-	DirMode: func(p string) (fs.FileMode, error) {
-		if strings.HasPrefix(filepath.Base(p), "shared") {
-			return fs.ModeDir | fs.ModeSticky | 0o777, nil
+	// Directories are root's 0755 but those named shared*, 1777 as
+	// /tmp, group* (root's, 2775 of group 100) and private* (uid 1500's,
+	// 0700).
+	DirInfo: func(p string) (fs.FileMode, uint32, uint32, error) {
+		switch base := filepath.Base(p); {
+		case strings.HasPrefix(base, "shared"):
+			return fs.ModeDir | fs.ModeSticky | 0o777, 0, 0, nil
+		case strings.HasPrefix(base, "group"):
+			return fs.ModeDir | fs.ModeSetgid | 0o775, 0, 100, nil
+		case strings.HasPrefix(base, "private"):
+			return fs.ModeDir | 0o700, 1500, 1500, nil
 		}
-		return fs.ModeDir | 0o755, nil
+		return fs.ModeDir | 0o755, 0, 0, nil
 	},
 	MountedFrom: func(p string, _ int) (MountSource, error) {
 		const volumes = "/var/lib/docker/volumes/"

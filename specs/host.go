@@ -1,10 +1,12 @@
 package specs
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,8 +24,9 @@ type Host struct {
 	// MountedFrom returns where the files at a path, opened at fd (-1:
 	// not opened), come from.
 	MountedFrom func(path string, fd int) (MountSource, error)
-	// DirMode returns the mode of a directory, not following a symlink.
-	DirMode func(path string) (fs.FileMode, error)
+	// DirInfo returns the mode and owner of a directory, not following a
+	// symlink.
+	DirInfo func(path string) (mode fs.FileMode, uid, gid uint32, err error)
 }
 
 func (c *Context) resolve(p string) (string, error) {
@@ -40,15 +43,19 @@ func (c *Context) findChannel(p string) (string, error) {
 	return findChannel(p)
 }
 
-func (c *Context) dirMode(p string) (fs.FileMode, error) {
-	if c.Host != nil && c.Host.DirMode != nil {
-		return c.Host.DirMode(p)
+func (c *Context) dirInfo(p string) (fs.FileMode, uint32, uint32, error) {
+	if c.Host != nil && c.Host.DirInfo != nil {
+		return c.Host.DirInfo(p)
 	}
 	fi, err := os.Lstat(p)
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
-	return fi.Mode(), nil
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, 0, fmt.Errorf("%s: no owner", p)
+	}
+	return fi.Mode(), st.Uid, st.Gid, nil
 }
 
 func (c *Context) dockerMountID(dataRoot, id string) (string, error) {

@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -31,7 +32,7 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 	if why != "" {
 		advice := "; put the container's rootfs inside its bundle"
 		switch {
-		case strings.Contains(why, " may be written by anyone "):
+		case strings.Contains(why, " may be written by others than its owner "), strings.Contains(why, " and others may not enter it "):
 			advice = "" // says what to change itself
 		case strings.Contains(why, " is a mount of ") || strings.Contains(why, " which is also mounted at "):
 			// Inside the bundle already: what is mounted there is judged
@@ -155,27 +156,41 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 	return ""
 }
 
-// sharedDirRefusal refuses a rootfs below a directory anyone may write
-// to, from the bundle down to the rootfs's parent: a
-// rootfs inside the bundle is taken for files the caller laid out for this
-// container, and in a directory such as /tmp (a bundle of --bundle /tmp)
-// any directory there would pass, another user's or a host service's with
-// its socket. The rootfs itself is the image's, whose / may be any mode.
-// A group's write is let be: a user's own group is one on hosts that give
-// each user a group of its own (a umask of 002).
+// sharedDirRefusal refuses a rootfs below a directory others may write
+// to, from the bundle down to the rootfs's parent: a rootfs inside the
+// bundle is taken for files the caller laid out for this container, and in
+// a directory such as /tmp (a bundle of --bundle /tmp), or a group's
+// shared one, any directory there would pass, another user's or a host
+// service's with its socket. A group's write counts only where the group
+// is not the owner's own (a umask of 002 on hosts that give each user a
+// group of its gid). No directory down to the rootfs, the rootfs itself
+// included, may be one a user other than root keeps from others (alice's
+// 0700 directory in a shared one): the job would read what she keeps from
+// everyone, and the backend writes its mount points into it as root. The
+// rootfs's own write bits are the image's, and any.
 func (c *Context) sharedDirRefusal(real, bundle string) string {
-	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
-		mode, err := c.dirMode(d)
-		if err != nil {
+	for d := real; ; d = filepath.Dir(d) {
+		mode, uid, gid, err := c.dirInfo(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Nothing there yet to keep from anyone or to write to: the
+			// pin judges what is there then.
+			mode, uid, gid = 0o755, 0, 0
+		case err != nil:
 			return "the directories above the rootfs cannot be checked (" + err.Error() + ")"
 		}
-		if mode.Perm()&0o002 != 0 {
-			perm := uint32(mode.Perm())
-			if mode&fs.ModeSticky != 0 {
-				perm |= 0o1000
+		perm := uint32(mode.Perm())
+		for bit, octal := range map[fs.FileMode]uint32{fs.ModeSticky: 0o1000, fs.ModeSetgid: 0o2000, fs.ModeSetuid: 0o4000} {
+			if mode&bit != 0 {
+				perm |= octal
 			}
-			return fmt.Sprintf("%s, which holds the rootfs, may be written by anyone (mode %04o): what others put there is not the caller's; make the bundle a directory of your own that others may not write, and put the rootfs in it",
-				d, perm)
+		}
+		if uid != 0 && perm&0o001 == 0 {
+			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's and others may not enter it (mode %04o): the job would read what its owner keeps from every other user; lay the rootfs out in a directory of your own", d, uid, perm)
+		}
+		if d != real && (perm&0o002 != 0 || (perm&0o020 != 0 && gid != uid)) {
+			return fmt.Sprintf("%s, which holds the rootfs, may be written by others than its owner (mode %04o, group %d): what others put there is not the caller's; make the bundle a directory of your own that others may not write, and put the rootfs in it",
+				d, perm, gid)
 		}
 		if d == bundle || d == "/" || !under(d, bundle) {
 			return ""

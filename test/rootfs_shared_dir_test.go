@@ -13,11 +13,12 @@ import (
 // for files the caller laid out, so the directories from the bundle down
 // to the rootfs must be ones others may not write. With --bundle /tmp any
 // directory there passed as the rootfs, another user's or a host
-// service's with its socket, which a runc container could connect to.
+// service's with its socket, which a runc container could connect to;
+// in a group's shared one, another user's private directory.
 func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
 		b := bundle.New(t, []string{"true"})
-		refused := func(what, dir string) {
+		refused := func(what, why string) {
 			t.Helper()
 			id := uniqueID("shared-" + backend)
 			r := bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
@@ -25,13 +26,13 @@ func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
 				bulkhead(t, "", append(g, "delete", "--force", id)...)
 				t.Fatalf("%s: created", what)
 			}
-			if !strings.Contains(r.stderr, "root.path") || !strings.Contains(r.stderr, dir+", which holds the rootfs, may be written by anyone (mode 1777)") {
-				t.Fatalf("%s: exit %d, stderr %q; want root.path refused naming %s", what, r.code, r.stderr, dir)
+			if !strings.Contains(r.stderr, "root.path") || !strings.Contains(r.stderr, why) {
+				t.Fatalf("%s: exit %d, stderr %q; want root.path refused: %s", what, r.code, r.stderr, why)
 			}
 			assertGone(t, root, backend, id)
 		}
 		chmod(t, b, os.ModeSticky|0o777)
-		refused("a bundle anyone may write to", b)
+		refused("a bundle anyone may write to", b+", which holds the rootfs, may be written by others than its owner (mode 1777, group 0)")
 		chmod(t, b, 0o700)
 
 		shared := filepath.Join(b, "shared")
@@ -50,9 +51,23 @@ func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		chmod(t, shared, os.ModeSticky|0o777)
-		refused("a rootfs below a directory of the bundle anyone may write to", shared)
+		refused("a rootfs below a directory of the bundle anyone may write to", shared+", which holds the rootfs, may be written by others than its owner (mode 1777, group 0)")
+		// A group's shared directory, and a user's private one: alice's
+		// files, which the job would read, and the mount points runc
+		// would make there as root.
+		if err := os.Chown(shared, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, shared, os.ModeSetgid|0o775)
+		refused("a rootfs below a directory a group shares", shared+", which holds the rootfs, may be written by others than its owner (mode 2775, group 100)")
+		if err := os.Chown(shared, 1500, 1500); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, shared, 0o700)
+		refused("a rootfs below a user's private directory", shared+", which is or holds the rootfs, is uid 1500's and others may not enter it (mode 0700)")
 
-		// The same bundle, the directory no longer writable by all: run.
+		// The same bundle, the directory no longer anyone else's to write
+		// or closed to others: run.
 		chmod(t, shared, 0o755)
 		must(t, append(g, "run", "--bundle", b, uniqueID("shared-ok-"+backend))...)
 	})
