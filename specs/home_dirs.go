@@ -167,7 +167,8 @@ func privateInHome(real string) string {
 // root, past it, so a bind of /tmp/alice/notes below alice's 0700
 // /tmp/alice showed the job what no other local user can read, as a
 // home's would (privateInHome). Root's own such directories (a harness's
-// mktemp -d) are the caller's, and let be.
+// mktemp -d) are the caller's, and let be, but for one an ACL opens to
+// some users.
 func privateOfAUser(real string) string {
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		var st unix.Stat_t
@@ -176,13 +177,28 @@ func privateOfAUser(real string) string {
 		} else if err != nil {
 			return "cannot be checked: " + dir + ": " + err.Error()
 		}
-		if st.Uid != 0 && st.Mode&0o001 == 0 {
-			return fmt.Sprintf("lies below %s (mode %04o, uid %d's), which others may not enter: a bind would show the job what its owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid)
+		if st.Mode&0o001 == 0 && (st.Uid != 0 || hasACL(dir)) {
+			return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), which others may not enter: a bind would show the job what its owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, aclNote(dir))
 		}
 		if dir == "/" {
 			return ""
 		}
 	}
+}
+
+// hasACL tells whether the directory has an access ACL: root's directory
+// that an ACL opens to some users (udisks's /media/<user>, root's 0750
+// with user:alice:r-x) is theirs, kept from everyone else.
+func hasACL(dir string) bool {
+	_, err := unix.Getxattr(dir, "system.posix_acl_access", nil)
+	return err == nil
+}
+
+func aclNote(dir string) string {
+	if hasACL(dir) {
+		return " with an ACL for some users"
+	}
+	return ""
 }
 
 // homePrivacyRefusal judges a bind source (real, opened at fd, -1 when

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -230,7 +232,42 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 		if r := bind(); r.code != 0 || !strings.Contains(r.stdout, "ALICE-PRIVATE") {
 			t.Errorf("below a directory others may enter: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 		}
+		// Root's 0750 that an ACL opens to uid 1500 (udisks's
+		// /media/<user>) is hers; root's own without one is the caller's.
+		if err := os.Chown(private, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, private, 0o750)
+		if err := unix.Setxattr(private, "system.posix_acl_access", posixACL(1500), 0); err != nil {
+			t.Fatalf("set an ACL on %s: %v", private, err)
+		}
+		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "with an ACL for some users") || strings.Contains(r.stdout, "ALICE") {
+			t.Errorf("below root's 0750 with an ACL for uid 1500: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		if err := unix.Removexattr(private, "system.posix_acl_access"); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, private, 0o750)
+		if r := bind(); r.code != 0 || !strings.Contains(r.stdout, "ALICE-PRIVATE") {
+			t.Errorf("below root's own 0750: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
 	})
+}
+
+// posixACL is the system.posix_acl_access value of u::rwx,
+// user:<uid>:r-x, g::r-x, m::r-x, o::---.
+func posixACL(uid uint32) []byte {
+	const undefined = 0xffffffff
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range []struct {
+		tag, perm uint16
+		id        uint32
+	}{{0x01, 7, undefined}, {0x02, 5, uid}, {0x04, 5, undefined}, {0x10, 5, undefined}, {0x20, 0, undefined}} {
+		b = binary.LittleEndian.AppendUint16(b, e.tag)
+		b = binary.LittleEndian.AppendUint16(b, e.perm)
+		b = binary.LittleEndian.AppendUint32(b, e.id)
+	}
+	return b
 }
 
 // TestCwdInAUsersPrivateDirectory: runc enters the working directory as
