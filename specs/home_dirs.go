@@ -145,19 +145,34 @@ func privateInHome(real string) string {
 	if len(homes) == 0 {
 		return ""
 	}
-	home := homes[0] // the outermost: every directory below it counts
+	// The outermost home: every directory below it counts.
+	dir, st, err := closedAbove(real, homes[0], func(_ string, st *unix.Stat_t) bool { return st.Mode&0o001 == 0 })
+	switch {
+	case err != nil:
+		return "cannot be checked: " + err.Error()
+	case dir == "":
+		return ""
+	}
+	return fmt.Sprintf("lies below %s (mode %04o), which others may not enter: a bind would show the job what the home's owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777)
+}
+
+// closedAbove walks from real's parent up to top (or /) and returns the
+// first directory closed says keeps others out, with its attributes, or
+// "". A directory that is not there keeps nothing from anyone: the pin
+// judges what is there then.
+func closedAbove(real, top string, closed func(dir string, st *unix.Stat_t) bool) (string, *unix.Stat_t, error) {
 	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
 		var st unix.Stat_t
 		if err := unix.Stat(dir, &st); errors.Is(err, unix.ENOENT) {
-			return "" // nothing there to keep from anyone; the pin judges what is
+			return "", nil, nil
 		} else if err != nil {
-			return "cannot be checked: " + dir + ": " + err.Error()
+			return "", nil, fmt.Errorf("%s: %w", dir, err)
 		}
-		if st.Mode&0o001 == 0 {
-			return fmt.Sprintf("lies below %s (mode %04o), which others may not enter: a bind would show the job what the home's owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777)
+		if closed(dir, &st) {
+			return dir, &st, nil
 		}
-		if dir == home || dir == "/" {
-			return ""
+		if dir == top || dir == "/" {
+			return "", nil, nil
 		}
 	}
 }
@@ -170,20 +185,16 @@ func privateInHome(real string) string {
 // mktemp -d) are the caller's, and let be, but for one an ACL opens to
 // some users.
 func privateOfAUser(real string) string {
-	for dir := filepath.Dir(real); ; dir = filepath.Dir(dir) {
-		var st unix.Stat_t
-		if err := unix.Stat(dir, &st); errors.Is(err, unix.ENOENT) {
-			return "" // nothing there to keep from anyone; the pin judges what is
-		} else if err != nil {
-			return "cannot be checked: " + dir + ": " + err.Error()
-		}
-		if st.Mode&0o001 == 0 && (st.Uid != 0 || hasACL(dir)) {
-			return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), which others may not enter: a bind would show the job what its owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, aclNote(dir))
-		}
-		if dir == "/" {
-			return ""
-		}
+	dir, st, err := closedAbove(real, "/", func(dir string, st *unix.Stat_t) bool {
+		return st.Mode&0o001 == 0 && (st.Uid != 0 || hasACL(dir))
+	})
+	switch {
+	case err != nil:
+		return "cannot be checked: " + err.Error()
+	case dir == "":
+		return ""
 	}
+	return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), which others may not enter: a bind would show the job what its owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, aclNote(dir))
 }
 
 // hasACL tells whether the directory has an access ACL: root's directory
