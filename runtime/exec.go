@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/runtime/verify"
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -81,6 +83,9 @@ func Exec(g *Globals, v Values, args []string) error {
 		ctx.LiveRoot = fmt.Sprintf("/proc/%d/root", rec.InitPid)
 	}
 	policed, decisions, err := specs.ApplyProcess(ctx, proc)
+	if err == nil && live && profile.Mode == specs.Enforce {
+		err = execCwdReachable(ctx.LiveRoot, policed)
+	}
 	if err == nil && live && !state.Alive(rec.InitPid, rec.InitStart) {
 		err = fmt.Errorf("exec: container %s stopped while its cwd was resolved", id)
 	}
@@ -152,6 +157,24 @@ func Exec(g *Globals, v Values, args []string) error {
 	rest := append([]string{"--process", path}, flags...)
 	rest = append(rest, id)
 	return execBackend(g.backendArgv(b, "exec", rest...))
+}
+
+// execCwdReachable refuses an exec's cwd its user may not reach by
+// itself: runc enters it as root before it drops to the user, and a short
+// process (cat of a file in alice's 0700 directory, inside a bind of its
+// open parent) has done its work before the verification after start.
+func execCwdReachable(liveRoot string, p *rspec.Process) error {
+	if p.Capabilities != nil && (slices.Contains(p.Capabilities.Effective, "CAP_DAC_OVERRIDE") || slices.Contains(p.Capabilities.Effective, "CAP_DAC_READ_SEARCH")) {
+		return nil
+	}
+	blocked, err := verify.CwdUnreachable(liveRoot, p.Cwd, p.User.UID, p.User.GID, p.User.AdditionalGids)
+	if err != nil {
+		return fmt.Errorf("rule cwd: process.cwd %s cannot be checked: %w", p.Cwd, err)
+	}
+	if blocked != "" {
+		return fmt.Errorf("rule cwd refuses process.cwd %s: %s, and runc enters it as root before it drops to the user; give the exec a cwd its user may reach", p.Cwd, blocked)
+	}
+	return nil
 }
 
 // detachGVisorExec does what `runsc exec --detach` should: runsc's own

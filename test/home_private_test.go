@@ -274,8 +274,9 @@ func posixACL(uid uint32) []byte {
 // root before it drops to the job's user, so a cwd in alice's 0700
 // directory inside a bind of its open parent gave the job her files,
 // which it could not reach by any path. Verification after create finds
-// the cwd out of the user's reach and fails closed; runsc refuses the cwd
-// itself. A directory others may enter is the job's cwd.
+// the cwd out of the user's reach and fails closed, and an exec's cwd
+// there is refused before it runs; runsc refuses the cwd itself. A
+// directory others may enter is the job's cwd.
 func TestCwdInAUsersPrivateDirectory(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
 		parent := filepath.Join(t.TempDir(), "shared")
@@ -301,9 +302,25 @@ func TestCwdInAUsersPrivateDirectory(t *testing.T) {
 		if r.code == 0 || strings.Contains(r.stdout, "ALICE") || (backend == "runc" && !strings.Contains(r.stderr, "cwd reached")) {
 			t.Errorf("cwd in uid 1500's 0700 directory: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 		}
+		// An exec's cwd there is refused before runc runs: a short process
+		// is done before the verification after start.
+		b := bundle.New(t, []string{"sleep", "300"}, func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: parent, Options: []string{"rbind", "ro"}})
+		})
+		id := uniqueID("cwd-exec-" + backend)
+		must(t, append(g, "run", "--detach", "--bundle", b, id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		r = bulkhead(t, "", append(g, "exec", "--cwd", "/data/alice/sub", id, "cat", "secret")...)
+		if r.code == 0 || strings.Contains(r.stdout, "ALICE") || (backend == "runc" && !strings.Contains(r.stderr, "rule cwd refuses process.cwd /data/alice/sub")) {
+			t.Errorf("exec --cwd in uid 1500's 0700 directory: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+
 		chmod(t, filepath.Dir(sub), 0o711)
 		if r := run(); r.code != 0 || !strings.Contains(r.stdout, "ALICE-SECRET") {
 			t.Errorf("cwd below a directory others may enter: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		if r := bulkhead(t, "", append(g, "exec", "--cwd", "/data/alice/sub", id, "cat", "secret")...); r.code != 0 || !strings.Contains(r.stdout, "ALICE-SECRET") {
+			t.Errorf("exec --cwd below a directory others may enter: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 		}
 	})
 }

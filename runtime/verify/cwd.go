@@ -33,51 +33,99 @@ func verifyCwd(r *Report, pid int) error {
 	if err != nil {
 		return fmt.Errorf("verify: cwd of %d: %w", pid, err)
 	}
-	defer func() { unix.Close(fd) }()
 	observed := "outside the container's root"
 	if target, err := os.Readlink(proc + "/cwd"); err == nil {
 		observed += " (" + strconv.Quote(target) + " as the host sees it)"
 	}
 	who, err := searcherOf(pid)
 	if err != nil {
+		unix.Close(fd)
 		return err
 	}
-	reached := "searchable by the process's user"
-	for depth := 0; depth < maxCwdDepth; depth++ {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			return fmt.Errorf("verify: cwd of %d: %w", pid, err)
-		}
-		if reached == "searchable by the process's user" && !who.maySearch(fd, &st) {
-			dir, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-			reached = fmt.Sprintf("%s (mode %04o, uid %d's, gid %d) is not searchable by uid %d: the backend entered it as root; give the job a cwd its user may reach", dir, st.Mode&0o7777, st.Uid, st.Gid, who.uid)
-		}
-		if st.Dev == root.Dev && st.Ino == root.Ino {
-			observed = "inside the container's root"
-			break
-		}
-		up, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return fmt.Errorf("verify: cwd of %d: ..: %w", pid, err)
-		}
-		var ust unix.Stat_t
-		if err := unix.Fstat(up, &ust); err != nil {
-			unix.Close(up)
-			return fmt.Errorf("verify: cwd of %d: %w", pid, err)
-		}
-		unix.Close(fd)
-		fd = up
-		if ust.Dev == st.Dev && ust.Ino == st.Ino {
-			break // the top of the tree the cwd is in, which is not the root
-		}
+	blocked, inside, err := walkToRoot(fd, &root, who)
+	if err != nil {
+		return fmt.Errorf("verify: cwd of %d: %w", pid, err)
+	}
+	if inside {
+		observed = "inside the container's root"
 	}
 	r.add("cwd", "inside the container's root", observed)
 	// runc enters the working directory before it drops to the process's
 	// user, so a cwd inside a directory of a bind that user may not
 	// search (alice's 0700 directory in a bound parent) gave the job her
 	// files: every directory from it up to the root must let the user in.
+	reached := "searchable by the process's user"
+	if blocked != "" {
+		reached = blocked + ": the backend entered it as root; give the job a cwd its user may reach"
+	}
 	r.add("cwd reached", "searchable by the process's user", reached)
 	return nil
+}
+
+// CwdUnreachable says why the directory cwd, inside the root of a running
+// container's process (/proc/PID/root), is one a process of uid, gid and
+// groups may not reach by itself, or "": runc enters an exec's cwd as root
+// before it drops to the user, and a short process has done its work
+// before it can be verified. The check is of the tree as it is now; the
+// verification after start reads where the process really is.
+func CwdUnreachable(root, cwd string, uid, gid uint32, groups []uint32) (string, error) {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(rfd)
+	var rst unix.Stat_t
+	if err := unix.Fstat(rfd, &rst); err != nil {
+		return "", err
+	}
+	fd, err := unix.Openat2(rfd, cwd, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
+	if errors.Is(err, unix.ENOENT) {
+		return "", nil // the backend refuses a cwd that is not there
+	}
+	if err != nil {
+		return "", fmt.Errorf("cwd %s: %w", cwd, err)
+	}
+	blocked, _, err := walkToRoot(fd, &rst, searcher{uid: uid, groups: append([]uint32{gid}, groups...), all: uid == 0})
+	if err != nil {
+		return "", fmt.Errorf("cwd %s: %w", cwd, err)
+	}
+	return blocked, nil
+}
+
+// walkToRoot walks up by ".." from the directory open at fd (which it
+// closes) until it meets root or stops rising, and returns the first
+// directory on the way who may not search, described ("" for none), and
+// whether root was met.
+func walkToRoot(fd int, root *unix.Stat_t, who searcher) (blocked string, inside bool, err error) {
+	defer func() { unix.Close(fd) }()
+	for depth := 0; depth < maxCwdDepth; depth++ {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return "", false, err
+		}
+		if blocked == "" && !who.maySearch(fd, &st) {
+			dir, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+			blocked = fmt.Sprintf("%s (mode %04o, uid %d's, gid %d) is not searchable by uid %d", dir, st.Mode&0o7777, st.Uid, st.Gid, who.uid)
+		}
+		if st.Dev == root.Dev && st.Ino == root.Ino {
+			return blocked, true, nil
+		}
+		up, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", false, fmt.Errorf("..: %w", err)
+		}
+		var ust unix.Stat_t
+		if err := unix.Fstat(up, &ust); err != nil {
+			unix.Close(up)
+			return "", false, err
+		}
+		unix.Close(fd)
+		fd = up
+		if ust.Dev == st.Dev && ust.Ino == st.Ino {
+			return blocked, false, nil // the top of the tree, which is not the root
+		}
+	}
+	return blocked, false, nil
 }
 
 // searcher is whom the kernel checks a lookup for: the process's

@@ -29,25 +29,7 @@ func TestVerifyCwdOutsideRoot(t *testing.T) {
 		{"inside", jail, true},
 	} {
 		// chroot(2) leaves the cwd where it was.
-		cmd := exec.Command(py, "-c", "import os, time, sys; os.chdir(sys.argv[2]); os.chroot(sys.argv[1]); print('ok', flush=True); time.sleep(60)", jail, c.chdir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready, rerr := bufio.NewReader(out).ReadString('\n')
-		var r Report
-		verr := verifyCwd(&r, cmd.Process.Pid)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if rerr != nil || ready != "ok\n" {
-			t.Fatalf("%s: the chrooted process did not start: %v %q", c.name, rerr, ready)
-		}
-		if verr != nil {
-			t.Fatalf("%s: %v", c.name, verr)
-		}
+		r := verifyCwdOf(t, py, "os.chdir(sys.argv[2]); os.chroot(sys.argv[1])", jail, c.chdir)
 		if len(r) != 2 || r[0].Control != "cwd" || r[0].OK != c.inside {
 			t.Fatalf("%s: %+v, want the check ok=%v", c.name, r, c.inside)
 		}
@@ -91,25 +73,7 @@ func TestVerifyCwdReachedByTheUser(t *testing.T) {
 		if err := os.Chmod(alice, c.mode); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(py, "-c", "import os, time, sys; os.chdir(sys.argv[1]); os.setgroups([]); os.setgid(65534); os.setuid(65534); print('ok', flush=True); time.sleep(60)", sub)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready, rerr := bufio.NewReader(out).ReadString('\n')
-		var r Report
-		verr := verifyCwd(&r, cmd.Process.Pid)
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if rerr != nil || ready != "ok\n" {
-			t.Fatalf("%04o: the process did not start: %v %q", c.mode, rerr, ready)
-		}
-		if verr != nil {
-			t.Fatalf("%04o: %v", c.mode, verr)
-		}
+		r := verifyCwdOf(t, py, "os.chdir(sys.argv[1]); os.setgroups([]); os.setgid(65534); os.setuid(65534)", sub)
 		if len(r) != 2 || r[1].Control != "cwd reached" || r[1].OK != c.reached {
 			t.Fatalf("%04o: %+v, want the cwd reached check ok=%v", c.mode, r, c.reached)
 		}
@@ -117,4 +81,30 @@ func TestVerifyCwdReachedByTheUser(t *testing.T) {
 			t.Fatalf("%04o: observed %q, want it to name %s", c.mode, r[1].Observed, alice)
 		}
 	}
+}
+
+// verifyCwdOf runs setup (Python, with os and sys imported, argv after
+// it) in a process that then waits, and verifies that process's cwd.
+func verifyCwdOf(t *testing.T, py, setup string, args ...string) Report {
+	t.Helper()
+	cmd := exec.Command(py, append([]string{"-c", "import os, time, sys; " + setup + "; print('ok', flush=True); time.sleep(60)"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready, rerr := bufio.NewReader(out).ReadString('\n')
+	var r Report
+	verr := verifyCwd(&r, cmd.Process.Pid)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if rerr != nil || ready != "ok\n" {
+		t.Fatalf("the process set up by %q did not start: %v %q", setup, rerr, ready)
+	}
+	if verr != nil {
+		t.Fatalf("%q: %v", setup, verr)
+	}
+	return r
 }
