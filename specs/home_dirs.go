@@ -186,7 +186,7 @@ func closedAbove(real, top string, closed func(dir string, st *unix.Stat_t) bool
 // some users.
 func privateOfAUser(real string) string {
 	dir, st, err := closedAbove(real, "/", func(dir string, st *unix.Stat_t) bool {
-		return st.Mode&0o001 == 0 && (st.Uid != 0 || hasACL(dir))
+		return st.Mode&0o001 == 0 && (st.Uid != 0 || HasACL(dir))
 	})
 	switch {
 	case err != nil:
@@ -197,16 +197,18 @@ func privateOfAUser(real string) string {
 	return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), which others may not enter: a bind would show the job what its owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, aclNote(dir))
 }
 
-// hasACL tells whether the directory has an access ACL: root's directory
-// that an ACL opens to some users (udisks's /media/<user>, root's 0750
-// with user:alice:r-x) is theirs, kept from everyone else.
-func hasACL(dir string) bool {
-	_, err := unix.Getxattr(dir, "system.posix_acl_access", nil)
-	return err == nil
+// HasACL tells whether the directory at path has an access ACL: root's
+// directory that an ACL opens to some users (udisks's /media/<user>,
+// root's 0750 with user:alice:r-x) is theirs, kept from everyone else, and
+// a group's mode bits under an ACL are its mask, above what the group's
+// own entry may allow. One that cannot be read counts as having one.
+func HasACL(path string) bool {
+	_, err := unix.Getxattr(path, "system.posix_acl_access", nil)
+	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP)
 }
 
 func aclNote(dir string) string {
-	if hasACL(dir) {
+	if HasACL(dir) {
 		return " with an ACL for some users"
 	}
 	return ""

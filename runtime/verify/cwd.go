@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // maxCwdDepth bounds the walk up from a working directory: PATH_MAX
@@ -23,7 +25,7 @@ const maxCwdDepth = 4096
 // is the evidence. The walk goes up by `..` from the cwd itself, as
 // /proc/PID/cwd holds it, until it meets the process's root or stops
 // rising.
-func verifyCwd(r *Report, pid int) error {
+func verifyCwd(r *Report, pid int, status ProcStatus) error {
 	proc := "/proc/" + strconv.Itoa(pid)
 	var root unix.Stat_t
 	if err := unix.Stat(proc+"/root", &root); err != nil {
@@ -37,7 +39,7 @@ func verifyCwd(r *Report, pid int) error {
 	if target, err := os.Readlink(proc + "/cwd"); err == nil {
 		observed += " (" + strconv.Quote(target) + " as the host sees it)"
 	}
-	who, err := searcherOf(pid)
+	who, err := searcherOf(pid, status)
 	if err != nil {
 		unix.Close(fd)
 		return err
@@ -138,11 +140,8 @@ type searcher struct {
 	all    bool
 }
 
-func searcherOf(pid int) (searcher, error) {
-	st, err := ReadProcStatus(pid)
-	if err != nil {
-		return searcher{}, err
-	}
+// searcherOf is the searcher of pid, by its status (ReadProcStatus).
+func searcherOf(pid int, st ProcStatus) (searcher, error) {
 	var w searcher
 	uids, gids := strings.Fields(st["Uid"]), strings.Fields(st["Gid"])
 	if len(uids) != 4 || len(gids) != 4 {
@@ -179,13 +178,8 @@ func (w searcher) maySearch(fd int, st *unix.Stat_t) bool {
 		return true
 	case st.Uid == w.uid:
 		return st.Mode&0o100 != 0
-	case slices.Contains(w.groups, st.Gid) && st.Mode&0o010 != 0 && !hasACL(fd):
+	case slices.Contains(w.groups, st.Gid) && st.Mode&0o010 != 0 && !specs.HasACL("/proc/self/fd/"+strconv.Itoa(fd)):
 		return true
 	}
 	return st.Mode&0o001 != 0
-}
-
-func hasACL(fd int) bool {
-	_, err := unix.Getxattr("/proc/self/fd/"+strconv.Itoa(fd), "system.posix_acl_access", nil)
-	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP)
 }

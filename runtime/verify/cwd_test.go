@@ -97,7 +97,10 @@ func verifyCwdOf(t *testing.T, py, setup string, args ...string) Report {
 	}
 	ready, rerr := bufio.NewReader(out).ReadString('\n')
 	var r Report
-	verr := verifyCwd(&r, cmd.Process.Pid)
+	st, verr := ReadProcStatus(cmd.Process.Pid)
+	if verr == nil {
+		verr = verifyCwd(&r, cmd.Process.Pid, st)
+	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	if rerr != nil || ready != "ok\n" {

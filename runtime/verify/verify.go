@@ -92,10 +92,14 @@ func Container(pid int, e *Expectation) (Report, error) {
 	}
 	switch e.Backend {
 	case "runc", "crun":
-		if err := verifyProcess(&r, pid, e); err != nil {
+		st, err := ReadProcStatus(pid)
+		if err != nil {
 			return r, err
 		}
-		if err := verifyCwd(&r, pid); err != nil {
+		if err := checkStatus(&r, st, e); err != nil {
+			return r, err
+		}
+		if err := verifyCwd(&r, pid, st); err != nil {
 			return r, err
 		}
 		if err := verifySeccompFilter(&r, pid, e); err != nil {
@@ -148,10 +152,14 @@ func Process(pid int, e *Expectation) (Report, error) {
 	if e.Backend == "runsc" {
 		return r, nil
 	}
-	if err := verifyProcess(&r, pid, e); err != nil {
+	st, err := ReadProcStatus(pid)
+	if err != nil {
 		return r, err
 	}
-	if err := verifyCwd(&r, pid); err != nil {
+	if err := checkStatus(&r, st, e); err != nil {
+		return r, err
+	}
+	if err := verifyCwd(&r, pid, st); err != nil {
 		return r, err
 	}
 	return r, verifySeccompFilter(&r, pid, e)
