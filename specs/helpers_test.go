@@ -2,7 +2,6 @@ package specs
 
 import (
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/moby/sys/mountinfo"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.json")
@@ -61,16 +61,16 @@ var testHost = &Host{
 	// Directories are root's 0755 but those named shared*, 1777 as
 	// /tmp, group* (root's, 2775 of group 100) and private* (uid 1500's,
 	// 0700).
-	DirInfo: func(p string) (fs.FileMode, uint32, uint32, error) {
+	DirInfo: func(p string) (unix.Stat_t, error) {
 		switch base := filepath.Base(p); {
 		case strings.HasPrefix(base, "shared"):
-			return fs.ModeDir | fs.ModeSticky | 0o777, 0, 0, nil
+			return unix.Stat_t{Mode: unix.S_IFDIR | 0o1777}, nil
 		case strings.HasPrefix(base, "group"):
-			return fs.ModeDir | fs.ModeSetgid | 0o775, 0, 100, nil
+			return unix.Stat_t{Mode: unix.S_IFDIR | 0o2775, Gid: 100}, nil
 		case strings.HasPrefix(base, "private"):
-			return fs.ModeDir | 0o700, 1500, 1500, nil
+			return unix.Stat_t{Mode: unix.S_IFDIR | 0o700, Uid: 1500, Gid: 1500}, nil
 		}
-		return fs.ModeDir | 0o755, 0, 0, nil
+		return unix.Stat_t{Mode: unix.S_IFDIR | 0o755}, nil
 	},
 	MountedFrom: func(p string, _ int) (MountSource, error) {
 		const volumes = "/var/lib/docker/volumes/"

@@ -1,12 +1,9 @@
 package specs
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,9 +21,9 @@ type Host struct {
 	// MountedFrom returns where the files at a path, opened at fd (-1:
 	// not opened), come from.
 	MountedFrom func(path string, fd int) (MountSource, error)
-	// DirInfo returns the mode and owner of a directory, not following a
+	// DirInfo returns the attributes of a directory, not following a
 	// symlink.
-	DirInfo func(path string) (mode fs.FileMode, uid, gid uint32, err error)
+	DirInfo func(path string) (unix.Stat_t, error)
 }
 
 func (c *Context) resolve(p string) (string, error) {
@@ -43,19 +40,12 @@ func (c *Context) findChannel(p string) (string, error) {
 	return findChannel(p)
 }
 
-func (c *Context) dirInfo(p string) (fs.FileMode, uint32, uint32, error) {
+func (c *Context) dirInfo(p string) (unix.Stat_t, error) {
 	if c.Host != nil && c.Host.DirInfo != nil {
 		return c.Host.DirInfo(p)
 	}
-	fi, err := os.Lstat(p)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, 0, fmt.Errorf("%s: no owner", p)
-	}
-	return fi.Mode(), st.Uid, st.Gid, nil
+	var st unix.Stat_t
+	return st, unix.Lstat(p, &st)
 }
 
 func (c *Context) dockerMountID(dataRoot, id string) (string, error) {

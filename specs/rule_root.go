@@ -3,7 +3,6 @@ package specs
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -170,21 +169,16 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 // rootfs's own write bits are the image's, and any.
 func (c *Context) sharedDirRefusal(real, bundle string) string {
 	for d := real; ; d = filepath.Dir(d) {
-		mode, uid, gid, err := c.dirInfo(d)
+		st, err := c.dirInfo(d)
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, unix.ENOENT):
 			// Nothing there yet to keep from anyone or to write to: the
 			// pin judges what is there then.
-			mode, uid, gid = 0o755, 0, 0
+			st = unix.Stat_t{Mode: 0o755}
 		case err != nil:
 			return "the directories above the rootfs cannot be checked (" + err.Error() + ")"
 		}
-		perm := uint32(mode.Perm())
-		for bit, octal := range map[fs.FileMode]uint32{fs.ModeSticky: 0o1000, fs.ModeSetgid: 0o2000, fs.ModeSetuid: 0o4000} {
-			if mode&bit != 0 {
-				perm |= octal
-			}
-		}
+		perm, uid, gid := st.Mode&0o7777, st.Uid, st.Gid
 		if uid != 0 && perm&0o001 == 0 {
 			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's and others may not enter it (mode %04o): the job would read what its owner keeps from every other user; lay the rootfs out in a directory of your own", d, uid, perm)
 		}
