@@ -23,10 +23,11 @@ const Timeout = 2 * time.Minute
 const waitDelay = 5 * time.Second
 
 // Run runs a backend as a child with bulkhead's own stdio, the
-// preserved fds at the same numbers, and every catchable signal forwarded,
-// and returns its exit status. err is non-nil only when it could not run.
-func Run(argv []string, preserveFds int) (int, error) {
-	return Supervise(argv, preserveFds, Timeout, nil)
+// preserved fds at the same numbers, own after them, and every catchable
+// signal forwarded, and returns its exit status. err is non-nil only when
+// it could not run.
+func Run(argv []string, preserveFds int, own ...*os.File) (int, error) {
+	return Supervise(argv, preserveFds, Timeout, nil, own...)
 }
 
 // Supervise is Run with a timeout of its own (0 for none:
@@ -34,13 +35,13 @@ func Run(argv []string, preserveFds int) (int, error) {
 // once the backend started, told when the backend has ended; an error
 // from watch is returned after the backend ended (watch kills what must
 // not run).
-func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func(exited <-chan struct{}) error) (int, error) {
-	return SuperviseOn(nil, argv, preserveFds, timeout, watch)
+func Supervise(argv []string, preserveFds int, timeout time.Duration, watch func(exited <-chan struct{}) error, own ...*os.File) (int, error) {
+	return SuperviseOn(nil, argv, preserveFds, timeout, watch, own...)
 }
 
 // SuperviseOn is Supervise with stdio as the backend's stdin, stdout and
 // stderr (nil: bulkhead's own).
-func SuperviseOn(stdio *os.File, argv []string, preserveFds int, timeout time.Duration, watch func(exited <-chan struct{}) error) (int, error) {
+func SuperviseOn(stdio *os.File, argv []string, preserveFds int, timeout time.Duration, watch func(exited <-chan struct{}) error, own ...*os.File) (int, error) {
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
 	if timeout > 0 {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -55,7 +56,7 @@ func SuperviseOn(stdio *os.File, argv []string, preserveFds int, timeout time.Du
 	if stdio != nil {
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio, stdio, stdio
 	}
-	cmd.ExtraFiles = preserved
+	cmd.ExtraFiles = append(preserved, own...)
 	logrus.Debugf("bulkhead: running %v", argv)
 	forwarding.start()
 	if err := cmd.Start(); err != nil {
