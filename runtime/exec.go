@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,8 +84,14 @@ func Exec(g *Globals, v Values, args []string) error {
 		ctx.LiveRoot = fmt.Sprintf("/proc/%d/root", rec.InitPid)
 	}
 	policed, decisions, err := specs.ApplyProcess(ctx, proc)
+	var cwdDir *os.File // the cwd judged, handed to runc open
 	if err == nil && live && profile.Mode == specs.Enforce {
-		err = execCwdReachable(ctx.LiveRoot, policed)
+		var d *specs.Decision
+		cwdDir, d, err = execCwd(ctx.LiveRoot, policed, v.Int("preserve-fds"))
+		if cwdDir != nil {
+			defer cwdDir.Close()
+			decisions = append(decisions, *d)
+		}
 	}
 	if err == nil && live && !state.Alive(rec.InitPid, rec.InitStart) {
 		err = fmt.Errorf("exec: container %s stopped while its cwd was resolved", id)
@@ -145,13 +152,17 @@ func Exec(g *Globals, v Values, args []string) error {
 	if b.IsGVisor() && v.Bool("detach") {
 		return detachGVisorExec(g, b, v, path, id, nil)
 	}
+	var own []*os.File
+	if cwdDir != nil {
+		own = append(own, cwdDir)
+	}
 	if v.Bool("detach") && profile.Mode == specs.Enforce {
-		return execDetachedVerified(g, c, v, policed, path, id)
+		return execDetachedVerified(g, c, v, policed, path, id, own)
 	}
 	if !b.IsGVisor() && profile.Mode == specs.Enforce {
 		// Inside gVisor the exec'd process is no host process to read:
 		// gVisor's kernel applies its identity and capabilities.
-		return execAttachedVerified(g, c, v, policed, path, id)
+		return execAttachedVerified(g, c, v, policed, path, id, own)
 	}
 	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), processFlags...)
 	rest := append([]string{"--process", path}, flags...)
@@ -159,22 +170,37 @@ func Exec(g *Globals, v Values, args []string) error {
 	return execBackend(g.backendArgv(b, "exec", rest...))
 }
 
-// execCwdReachable refuses an exec's cwd its user may not reach by
-// itself: runc enters it as root before it drops to the user, and a short
-// process (cat of a file in alice's 0700 directory, inside a bind of its
-// open parent) has done its work before the verification after start.
-func execCwdReachable(liveRoot string, p *rspec.Process) error {
+// execCwd judges an exec's cwd in the running container's tree. It
+// refuses one its user may not reach by itself: runc enters it as root
+// before it drops to the user, and a short process (cat of a file in
+// alice's 0700 directory, inside a bind of its open parent) has done its
+// work before the verification after start. A cwd the job could swap
+// between this judgement and runc's chdir (a link on the way, a directory
+// it may write) is handed to runc as the directory judged: open, as the
+// descriptor after the caller's preserved ones, with p.Cwd its
+// /proc/self/fd path, which runc enters without a lookup of the path.
+func execCwd(liveRoot string, p *rspec.Process, preserved int) (*os.File, *specs.Decision, error) {
 	if p.Capabilities != nil && (slices.Contains(p.Capabilities.Effective, "CAP_DAC_OVERRIDE") || slices.Contains(p.Capabilities.Effective, "CAP_DAC_READ_SEARCH")) {
-		return nil
+		return nil, nil, nil
 	}
-	blocked, err := verify.CwdUnreachable(liveRoot, p.Cwd, p.User.UID, p.User.GID, p.User.AdditionalGids)
+	judged, err := verify.JudgeExecCwd(liveRoot, p.Cwd, p.User.UID, p.User.GID, p.User.AdditionalGids)
+	if errors.Is(err, unix.ENOENT) {
+		return nil, nil, fmt.Errorf("rule cwd refuses process.cwd %s: there is no such directory in the container; give the exec a cwd that exists", p.Cwd)
+	}
 	if err != nil {
-		return fmt.Errorf("rule cwd: process.cwd %s cannot be checked: %w", p.Cwd, err)
+		return nil, nil, fmt.Errorf("rule cwd: process.cwd %s cannot be checked: %w", p.Cwd, err)
 	}
-	if blocked != "" {
-		return fmt.Errorf("rule cwd refuses process.cwd %s: %s, and runc enters it as root before it drops to the user; give the exec a cwd its user may reach", p.Cwd, blocked)
+	if judged.Blocked != "" {
+		return nil, nil, fmt.Errorf("rule cwd refuses process.cwd %s: %s, and runc enters it as root before it drops to the user; give the exec a cwd its user may reach", p.Cwd, judged.Blocked)
 	}
-	return nil
+	if judged.Dir == nil {
+		return nil, nil, nil
+	}
+	d := &specs.Decision{Rule: "cwd", Field: "process.cwd", Action: specs.Tightened, Before: p.Cwd,
+		After: "/proc/self/fd/" + strconv.Itoa(3+preserved), Layer: specs.LayerDAC,
+		Why: "the job may change what the path names before runc enters it (a link or a directory it may write on the way): runc enters the directory judged, handed to it open"}
+	p.Cwd = d.After
+	return judged.Dir, d, nil
 }
 
 // detachGVisorExec does what `runsc exec --detach` should: runsc's own

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -22,7 +23,7 @@ import (
 // On a failed or impossible check the process is killed, the pid file
 // removed, and the error names the control. Engines (Docker, containerd's
 // shim) always exec this way.
-func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Process, process, id string) error {
+func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Process, process, id string, own []*os.File) error {
 	b := c.backend
 	// The backend writes the pid into bulkhead's own directory; the
 	// caller's file gets it once the process is verified.
@@ -32,11 +33,10 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 	}
 	defer os.RemoveAll(dir)
 	pidFile := filepath.Join(dir, "pid")
-	flags, _ := ForwardFlags("exec", v, b.IsGVisor(), append(processFlags, "pid-file")...)
-	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
+	rest := append([]string{"--process", process, "--pid-file", pidFile}, execFlags(v, b.IsGVisor(), own)...)
 	argv := g.backendArgv(b, "exec", append(rest, id)...)
 	pids := watchPids(c)
-	status, err := backend.Run(argv, v.Int("preserve-fds"))
+	status, err := backend.Run(argv, v.Int("preserve-fds"), own...)
 	if err == nil && status != 0 {
 		err = pids.explain(&BackendError{Verb: "exec", Status: status})
 	}
@@ -66,15 +66,14 @@ func execDetachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 // terminal are the process's, and its exit status is bulkhead's) as a
 // child, verifies the process it started as a detached one is, and waits
 // for it. On a failed check the process is killed.
-func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Process, process, id string) error {
+func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Process, process, id string, own []*os.File) error {
 	dir, err := os.MkdirTemp("", "bulkhead-exec-")
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", id, err)
 	}
 	defer os.RemoveAll(dir)
 	pidFile := filepath.Join(dir, "pid")
-	flags, _ := ForwardFlags("exec", v, c.backend.IsGVisor(), append(processFlags, "pid-file")...)
-	rest := append([]string{"--process", process, "--pid-file", pidFile}, flags...)
+	rest := append([]string{"--process", process, "--pid-file", pidFile}, execFlags(v, c.backend.IsGVisor(), own)...)
 	argv := g.backendArgv(c.backend, "exec", append(rest, id)...)
 	pids := watchPids(c)
 	started := false
@@ -103,7 +102,7 @@ func execAttachedVerified(g *Globals, c *recorded, v Values, policed *rspec.Proc
 			os.Remove(callerPid)
 		}
 		return err
-	})
+	}, own...)
 	if err != nil {
 		return pids.explain(err)
 	}
@@ -310,4 +309,15 @@ func execExpectation(c *recorded) (*verify.Expectation, error) {
 	}
 	e.WorkloadRan = true
 	return e, nil
+}
+
+// execFlags are the exec's flags for the backend beside its process and
+// pid file: the caller's, with bulkhead's own descriptors counted after
+// the caller's preserved ones.
+func execFlags(v Values, gvisor bool, own []*os.File) []string {
+	flags, _ := ForwardFlags("exec", v, gvisor, append(processFlags, "pid-file", "preserve-fds")...)
+	if n := v.Int("preserve-fds") + len(own); n > 0 && !gvisor {
+		flags = append(flags, "--preserve-fds="+strconv.Itoa(n))
+	}
+	return flags
 }

@@ -324,3 +324,56 @@ func TestCwdInAUsersPrivateDirectory(t *testing.T) {
 		}
 	})
 }
+
+// TestExecCwdSwappedByTheJob: the job turns the link /tmp/d between its
+// own directory and one inside alice's 0700 directory while execs ask for
+// cwd /tmp/d. bulkhead judges the cwd before runc enters it, so runc is
+// handed the directory judged, not a path the job can swap: no exec reads
+// her file, and an exec that was judged on the job's directory runs there.
+func TestExecCwdSwappedByTheJob(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		parent := filepath.Join(t.TempDir(), "shared")
+		sub := filepath.Join(parent, "alice", "sub")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("ALICE-SECRET\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(filepath.Dir(sub), 1500, 1500); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, filepath.Dir(sub), 0o700)
+		swap := "mkdir -p /tmp/own && echo job-file > /tmp/own/f && while :; do ln -sfn /tmp/own /tmp/d; ln -sfn /data/alice/sub /tmp/d; done"
+		b := bundle.New(t, []string{"sh", "-c", swap}, func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: parent, Options: []string{"rbind", "ro"}})
+		})
+		id := uniqueID("cwd-swap-" + backend)
+		must(t, append(g, "run", "--detach", "--bundle", b, id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		ran := 0
+		for i := 0; i < 40; i++ {
+			r := bulkhead(t, "", append(g, "exec", "--cwd", "/tmp/d", id, "cat", "f")...)
+			if strings.Contains(r.stdout, "ALICE") {
+				t.Fatalf("exec %d --cwd /tmp/d read alice's file: exit %d, stdout %q\n%s", i, r.code, r.stdout, r.stderr)
+			}
+			if r.code == 0 && strings.Contains(r.stdout, "job-file") {
+				ran++
+			}
+		}
+		if ran == 0 {
+			t.Errorf("no exec of 40 ran in the job's own directory /tmp/d")
+		}
+		// A cwd whose way no user but root may change is handed to runc as
+		// the path: the process gets no descriptor it did not ask for.
+		if backend == "runc" {
+			for cwd, want := range map[string]string{"/data": "no-fd-3", "/tmp/own": "/tmp/own"} {
+				r := bulkhead(t, "", append(g, "exec", "--cwd", cwd, id, "sh", "-c", `readlink /proc/$$/fd/3 || echo no-fd-3`)...)
+				if r.code != 0 || strings.TrimSpace(r.stdout) != want {
+					t.Errorf("exec --cwd %s: descriptor 3 of the process: exit %d, stdout %q, want %q\n%s", cwd, r.code, r.stdout, want, r.stderr)
+				}
+			}
+		}
+		t.Logf("%s: %d of 40 execs ran in the job's directory", backend, ran)
+	})
+}

@@ -1,9 +1,9 @@
 package verify
 
 import (
-	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,11 +44,11 @@ func verifyCwd(r *Report, pid int, status ProcStatus) error {
 		unix.Close(fd)
 		return err
 	}
-	blocked, inside, err := walkToRoot(fd, &root, who)
+	w, err := walkToRoot(fd, &root, who, false)
 	if err != nil {
 		return fmt.Errorf("verify: cwd of %d: %w", pid, err)
 	}
-	if inside {
+	if w.inside {
 		observed = "inside the container's root"
 	}
 	r.add("cwd", "inside the container's root", observed)
@@ -57,77 +57,140 @@ func verifyCwd(r *Report, pid int, status ProcStatus) error {
 	// search (alice's 0700 directory in a bound parent) gave the job her
 	// files: every directory from it up to the root must let the user in.
 	reached := "searchable by the process's user"
-	if blocked != "" {
-		reached = blocked + ": the backend entered it as root; give the job a cwd its user may reach"
+	if w.blocked != "" {
+		reached = w.blocked + ": the backend entered it as root; give the job a cwd its user may reach"
 	}
 	r.add("cwd reached", "searchable by the process's user", reached)
 	return nil
 }
 
-// CwdUnreachable says why the directory cwd, inside the root of a running
-// container's process (/proc/PID/root), is one a process of uid, gid and
-// groups may not reach by itself, or "": runc enters an exec's cwd as root
-// before it drops to the user, and a short process has done its work
-// before it can be verified. The check is of the tree as it is now; the
-// verification after start reads where the process really is.
-func CwdUnreachable(root, cwd string, uid, gid uint32, groups []uint32) (string, error) {
+// ExecCwd is an exec's cwd as judged in the running container's tree.
+type ExecCwd struct {
+	// Blocked says why the process's user may not reach the directory by
+	// itself ("" when it may): runc enters an exec's cwd as root before
+	// it drops to the user, and a short process has done its work before
+	// it can be verified.
+	Blocked string
+	// Dir is the directory judged, open, where the job could make the
+	// path name another one by the time runc enters it: a link or ".."
+	// on the way, or a directory on the way that a user other than root
+	// may write (/tmp, a workspace). runc is to enter Dir, not the path.
+	// nil when the path is fixed or names nothing.
+	Dir *os.File
+}
+
+// JudgeExecCwd judges the directory cwd inside root, the root of a
+// running container's process (/proc/PID/root), for a process of uid,
+// gid and groups.
+func JudgeExecCwd(root, cwd string, uid, gid uint32, groups []uint32) (ExecCwd, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", err
+		return ExecCwd{}, err
 	}
 	defer unix.Close(rfd)
 	var rst unix.Stat_t
 	if err := unix.Fstat(rfd, &rst); err != nil {
-		return "", err
+		return ExecCwd{}, err
 	}
+	// A cwd that is not there cannot be handed over open, and the job
+	// may make it before runc looks: it is refused (ENOENT).
 	fd, err := unix.Openat2(rfd, cwd, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
-	if errors.Is(err, unix.ENOENT) {
-		return "", nil // the backend refuses a cwd that is not there
-	}
 	if err != nil {
-		return "", fmt.Errorf("cwd %s: %w", cwd, err)
+		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
 	}
-	blocked, _, err := walkToRoot(fd, &rst, searcher{uid: uid, groups: append([]uint32{gid}, groups...), all: uid == 0})
+	dir := os.NewFile(uintptr(fd), cwd)
+	up, err := unix.FcntlInt(dir.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return "", fmt.Errorf("cwd %s: %w", cwd, err)
+		dir.Close()
+		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
 	}
-	return blocked, nil
+	w, err := walkToRoot(up, &rst, searcher{uid: uid, groups: append([]uint32{gid}, groups...), all: uid == 0}, true)
+	if err != nil {
+		dir.Close()
+		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
+	}
+	if w.blocked != "" {
+		dir.Close()
+		return ExecCwd{Blocked: w.blocked}, nil
+	}
+	if w.writable || cwd != filepath.Clean(cwd) || !sameDirNoLinks(rfd, cwd, dir) {
+		return ExecCwd{Dir: dir}, nil
+	}
+	dir.Close()
+	return ExecCwd{}, nil
+}
+
+// sameDirNoLinks tells whether cwd resolves in root to dir without
+// following a link.
+func sameDirNoLinks(root int, cwd string, dir *os.File) bool {
+	fd, err := unix.Openat2(root, cwd, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var a, b unix.Stat_t
+	return unix.Fstat(fd, &a) == nil && unix.Fstat(int(dir.Fd()), &b) == nil && a.Dev == b.Dev && a.Ino == b.Ino
+}
+
+// walked is what walkToRoot found: the first directory on the way the
+// searcher may not search, described ("" for none); whether the root was
+// met; and whether a directory above the first is one a user other than
+// root may write, whose entries can change under a path through it.
+type walked struct {
+	blocked  string
+	inside   bool
+	writable bool
 }
 
 // walkToRoot walks up by ".." from the directory open at fd (which it
-// closes) until it meets root or stops rising, and returns the first
-// directory on the way who may not search, described ("" for none), and
-// whether root was met.
-func walkToRoot(fd int, root *unix.Stat_t, who searcher) (blocked string, inside bool, err error) {
+// closes) until it meets root or stops rising; writers asks it to tell
+// walked.writable.
+func walkToRoot(fd int, root *unix.Stat_t, who searcher, writers bool) (w walked, err error) {
 	defer func() { unix.Close(fd) }()
 	for depth := 0; depth < maxCwdDepth; depth++ {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
-			return "", false, err
+			return walked{}, err
 		}
-		if blocked == "" && !who.maySearch(fd, &st) {
+		if w.blocked == "" && !who.maySearch(fd, &st) {
 			dir, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-			blocked = fmt.Sprintf("%s (mode %04o, uid %d's, gid %d) is not searchable by uid %d", dir, st.Mode&0o7777, st.Uid, st.Gid, who.uid)
+			w.blocked = fmt.Sprintf("%s (mode %04o, uid %d's, gid %d) is not searchable by uid %d", dir, st.Mode&0o7777, st.Uid, st.Gid, who.uid)
+		}
+		if writers && depth > 0 && !w.writable && othersMayWrite(fd, &st) {
+			w.writable = true
 		}
 		if st.Dev == root.Dev && st.Ino == root.Ino {
-			return blocked, true, nil
+			w.inside = true
+			return w, nil
 		}
 		up, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return "", false, fmt.Errorf("..: %w", err)
+			return walked{}, fmt.Errorf("..: %w", err)
 		}
 		var ust unix.Stat_t
 		if err := unix.Fstat(up, &ust); err != nil {
 			unix.Close(up)
-			return "", false, err
+			return walked{}, err
 		}
 		unix.Close(fd)
 		fd = up
 		if ust.Dev == st.Dev && ust.Ino == st.Ino {
-			return blocked, false, nil // the top of the tree, which is not the root
+			return w, nil // the top of the tree, which is not the root
 		}
 	}
-	return blocked, false, nil
+	return w, nil
+}
+
+// othersMayWrite tells whether a user other than root may change the
+// entries of the directory open at fd: it is on a writable mount and not
+// root's alone by its mode (an ACL counts as opening it).
+func othersMayWrite(fd int, st *unix.Stat_t) bool {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
+		return false
+	}
+	return st.Uid != 0 || st.Mode&0o022 != 0 || specs.HasACL("/proc/self/fd/"+strconv.Itoa(fd))
 }
 
 // searcher is whom the kernel checks a lookup for: the process's

@@ -2,11 +2,14 @@ package verify
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A process whose working directory lies outside its root, as a cwd
@@ -110,4 +113,77 @@ func verifyCwdOf(t *testing.T, py, setup string, args ...string) Report {
 		t.Fatalf("%q: %v", setup, verr)
 	}
 	return r
+}
+
+// TestJudgeExecCwd: a cwd its user may not reach is blocked; one whose
+// path a user other than root could change before runc enters it (a
+// directory others may write, a link or ".." on the way) comes back open,
+// the directory judged; a path only root may change comes back as none.
+func TestJudgeExecCwd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: a directory only root may change must be root's")
+	}
+	base := t.TempDir()
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"fixed/sub", "open/sub", "alice/sub"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(base, "open"), 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Join(base, "alice"), 1500, 1500); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(base, "alice"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/fixed/sub", filepath.Join(base, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cwd, opened string
+		blocked     bool
+	}{
+		{"/fixed/sub", "", false},
+		{"/", "", false},
+		{"/open/sub", "open/sub", false},
+		{"/open", "", false},
+		{"/link", "fixed/sub", false},
+		{"/fixed/../fixed/sub", "fixed/sub", false},
+		{"/alice/sub", "", true},
+	} {
+		j, err := JudgeExecCwd(base, c.cwd, 65534, 65534, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.cwd, err)
+		}
+		if (j.Blocked != "") != c.blocked {
+			t.Errorf("%s: blocked %q, want blocked %v", c.cwd, j.Blocked, c.blocked)
+		}
+		if (j.Dir != nil) != (c.opened != "") {
+			t.Errorf("%s: opened %v, want %q", c.cwd, j.Dir != nil, c.opened)
+			continue
+		}
+		if j.Dir == nil {
+			continue
+		}
+		var got, want unix.Stat_t
+		if err := unix.Fstat(int(j.Dir.Fd()), &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Stat(filepath.Join(base, c.opened), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got.Ino != want.Ino || got.Dev != want.Dev {
+			t.Errorf("%s: the open directory is not %s", c.cwd, c.opened)
+		}
+		j.Dir.Close()
+	}
+	// The job could make a missing cwd before runc looks for it.
+	if _, err := JudgeExecCwd(base, "/missing", 65534, 65534, nil); !errors.Is(err, unix.ENOENT) {
+		t.Errorf("/missing: %v, want ENOENT", err)
+	}
 }
