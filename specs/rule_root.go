@@ -164,9 +164,10 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 // is not the owner's own (a umask of 002 on hosts that give each user a
 // group of its gid). No directory down to the rootfs, the rootfs itself
 // included, may be one a user other than root keeps from others (alice's
-// 0700 directory in a shared one): the job would read what she keeps from
-// everyone, and the backend writes its mount points into it as root. The
-// rootfs's own write bits are the image's, and any.
+// 0700 directory in a shared one, or root's that an ACL opens to her):
+// the job would read what she keeps from everyone, and the backend writes
+// its mount points into it as root. The rootfs's own write bits are the
+// image's, and any.
 func (c *Context) sharedDirRefusal(real, bundle string) string {
 	for d := real; ; d = filepath.Dir(d) {
 		st, err := c.dirInfo(d)
@@ -179,12 +180,14 @@ func (c *Context) sharedDirRefusal(real, bundle string) string {
 			return "the directories above the rootfs cannot be checked (" + err.Error() + ")"
 		}
 		perm, uid, gid := st.Mode&0o7777, st.Uid, st.Gid
-		if uid != 0 && perm&0o001 == 0 {
-			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's and others may not enter it (mode %04o): the job would read what its owner keeps from every other user; lay the rootfs out in a directory of your own", d, uid, perm)
+		if perm&0o001 == 0 && (uid != 0 || HasACL(d)) {
+			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's%s and others may not enter it (mode %04o): the job would read what its owner keeps from every other user; lay the rootfs out in a directory of your own", d, uid, aclNote(d), perm)
 		}
-		if d != real && (perm&0o002 != 0 || (perm&0o020 != 0 && gid != uid)) {
-			return fmt.Sprintf("%s, which holds the rootfs, may be written by others than its owner (mode %04o, group %d): what others put there is not the caller's; make the bundle a directory of your own that others may not write, and put the rootfs in it",
-				d, perm, gid)
+		// Under an ACL the group's bits are its mask: a named user's
+		// write shows there.
+		if d != real && (perm&0o002 != 0 || (perm&0o020 != 0 && (gid != uid || HasACL(d)))) {
+			return fmt.Sprintf("%s, which holds the rootfs, may be written by others than its owner (mode %04o, group %d%s): what others put there is not the caller's; make the bundle a directory of your own that others may not write, and put the rootfs in it",
+				d, perm, gid, aclNote(d))
 		}
 		if d == bundle || d == "/" || !under(d, bundle) {
 			return ""

@@ -238,7 +238,7 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 			t.Fatal(err)
 		}
 		chmod(t, private, 0o750)
-		if err := unix.Setxattr(private, "system.posix_acl_access", posixACL(1500), 0); err != nil {
+		if err := unix.Setxattr(private, "system.posix_acl_access", posixACL(1500, 5, 0), 0); err != nil {
 			t.Fatalf("set an ACL on %s: %v", private, err)
 		}
 		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "with an ACL for some users") || strings.Contains(r.stdout, "ALICE") {
@@ -255,14 +255,14 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 }
 
 // posixACL is the system.posix_acl_access value of u::rwx,
-// user:<uid>:r-x, g::r-x, m::r-x, o::---.
-func posixACL(uid uint32) []byte {
+// user:<uid>:<named>, g::r-x, m::<named>, o::<other>.
+func posixACL(uid uint32, named, other uint16) []byte {
 	const undefined = 0xffffffff
 	b := binary.LittleEndian.AppendUint32(nil, 2)
 	for _, e := range []struct {
 		tag, perm uint16
 		id        uint32
-	}{{0x01, 7, undefined}, {0x02, 5, uid}, {0x04, 5, undefined}, {0x10, 5, undefined}, {0x20, 0, undefined}} {
+	}{{0x01, 7, undefined}, {0x02, named, uid}, {0x04, 5, undefined}, {0x10, named, undefined}, {0x20, other, undefined}} {
 		b = binary.LittleEndian.AppendUint16(b, e.tag)
 		b = binary.LittleEndian.AppendUint16(b, e.perm)
 		b = binary.LittleEndian.AppendUint32(b, e.id)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -65,6 +67,27 @@ func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
 		}
 		chmod(t, shared, 0o700)
 		refused("a rootfs below a user's private directory", shared+", which is or holds the rootfs, is uid 1500's and others may not enter it (mode 0700)")
+		// Root's own, that an ACL opens to uid 1500 (udisks's
+		// /media/<user>), is hers; one whose ACL lets her write, showing
+		// as the group's w with root's own group, is hers to fill.
+		if err := os.Chown(shared, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			named, other uint16
+			why          string
+		}{
+			{5, 0, shared + ", which is or holds the rootfs, is uid 0's with an ACL for some users and others may not enter it (mode 0750)"},
+			{7, 5, shared + ", which holds the rootfs, may be written by others than its owner (mode 0775, group 0 with an ACL for some users)"},
+		} {
+			if err := unix.Setxattr(shared, "system.posix_acl_access", posixACL(1500, c.named, c.other), 0); err != nil {
+				t.Fatalf("set an ACL on %s: %v", shared, err)
+			}
+			refused("a rootfs below root's directory with an ACL for uid 1500", c.why)
+		}
+		if err := unix.Removexattr(shared, "system.posix_acl_access"); err != nil {
+			t.Fatal(err)
+		}
 
 		// The same bundle, the directory no longer anyone else's to write
 		// or closed to others: run.
