@@ -115,6 +115,14 @@ func TestExecIsPoliced(t *testing.T) {
 			t.Errorf("detached exec did not run as 65534: %s", d.Run(t, "exec", id, "cat", "/tmp/detached"))
 		}
 	})
+	// A workdir below /tmp, which the job may write, reaches runc as the
+	// directory bulkhead judged, handed open through the shim's exec.
+	t.Run("exec -w", func(t *testing.T) {
+		d.Must(t, "exec", id, "mkdir", "-p", "/tmp/wd/sub")
+		if out := d.Run(t, "exec", "-w", "/tmp/wd/sub", id, "sh", "-c", "pwd; readlink /proc/$$/fd/3"); out.Stdout != "/tmp/wd/sub\n/tmp/wd/sub\n" {
+			t.Errorf("exec -w /tmp/wd/sub: want its cwd and the directory handed as descriptor 3: %s", out)
+		}
+	})
 	t.Run("exec -it", func(t *testing.T) {
 		out := inTTY(t, d, "docker exec -it -u 0 "+id+" sh -c 'tty; id -u'")
 		if !strings.Contains(out, "/dev/pts/") || !strings.Contains(out, "65534") {
