@@ -238,7 +238,7 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 			t.Fatal(err)
 		}
 		chmod(t, private, 0o750)
-		if err := unix.Setxattr(private, "system.posix_acl_access", posixACL(1500, 5, 0), 0); err != nil {
+		if err := unix.Setxattr(private, "system.posix_acl_access", posixACL(1500, 5, 5, 0), 0); err != nil {
 			t.Fatalf("set an ACL on %s: %v", private, err)
 		}
 		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "with an ACL for some users") || strings.Contains(r.stdout, "ALICE") {
@@ -255,14 +255,15 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 }
 
 // posixACL is the system.posix_acl_access value of u::rwx,
-// user:<uid>:<named>, g::r-x, m::<named>, o::<other>.
-func posixACL(uid uint32, named, other uint16) []byte {
+// user:<uid>:<named>, g::r-x, m::<mask>, o::<other>. The kernel reads the
+// ACL only under a mask that is not empty.
+func posixACL(uid uint32, named, mask, other uint16) []byte {
 	const undefined = 0xffffffff
 	b := binary.LittleEndian.AppendUint32(nil, 2)
 	for _, e := range []struct {
 		tag, perm uint16
 		id        uint32
-	}{{0x01, 7, undefined}, {0x02, named, uid}, {0x04, 5, undefined}, {0x10, named, undefined}, {0x20, other, undefined}} {
+	}{{0x01, 7, undefined}, {0x02, named, uid}, {0x04, 5, undefined}, {0x10, mask, undefined}, {0x20, other, undefined}} {
 		b = binary.LittleEndian.AppendUint16(b, e.tag)
 		b = binary.LittleEndian.AppendUint16(b, e.perm)
 		b = binary.LittleEndian.AppendUint32(b, e.id)
@@ -321,6 +322,20 @@ func TestCwdInAUsersPrivateDirectory(t *testing.T) {
 		}
 		if r := bulkhead(t, "", append(g, "exec", "--cwd", "/data/alice/sub", id, "cat", "secret")...); r.code != 0 || !strings.Contains(r.stdout, "ALICE-SECRET") {
 			t.Errorf("exec --cwd below a directory others may enter: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		if backend != "runc" {
+			return // runsc applies no host ACL (README)
+		}
+		// An ACL's entry for uid 65534 denies it what the others' --x
+		// allows (mode 0711 shown): the kernel's rule, not the mode's.
+		if err := unix.Setxattr(filepath.Dir(sub), "system.posix_acl_access", posixACL(65534, 0, 1, 1), 0); err != nil {
+			t.Fatalf("set an ACL: %v", err)
+		}
+		if r := run(); r.code == 0 || strings.Contains(r.stdout, "ALICE") || !strings.Contains(r.stderr, "cwd reached") {
+			t.Errorf("cwd below a directory whose ACL denies uid 65534: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		if r := bulkhead(t, "", append(g, "exec", "--cwd", "/data/alice/sub", id, "cat", "secret")...); r.code == 0 || strings.Contains(r.stdout, "ALICE") || !strings.Contains(r.stderr, "with an ACL) is not searchable by uid 65534") {
+			t.Errorf("exec --cwd below a directory whose ACL denies uid 65534: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 		}
 	})
 }

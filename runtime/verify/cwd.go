@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -145,24 +143,29 @@ type walked struct {
 
 // walkToRoot walks up by ".." from the directory open at fd (which it
 // closes) until it meets root or stops rising; writers asks it to tell
-// walked.writable.
+// walked.writable. Whether who may search each directory on the way is
+// the kernel's answer (searcher.firstDenied), asked once the way is known.
 func walkToRoot(fd int, root *unix.Stat_t, who searcher, writers bool) (w walked, err error) {
-	defer func() { unix.Close(fd) }()
+	var way []int // the directories from the start up, open
+	var stats []unix.Stat_t
+	defer func() {
+		for _, d := range way {
+			unix.Close(d)
+		}
+	}()
 	for depth := 0; depth < maxCwdDepth; depth++ {
+		way = append(way, fd)
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			return walked{}, err
 		}
-		if w.blocked == "" && !who.maySearch(fd, &st) {
-			dir, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-			w.blocked = fmt.Sprintf("%s (mode %04o, uid %d's, gid %d) is not searchable by uid %d", dir, st.Mode&0o7777, st.Uid, st.Gid, who.uid)
-		}
+		stats = append(stats, st)
 		if writers && depth > 0 && !w.writable && othersMayWrite(fd, &st) {
 			w.writable = true
 		}
 		if st.Dev == root.Dev && st.Ino == root.Ino {
 			w.inside = true
-			return w, nil
+			break
 		}
 		up, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -173,13 +176,31 @@ func walkToRoot(fd int, root *unix.Stat_t, who searcher, writers bool) (w walked
 			unix.Close(up)
 			return walked{}, err
 		}
-		unix.Close(fd)
-		fd = up
 		if ust.Dev == st.Dev && ust.Ino == st.Ino {
-			return w, nil // the top of the tree, which is not the root
+			unix.Close(up)
+			break // the top of the tree, which is not the root
 		}
+		fd = up
+	}
+	i, err := who.firstDenied(way)
+	if err != nil {
+		return walked{}, err
+	}
+	if i >= 0 {
+		dir, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(way[i]))
+		st := stats[i]
+		w.blocked = fmt.Sprintf("%s (mode %04o, uid %d's, gid %d%s) is not searchable by uid %d", dir, st.Mode&0o7777, st.Uid, st.Gid, aclNote(way[i]), who.uid)
 	}
 	return w, nil
+}
+
+// aclNote names an access ACL on the directory open at fd, which decides
+// beside its mode.
+func aclNote(fd int) string {
+	if specs.HasACL("/proc/self/fd/" + strconv.Itoa(fd)) {
+		return ", with an ACL"
+	}
+	return ""
 }
 
 // othersMayWrite tells whether a user other than root may change the
@@ -191,58 +212,4 @@ func othersMayWrite(fd int, st *unix.Stat_t) bool {
 		return false
 	}
 	return st.Uid != 0 || st.Mode&0o022 != 0 || specs.HasACL("/proc/self/fd/"+strconv.Itoa(fd))
-}
-
-// searcher is whom the kernel checks a lookup for: the process's
-// filesystem uid and its groups; all is a process whose capabilities
-// pass every search (a root one, or CAP_DAC_OVERRIDE or
-// CAP_DAC_READ_SEARCH).
-type searcher struct {
-	uid    uint32
-	groups []uint32
-	all    bool
-}
-
-// searcherOf is the searcher of pid, by its status (ReadProcStatus).
-func searcherOf(pid int, st ProcStatus) (searcher, error) {
-	var w searcher
-	uids, gids := strings.Fields(st["Uid"]), strings.Fields(st["Gid"])
-	if len(uids) != 4 || len(gids) != 4 {
-		return searcher{}, fmt.Errorf("verify: status of %d: Uid %q, Gid %q", pid, st["Uid"], st["Gid"])
-	}
-	ids := append([]string{uids[3], gids[3]}, strings.Fields(st["Groups"])...)
-	for i, v := range ids {
-		n, err := strconv.ParseUint(v, 10, 32)
-		if err != nil {
-			return searcher{}, fmt.Errorf("verify: status of %d: %q: %w", pid, v, err)
-		}
-		if i == 0 {
-			w.uid = uint32(n)
-		} else {
-			w.groups = append(w.groups, uint32(n))
-		}
-	}
-	eff, err := strconv.ParseUint(st["CapEff"], 16, 64)
-	if err != nil {
-		return searcher{}, fmt.Errorf("verify: status of %d: CapEff %q: %w", pid, st["CapEff"], err)
-	}
-	w.all = w.uid == 0 || eff&(1<<unix.CAP_DAC_OVERRIDE|1<<unix.CAP_DAC_READ_SEARCH) != 0
-	return w, nil
-}
-
-// maySearch tells whether the searcher may look names up in the
-// directory open at fd, by its mode: the owner's bits, the group's where
-// it has no ACL (with one they are the mask, above what the group's own
-// entry may allow), or the others'. An ACL's named entries for the user
-// are not read: they count as denied.
-func (w searcher) maySearch(fd int, st *unix.Stat_t) bool {
-	switch {
-	case w.all:
-		return true
-	case st.Uid == w.uid:
-		return st.Mode&0o100 != 0
-	case slices.Contains(w.groups, st.Gid) && st.Mode&0o010 != 0 && !specs.HasACL("/proc/self/fd/"+strconv.Itoa(fd)):
-		return true
-	}
-	return st.Mode&0o001 != 0
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -144,6 +145,35 @@ func TestJudgeExecCwd(t *testing.T) {
 	if err := os.Symlink("/fixed/sub", filepath.Join(base, "link")); err != nil {
 		t.Fatal(err)
 	}
+	// The kernel's own rules, which a reading of the mode bits missed: an
+	// ACL's entry for the user decides before the others' bits, and a
+	// group the user is in decides by its bits alone.
+	for _, d := range []struct {
+		name string
+		gid  uint32
+		mode os.FileMode
+		acl  []byte
+	}{
+		{"named", 1500, 0o701, aclValue([][3]uint32{{0x01, 7, aclUndefined}, {0x02, 0, 65534}, {0x04, 0, aclUndefined}, {0x10, 1, aclUndefined}, {0x20, 1, aclUndefined}})},
+		{"grp", 65534, 0o701, nil},
+		{"grpok", 65534, 0o710, nil},
+	} {
+		dir := filepath.Join(base, d.name)
+		if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 1500, int(d.gid)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, d.mode); err != nil {
+			t.Fatal(err)
+		}
+		if d.acl != nil {
+			if err := unix.Setxattr(dir, "system.posix_acl_access", d.acl, 0); err != nil {
+				t.Fatalf("set an ACL on %s: %v", dir, err)
+			}
+		}
+	}
 	for _, c := range []struct {
 		cwd, opened string
 		blocked     bool
@@ -155,6 +185,9 @@ func TestJudgeExecCwd(t *testing.T) {
 		{"/link", "fixed/sub", false},
 		{"/fixed/../fixed/sub", "fixed/sub", false},
 		{"/alice/sub", "", true},
+		{"/named/sub", "", true},
+		{"/grp/sub", "", true},
+		{"/grpok/sub", "grpok/sub", false}, // uid 1500 may change it
 	} {
 		j, err := JudgeExecCwd(base, c.cwd, 65534, 65534, nil)
 		if err != nil {
@@ -186,4 +219,17 @@ func TestJudgeExecCwd(t *testing.T) {
 	if _, err := JudgeExecCwd(base, "/missing", 65534, 65534, nil); !errors.Is(err, unix.ENOENT) {
 		t.Errorf("/missing: %v, want ENOENT", err)
 	}
+}
+
+const aclUndefined = 0xffffffff
+
+// aclValue is a system.posix_acl_access value of entries {tag, perm, id}.
+func aclValue(entries [][3]uint32) []byte {
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range entries {
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
+		b = binary.LittleEndian.AppendUint32(b, e[2])
+	}
+	return b
 }
