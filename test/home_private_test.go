@@ -280,17 +280,7 @@ func posixACL(uid uint32, named, mask, other uint16) []byte {
 // directory others may enter is the job's cwd.
 func TestCwdInAUsersPrivateDirectory(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
-		parent := filepath.Join(t.TempDir(), "shared")
-		sub := filepath.Join(parent, "alice", "sub")
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(sub, "secret"), []byte("ALICE-SECRET\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(filepath.Dir(sub), 1500, 1500); err != nil {
-			t.Fatal(err)
-		}
+		parent, sub := alicesTree(t, "secret")
 		run := func() result {
 			b := bundle.New(t, []string{"cat", "secret"}, func(s *rspec.Spec) {
 				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: parent, Options: []string{"rbind", "ro"}})
@@ -347,17 +337,7 @@ func TestCwdInAUsersPrivateDirectory(t *testing.T) {
 // her file, and an exec that was judged on the job's directory runs there.
 func TestExecCwdSwappedByTheJob(t *testing.T) {
 	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
-		parent := filepath.Join(t.TempDir(), "shared")
-		sub := filepath.Join(parent, "alice", "sub")
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(sub, "f"), []byte("ALICE-SECRET\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(filepath.Dir(sub), 1500, 1500); err != nil {
-			t.Fatal(err)
-		}
+		parent, sub := alicesTree(t, "f")
 		chmod(t, filepath.Dir(sub), 0o700)
 		swap := "mkdir -p /tmp/own && echo job-file > /tmp/own/f && while :; do ln -sfn /tmp/own /tmp/d; ln -sfn /data/alice/sub /tmp/d; done"
 		b := bundle.New(t, []string{"sh", "-c", swap}, func(s *rspec.Spec) {
@@ -391,4 +371,23 @@ func TestExecCwdSwappedByTheJob(t *testing.T) {
 		}
 		t.Logf("%s: %d of 40 execs ran in the job's directory", backend, ran)
 	})
+}
+
+// alicesTree makes shared/alice/sub in a test directory, alice uid 1500's
+// and open to all until a test closes it, with the file name in sub
+// holding ALICE-SECRET; it returns shared and sub.
+func alicesTree(t *testing.T, name string) (string, string) {
+	t.Helper()
+	parent := filepath.Join(t.TempDir(), "shared")
+	sub := filepath.Join(parent, "alice", "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, name), []byte("ALICE-SECRET\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(filepath.Dir(sub), 1500, 1500); err != nil {
+		t.Fatal(err)
+	}
+	return parent, sub
 }
