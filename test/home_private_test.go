@@ -391,3 +391,40 @@ func alicesTree(t *testing.T, name string) (string, string) {
 	}
 	return parent, sub
 }
+
+// TestCwdOfARootJobWithoutCapabilities: a profile may run the job as
+// uid 0, with every capability set empty all the same. The kernel then
+// keeps alice's 0700 directory from it as from anyone, but runc enters
+// the cwd with its capabilities: the cwd check must ask for the job as
+// it runs, uid 0 without capabilities, not pass it for its uid.
+func TestCwdOfARootJobWithoutCapabilities(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		parent, sub := alicesTree(t, "secret")
+		chmod(t, filepath.Dir(sub), 0o700)
+		dir := t.TempDir()
+		config := filepath.Join(dir, "root.toml")
+		body := fmt.Sprintf("audit_log = %q\n[profiles.default]\nuid = 0\ngid = 0\n", filepath.Join(dir, "audit.jsonl"))
+		if err := os.WriteFile(config, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g = append([]string{"--config", config}, g...)
+		data := func(s *rspec.Spec) {
+			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: parent, Options: []string{"rbind", "ro"}})
+		}
+		b := bundle.New(t, []string{"cat", "secret"}, data, func(s *rspec.Spec) { s.Process.Cwd = "/data/alice/sub" })
+		r := bulkhead(t, "", append(g, "run", "--bundle", b, uniqueID("cwd-root-"+backend))...)
+		if r.code == 0 || strings.Contains(r.stdout, "ALICE") || (backend == "runc" && !strings.Contains(r.stderr, "is not searchable by uid 0")) {
+			t.Errorf("uid 0's cwd in uid 1500's 0700 directory: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		id := uniqueID("cwd-root-exec-" + backend)
+		must(t, append(g, "run", "--detach", "--bundle", bundle.New(t, []string{"sleep", "300"}, data), id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		r = bulkhead(t, "", append(g, "exec", "--cwd", "/data/alice/sub", id, "sh", "-c", "id -u; cat secret")...)
+		if r.code == 0 || strings.Contains(r.stdout, "ALICE") || (backend == "runc" && !strings.Contains(r.stderr, "is not searchable by uid 0")) {
+			t.Errorf("exec --cwd of uid 0 in uid 1500's 0700 directory: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		if r := bulkhead(t, "", append(g, "exec", id, "id", "-u")...); r.code != 0 || strings.TrimSpace(r.stdout) != "0" {
+			t.Errorf("the profile's job runs as uid 0: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+	})
+}

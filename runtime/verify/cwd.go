@@ -79,7 +79,8 @@ type ExecCwd struct {
 
 // JudgeExecCwd judges the directory cwd inside root, the root of a
 // running container's process (/proc/PID/root), for a process of uid,
-// gid and groups.
+// gid and groups without a capability that passes every search (the
+// caller exempts one with).
 func JudgeExecCwd(root, cwd string, uid, gid uint32, groups []uint32) (ExecCwd, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -102,7 +103,7 @@ func JudgeExecCwd(root, cwd string, uid, gid uint32, groups []uint32) (ExecCwd, 
 		dir.Close()
 		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
 	}
-	w, err := walkToRoot(up, &rst, searcher{uid: uid, groups: append([]uint32{gid}, groups...), all: uid == 0}, true)
+	w, err := walkToRoot(up, &rst, searcher{uid: uid, groups: append([]uint32{gid}, groups...)}, true)
 	if err != nil {
 		dir.Close()
 		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)

@@ -215,6 +215,11 @@ func TestJudgeExecCwd(t *testing.T) {
 		}
 		j.Dir.Close()
 	}
+	// A root job without capabilities is held to the modes as the kernel
+	// holds it: runc enters the cwd with its capabilities, the job has none.
+	if j, err := JudgeExecCwd(base, "/alice/sub", 0, 0, nil); err != nil || j.Blocked == "" {
+		t.Errorf("/alice/sub for uid 0 without capabilities: %+v, %v; want it blocked", j, err)
+	}
 	// The job could make a missing cwd before runc looks for it.
 	if _, err := JudgeExecCwd(base, "/missing", 65534, 65534, nil); !errors.Is(err, unix.ENOENT) {
 		t.Errorf("/missing: %v, want ENOENT", err)
@@ -232,4 +237,28 @@ func aclValue(entries [][3]uint32) []byte {
 		b = binary.LittleEndian.AppendUint32(b, e[2])
 	}
 	return b
+}
+
+// TestSearcherOfTakesCapabilitiesNotTheUid: only CAP_DAC_OVERRIDE or
+// CAP_DAC_READ_SEARCH in the effective set pass every search; uid 0 with
+// none is searched for as any user is.
+func TestSearcherOfTakesCapabilitiesNotTheUid(t *testing.T) {
+	for _, c := range []struct {
+		uid, capEff string
+		all         bool
+	}{
+		{"0", "0000000000000000", false},
+		{"0", "0000000000000004", true}, // CAP_DAC_READ_SEARCH
+		{"65534", "0000000000000002", true},
+		{"65534", "0000000000000000", false},
+	} {
+		st := ProcStatus{"Uid": strings.Repeat(c.uid+"\t", 4), "Gid": "0\t0\t0\t0", "Groups": "", "CapEff": c.capEff}
+		w, err := searcherOf(1, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.all != c.all {
+			t.Errorf("uid %s, CapEff %s: all %v, want %v", c.uid, c.capEff, w.all, c.all)
+		}
+	}
 }

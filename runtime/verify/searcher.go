@@ -14,7 +14,9 @@ import (
 // searcher is whom the kernel checks a lookup for: the process's
 // filesystem uid, its filesystem gid first in groups and then its
 // supplementary groups; all is a process whose capabilities pass every
-// search (a root one, or CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH).
+// search (CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH in its effective set).
+// A uid of 0 is no such process by itself: the policy empties its
+// capability sets, and the kernel holds it to the modes and ACLs.
 type searcher struct {
 	uid    uint32
 	groups []uint32
@@ -44,7 +46,7 @@ func searcherOf(pid int, st ProcStatus) (searcher, error) {
 	if err != nil {
 		return searcher{}, fmt.Errorf("verify: status of %d: CapEff %q: %w", pid, st["CapEff"], err)
 	}
-	w.all = w.uid == 0 || eff&(1<<unix.CAP_DAC_OVERRIDE|1<<unix.CAP_DAC_READ_SEARCH) != 0
+	w.all = eff&(1<<unix.CAP_DAC_OVERRIDE|1<<unix.CAP_DAC_READ_SEARCH) != 0
 	return w, nil
 }
 
@@ -75,9 +77,9 @@ func (w searcher) firstDenied(dirs []int) (int, error) {
 
 // searchAs is firstDenied on the locked thread. The raw system calls
 // change this thread's credentials alone (Go's own Setgroups and glibc's
-// change every thread's). Changing the filesystem uid from 0 drops the
-// capabilities that would pass the check (CAP_DAC_OVERRIDE,
-// CAP_DAC_READ_SEARCH) from the thread's effective set.
+// change every thread's). Its effective capabilities are emptied last, so
+// that none passes the check for the searcher (a filesystem uid of 0
+// keeps them otherwise).
 func (w searcher) searchAs(dirs []int) (int, error) {
 	if len(w.groups) == 0 {
 		return -1, errors.New("verify: a searcher without a filesystem gid")
@@ -96,6 +98,15 @@ func (w searcher) searchAs(dirs []int) (int, error) {
 		if got, _, _ := unix.RawSyscall(id.call, uintptr(id.want), 0, 0); uint32(got) != id.want {
 			return -1, fmt.Errorf("verify: take filesystem id %d to check a search: still %d", id.want, uint32(got))
 		}
+	}
+	var caps [2]unix.CapUserData
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	if err := unix.Capget(&hdr, &caps[0]); err != nil {
+		return -1, fmt.Errorf("verify: capabilities of the checking thread: %w", err)
+	}
+	caps[0].Effective, caps[1].Effective = 0, 0
+	if err := unix.Capset(&hdr, &caps[0]); err != nil {
+		return -1, fmt.Errorf("verify: drop the checking thread's capabilities: %w", err)
 	}
 	for i, d := range dirs {
 		err := unix.Faccessat2(d, "", unix.X_OK, unix.AT_EACCESS|unix.AT_EMPTY_PATH)
