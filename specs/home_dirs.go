@@ -146,14 +146,14 @@ func privateInHome(real string) string {
 		return ""
 	}
 	// The outermost home: every directory below it counts.
-	dir, st, err := closedAbove(real, homes[0], func(_ string, st *unix.Stat_t) bool { return st.Mode&0o001 == 0 })
+	dir, st, err := closedAbove(real, homes[0], func(dir string, st *unix.Stat_t) bool { return whoIsKeptOut(dir, st) != "" })
 	switch {
 	case err != nil:
 		return "cannot be checked: " + err.Error()
 	case dir == "":
 		return ""
 	}
-	return fmt.Sprintf("lies below %s (mode %04o), which others may not enter: a bind would show the job what the home's owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777)
+	return fmt.Sprintf("lies below %s (mode %04o%s), where %s: a bind would show the job what the home's owner keeps from other users; bind a directory others may reach", dir, st.Mode&0o7777, aclNote(dir), whoIsKeptOut(dir, st))
 }
 
 // closedAbove walks from real's parent up to top (or /) and returns the
@@ -186,7 +186,7 @@ func closedAbove(real, top string, closed func(dir string, st *unix.Stat_t) bool
 // some users.
 func privateOfAUser(real string) string {
 	dir, st, err := closedAbove(real, "/", func(dir string, st *unix.Stat_t) bool {
-		return st.Mode&0o001 == 0 && (st.Uid != 0 || HasACL(dir))
+		return whoIsKeptOut(dir, st) != "" && (st.Uid != 0 || HasACL(dir))
 	})
 	switch {
 	case err != nil:
@@ -194,17 +194,34 @@ func privateOfAUser(real string) string {
 	case dir == "":
 		return ""
 	}
-	return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), which others may not enter: a bind would show the job what its owner keeps from every other user; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, aclNote(dir))
+	return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), where %s: a bind would show the job what its owner keeps from other users; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, aclNote(dir), whoIsKeptOut(dir, st))
+}
+
+// whoIsKeptOut says whom the directory dir (st) keeps from entering it,
+// or "" for no one: others without x; its group without x, since a user
+// in the group is held to the group's bits, not the others'; or, with an
+// access ACL, any user a named entry names, whatever the others' bits.
+func whoIsKeptOut(dir string, st *unix.Stat_t) string {
+	switch {
+	case st.Mode&0o001 == 0:
+		return "others may not enter it"
+	case st.Mode&0o010 == 0:
+		return "its group may not enter it"
+	case HasACL(dir):
+		return "its ACL may keep some users out"
+	}
+	return ""
 }
 
 // HasACL tells whether the directory at path has an access ACL: root's
 // directory that an ACL opens to some users (udisks's /media/<user>,
 // root's 0750 with user:alice:r-x) is theirs, kept from everyone else, and
 // a group's mode bits under an ACL are its mask, above what the group's
-// own entry may allow. One that cannot be read counts as having one.
+// own entry may allow. One that cannot be read counts as having one; a
+// path that is not there has none, and keeps nothing from anyone.
 func HasACL(path string) bool {
 	_, err := unix.Getxattr(path, "system.posix_acl_access", nil)
-	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP)
+	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOENT)
 }
 
 func aclNote(dir string) string {

@@ -180,14 +180,14 @@ func (c *Context) sharedDirRefusal(real, bundle string) string {
 			return "the directories above the rootfs cannot be checked (" + err.Error() + ")"
 		}
 		perm, uid, gid := st.Mode&0o7777, st.Uid, st.Gid
-		if perm&0o001 == 0 && (uid != 0 || HasACL(d)) {
-			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's%s and others may not enter it (mode %04o): the job would read what its owner keeps from every other user; lay the rootfs out in a directory of your own", d, uid, aclNote(d), perm)
+		if out := whoIsKeptOut(d, &st); out != "" && (uid != 0 || HasACL(d)) {
+			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's%s and %s (mode %04o): the job would read what its owner keeps from other users; lay the rootfs out in a directory of your own", d, uid, aclNote(d), out, perm)
 		}
-		// Under an ACL the group's bits are its mask: a named user's
-		// write shows there.
-		if d != real && (perm&0o002 != 0 || (perm&0o020 != 0 && (gid != uid || HasACL(d)))) {
-			return fmt.Sprintf("%s, which holds the rootfs, may be written by others than its owner (mode %04o, group %d%s): what others put there is not the caller's; make the bundle a directory of your own that others may not write, and put the rootfs in it",
-				d, perm, gid, aclNote(d))
+		// A directory with an ACL was refused above: its named entries,
+		// whose write shows only in the group's bits (the mask), are users.
+		if d != real && (perm&0o002 != 0 || (perm&0o020 != 0 && gid != uid)) {
+			return fmt.Sprintf("%s, which holds the rootfs, may be written by others than its owner (mode %04o, group %d): what others put there is not the caller's; make the bundle a directory of your own that others may not write, and put the rootfs in it",
+				d, perm, gid)
 		}
 		if d == bundle || d == "/" || !under(d, bundle) {
 			return ""

@@ -232,6 +232,24 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 		if r := bind(); r.code != 0 || !strings.Contains(r.stdout, "ALICE-PRIVATE") {
 			t.Errorf("below a directory others may enter: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 		}
+		// Others' x is not all: an ACL entry may keep a user out, and a
+		// group its members (the kernel holds them to its bits alone).
+		if err := unix.Setxattr(private, "system.posix_acl_access", posixACL(65534, 0, 1, 1), 0); err != nil {
+			t.Fatalf("set an ACL on %s: %v", private, err)
+		}
+		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "its ACL may keep some users out") || strings.Contains(r.stdout, "ALICE") {
+			t.Errorf("below uid 1500's 0711 directory whose ACL denies uid 65534: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		if err := unix.Removexattr(private, "system.posix_acl_access"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(private, 1500, 65534); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, private, 0o701)
+		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "its group may not enter it") || strings.Contains(r.stdout, "ALICE") {
+			t.Errorf("below uid 1500's 0701 directory of group 65534: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
 		// Root's 0750 that an ACL opens to uid 1500 (udisks's
 		// /media/<user>) is hers; root's own without one is the caller's.
 		if err := os.Chown(private, 0, 0); err != nil {

@@ -78,7 +78,7 @@ func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
 			why          string
 		}{
 			{5, 0, shared + ", which is or holds the rootfs, is uid 0's with an ACL for some users and others may not enter it (mode 0750)"},
-			{7, 5, shared + ", which holds the rootfs, may be written by others than its owner (mode 0775, group 0 with an ACL for some users)"},
+			{7, 5, shared + ", which is or holds the rootfs, is uid 0's with an ACL for some users and its ACL may keep some users out (mode 0775)"},
 		} {
 			if err := unix.Setxattr(shared, "system.posix_acl_access", posixACL(1500, c.named, c.named, c.other), 0); err != nil {
 				t.Fatalf("set an ACL on %s: %v", shared, err)
