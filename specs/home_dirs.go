@@ -153,7 +153,7 @@ func privateInHome(real string) string {
 	case dir == "":
 		return ""
 	}
-	return fmt.Sprintf("lies below %s (mode %04o%s), where %s: a bind would show the job what the home's owner keeps from other users; bind a directory others may reach", dir, st.Mode&0o7777, aclNote(dir), whoIsKeptOut(dir, st))
+	return fmt.Sprintf("lies below %s (mode %04o%s), where %s: a bind would show the job what the home's owner keeps from other users; bind a directory others may reach", dir, st.Mode&0o7777, openedTo(dir, st), whoIsKeptOut(dir, st))
 }
 
 // closedAbove walks from real's parent up to top (or /) and returns the
@@ -182,11 +182,11 @@ func closedAbove(real, top string, closed func(dir string, st *unix.Stat_t) bool
 // root, past it, so a bind of /tmp/alice/notes below alice's 0700
 // /tmp/alice showed the job what no other local user can read, as a
 // home's would (privateInHome). Root's own such directories (a harness's
-// mktemp -d) are the caller's, and let be, but for one an ACL opens to
-// some users.
+// mktemp -d) are the caller's, and let be, but for one an ACL or a group
+// other than root's opens to some users (openedTo).
 func privateOfAUser(real string) string {
 	dir, st, err := closedAbove(real, "/", func(dir string, st *unix.Stat_t) bool {
-		return whoIsKeptOut(dir, st) != "" && (st.Uid != 0 || HasACL(dir))
+		return whoIsKeptOut(dir, st) != "" && (st.Uid != 0 || openedTo(dir, st) != "")
 	})
 	switch {
 	case err != nil:
@@ -194,15 +194,18 @@ func privateOfAUser(real string) string {
 	case dir == "":
 		return ""
 	}
-	return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), where %s: a bind would show the job what its owner keeps from other users; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, aclNote(dir), whoIsKeptOut(dir, st))
+	return fmt.Sprintf("lies below %s (mode %04o, uid %d's%s), where %s: a bind would show the job what its owner keeps from other users; bind a directory others may reach", dir, st.Mode&0o7777, st.Uid, openedTo(dir, st), whoIsKeptOut(dir, st))
 }
 
 // whoIsKeptOut says whom the directory dir (st) keeps from entering it,
-// or "" for no one: others without x; its group without x, since a user
-// in the group is held to the group's bits, not the others'; or, with an
-// access ACL, any user a named entry names, whatever the others' bits.
+// or "" for no one: its owner, a user other than root, without x; others
+// without x; its group without x, since a user in the group is held to
+// the group's bits, not the others'; or, with an access ACL, any user a
+// named entry names, whatever the others' bits.
 func whoIsKeptOut(dir string, st *unix.Stat_t) string {
 	switch {
+	case st.Uid != 0 && st.Mode&0o100 == 0:
+		return "its owner may not enter it"
 	case st.Mode&0o001 == 0:
 		return "others may not enter it"
 	case st.Mode&0o010 == 0:
@@ -224,9 +227,16 @@ func HasACL(path string) bool {
 	return !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOENT)
 }
 
-func aclNote(dir string) string {
-	if HasACL(dir) {
+// openedTo names whom a directory that keeps others out opens to beside
+// its owner, for root's, which are the caller's but for these: the users
+// of an access ACL (udisks's /media/<user>), or a group other than root's
+// by its bits (root:staff 0750). "" for neither.
+func openedTo(dir string, st *unix.Stat_t) string {
+	switch {
+	case HasACL(dir):
 		return " with an ACL for some users"
+	case st.Gid != 0 && st.Mode&0o010 != 0 && st.Mode&0o001 == 0:
+		return fmt.Sprintf(" open to group %d", st.Gid)
 	}
 	return ""
 }

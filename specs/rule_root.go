@@ -180,8 +180,8 @@ func (c *Context) sharedDirRefusal(real, bundle string) string {
 			return "the directories above the rootfs cannot be checked (" + err.Error() + ")"
 		}
 		perm, uid, gid := st.Mode&0o7777, st.Uid, st.Gid
-		if out := whoIsKeptOut(d, &st); out != "" && (uid != 0 || HasACL(d)) {
-			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's%s and %s (mode %04o): the job would read what its owner keeps from other users; lay the rootfs out in a directory of your own", d, uid, aclNote(d), out, perm)
+		if out := whoIsKeptOut(d, &st); out != "" && (uid != 0 || openedTo(d, &st) != "") {
+			return fmt.Sprintf("%s, which is or holds the rootfs, is uid %d's%s and %s (mode %04o): the job would read what its owner keeps from other users; lay the rootfs out in a directory of your own", d, uid, openedTo(d, &st), out, perm)
 		}
 		// A directory with an ACL was refused above: its named entries,
 		// whose write shows only in the group's bits (the mask), are users.

@@ -269,6 +269,22 @@ func TestPlainBindKeepsAUsersDirectoryPrivate(t *testing.T) {
 		if r := bind(); r.code != 0 || !strings.Contains(r.stdout, "ALICE-PRIVATE") {
 			t.Errorf("below root's own 0750: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
 		}
+		// A group other than root's opens it to its members as an ACL
+		// does (root:staff 0750).
+		if err := os.Chown(private, 0, 50); err != nil {
+			t.Fatal(err)
+		}
+		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "open to group 50") || strings.Contains(r.stdout, "ALICE") {
+			t.Errorf("below root's 0750 of group 50: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
+		// An owner other than root kept out by its own bits.
+		if err := os.Chown(private, 1500, 1500); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, private, 0o055)
+		if r := bind(); r.code == 0 || !strings.Contains(r.stderr, "its owner may not enter it") {
+			t.Errorf("below uid 1500's 0055 directory: exit %d, stdout %q\n%s", r.code, r.stdout, r.stderr)
+		}
 	})
 }
 

@@ -88,6 +88,15 @@ func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
 		if err := unix.Removexattr(shared, "system.posix_acl_access"); err != nil {
 			t.Fatal(err)
 		}
+		// As root's that a group other than root's may enter.
+		if err := os.Chown(shared, 0, 50); err != nil {
+			t.Fatal(err)
+		}
+		chmod(t, shared, 0o750)
+		refused("a rootfs below root's directory group 50 may enter", shared+", which is or holds the rootfs, is uid 0's open to group 50 and others may not enter it (mode 0750)")
+		if err := os.Chown(shared, 0, 0); err != nil {
+			t.Fatal(err)
+		}
 
 		// The same bundle, the directory no longer anyone else's to write
 		// or closed to others: run.
