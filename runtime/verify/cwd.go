@@ -112,6 +112,12 @@ func JudgeExecCwd(root, cwd string, uid, gid uint32, groups []uint32) (ExecCwd, 
 		dir.Close()
 		return ExecCwd{Blocked: w.blocked}, nil
 	}
+	if !w.inside {
+		// The walk stopped before the root (deeper than maxCwdDepth):
+		// the directories above were not judged.
+		dir.Close()
+		return ExecCwd{}, fmt.Errorf("cwd %s: the walk up from it did not meet the container's root", cwd)
+	}
 	if w.writable || cwd != filepath.Clean(cwd) || !sameDirNoLinks(rfd, cwd, dir) {
 		return ExecCwd{Dir: dir}, nil
 	}
