@@ -93,7 +93,9 @@ func Exec(g *Globals, v Values, args []string) error {
 			decisions = append(decisions, *d)
 		}
 	}
-	if err == nil && live && !state.Alive(rec.InitPid, rec.InitStart) {
+	if live && !state.Alive(rec.InitPid, rec.InitStart) {
+		// Whatever the cwd's judgement said: a tree that went with its
+		// process answers nothing about the cwd.
 		err = fmt.Errorf("exec: container %s stopped while its cwd was resolved", id)
 	}
 	entry := audit.Entry{Event: "exec", ID: id, Bundle: rec.Bundle, Profile: profile.Name, Backend: b.Name,
@@ -184,7 +186,7 @@ func execCwd(liveRoot string, p *rspec.Process, preserved int) (*os.File, *specs
 		return nil, nil, nil
 	}
 	judged, err := verify.JudgeExecCwd(liveRoot, p.Cwd, p.User.UID, p.User.GID, p.User.AdditionalGids)
-	if errors.Is(err, unix.ENOENT) {
+	if errors.Is(err, verify.ErrNoCwd) {
 		return nil, nil, fmt.Errorf("rule cwd refuses process.cwd %s: there is no such directory in the container; give the exec a cwd that exists", p.Cwd)
 	}
 	if err != nil {

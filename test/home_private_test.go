@@ -403,6 +403,15 @@ func TestExecCwdSwappedByTheJob(t *testing.T) {
 				}
 			}
 		}
+		// A cwd that is not there is refused by name: on runc by bulkhead,
+		// before runc runs; runsc looks for it in the sandbox's tree.
+		want := "process.cwd /tmp/nope: there is no such directory in the container"
+		if backend == "runsc" {
+			want = `failed to find initial working directory "/tmp/nope"`
+		}
+		if r := bulkhead(t, "", append(g, "exec", "--cwd", "/tmp/nope", id, "true")...); r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("exec --cwd /tmp/nope: exit %d, want the cwd refused by name (%s)\n%s", r.code, want, r.stderr)
+		}
 		t.Logf("%s: %d of 40 execs ran in the job's directory", backend, ran)
 	})
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,6 +78,10 @@ type ExecCwd struct {
 	Dir *os.File
 }
 
+// ErrNoCwd is JudgeExecCwd's answer for a cwd that is not in the
+// container's tree, apart from a root that is gone with its process.
+var ErrNoCwd = errors.New("no such directory in the container")
+
 // JudgeExecCwd judges the directory cwd inside root, the root of a
 // running container's process (/proc/PID/root), for a process of uid,
 // gid and groups without a capability that passes every search (the
@@ -84,7 +89,7 @@ type ExecCwd struct {
 func JudgeExecCwd(root, cwd string, uid, gid uint32, groups []uint32) (ExecCwd, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return ExecCwd{}, err
+		return ExecCwd{}, fmt.Errorf("the container's root: %w", err)
 	}
 	defer unix.Close(rfd)
 	var rst unix.Stat_t
@@ -94,34 +99,37 @@ func JudgeExecCwd(root, cwd string, uid, gid uint32, groups []uint32) (ExecCwd, 
 	// A cwd that is not there cannot be handed over open, and the job
 	// may make it before runc looks: it is refused (ENOENT).
 	fd, err := unix.Openat2(rfd, cwd, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT})
+	if errors.Is(err, unix.ENOENT) {
+		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, ErrNoCwd)
+	}
 	if err != nil {
 		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
 	}
 	dir := os.NewFile(uintptr(fd), cwd)
+	defer func() {
+		if dir != nil {
+			dir.Close()
+		}
+	}()
 	up, err := unix.FcntlInt(dir.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		dir.Close()
 		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
 	}
 	w, err := walkToRoot(up, &rst, searcher{uid: uid, groups: append([]uint32{gid}, groups...)}, true)
-	if err != nil {
-		dir.Close()
+	switch {
+	case err != nil:
 		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
-	}
-	if w.blocked != "" {
-		dir.Close()
+	case w.blocked != "":
 		return ExecCwd{Blocked: w.blocked}, nil
-	}
-	if !w.inside {
+	case !w.inside:
 		// The walk stopped before the root (deeper than maxCwdDepth):
 		// the directories above were not judged.
-		dir.Close()
 		return ExecCwd{}, fmt.Errorf("cwd %s: the walk up from it did not meet the container's root", cwd)
+	case w.writable || cwd != filepath.Clean(cwd) || !sameDirNoLinks(rfd, cwd, dir):
+		handed := dir
+		dir = nil // the caller's to close now
+		return ExecCwd{Dir: handed}, nil
 	}
-	if w.writable || cwd != filepath.Clean(cwd) || !sameDirNoLinks(rfd, cwd, dir) {
-		return ExecCwd{Dir: dir}, nil
-	}
-	dir.Close()
 	return ExecCwd{}, nil
 }
 

@@ -221,8 +221,13 @@ func TestJudgeExecCwd(t *testing.T) {
 		t.Errorf("/alice/sub for uid 0 without capabilities: %+v, %v; want it blocked", j, err)
 	}
 	// The job could make a missing cwd before runc looks for it.
-	if _, err := JudgeExecCwd(base, "/missing", 65534, 65534, nil); !errors.Is(err, unix.ENOENT) {
-		t.Errorf("/missing: %v, want ENOENT", err)
+	if _, err := JudgeExecCwd(base, "/missing", 65534, 65534, nil); !errors.Is(err, ErrNoCwd) {
+		t.Errorf("/missing: %v, want ErrNoCwd", err)
+	}
+	// A root gone with its process (the container stopped) is no answer
+	// about the cwd.
+	if _, err := JudgeExecCwd(filepath.Join(base, "gone"), "/alice", 65534, 65534, nil); err == nil || errors.Is(err, ErrNoCwd) {
+		t.Errorf("a root that is not there: %v, want an error other than ErrNoCwd", err)
 	}
 }
 
