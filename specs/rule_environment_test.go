@@ -38,11 +38,26 @@ func TestRuleEnvironment(t *testing.T) {
 		"REDIS_URL=redis://:pw0rd@cache:6379/0",
 		"PAYMENT=sk_live_51HabcdefghijKLMNOPqrstu",
 		"BEARER=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+		// Names of CI credentials beyond the usual words.
+		"GPG_PASSPHRASE=correct horse battery staple", "AUTHORIZATION=x", "PGPASS=hunter2", "COOKIE=session=abc",
+		"AZURE_STORAGE_CONNECTION_STRING=x", "SLACK_WEBHOOK_URL=x", "SESSION_COOKIE=x",
+		// Harmless names, values of connection strings, webhooks, headers
+		// and encoded keys.
+		"CONN=DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4==;EndpointSuffix=core.windows.net",
+		"JDBC=jdbc:postgresql://db/app?user=app&password=hunter2",
+		"SAS=https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=abcdEFGH1234%2B",
+		"HOOK=https://hooks.slack.com/services/T0000000/B0000000/XXXXXXXXXXXXXXXXXXXXXXXX",
+		"DHOOK=https://discord.com/api/webhooks/123456/abcdef",
+		"HDR=Bearer ya29.a0AfH6SMBx7example", "G_OAUTH=ya29.a0AfH6SMBx7example", "BASIC=Basic dXNlcjpwYXNzd29yZA==",
+		"SSH_KEY_B64=LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0K",
+		`DOCKER_CONFIG_JSON={"auths":{"ghcr.io":{"auth":"dXNlcjpnaHBfeHh4"}}}`,
 	}
 	keep := []string{"PATH=/usr/bin:/bin", "HOME=/root", "TERM=xterm", "HOSTNAME=abc123", "LANG=C.UTF-8",
 		"AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=eu-west-1", "KEYBOARD=us", "URL=https://example.com/x",
 		"NO_VALUE", "PWD=/src", "OLDPWD=/", "PASSAGE=3", "GOPATH=/go",
-		"TOKENIZERS_PARALLELISM=false", "PASSWORD_STORE_DIR=/home/sandbox/.password-store"}
+		"TOKENIZERS_PARALLELISM=false", "PASSWORD_STORE_DIR=/home/sandbox/.password-store",
+		"AUTHOR=jane", "COOKIECUTTER_CONFIG=/src/cc.yaml", "PGPASSFILE=/src/.pgpass", "XDG_SESSION_TYPE=tty",
+		"MOTD=Basic setup done", "HOOKS=pre-commit", "QUERY=a=1&b=2", "SIGNAL=TERM"}
 	c := testContext()
 	s := hostileSpec()
 	s.Process.Env = append(append([]string{}, keep...), secrets...)
