@@ -56,13 +56,20 @@ func bindSourceRefusal(c *Context, annotations map[string]string, src string, fd
 	if why := c.bindRootsRefusal(annotations, real); why != "" {
 		return why
 	}
+	return channelRefusal(real, "bind a directory", findChannel)
+}
+
+// channelRefusal refuses a tree the job will see (a bind source, a
+// rootfs) at real that holds a socket or a FIFO, or an engine's state, as
+// findChannel finds them; advice says what to mount instead.
+func channelRefusal(real, advice string, findChannel func(real string) (string, error)) string {
 	var held *EngineStateError
 	if ch, err := findChannel(real); errors.As(err, &held) {
-		return real + " is or holds " + held.Error() + "; bind a directory without it"
+		return real + " is or holds " + held.Error() + "; " + advice + " without it"
 	} else if err != nil {
-		return fmt.Sprintf("the source cannot be checked for sockets and FIFOs (%v)", err)
+		return fmt.Sprintf("%s cannot be checked for sockets and FIFOs (%v)", real, err)
 	} else if ch != "" {
-		return ch + " is a socket or a FIFO: connecting to one or writing to the other needs no write access to the mount (a read-only bind does not stop it), and reaches a process outside the sandbox; bind a directory without them"
+		return ch + " is a socket or a FIFO: connecting to one or writing to the other needs no write access to the mount (a read-only mount does not stop it), and reaches a process outside the sandbox; " + advice + " without them"
 	}
 	return ""
 }

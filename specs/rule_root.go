@@ -152,6 +152,20 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 			return real + " is a mount of " + pl.Path + ", which " + why
 		}
 	}
+	// A rootfs of plain storage is a tree of the host's, as a bind
+	// source is: a host process listening on a socket in it, or reading a
+	// FIFO, is reached by a job without a network (a read-only root stops
+	// neither). Through an overlay, a layer's socket or FIFO is the
+	// overlay's own inode: a connect is refused and a FIFO is a pipe of
+	// its own, so an engine's snapshot, often an image of tens of
+	// thousands of files, is not walked.
+	if h := src.Holder; h == nil || h.FSType != "overlay" {
+		find := c.findChannel
+		if fd >= 0 {
+			find = func(string) (string, error) { return findChannelAt(fd, real) }
+		}
+		return channelRefusal(real, "lay the rootfs out", find)
+	}
 	return ""
 }
 
