@@ -76,6 +76,6 @@ var Controls = []Control{
 		"none: refused before start", nil, nil},
 	{"sysctl, rlimits, scheduling, oom_score_adj", []string{"sysctl", "rlimits", "scheduling", "oom_score_adj"}, "sysctls, hostname and domainname only in namespaces of the container's own (not a pod sandbox's it joins); rlimits from an allowlist with ceilings (RLIMIT_CORE 0, no RT, no message queues), soft ≤ hard, each type once; no realtime policy or I/O class, nice ≥ 0; oom_score_adj ≥ 500",
 		"namespaces, rlimits, OOM killer", nil, nil},
-	{"security labels", []string{"security_labels"}, "AppArmor profiles from apparmor_profiles, container SELinux types; never unconfined",
+	{"security labels", []string{"security_labels"}, "AppArmor profiles from apparmor_profiles, container SELinux types at a level of one sensitivity and one or two categories (s0:c123,c456), never a range; never unconfined",
 		"AppArmor, SELinux", nil, nil},
 }

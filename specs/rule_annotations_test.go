@@ -64,6 +64,39 @@ func TestRuleSchedulingAndLabels(t *testing.T) {
 		{name: "spc_t", spec: func(s *rspec.Spec) { s.Process.SelinuxLabel = "system_u:system_r:spc_t:s0" },
 			want: func(t *testing.T, s *rspec.Spec, ds []Decision) { wantDecision(t, ds, "process.selinuxLabel", Refused) }},
 	})
+	// A container type with a level that is not one container's own.
+	for label, ok := range map[string]bool{
+		"system_u:system_r:container_t:s0:c123,c456":   true,
+		"system_u:system_r:container_t:s0:c5":          true,
+		"system_u:system_r:container_t":                true,
+		"system_u:system_r:container_t:s0-s0:c0.c1023": false,
+		"system_u:system_r:container_t:s0:c0.c1023":    false,
+		"system_u:system_r:container_t:s0":             false,
+		"system_u:system_r:container_t:s0:c1,c2,c3":    false,
+		"system_u:system_r:container_t:s0:c1,":         false,
+		"system_u:system_r:container_t:s0-s15:c1,c2":   false,
+		"system_u:object_r:container_file_t:s0:c1,c2":  true,
+	} {
+		for _, field := range []string{"process.selinuxLabel", "linux.mountLabel"} {
+			runRule(t, ruleSecurityLabels, []ruleCase{{name: field + " " + label,
+				spec: func(s *rspec.Spec) {
+					if field == "linux.mountLabel" {
+						s.Linux.MountLabel = label
+					} else {
+						s.Process.SelinuxLabel = label
+					}
+				},
+				want: func(t *testing.T, s *rspec.Spec, ds []Decision) {
+					refused := false
+					for _, d := range ds {
+						refused = refused || d.Field == field && d.Action == Refused
+					}
+					if refused == ok {
+						t.Errorf("%s %s: refused %v, want %v: %+v", field, label, refused, !ok, ds)
+					}
+				}}})
+		}
+	}
 }
 
 func TestRuleRlimitsAllowlist(t *testing.T) {
