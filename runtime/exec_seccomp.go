@@ -37,9 +37,10 @@ func execUnderFilter(handed string, s *rspec.Spec, p *rspec.Process) (specs.Deci
 	if len(p.Args) == 0 {
 		return specs.Decision{}, fmt.Errorf("%s: empty", field)
 	}
-	p.Args = seccompexec.Argv(prog, p.Args)
+	p.Args = seccompexec.Argv(p.Args)
+	p.Env = seccompexec.Env(prog, p.Env)
 	return specs.Decision{Rule: rule, Field: field, Action: specs.Tightened,
-		After: fmt.Sprintf("%s <the container's filter, %d bytes of BPF> -- args", seccompexec.Path, len(prog)), Layer: specs.LayerSeccomp,
+		After: fmt.Sprintf("%s -- args, with the container's filter (%d bytes of BPF) in %s", seccompexec.Path, len(prog), seccompexec.EnvName), Layer: specs.LayerSeccomp,
 		Why: "runsc gives an exec'd process no seccomp filter: it starts through bulkhead's program, which installs the container's filter inside the sandbox and only then executes the args"}, nil
 }
 

@@ -135,7 +135,7 @@ func TestExecUnderTheFilter(t *testing.T) {
 			// Inside gVisor too, the program refuses a filter it cannot
 			// install (one instruction that is no return) and does not
 			// run the command.
-			r = exec(seccompexec.Path, "0000000000000000", "--", "touch", "/tmp/ran")
+			r = exec("env", seccompexec.EnvName+"=0000000000000000", seccompexec.Path, "--", "touch", "/tmp/ran")
 			if r.code == 0 || !strings.Contains(r.stderr, "SECCOMP_SET_MODE_FILTER") {
 				t.Errorf("a broken filter: exit %d, stderr %q; want a refusal", r.code, r.stderr)
 			}

@@ -409,8 +409,14 @@ func TestExecCwdSwappedByTheJob(t *testing.T) {
 		if backend == "runsc" {
 			want = `failed to find initial working directory "/tmp/nope"`
 		}
-		if r := bulkhead(t, "", append(g, "exec", "--cwd", "/tmp/nope", id, "true")...); r.code == 0 || !strings.Contains(r.stderr, want) {
+		r := bulkhead(t, "", append(g, "exec", "--cwd", "/tmp/nope", id, "true")...)
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
 			t.Errorf("exec --cwd /tmp/nope: exit %d, want the cwd refused by name (%s)\n%s", r.code, want, r.stderr)
+		}
+		// runsc quotes the exec's argv: it must be one a person reads, not
+		// the seccomp filter bulkhead's program installs (kilobytes).
+		if len(r.stderr) > 1024 {
+			t.Errorf("exec --cwd /tmp/nope: a refusal of %d bytes:\n%.300s...", len(r.stderr), r.stderr)
 		}
 		t.Logf("%s: %d of 40 execs ran in the job's directory", backend, ran)
 	})

@@ -3,13 +3,14 @@
 // process of a runsc exec through it, because runsc applies the
 // container's filter to the init only (see runtime/seccompexec):
 //
-//	bulkhead-seccomp-exec <BPF program in hex> -- <command> [args...]
+//	BULKHEAD_SECCOMP_FILTER=<BPF program in hex> bulkhead-seccomp-exec -- <command> [args...]
 //
 // It fails closed: when the filter cannot be decoded or installed, or the
 // command cannot be found or executed, it says why on stderr and exits
 // non-zero; it never executes the command without the filter. The command
-// keeps its stdin, stdout, stderr, environment, working directory and
-// argv (argv[0] included), so its output and exit status are its own.
+// keeps its stdin, stdout, stderr, environment (less the filter's
+// variable), working directory and argv (argv[0] included), so its output
+// and exit status are its own.
 //
 // The binary must be static (CGO_ENABLED=0): it runs in the container's
 // root filesystem, which may have no libc or another one.
@@ -41,11 +42,10 @@ func run(argv []string) (int, error) {
 	// The filter is installed on this thread and execve must run on the
 	// same one: a Go program's threads are the runtime's to switch.
 	runtime.LockOSThread()
-	filter, args, err := seccompexec.Parse(argv)
+	filter, args, env, err := seccompexec.Parse(argv, os.Environ())
 	if err != nil {
 		return exitCannotRun, err
 	}
-	env := os.Environ()
 	// Resolved before the filter is installed, so that the lookup's own
 	// system calls cannot be what the filter denies.
 	path, err := lookup(args[0], env)

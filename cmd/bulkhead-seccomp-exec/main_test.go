@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"bulkhead.dev/bulkhead/runtime/seccompexec"
 	"bulkhead.dev/bulkhead/seccomp"
 )
 
@@ -38,9 +39,12 @@ type outcome struct {
 	code           int
 }
 
-func runProgram(t *testing.T, bin string, argv ...string) outcome {
+// runProgram runs the program with the filter prog (hex) in its
+// environment, as bulkhead hands it over, and argv.
+func runProgram(t *testing.T, bin, prog string, argv ...string) outcome {
 	t.Helper()
 	cmd := exec.Command(bin, argv...)
+	cmd.Env = append(os.Environ(), seccompexec.EnvName+"="+prog)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
@@ -72,13 +76,16 @@ func defaultProgram(t *testing.T) string {
 // the command's own.
 func TestRunsUnderTheFilter(t *testing.T) {
 	bin := build(t)
-	script := `grep '^Seccomp:' /proc/self/status; unshare -U true 2>&1; echo unshare=$?; exit 7`
+	script := `grep '^Seccomp:' /proc/self/status; unshare -U true 2>&1; echo unshare=$?; echo "filter in env: ${` + seccompexec.EnvName + `:-none}"; exit 7`
 	r := runProgram(t, bin, defaultProgram(t), "--", busybox, "sh", "-c", script)
 	if r.code != 7 {
 		t.Fatalf("exit %d, want the command's 7; stderr %q", r.code, r.stderr)
 	}
 	if !strings.Contains(r.stdout, "Seccomp:\t2") {
 		t.Errorf("stdout %q: want Seccomp: 2 (filter mode)", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "filter in env: none") {
+		t.Errorf("stdout %q: the filter's variable reached the command", r.stdout)
 	}
 	if !strings.Contains(r.stdout, "Operation not permitted") || !strings.Contains(r.stdout, "unshare=1") {
 		t.Errorf("stdout %q: want unshare(CLONE_NEWUSER) refused with EPERM", r.stdout)

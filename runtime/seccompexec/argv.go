@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,28 +27,61 @@ const (
 	maxInsns = 4096 // BPF_MAXINSNS
 )
 
-// Argv is the argument vector that runs args under program: the
-// program's path inside the container, the filter, the separator, and
+// EnvName is the variable that carries the filter, in hex, to the
+// program, which takes it out of the environment it hands the workload.
+// Not an argument: runsc quotes an exec's whole argv in its errors ("failed
+// to find initial working directory"), and a filter is kilobytes.
+const EnvName = "BULKHEAD_SECCOMP_FILTER"
+
+// Argv is the argument vector that runs args under the filter Env
+// carries: the program's path inside the container, the separator, and
 // args unchanged (args[0] is resolved inside, as runsc would).
-func Argv(program []byte, args []string) []string {
-	return append([]string{Path, hex.EncodeToString(program), separator}, args...)
+func Argv(args []string) []string {
+	return append([]string{Path, separator}, args...)
 }
 
-// Parse splits the program's argument vector into the filter, decoded
-// and checked for shape, and the workload's argv.
-func Parse(argv []string) ([]unix.SockFilter, []string, error) {
-	if len(argv) < 4 || argv[2] != separator {
-		return nil, nil, fmt.Errorf("usage: %s <BPF program in hex> -- <command> [args...]", Binary)
+// Env is env with program as EnvName, the only entry of that name.
+func Env(program []byte, env []string) []string {
+	return append(without(env, EnvName), EnvName+"="+hex.EncodeToString(program))
+}
+
+// without is env less every entry named name.
+func without(env []string, name string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if n, _, _ := strings.Cut(kv, "="); n != name {
+			out = append(out, kv)
+		}
 	}
-	raw, err := hex.DecodeString(argv[1])
+	return out
+}
+
+// Parse reads the program's argument vector and environment: the filter,
+// decoded and checked for shape, the workload's argv, and the environment
+// without the filter. Anything but exactly one EnvName is refused: with
+// two, which one a reader takes is the reader's choice.
+func Parse(argv, env []string) ([]unix.SockFilter, []string, []string, error) {
+	if len(argv) < 3 || argv[1] != separator {
+		return nil, nil, nil, fmt.Errorf("usage: %s=<BPF program in hex> %s -- <command> [args...]", EnvName, Binary)
+	}
+	var hexProg []string
+	for _, kv := range env {
+		if n, v, _ := strings.Cut(kv, "="); n == EnvName {
+			hexProg = append(hexProg, v)
+		}
+	}
+	if len(hexProg) != 1 {
+		return nil, nil, nil, fmt.Errorf("%d filters in %s, want exactly one", len(hexProg), EnvName)
+	}
+	raw, err := hex.DecodeString(hexProg[0])
 	if err != nil {
-		return nil, nil, fmt.Errorf("the filter is not hex: %w", err)
+		return nil, nil, nil, fmt.Errorf("the filter is not hex: %w", err)
 	}
 	insns, err := Decode(raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return insns, argv[3:], nil
+	return insns, argv[2:], without(env, EnvName), nil
 }
 
 // Decode reads a program of struct sock_filter in host byte order. Only

@@ -12,15 +12,19 @@
 // Linux. bulkhead binds that program read-only into every runsc container
 // it enforces (at Path) and starts each exec'd process through it:
 //
-//	/.bulkhead/seccomp-exec <filter in hex> -- <the process's args...>
+//	BULKHEAD_SECCOMP_FILTER=<filter in hex> /.bulkhead/seccomp-exec -- <the process's args...>
 //
 // The filter is the classic BPF program libseccomp generates for the
 // filter handed to runsc, in the kernel's struct sock_filter layout, host
-// byte order. It travels in the argument vector rather than in a file next
-// to the program: each exec carries exactly the program bulkhead compiled
-// for it, there is no second mount or file to keep in step with the
-// handed spec, and the kernel's largest program (4096 instructions, 64 KiB
-// as hex) fits in one argument (MAX_ARG_STRLEN is 128 KiB).
+// byte order. It travels in the process's environment rather than in a
+// file next to the program: each exec carries exactly the program bulkhead
+// compiled for it, there is no second mount or file to keep in step with
+// the handed spec, and the kernel's largest program (4096 instructions,
+// 64 KiB as hex) fits in one variable (MAX_ARG_STRLEN is 128 KiB). Not in
+// the argument vector, where it was first: runsc quotes an exec's argv in
+// its errors, and a person read kilobytes of hex before "failed to find
+// initial working directory". The program takes the variable out of the
+// environment it hands the workload.
 //
 // The package is pure Go: the program is static (CGO_ENABLED=0).
 package seccompexec
