@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/moby/sys/mountinfo"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
@@ -64,7 +65,7 @@ func JudgeRoot(c *Context, annotations map[string]string, real, bundleReal strin
 		return c.rootMountRefusal(annotations, real, bundleReal, fd)
 	}
 	if dockerOwnLayer(c, real) {
-		return ""
+		return c.dockerLayerRefusal(real, fd)
 	}
 	return real + " lies outside the bundle (" + bundleReal + ") and is not the layer the engine made for this container"
 }
@@ -89,7 +90,7 @@ func rootRefusal(c *Context, annotations map[string]string, root string) string 
 		return c.rootMountRefusal(annotations, real, bundle, -1)
 	}
 	if dockerOwnLayer(c, real) {
-		return ""
+		return c.dockerLayerRefusal(real, -1)
 	}
 	return real + " lies outside the bundle and is not the layer the engine made for this container"
 }
@@ -104,6 +105,17 @@ func dockerOwnLayer(c *Context, root string) bool {
 	}
 	mountID, err := c.dockerMountID(m[1], c.ID)
 	return err == nil && mountID == m[2]
+}
+
+// dockerLayerRefusal judges dockerd's own layer for this container at
+// real (opened at fd, -1 when not) for what a host process made through
+// it: its upper layer holds no socket or FIFO (rootChannelRefusal).
+func (c *Context) dockerLayerRefusal(real string, fd int) string {
+	src, err := c.mountedFrom(real, fd)
+	if err != nil {
+		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")"
+	}
+	return c.rootChannelRefusal(src.Holder, real, fd)
 }
 
 // rootMountRefusal judges the files really at a rootfs inside the bundle
@@ -152,21 +164,39 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 			return real + " is a mount of " + pl.Path + ", which " + why
 		}
 	}
-	// A rootfs of plain storage is a tree of the host's, as a bind
-	// source is: a host process listening on a socket in it, or reading a
-	// FIFO, is reached by a job without a network (a read-only root stops
-	// neither). Through an overlay, a layer's socket or FIFO is the
-	// overlay's own inode: a connect is refused and a FIFO is a pipe of
-	// its own, so an engine's snapshot, often an image of tens of
-	// thousands of files, is not walked.
-	if h := src.Holder; h == nil || h.FSType != "overlay" {
+	return c.rootChannelRefusal(src.Holder, real, fd)
+}
+
+// rootChannelRefusal refuses a rootfs (real, opened at fd, -1 when not,
+// on the mount holder) that holds a socket or a FIFO, as a bind source's
+// tree may not: a host process listening on a socket in it, or reading a
+// FIFO, is reached by a job without a network (a read-only root stops
+// neither). A rootfs of plain storage is walked whole. Of an overlay,
+// only the upper layer, where whatever a host process made through the
+// overlay lies, and which is empty in a fresh snapshot: a socket bound in
+// a layer directly is another inode than the overlay's, to which a
+// connect through the overlay is refused (measured), and the image below,
+// tens of thousands of files, is walked at no create.
+func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int) string {
+	const advice = "lay the rootfs out"
+	if h == nil || h.FSType != "overlay" {
 		find := c.findChannel
 		if fd >= 0 {
 			find = func(string) (string, error) { return findChannelAt(fd, real) }
 		}
-		return channelRefusal(real, "lay the rootfs out", find)
+		return channelRefusal(real, advice, find)
 	}
-	return ""
+	_, upper, _ := overlayLayers(h.VFSOptions)
+	if upper == "" {
+		return "" // read-only: nothing is made through it
+	}
+	return channelRefusal(real, advice, func(string) (string, error) {
+		ch, err := c.findChannel(upper)
+		if rest, ok := strings.CutPrefix(ch, upper); ok && ch != "" {
+			ch = real + rest // named where the job sees it
+		}
+		return ch, err
+	})
 }
 
 // sharedDirRefusal refuses a rootfs below a directory others may write

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,6 +157,29 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			mountAt(t, "overlay", filepath.Join(own, "rootfs"), "lowerdir="+image+",upperdir="+upper+",workdir="+work, 0)
 			if r := run(own, "root-own"); r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
 				t.Fatalf("an overlay of the image's snapshot at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
+			}
+
+			// A host service's socket bound, or a FIFO made, through the
+			// overlay is one the job reaches through its root (runc binds
+			// the same overlay): refused as in a plain rootfs.
+			sock := filepath.Join(own, "rootfs", "tmp", "svc.sock")
+			l, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := run(own, "root-own-sock"); r.code == 0 || !strings.Contains(r.stderr, sock+" is a socket or a FIFO") {
+				t.Fatalf("a host service's socket in the overlay at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+			l.Close() // unlinks it
+			fifo := filepath.Join(own, "rootfs", "tmp", "svc.fifo")
+			if err := unix.Mkfifo(fifo, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if r := run(own, "root-own-fifo"); r.code == 0 || !strings.Contains(r.stderr, fifo+" is a socket or a FIFO") {
+				t.Fatalf("a FIFO in the overlay at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+			if err := os.Remove(fifo); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
