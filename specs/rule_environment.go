@@ -87,7 +87,7 @@ func RemovedEnv(ds []Decision) []string {
 
 var (
 	secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "APIKEY", "API_KEY", "ACCESS_KEY", "PRIVATE_KEY",
-		"CREDENTIAL", "JWT", "AUTHORIZATION", "CONNECTION_STRING", "CONNSTR", "WEBHOOK"}
+		"CREDENTIAL", "JWT", "AUTHORIZATION", "CONNECTION_STRING", "CONNSTR", "WEBHOOK", "KUBECONFIG", "NETRC"}
 	secretNameSuffixes = []string{"_KEY", "_AUTH", "_PASS", "_PWD", "_DSN", "_COOKIE", "_COOKIES"}
 	secretNamePrefixes = []string{"AWS_", "VAULT_"}
 	secretNames        = []string{"SSH_AUTH_SOCK", "DOCKER_AUTH_CONFIG", "KUBECONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_CLIENT_SECRET", "NPM_TOKEN", "PGPASS", "COOKIE", "COOKIES"}
@@ -134,10 +134,12 @@ var secretValueRE = sync.OnceValue(func() *regexp.Regexp {
 		`|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|npm_[A-Za-z0-9]{30,}|AIza[0-9A-Za-z_-]{30,}` +
 		`|hf_[A-Za-z0-9]{30,}|pypi-[A-Za-z0-9_-]{40,}|glc_[A-Za-z0-9+/=_-]{30,}` +
 		`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+` +
-		`|-----BEGIN [A-Z ]*PRIVATE KEY-----|LS0tLS1CRUdJTi` + // the second is the first in base64
+		`|-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|LS0tLS1CRUdJTi` + // the second is the first in base64
+		`|dop_v1_[a-f0-9]{40,}|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}` +
+		`|(?i:machine\s+\S+\s+login\s+\S+\s+password\s+\S)` + // a netrc line
 		`|[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@` +
 		// password=, AccountKey= of a query or connection string (JDBC, Azure)
-		`|(?i:(?:^|[;&?\s])(?:password|passwd|pwd|accountkey|sharedaccesskey|sig|client_secret)=[^;&\s]{4,})` +
+		`|(?i:(?:^|[;&?\s])(?:password|passwd|pwd|accountkey|sharedaccesskey|sig|client_secret)=[^;&\s]+)` +
 		`|hooks\.slack\.com/(?:services|workflows|triggers)/|(?i:discord(?:app)?\.com/api/webhooks/)` +
 		`|^\s*(?i:bearer|basic|token)\s+\S{8,}|ya29\.[A-Za-z0-9_-]{10,}` +
 		`|"auth"\s*:\s*"[A-Za-z0-9+/=]{8,}"`)

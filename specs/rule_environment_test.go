@@ -51,6 +51,11 @@ func TestRuleEnvironment(t *testing.T) {
 		"HDR=Bearer ya29.a0AfH6SMBx7example", "G_OAUTH=ya29.a0AfH6SMBx7example", "BASIC=Basic dXNlcjpwYXNzd29yZA==",
 		"SSH_KEY_B64=LS0tLS1CRUdJTiBPUEVOU1NIIFBSSVZBVEUgS0VZLS0tLS0K",
 		`DOCKER_CONFIG_JSON={"auths":{"ghcr.io":{"auth":"dXNlcjpnaHBfeHh4"}}}`,
+		"PGPKEY=-----BEGIN PGP PRIVATE KEY BLOCK-----\nabc", "ADO=Server=x;Database=y;User Id=u;Password=p;",
+		"LIBPQ=user=u password=p host=h", "MACHINES=machine h login u password p", "KUBECONFIG_DATA=YXBpVmVyc2lvbjog",
+		"DO=dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		"SENDGRID=SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789",
+		"AZSAS=SharedAccessSignature sr=https%3A%2F%2Fns.servicebus.windows.net&sig=abc%2Bdef&se=1&skn=k",
 	}
 	keep := []string{"PATH=/usr/bin:/bin", "HOME=/root", "TERM=xterm", "HOSTNAME=abc123", "LANG=C.UTF-8",
 		"AWS_REGION=eu-west-1", "AWS_DEFAULT_REGION=eu-west-1", "KEYBOARD=us", "URL=https://example.com/x",
