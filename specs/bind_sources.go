@@ -30,7 +30,7 @@ func JudgeBindSource(c *Context, annotations map[string]string, real string, fd 
 	if why := hostPathRefusal(real); why != "" {
 		return why
 	}
-	return bindSourceRefusal(c, annotations, real, fd, func(string) (string, error) { return findChannelAt(fd, real) })
+	return bindSourceRefusal(c, annotations, real, fd, func(string) (string, error) { return c.findChannelAt(fd, real) })
 }
 
 // IsBind tells whether m is a bind mount, by type or by option.
@@ -165,23 +165,6 @@ func belowRoot(roots []string, p string) bool {
 		}
 	}
 	return false
-}
-
-// findChannel returns the first socket or FIFO (a channel to whatever
-// process on the host holds its other end) at or below root on root's own
-// mount (a plain bind does not carry submounts), or "". A source that
-// does not exist yet has none. root itself is not followed if it is a
-// symlink; the tree is walked from the descriptor (findChannelAt).
-func findChannel(root string) (string, error) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC})
-	if errors.Is(err, unix.ENOENT) {
-		return "", nil
-	}
-	if err != nil {
-		return "", &os.PathError{Op: "open", Path: root, Err: err}
-	}
-	defer unix.Close(fd)
-	return findChannelAt(fd, root)
 }
 
 // findChannelAt returns the first socket or FIFO at or below the file open at fd,

@@ -46,7 +46,7 @@ func TestFindChannelThroughDescriptor(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(src, "a/b/c/d/e"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := findChannel(src); err != nil || got != "" {
+	if got, err := (&Context{}).findChannel(src); err != nil || got != "" {
 		t.Fatalf("the harmless tree now at the name: %q %v, want none", got, err)
 	}
 	got, err := findChannelAt(fd, src)
@@ -78,18 +78,18 @@ func TestFindChannelNoSymlink(t *testing.T) {
 	if got, err := findChannelAt(openPath(t, src), src); err != nil || got != "" {
 		t.Fatalf("symlinks followed: %q %v, want none", got, err)
 	}
-	if got, err := findChannel(src); err != nil || got != "" {
+	if got, err := (&Context{}).findChannel(src); err != nil || got != "" {
 		t.Fatalf("symlinks followed by name: %q %v, want none", got, err)
 	}
 	mksock(t, filepath.Join(src, "sub/deeper/own.sock"))
-	if got, err := findChannel(src); err != nil || got != filepath.Join(src, "sub/deeper/own.sock") {
+	if got, err := (&Context{}).findChannel(src); err != nil || got != filepath.Join(src, "sub/deeper/own.sock") {
 		t.Fatalf("the tree's own socket: %q %v", got, err)
 	}
 	sock := filepath.Join(outside, "docker.sock")
-	if got, err := findChannel(sock); err != nil || got != sock {
+	if got, err := (&Context{}).findChannel(sock); err != nil || got != sock {
 		t.Fatalf("a source that is a socket: %q %v", got, err)
 	}
-	if got, err := findChannel(filepath.Join(dir, "absent")); err != nil || got != "" {
+	if got, err := (&Context{}).findChannel(filepath.Join(dir, "absent")); err != nil || got != "" {
 		t.Fatalf("an absent source: %q %v", got, err)
 	}
 }
@@ -102,7 +102,7 @@ func TestFindChannelFIFO(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(src, "a/b"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := findChannel(src); err != nil || got != "" {
+	if got, err := (&Context{}).findChannel(src); err != nil || got != "" {
 		t.Fatalf("a tree without one: %q %v", got, err)
 	}
 	fifo := filepath.Join(src, "a/b/pipe")
@@ -112,8 +112,39 @@ func TestFindChannelFIFO(t *testing.T) {
 	if got, err := findChannelAt(openPath(t, src), src); err != nil || got != fifo {
 		t.Fatalf("the tree's FIFO: %q %v, want %q", got, err, fifo)
 	}
-	if got, err := findChannel(fifo); err != nil || got != fifo {
+	if got, err := (&Context{}).findChannel(fifo); err != nil || got != fifo {
 		t.Fatalf("a source that is a FIFO: %q %v", got, err)
+	}
+}
+
+// TestFindChannelOncePerContainer: one create walks a tree once, when
+// planned, and answers the pin's judgement of the same directory, opened,
+// from that walk, under the name the pin gives it; a socket at the top is
+// remembered as found, not as a clean tree. Another create walks again.
+func TestFindChannelOncePerContainer(t *testing.T) {
+	src := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(src, "a"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &Context{}
+	if got, err := c.findChannel(src); err != nil || got != "" {
+		t.Fatalf("a tree without one: %q %v", got, err)
+	}
+	fifo := filepath.Join(src, "a", "pipe")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.findChannelAt(openPath(t, src), "/pinned"); err != nil || got != "" {
+		t.Errorf("the same create's second look: %q %v, want the first walk's answer", got, err)
+	}
+	if got, err := (&Context{}).findChannelAt(openPath(t, src), "/pinned"); err != nil || got != "/pinned/a/pipe" {
+		t.Errorf("another create's walk: %q %v, want /pinned/a/pipe", got, err)
+	}
+	if got, err := c.findChannel(fifo); err != nil || got != fifo {
+		t.Fatalf("a FIFO at the top: %q %v", got, err)
+	}
+	if got, err := c.findChannelAt(openPath(t, fifo), "/top"); err != nil || got != "/top" {
+		t.Errorf("a FIFO at the top, asked again: %q %v, want it found", got, err)
 	}
 }
 

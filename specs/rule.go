@@ -9,6 +9,9 @@ import (
 type Context struct {
 	// mounted remembers mountedFrom's answers for this container.
 	mounted map[mountedKey]MountSource
+	// walked remembers, per directory walked for sockets and FIFOs (by
+	// device and inode), what the walk found below it.
+	walked map[devIno]walk
 
 	Profile *Profile
 	// Bundle is the absolute path of the bundle; root.path and cwd resolve

@@ -182,7 +182,7 @@ func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int) str
 	if h == nil || h.FSType != "overlay" {
 		find := c.findChannel
 		if fd >= 0 {
-			find = func(string) (string, error) { return findChannelAt(fd, real) }
+			find = func(string) (string, error) { return c.findChannelAt(fd, real) }
 		}
 		return channelRefusal(real, advice, find)
 	}
