@@ -105,27 +105,66 @@ func oneMount(paths ...string) bool {
 }
 
 // overlayLayers are the directories an overlay's superblock options (as
-// mountinfo shows them) name: its lower layers, and its upper and work
-// directories.
-func overlayLayers(options string) (lower []string, upper, work string) {
+// mountinfo shows them) name: its lower layers (lowerdir=, or one per
+// lowerdir+= and datadir+= as the kernel's new mount API takes them), and
+// its upper and work directories. ok is false where a layer is in a form
+// this reading cannot be sure of: the kernel escapes a path's ',', '=',
+// space and '\' as octal, and a '\' left after undoing that (an escaped
+// ':' of lowerdir=) would split a path where the kernel does not.
+func overlayLayers(options string) (lower []string, upper, work string, ok bool) {
+	ok = true
 	for _, o := range strings.Split(options, ",") {
-		switch k, v, _ := strings.Cut(o, "="); k {
+		k, v, _ := strings.Cut(o, "=")
+		switch k {
+		case "lowerdir", "lowerdir+", "datadir+", "upperdir", "workdir":
+		default:
+			continue
+		}
+		v = unescapeOctal(v)
+		if strings.Contains(v, "\\") {
+			ok = false
+		}
+		switch k {
 		case "lowerdir":
 			lower = append(lower, strings.Split(v, ":")...)
+		case "lowerdir+", "datadir+":
+			lower = append(lower, v)
 		case "upperdir":
 			upper = v
 		case "workdir":
 			work = v
 		}
 	}
-	return lower, upper, work
+	return lower, upper, work, ok
 }
+
+// unescapeOctal undoes the kernel's \ooo escapes of a mount option's value.
+func unescapeOctal(v string) string {
+	if !strings.Contains(v, "\\") {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+3 < len(v) && isOctal(v[i+1]) && isOctal(v[i+2]) && isOctal(v[i+3]) {
+			b.WriteByte((v[i+1]-'0')<<6 | (v[i+2]-'0')<<3 | (v[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // imageLayersOnly tells whether an overlay's superblock options (as
 // mountinfo shows them) name only containerd's snapshots: image layers
 // below, a snapshot of the engine's own above (an image volume).
 func imageLayersOnly(options string) bool {
-	dirs, upper, work := overlayLayers(options)
+	dirs, upper, work, ok := overlayLayers(options)
+	if !ok {
+		return false
+	}
 	for _, d := range []string{upper, work} {
 		if d != "" {
 			dirs = append(dirs, d)

@@ -3,6 +3,7 @@ package specs
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,5 +78,34 @@ func TestStorageRefusal(t *testing.T) {
 	}
 	if storageRefusal("/x", nil) == "" {
 		t.Error("a source whose mount is not known was bound")
+	}
+}
+
+// TestOverlayLayers: every way the kernel shows an overlay's layers in
+// mountinfo names them all; a form this reading cannot be sure of says so.
+func TestOverlayLayers(t *testing.T) {
+	for _, tc := range []struct {
+		options     string
+		lower       []string
+		upper, work string
+		ok          bool
+	}{
+		{"rw,lowerdir=/l1:/l2,upperdir=/u,workdir=/w,index=off", []string{"/l1", "/l2"}, "/u", "/w", true},
+		// The new mount API's one layer per key, data-only layers too.
+		{"rw,lowerdir+=/l1,lowerdir+=/etc,datadir+=/d,upperdir=/u,workdir=/w", []string{"/l1", "/etc", "/d"}, "/u", "/w", true},
+		// dockerd's relative names, when its options would not fit a page.
+		{"lowerdir=l/A:l/B,upperdir=abc/diff,workdir=abc/work", []string{"l/A", "l/B"}, "abc/diff", "abc/work", true},
+		// The kernel's octal escapes of ',' and ' '.
+		{`lowerdir+=/a\054b,upperdir=/u\040v,workdir=/w`, []string{"/a,b"}, "/u v", "/w", true},
+		// A backslash left (an escaped ':' of lowerdir=) is not read.
+		{`lowerdir=/a\\:b:/c,upperdir=/u,workdir=/w`, []string{`/a\:b`, "/c"}, "/u", "/w", false},
+	} {
+		lower, upper, work, ok := overlayLayers(tc.options)
+		if ok != tc.ok || upper != tc.upper || work != tc.work || (tc.ok && !slices.Equal(lower, tc.lower)) {
+			t.Errorf("%s: %q %q %q %v, want %q %q %q %v", tc.options, lower, upper, work, ok, tc.lower, tc.upper, tc.work, tc.ok)
+		}
+	}
+	if imageLayersOnly("lowerdir+=/etc,upperdir=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs/snapshots/2/fs") {
+		t.Error("an overlay of /etc by lowerdir+= passed for image layers")
 	}
 }

@@ -44,7 +44,11 @@ const (
 	testID        = "3f4e6a1c9b2d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f"
 	testSandboxID = "8d2f6c4a0b1e3d5f7a9c8b6d4e2f0a1c3b5d7e9f8a6c4b2d0e1f3a5c7b9d8e6f"
 	testLayer     = "9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a9c1d0e3b7a1234"
-	testPod       = "7f3c0d9e-1111-2222-3333-444455556666"
+	// testEtcLayer is dockerd's record of a layer for container
+	// testEtcID, and at its path an overlay of the host's /etc.
+	testEtcID    = "e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0e7c0"
+	testEtcLayer = "e7c1a7e2e7c1a7e2e7c1a7e2e7c1a7e2e7c1a7e2e7c1a7e2e7c1a7e2e7c1a7e2"
+	testPod      = "7f3c0d9e-1111-2222-3333-444455556666"
 )
 
 // testHost is a host on which every path is as written (no symlinks), no
@@ -91,6 +95,14 @@ var testHost = &Host{
 			shm := &mountinfo.Info{Mountpoint: "/var/lib/docker/containers/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/mounts/shm", Root: "/", FSType: "tmpfs"}
 			bind := &mountinfo.Info{Mountpoint: volumes + "other-shm/_data", Root: "/", FSType: "tmpfs"}
 			return MountSource{Holder: bind, Places: []Place{{Path: shm.Mountpoint, Mount: shm}}}, nil
+		case p == "/var/lib/docker/overlay2/"+testLayer+"/merged":
+			// dockerd's layer: an image's layers and the layer's own.
+			store := "/var/lib/docker/overlay2/"
+			return MountSource{Holder: &mountinfo.Info{Mountpoint: p, Root: "/", FSType: "overlay", Source: "overlay",
+				VFSOptions: "upperdir=" + store + testLayer + "/diff,workdir=" + store + testLayer + "/work"}}, nil
+		case p == "/var/lib/docker/overlay2/"+testEtcLayer+"/merged":
+			return MountSource{Holder: &mountinfo.Info{Mountpoint: p, Root: "/", FSType: "overlay", Source: "overlay",
+				VFSOptions: "lowerdir+=/etc"}}, nil
 		case strings.HasPrefix(p, "/var/lib/kubelet/pods/7f3c0d9e-1111-2222-3333-444455556666/volume-subpaths/"):
 			// The pod's subPath bind of another pod's secrets.
 			other := &mountinfo.Info{Mountpoint: "/var/lib/kubelet/pods/00000000-other-pod/volumes/kubernetes.io~secret/token", Root: "/", FSType: "tmpfs"}
@@ -100,8 +112,11 @@ var testHost = &Host{
 		return MountSource{Holder: root}, nil
 	},
 	DockerMountID: func(_, id string) (string, error) {
-		if id == testID {
+		switch id {
+		case testID:
 			return testLayer, nil
+		case testEtcID:
+			return testEtcLayer, nil
 		}
 		return "", os.ErrNotExist
 	},

@@ -107,15 +107,49 @@ func dockerOwnLayer(c *Context, root string) bool {
 	return err == nil && mountID == m[2]
 }
 
-// dockerLayerRefusal judges dockerd's own layer for this container at
-// real (opened at fd, -1 when not) for what a host process made through
-// it: its upper layer holds no socket or FIFO (rootChannelRefusal).
+// dockerLayerRefusal judges what is mounted at dockerd's layer for this
+// container (real, <data-root>/overlay2/<id>/merged, opened at fd, -1
+// when not), which the path and dockerd's record alone do not tell: an
+// overlay whose every layer is a directory of that overlay2 store, on the
+// store's own mount (dockerd names lower layers by the store's l/ links,
+// and mounts from the store with relative paths when its options would
+// not fit a page), its upper and work directories the layer's own; and
+// its upper layer holding no socket or FIFO (rootChannelRefusal). An
+// overlay of the host's /etc mounted there passed on its path.
 func (c *Context) dockerLayerRefusal(real string, fd int) string {
+	m := dockerLayer().FindStringSubmatch(real)
+	if m == nil {
+		return real + " is not dockerd's layer"
+	}
+	store, id := filepath.Join(m[1], "overlay2"), m[2]
 	src, err := c.mountedFrom(real, fd)
 	if err != nil {
 		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")"
 	}
-	return c.rootChannelRefusal(src.Holder, real, fd)
+	h := src.Holder
+	if h == nil || h.FSType != "overlay" {
+		return real + " is not an overlay, as dockerd's overlay2 layer is"
+	}
+	lower, upper, work, ok := overlayLayers(h.VFSOptions)
+	if !ok {
+		return "the layers of the overlay at the rootfs cannot be read from its options (" + h.VFSOptions + ")"
+	}
+	in := func(d string) string {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(store, d)
+		}
+		return d
+	}
+	for _, d := range lower {
+		r, err := filepath.EvalSymlinks(in(d))
+		if err != nil || !under(r, store) || r == store || !oneMount(r, store) {
+			return "the overlay at the rootfs has the layer " + d + ", which is not a directory of dockerd's store " + store
+		}
+	}
+	if upper != "" && (in(upper) != filepath.Join(store, id, "diff") || in(work) != filepath.Join(store, id, "work")) {
+		return "the overlay at the rootfs writes to " + upper + ", not to its layer's own " + filepath.Join(store, id, "diff")
+	}
+	return c.rootChannelRefusal(h, real, fd, store)
 }
 
 // rootMountRefusal judges the files really at a rootfs inside the bundle
@@ -140,7 +174,10 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 	}
 	written := writtenLayers(src)
 	if h := src.Holder; h.FSType == "overlay" {
-		lower, upper, work := overlayLayers(h.VFSOptions)
+		lower, upper, work, ok := overlayLayers(h.VFSOptions)
+		if !ok {
+			return "the layers of the overlay at the rootfs cannot be read from its options (" + h.VFSOptions + ")"
+		}
 		for _, d := range append(lower, upper, work) {
 			if m, ok := written.at(d); ok {
 				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's"
@@ -164,7 +201,7 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 			return real + " is a mount of " + pl.Path + ", which " + why
 		}
 	}
-	return c.rootChannelRefusal(src.Holder, real, fd)
+	return c.rootChannelRefusal(src.Holder, real, fd, "")
 }
 
 // rootChannelRefusal refuses a rootfs (real, opened at fd, -1 when not,
@@ -176,8 +213,11 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 // overlay lies, and which is empty in a fresh snapshot: a socket bound in
 // a layer directly is another inode than the overlay's, to which a
 // connect through the overlay is refused (measured), and the image below,
-// tens of thousands of files, is walked at no create.
-func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int) string {
+// tens of thousands of files, is walked at no create. base is the
+// directory an overlay's relative layer paths are relative to (dockerd's
+// overlay2 mounts from there when its options would not fit a page), ""
+// where none may be relative.
+func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int, base string) string {
 	const advice = "lay the rootfs out"
 	if h == nil || h.FSType != "overlay" {
 		find := c.findChannel
@@ -186,9 +226,19 @@ func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int) str
 		}
 		return channelRefusal(real, advice, find)
 	}
-	_, upper, _ := overlayLayers(h.VFSOptions)
-	if upper == "" {
+	_, upper, _, ok := overlayLayers(h.VFSOptions)
+	switch {
+	case !ok:
+		return "the layers of the overlay at the rootfs cannot be read from its options (" + h.VFSOptions + ")"
+	case upper == "":
 		return "" // read-only: nothing is made through it
+	case !filepath.IsAbs(upper) && base == "":
+		return "the overlay at the rootfs names its upper layer " + upper + " relative to a directory the host does not show; its files cannot be judged"
+	case !filepath.IsAbs(upper):
+		upper = filepath.Join(base, upper)
+	}
+	if st, err := c.dirInfo(upper); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "the overlay at the rootfs names its upper layer " + upper + ", which is no directory on the host now; its files cannot be judged"
 	}
 	return channelRefusal(real, advice, func(string) (string, error) {
 		ch, err := c.findChannel(upper)
@@ -252,7 +302,8 @@ func writtenLayers(src MountSource) writtenDirs {
 		if (m.Major == h.Major && m.Minor == h.Minor) || m.FSType != "overlay" {
 			continue // the same overlay, mounted again (a pin of it)
 		}
-		_, upper, work := overlayLayers(m.VFSOptions)
+		// A layer this reading is unsure of is still named as given.
+		_, upper, work, _ := overlayLayers(m.VFSOptions)
 		for _, d := range []string{upper, work} {
 			if d == "" {
 				continue

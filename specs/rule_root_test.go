@@ -30,6 +30,8 @@ func TestRuleRoot(t *testing.T) {
 		{name: "docker's layer for this container", spec: root("/var/lib/docker/overlay2/" + testLayer + "/merged"), want: want(Kept)},
 		{name: "docker's layer of another container", spec: root("/var/lib/docker/overlay2/" + testLayer + "/merged"),
 			ctx: func(c *Context) { c.ID = "0123" }, want: want(Refused)},
+		{name: "an overlay of the host's /etc at docker's layer", spec: root("/var/lib/docker/overlay2/" + testEtcLayer + "/merged"),
+			ctx: func(c *Context) { c.ID = testEtcID }, want: want(Refused)},
 		{name: "docker layer without an id (check)", spec: root("/var/lib/docker/overlay2/" + testLayer + "/merged"),
 			ctx: func(c *Context) { c.ID = "" }, want: want(Refused)},
 	})

@@ -1,0 +1,129 @@
+package test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// TestRootfsOverlayLayersAllJudged: an overlay's layers are read from
+// mountinfo as the kernel shows them, in every form. The new mount API's
+// lowerdir+= hid a layer of the host's /etc behind containerd's snapshot
+// layout; at dockerd's layer path an overlay of /etc passed on the path
+// and dockerd's record alone; and dockerd's relative names (it mounts
+// from its store when its options would not fit a page) hid the upper
+// layer from the walk for sockets, so a host service bound through the
+// overlay was reached by a runc job. Each is refused; dockerd's own
+// layout, relative names included, runs.
+func TestRootfsOverlayLayersAllJudged(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		run := func(b, id string) result {
+			return bulkhead(t, "", append(g, "run", "--bundle", b, id)...)
+		}
+		hostOnly := t.TempDir()
+		if err := os.WriteFile(filepath.Join(hostOnly, "secret"), []byte("HOST-ONLY\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+
+		// containerd's layout, a layer of the host's added by lowerdir+=.
+		snaps := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs", "snapshots")
+		dirs := func(ds ...string) {
+			for _, d := range ds {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		image := filepath.Join(snaps, "1", "fs")
+		upper, work := filepath.Join(snaps, "2", "fs"), filepath.Join(snaps, "2", "work")
+		dirs(image, upper, work)
+		if err := bundle.Rootfs(image); err != nil {
+			t.Fatal(err)
+		}
+		plus := bundle.New(t, []string{"cat", "/secret"})
+		if out, err := exec.Command("mount", "-t", "overlay", "overlay", "-o",
+			"lowerdir+="+image+",lowerdir+="+hostOnly+",upperdir="+upper+",workdir="+work, filepath.Join(plus, "rootfs")).CombinedOutput(); err != nil {
+			t.Fatalf("mount with lowerdir+=: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = unix.Unmount(filepath.Join(plus, "rootfs"), unix.MNT_DETACH) })
+		if r := run(plus, uniqueID("root-lowerdir-plus-"+backend)); r.code == 0 || strings.Contains(r.stdout, "HOST-ONLY") {
+			t.Fatalf("an overlay of a host directory added by lowerdir+=: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		}
+
+		// dockerd's layout under a data root of the test's: its record
+		// names layer for container id.
+		data := filepath.Join(t.TempDir(), "docker")
+		store := filepath.Join(data, "overlay2")
+		layer := strings.Repeat("ab", 32)
+		id := uniqueID("root-docker-" + backend)
+		dirs(filepath.Join(data, "image", "overlay2", "layerdb", "mounts", id), filepath.Join(store, "l"),
+			filepath.Join(store, "img", "diff"), filepath.Join(store, layer, "diff"), filepath.Join(store, layer, "work"),
+			filepath.Join(store, layer, "merged"))
+		if err := os.WriteFile(filepath.Join(data, "image", "overlay2", "layerdb", "mounts", id, "mount-id"), []byte(layer), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := bundle.Rootfs(filepath.Join(store, "img", "diff")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../img/diff", filepath.Join(store, "l", "IMG")); err != nil {
+			t.Fatal(err)
+		}
+		merged := filepath.Join(store, layer, "merged")
+		b := bundle.New(t, []string{"cat", "/secret"}, func(s *rspec.Spec) { s.Root.Path = merged })
+		mountIn := func(options string) {
+			t.Helper()
+			cmd := exec.Command("mount", "-t", "overlay", "overlay", "-o", options, layer+"/merged")
+			cmd.Dir = store
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("mount %s: %v: %s", options, err, out)
+			}
+		}
+		unmount := func() { _ = unix.Unmount(merged, unix.MNT_DETACH) }
+		t.Cleanup(unmount)
+
+		mountIn("lowerdir=l/IMG:" + hostOnly)
+		if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, "which is not a directory of dockerd's store") {
+			t.Fatalf("an overlay of a host directory at dockerd's layer: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		}
+		unmount()
+
+		// As dockerd mounts a layer when its options are long: relative
+		// names from the store.
+		mountIn("lowerdir=l/IMG,upperdir=" + layer + "/diff,workdir=" + layer + "/work")
+		// A socket's path has at most 107 bytes: bound through a link.
+		short := filepath.Join(os.TempDir(), fmt.Sprintf("bh-merged-%d-%s", os.Getpid(), backend))
+		if err := os.Symlink(merged, short); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(short)
+		sock := filepath.Join(merged, "svc.sock")
+		l, err := net.Listen("unix", filepath.Join(short, "svc.sock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, sock+" is a socket or a FIFO") {
+			t.Fatalf("a host service's socket bound through dockerd's layer mounted by relative names: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		}
+		l.Close()
+		s, err := bundle.Read(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Process.Args = []string{"echo", "ok"}
+		if err := bundle.Write(b, s); err != nil {
+			t.Fatal(err)
+		}
+		if r := run(b, id); r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
+			t.Fatalf("dockerd's layer mounted by relative names: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
+		}
+	})
+}
