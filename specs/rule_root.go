@@ -114,6 +114,7 @@ func dockerOwnLayer(c *Context, root string) bool {
 // store's own mount (dockerd names lower layers by the store's l/ links,
 // and mounts from the store with relative paths when its options would
 // not fit a page), its upper and work directories the layer's own; and
+// no layer another mounted overlay writes to (a running container's); and
 // its upper layer holding no socket or FIFO (rootChannelRefusal). An
 // overlay of the host's /etc mounted there passed on its path.
 func (c *Context) dockerLayerRefusal(real string, fd int) string {
@@ -140,16 +141,36 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 		}
 		return d
 	}
+	written := writtenLayers(src)
 	for _, d := range lower {
 		r, err := filepath.EvalSymlinks(in(d))
 		if err != nil || !under(r, store) || r == store || !oneMount(r, store) {
 			return "the overlay at the rootfs has the layer " + d + ", which is not a directory of dockerd's store " + store
+		}
+		if m, ok := written.at(r); ok {
+			return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's"
+		}
+		// A container's layer is <id>/diff beside its mounted <id>/merged;
+		// dockerd may have named it relative to the store, which the
+		// written layers' paths do not resolve.
+		if merged := filepath.Join(filepath.Dir(r), "merged"); filepath.Base(r) == "diff" && mountedAt(src.Mounts, merged) {
+			return "the rootfs's layer " + d + " is the writable layer of the overlay at " + merged + ", another container's"
 		}
 	}
 	if upper != "" && (in(upper) != filepath.Join(store, id, "diff") || in(work) != filepath.Join(store, id, "work")) {
 		return "the overlay at the rootfs writes to " + upper + ", not to its layer's own " + filepath.Join(store, id, "diff")
 	}
 	return c.rootChannelRefusal(h, real, fd, store)
+}
+
+// mountedAt tells whether any mount of the table is at path.
+func mountedAt(mounts []*mountinfo.Info, path string) bool {
+	for _, m := range mounts {
+		if m.Mountpoint == path {
+			return true
+		}
+	}
+	return false
 }
 
 // rootMountRefusal judges the files really at a rootfs inside the bundle

@@ -96,6 +96,21 @@ func TestRootfsOverlayLayersAllJudged(t *testing.T) {
 		}
 		unmount()
 
+		// Another container's writable layer in the store, below.
+		victim := filepath.Join(store, "victim")
+		dirs(filepath.Join(victim, "diff"), filepath.Join(victim, "work"), filepath.Join(victim, "merged"))
+		vcmd := exec.Command("mount", "-t", "overlay", "overlay", "-o", "lowerdir=l/IMG,upperdir=victim/diff,workdir=victim/work", "victim/merged")
+		vcmd.Dir = store
+		if out, err := vcmd.CombinedOutput(); err != nil {
+			t.Fatalf("mount the victim's layer: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = unix.Unmount(filepath.Join(victim, "merged"), unix.MNT_DETACH) })
+		mountIn("lowerdir=victim/diff:l/IMG")
+		if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, "is the writable layer of the overlay at "+filepath.Join(victim, "merged")) {
+			t.Fatalf("another container's writable layer below dockerd's layer: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		}
+		unmount()
+
 		// As dockerd mounts a layer when its options are long: relative
 		// names from the store.
 		mountIn("lowerdir=l/IMG,upperdir=" + layer + "/diff,workdir=" + layer + "/work")
