@@ -168,7 +168,8 @@ func belowRoot(roots []string, p string) bool {
 }
 
 // findChannelAt returns the first socket or FIFO at or below the file open at fd,
-// on that file's own mount, or "" (name only names what is found). Each
+// on that file's own mount as a bind without submounts shows it, or ""
+// (name only names what is found). Each
 // directory is opened relative to its parent's descriptor, never by a
 // path from the root, and never through a symlink or into another mount:
 // what is searched is the tree of the very file that was opened, however
@@ -185,7 +186,17 @@ func findChannelAt(fd int, name string) (string, error) {
 	default:
 		return "", nil
 	}
-	dir, err := unix.Openat2(fd, ".", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC})
+	// The job sees the tree through a bind that does not carry submounts:
+	// what lies under a mount point in the tree, not the mount. A clone of
+	// the tree's own mount alone (open_tree without AT_RECURSIVE) shows
+	// the same, where a walk of the host's view would skip the mount and
+	// never see what it covers.
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return "", fmt.Errorf("%s: open_tree: %w", name, err)
+	}
+	defer unix.Close(tree)
+	dir, err := unix.Openat2(tree, ".", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}

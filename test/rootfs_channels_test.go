@@ -46,6 +46,13 @@ func TestRootfsHoldingASocketOrFIFO(t *testing.T) {
 			t.Fatal(err)
 		}
 		refused("a host service's socket in the rootfs", sock)
+		// A mount over its directory hides it from the host's view, not
+		// from the job's: the rootfs's pin carries no submount.
+		mountAt(t, "tmpfs", run, "size=1m", 0)
+		refused("a host service's socket below a mount point in the rootfs", sock)
+		if err := unix.Unmount(run, unix.MNT_DETACH); err != nil {
+			t.Fatal(err)
+		}
 		l.Close() // unlinks the socket
 
 		fifo := filepath.Join(rootfs, "var", "pipe")
