@@ -83,7 +83,20 @@ func snapshotLayer(d string) bool {
 	// / at snapshots/1/fs made an overlay of "image layers" the host's
 	// root filesystem.
 	snapshots := filepath.Dir(filepath.Dir(d))
-	return oneMount(d, filepath.Dir(d), snapshots, filepath.Dir(snapshots))
+	return oneMount(d, filepath.Dir(d), snapshots, filepath.Dir(snapshots)) && !viewOfOtherTrees(d)
+}
+
+// viewOfOtherTrees tells whether the filesystem at path shows files of
+// other trees rather than its own: an overlay (a snapshotter's root or
+// dockerd's store mounted as an overlay of the host's /, whose "layers"
+// are then the host's directories) or FUSE. One that cannot be told
+// counts as one.
+func viewOfOtherTrees(path string) bool {
+	var st unix.Statfs_t
+	if unix.Statfs(path, &st) != nil {
+		return true
+	}
+	return st.Type == unix.OVERLAYFS_SUPER_MAGIC || st.Type == unix.FUSE_SUPER_MAGIC
 }
 
 // oneMount tells whether every path is on one mount: no mount point lies

@@ -141,6 +141,9 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 		}
 		return d
 	}
+	if held, err := c.mountedFrom(store, -1); err != nil || held.Holder == nil || !plainStorage[held.Holder.FSType] {
+		return "dockerd's store " + store + " is not on plain storage (an overlay or FUSE shows other trees), as dockerd's own is"
+	}
 	written := writtenLayers(src)
 	for _, d := range lower {
 		r, err := filepath.EvalSymlinks(in(d))

@@ -59,6 +59,26 @@ func TestRootfsOverlayLayersAllJudged(t *testing.T) {
 			t.Fatalf("an overlay of a host directory added by lowerdir+=: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 		}
 
+		// containerd's layout where the snapshotter's root is itself an
+		// overlay: its "snapshots" are whatever that overlay shows (an
+		// overlay of the host's / showed the host's /etc).
+		viewRoot := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
+		shown, empty := t.TempDir(), t.TempDir()
+		dirs(viewRoot, filepath.Join(shown, "snapshots", "1", "fs"), filepath.Join(shown, "snapshots", "2", "fs"))
+		if err := bundle.Rootfs(filepath.Join(shown, "snapshots", "1", "fs")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(shown, "snapshots", "2", "fs", "secret"), []byte("HOST-ONLY\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mountAt(t, "overlay", viewRoot, "lowerdir="+shown+":"+empty, 0)
+		viewed := bundle.New(t, []string{"cat", "/secret"})
+		mountAt(t, "overlay", filepath.Join(viewed, "rootfs"),
+			"lowerdir="+filepath.Join(viewRoot, "snapshots", "2", "fs")+":"+filepath.Join(viewRoot, "snapshots", "1", "fs"), 0)
+		if r := run(viewed, uniqueID("root-snapshotter-view-"+backend)); r.code == 0 || strings.Contains(r.stdout, "HOST-ONLY") {
+			t.Fatalf("snapshots of a snapshotter root that is an overlay: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		}
+
 		// dockerd's layout under a data root of the test's: its record
 		// names layer for container id.
 		data := filepath.Join(t.TempDir(), "docker")
@@ -66,7 +86,7 @@ func TestRootfsOverlayLayersAllJudged(t *testing.T) {
 		layer := strings.Repeat("ab", 32)
 		id := uniqueID("root-docker-" + backend)
 		dirs(filepath.Join(data, "image", "overlay2", "layerdb", "mounts", id), filepath.Join(store, "l"),
-			filepath.Join(store, "img", "diff"), filepath.Join(store, layer, "diff"), filepath.Join(store, layer, "work"),
+			filepath.Join(store, "img", "diff"), filepath.Join(store, "empty", "diff"), filepath.Join(store, layer, "diff"), filepath.Join(store, layer, "work"),
 			filepath.Join(store, layer, "merged"))
 		if err := os.WriteFile(filepath.Join(data, "image", "overlay2", "layerdb", "mounts", id, "mount-id"), []byte(layer), 0o644); err != nil {
 			t.Fatal(err)
@@ -95,6 +115,18 @@ func TestRootfsOverlayLayersAllJudged(t *testing.T) {
 			t.Fatalf("an overlay of a host directory at dockerd's layer: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 		}
 		unmount()
+
+		// The same store seen through an overlay mounted over it.
+		storeView := t.TempDir()
+		mountAt(t, "overlay", store, "lowerdir="+store+":"+storeView, 0)
+		mountIn("lowerdir=l/IMG:empty/diff")
+		if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, "is not on plain storage") {
+			t.Fatalf("dockerd's layer in a store that is an overlay: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		}
+		unmount()
+		if err := unix.Unmount(store, unix.MNT_DETACH); err != nil {
+			t.Fatal(err)
+		}
 
 		// Another container's writable layer in the store, below.
 		victim := filepath.Join(store, "victim")
