@@ -4,7 +4,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -24,17 +23,7 @@ func TestRootfsHoldingASocketOrFIFO(t *testing.T) {
 		rootfs := filepath.Join(b, "rootfs")
 		refused := func(what, path string) {
 			t.Helper()
-			id := uniqueID("channel-" + backend)
-			r := bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
-			if r.code == 0 {
-				bulkhead(t, "", append(g, "delete", "--force", id)...)
-				t.Fatalf("%s: created", what)
-			}
-			want := path + " is a socket or a FIFO"
-			if !strings.Contains(r.stderr, "root.path") || !strings.Contains(r.stderr, want) {
-				t.Fatalf("%s: exit %d, stderr %q; want root.path refused: %s", what, r.code, r.stderr, want)
-			}
-			assertGone(t, root, backend, id)
+			rootRefused(t, g, root, backend, b, what, path+" is a socket or a FIFO")
 		}
 		run := filepath.Join(rootfs, "run")
 		if err := os.MkdirAll(run, 0o755); err != nil {

@@ -22,16 +22,7 @@ func TestRootfsInADirectoryAnyoneWrites(t *testing.T) {
 		b := bundle.New(t, []string{"true"})
 		refused := func(what, why string) {
 			t.Helper()
-			id := uniqueID("shared-" + backend)
-			r := bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
-			if r.code == 0 {
-				bulkhead(t, "", append(g, "delete", "--force", id)...)
-				t.Fatalf("%s: created", what)
-			}
-			if !strings.Contains(r.stderr, "root.path") || !strings.Contains(r.stderr, why) {
-				t.Fatalf("%s: exit %d, stderr %q; want root.path refused: %s", what, r.code, r.stderr, why)
-			}
-			assertGone(t, root, backend, id)
+			rootRefused(t, g, root, backend, b, what, why)
 		}
 		chmod(t, b, os.ModeSticky|0o777)
 		refused("a bundle anyone may write to", b+", which holds the rootfs, may be written by others than its owner (mode 1777, group 0)")
@@ -110,4 +101,20 @@ func chmod(t *testing.T, p string, mode os.FileMode) {
 	if err := os.Chmod(p, mode); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// rootRefused asserts that a create of bundle b is refused by the root
+// rule for why, and that nothing of the container is left.
+func rootRefused(t *testing.T, g []string, root, backend, b, what, why string) {
+	t.Helper()
+	id := uniqueID("root-refused-" + backend)
+	r := bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
+	if r.code == 0 {
+		bulkhead(t, "", append(g, "delete", "--force", id)...)
+		t.Fatalf("%s: created", what)
+	}
+	if !strings.Contains(r.stderr, "root.path") || !strings.Contains(r.stderr, why) {
+		t.Fatalf("%s: exit %d, stderr %q; want root.path refused: %s", what, r.code, r.stderr, why)
+	}
+	assertGone(t, root, backend, id)
 }
