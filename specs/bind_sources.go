@@ -261,9 +261,10 @@ func walkForChannel(dir int, name string, n *int) (string, error) {
 				// Another mount (a plain bind does not carry it), a
 				// symlink put there since, or gone.
 				continue
-			case errors.Is(err, unix.EACCES):
-				continue // root cannot read it: neither can the sandbox
 			default:
+				// EACCES too: root is refused where an idmapped mount maps
+				// no owner of the directory, or a server squashes root,
+				// yet the job may pass through it with x alone.
 				return "", fmt.Errorf("%s: %w", p, err)
 			}
 			if found, err := walkForChannel(child, p, n); err != nil || found != "" {

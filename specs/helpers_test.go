@@ -95,11 +95,6 @@ var testHost = &Host{
 			shm := &mountinfo.Info{Mountpoint: "/var/lib/docker/containers/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef/mounts/shm", Root: "/", FSType: "tmpfs"}
 			bind := &mountinfo.Info{Mountpoint: volumes + "other-shm/_data", Root: "/", FSType: "tmpfs"}
 			return MountSource{Holder: bind, Places: []Place{{Path: shm.Mountpoint, Mount: shm}}}, nil
-		case p == "/var/lib/docker/overlay2/"+testLayer+"/merged":
-			// dockerd's layer: an image's layers and the layer's own.
-			store := "/var/lib/docker/overlay2/"
-			return MountSource{Holder: &mountinfo.Info{Mountpoint: p, Root: "/", FSType: "overlay", Source: "overlay",
-				VFSOptions: "upperdir=" + store + testLayer + "/diff,workdir=" + store + testLayer + "/work"}}, nil
 		case p == "/var/lib/docker/overlay2/"+testEtcLayer+"/merged":
 			return MountSource{Holder: &mountinfo.Info{Mountpoint: p, Root: "/", FSType: "overlay", Source: "overlay",
 				VFSOptions: "lowerdir+=/etc"}}, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -127,7 +128,16 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 	if err != nil {
 		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")"
 	}
+	if held, err := c.mountedFrom(store, -1); err != nil || held.Holder == nil || !plainStorage[held.Holder.FSType] {
+		return "dockerd's store " + store + " is not on plain storage (an overlay or FUSE shows other trees), as dockerd's own is"
+	}
 	h := src.Holder
+	if h != nil && h.Mountpoint != real {
+		// Nothing is mounted there (a spec judged once dockerd unmounted
+		// its layer, as check of a captured one): the directory is one of
+		// the store's own, judged as a plain rootfs.
+		return c.rootChannelRefusal(h, real, fd, store)
+	}
 	if h == nil || h.FSType != "overlay" {
 		return real + " is not an overlay, as dockerd's overlay2 layer is"
 	}
@@ -135,33 +145,46 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 	if !ok {
 		return "the layers of the overlay at the rootfs cannot be read from its options (" + h.VFSOptions + ")"
 	}
-	in := func(d string) string {
+	// The kernel resolves a relative name from the store component by
+	// component: one with ".." (x/../etc through a link x) is not the
+	// name cleaned, so none is taken.
+	in := func(d string) (string, bool) {
+		if d == "" || filepath.Clean(d) != d || slices.Contains(strings.Split(d, "/"), "..") {
+			return "", false
+		}
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(store, d)
 		}
-		return d
-	}
-	if held, err := c.mountedFrom(store, -1); err != nil || held.Holder == nil || !plainStorage[held.Holder.FSType] {
-		return "dockerd's store " + store + " is not on plain storage (an overlay or FUSE shows other trees), as dockerd's own is"
+		return d, true
 	}
 	written := writtenLayers(src)
 	for _, d := range lower {
-		r, err := filepath.EvalSymlinks(in(d))
-		if err != nil || !under(r, store) || r == store || !oneMount(r, store) {
+		p, ok := in(d)
+		r, err := filepath.EvalSymlinks(p)
+		if !ok || err != nil || !under(r, store) || r == store || !oneMount(r, store) {
 			return "the overlay at the rootfs has the layer " + d + ", which is not a directory of dockerd's store " + store
 		}
 		if m, ok := written.at(r); ok {
-			return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's"
+			return "the rootfs's layer " + d + " is in the writable layer of the overlay at " + m + ", another container's"
 		}
 		// A container's layer is <id>/diff beside its mounted <id>/merged;
 		// dockerd may have named it relative to the store, which the
 		// written layers' paths do not resolve.
-		if merged := filepath.Join(filepath.Dir(r), "merged"); filepath.Base(r) == "diff" && mountedAt(src.Mounts, merged) {
-			return "the rootfs's layer " + d + " is the writable layer of the overlay at " + merged + ", another container's"
+		rel, _ := filepath.Rel(store, r)
+		top, _, _ := strings.Cut(rel, "/")
+		if merged := filepath.Join(store, top, "merged"); top != id && mountedAt(src.Mounts, merged) {
+			return "the rootfs's layer " + d + " is in the writable layer of the overlay at " + merged + ", another container's"
 		}
 	}
-	if upper != "" && (in(upper) != filepath.Join(store, id, "diff") || in(work) != filepath.Join(store, id, "work")) {
-		return "the overlay at the rootfs writes to " + upper + ", not to its layer's own " + filepath.Join(store, id, "diff")
+	if upper != "" {
+		u, uok := in(upper)
+		w, wok := in(work)
+		if !uok || !wok || u != filepath.Join(store, id, "diff") || w != filepath.Join(store, id, "work") || !oneMount(u, w, store) {
+			return "the overlay at the rootfs writes to " + upper + ", not to its layer's own " + filepath.Join(store, id, "diff") + " on the store's mount"
+		}
+		if m, ok := written.at(u); ok {
+			return "the rootfs's upper layer " + upper + " is in the writable layer of the overlay at " + m + ", another container's"
+		}
 	}
 	return c.rootChannelRefusal(h, real, fd, store)
 }
@@ -347,18 +370,24 @@ type writtenDirs struct {
 	byDir  map[[2]uint64]string
 }
 
-// at says where the overlay that writes to d, by its path or as the same
-// directory, is mounted.
+// at says where the overlay that writes to d, or to a directory above
+// it, by its path or as the same directory, is mounted: a subdirectory of
+// a running container's writable layer shows that container's files as
+// the layer does.
 func (w writtenDirs) at(d string) (string, bool) {
-	if m, ok := w.byPath[filepath.Clean(d)]; ok {
-		return m, true
+	for p := filepath.Clean(d); ; p = filepath.Dir(p) {
+		if m, ok := w.byPath[p]; ok {
+			return m, true
+		}
+		if id, ok := dirID(p); ok {
+			if m, ok := w.byDir[id]; ok {
+				return m, true
+			}
+		}
+		if p == "/" || p == "." {
+			return "", false
+		}
 	}
-	id, ok := dirID(d)
-	if !ok {
-		return "", false
-	}
-	m, ok := w.byDir[id]
-	return m, ok
 }
 
 // dirID is the device and inode of the directory at p.

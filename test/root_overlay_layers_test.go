@@ -137,9 +137,27 @@ func TestRootfsOverlayLayersAllJudged(t *testing.T) {
 			t.Fatalf("mount the victim's layer: %v: %s", err, out)
 		}
 		t.Cleanup(func() { _ = unix.Unmount(filepath.Join(victim, "merged"), unix.MNT_DETACH) })
-		mountIn("lowerdir=victim/diff:l/IMG")
-		if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, "is the writable layer of the overlay at "+filepath.Join(victim, "merged")) {
-			t.Fatalf("another container's writable layer below dockerd's layer: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		for _, lower := range []string{"victim/diff", "victim/diff/sub"} {
+			if err := os.MkdirAll(filepath.Join(victim, "merged", "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mountIn("lowerdir=" + lower + ":l/IMG")
+			if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, "is in the writable layer of the overlay at "+filepath.Join(victim, "merged")) {
+				t.Fatalf("another container's writable layer (%s) below dockerd's layer: exit %d\nstdout: %s\nstderr: %s\nwant it refused", lower, r.code, r.stdout, r.stderr)
+			}
+			unmount()
+		}
+
+		// A relative name through a link and "..": the kernel resolves
+		// x/../etc from the store as /etc where x leads to a directory of
+		// the host's /; cleaned as text it named the store's own etc.
+		dirs(filepath.Join(store, "etc"))
+		if err := os.Symlink("/etc", filepath.Join(store, "x")); err != nil {
+			t.Fatal(err)
+		}
+		mountIn("lowerdir=x/../etc:l/IMG")
+		if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, "which is not a directory of dockerd's store") {
+			t.Fatalf("a layer named x/../etc through a link: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 		}
 		unmount()
 
