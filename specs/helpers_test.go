@@ -106,6 +106,8 @@ var testHost = &Host{
 		}
 		return MountSource{Holder: root}, nil
 	},
+	// Every path is on the one mount of its fixture, as written.
+	OneMount: func(...string) bool { return true },
 	DockerMountID: func(_, id string) (string, error) {
 		switch id {
 		case testID:

@@ -26,6 +26,8 @@ type Host struct {
 	// DirInfo returns the attributes of a directory, not following a
 	// symlink.
 	DirInfo func(path string) (unix.Stat_t, error)
+	// OneMount tells whether every path is on one mount (oneMount).
+	OneMount func(paths ...string) bool
 }
 
 func (c *Context) resolve(p string) (string, error) {
@@ -91,6 +93,13 @@ type walk struct {
 
 // devIno names a file by its device and inode.
 type devIno struct{ dev, ino uint64 }
+
+func (c *Context) oneMount(paths ...string) bool {
+	if c.Host != nil && c.Host.OneMount != nil {
+		return c.Host.OneMount(paths...)
+	}
+	return oneMount(paths...)
+}
 
 func (c *Context) dirInfo(p string) (unix.Stat_t, error) {
 	if c.Host != nil && c.Host.DirInfo != nil {

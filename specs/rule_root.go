@@ -134,8 +134,12 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 	h := src.Holder
 	if h != nil && h.Mountpoint != real {
 		// Nothing is mounted there (a spec judged once dockerd unmounted
-		// its layer, as check of a captured one): the directory is one of
-		// the store's own, judged as a plain rootfs.
+		// its layer, as check of a captured one): the directory must be
+		// one of the store's own, on its mount, judged as a plain rootfs.
+		// An overlay mounted at <id> above it showed the host's /etc.
+		if !c.oneMount(real, store) {
+			return real + " is neither dockerd's layer mounted there nor a directory on the mount of dockerd's store " + store
+		}
 		return c.rootChannelRefusal(h, real, fd, store)
 	}
 	if h == nil || h.FSType != "overlay" {

@@ -190,5 +190,18 @@ func TestRootfsOverlayLayersAllJudged(t *testing.T) {
 		if r := run(b, id); r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
 			t.Fatalf("dockerd's layer mounted by relative names: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
 		}
+		unmount()
+
+		// Nothing mounted at merged, but a host directory holding one
+		// bound at the layer's <id> above it: not the store's own.
+		elsewhere := t.TempDir()
+		dirs(filepath.Join(elsewhere, "merged"))
+		if err := bundle.Rootfs(filepath.Join(elsewhere, "merged")); err != nil {
+			t.Fatal(err)
+		}
+		mountAt(t, filepath.Join(elsewhere), filepath.Join(store, layer), "", unix.MS_BIND)
+		if r := run(b, id); r.code == 0 || !strings.Contains(r.stderr, "is neither dockerd's layer mounted there nor a directory on the mount of dockerd's store") {
+			t.Fatalf("a host directory bound above dockerd's layer path: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+		}
 	})
 }
