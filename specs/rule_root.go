@@ -137,6 +137,9 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 		// its layer, as check of a captured one): the directory must be
 		// one of the store's own, on its mount, judged as a plain rootfs.
 		// An overlay mounted at <id> above it showed the host's /etc.
+		if _, err := c.dirInfo(real); errors.Is(err, unix.ENOENT) {
+			return "" // gone with the layer: nothing for the job, and the pin judges what is there then
+		}
 		if !c.oneMount(real, store) {
 			return real + " is neither dockerd's layer mounted there nor a directory on the mount of dockerd's store " + store
 		}
