@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -374,51 +373,6 @@ func newBroker(g *Globals, id string, initPid int, socket string) (*brokerSettin
 		ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode,
 		uid: uid, gid: gid, auditLog: cfg.AuditLog}
 	return set, ln, pidfd, nil
-}
-
-// stopBroker ends a container's broker: SIGTERM, which closes its
-// connections and writes their audit lines, then SIGKILL if it is still
-// there after 5 s. A pid that is no longer this container's broker is
-// left alone.
-func stopBroker(pid int, id string) error {
-	if pid <= 0 {
-		return nil
-	}
-	p, err := holdProcess(pid)
-	if errors.Is(err, errGone) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("egress broker: %w", err)
-	}
-	defer p.release()
-	// Checked after the pidfd is held: the pid cannot be reused meanwhile.
-	if !isBroker(pid, id) {
-		return nil
-	}
-	if err := p.signal(unix.SIGTERM); err != nil {
-		return fmt.Errorf("egress broker %d: %w", pid, err)
-	}
-	if p.exited(5 * time.Second) {
-		return nil
-	}
-	if err := p.kill(); err != nil {
-		return fmt.Errorf("egress broker %d: %w", pid, err)
-	}
-	if !p.exited(5 * time.Second) {
-		return fmt.Errorf("egress broker %d still there 5 s after SIGKILL", pid)
-	}
-	return nil
-}
-
-// isBroker tells whether pid runs the broker verb for id.
-func isBroker(pid int, id string) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-	return len(args) > 1 && args[len(args)-1] == id && strings.Contains(string(data), "\x00"+BrokerVerb+"\x00")
 }
 
 // auditConnection writes one line of the audit log, open as log (nil:

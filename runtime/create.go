@@ -343,6 +343,9 @@ func (c *creation) undo(cause error) error {
 	if err := ignoreReplaced(c.reg.RemoveOwned(c.rec)); err != nil {
 		errs = append(errs, err)
 	}
+	if err := stopWatchdog(c.rec.WatchdogPid, c.rec.ID); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w (cleanup: %v)", cause, errors.Join(errs...))
 	}

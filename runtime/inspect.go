@@ -3,8 +3,6 @@ package runtime
 import (
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -78,21 +76,11 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 	}
 	if rec.WatchdogPid > 0 {
 		in.Watchdog = "gone"
-		if unix.Kill(rec.WatchdogPid, 0) == nil && isWatchdog(rec.WatchdogPid, id) {
+		if unix.Kill(rec.WatchdogPid, 0) == nil && runsVerb(rec.WatchdogPid, WatchdogVerb, id) {
 			in.Watchdog = "running"
 		}
 	}
 	return in, nil
-}
-
-// isWatchdog tells whether pid is still a watchdog of id, not a reused pid.
-func isWatchdog(pid int, id string) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-	return len(args) > 1 && args[len(args)-1] == id && strings.Contains(string(data), "\x00"+WatchdogVerb+"\x00")
 }
 
 // WriteJSON writes the inspection as one indented JSON document.

@@ -222,6 +222,11 @@ func Delete(g *Globals, v Values, id string) error {
 	if err := ignoreReplaced(reg.RemoveOwned(rec)); err != nil {
 		errs = append(errs, err)
 	}
+	// Once the record is gone: the watchdog keeps a kept record's
+	// deadline, and its kill under way ends on that evidence.
+	if err := stopWatchdog(rec.WatchdogPid, id); err != nil {
+		errs = append(errs, err)
+	}
 	err = errors.Join(errs...)
 	entry.Outcome = "deleted"
 	var problems []string

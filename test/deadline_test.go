@@ -34,6 +34,17 @@ func lifetimeConfig(t *testing.T, lifetime string) (string, string) {
 	return path, audit
 }
 
+// noWatchdog fails unless no watchdog of id runs: delete (and run,
+// which deletes) returns once the container's watchdog is gone, so that
+// nothing of the container acts after it (runc 1.1's state, which the
+// watchdog polls, creates the state root again).
+func noWatchdog(t *testing.T, id string) {
+	t.Helper()
+	if pids := leftover.Watchdogs(id); len(pids) != 0 {
+		t.Fatalf("watchdog of %s still running after its delete returned: pids %v", id, pids)
+	}
+}
+
 // waitNoWatchdog fails unless every watchdog of id is gone within d.
 func waitNoWatchdog(t *testing.T, id string, d time.Duration) {
 	t.Helper()
@@ -181,7 +192,7 @@ func TestDeadlineRun(t *testing.T) {
 			if e["bundle"] != b || e["profile"] != "default" || e["mode"] != "enforce" {
 				t.Errorf("deadline event %v: want the bundle %s, profile default and mode enforce", e, b)
 			}
-			waitNoWatchdog(t, id, 2*time.Second)
+			noWatchdog(t, id)
 			assertGone(t, root, backend, id)
 			t.Logf("run took %s; audit: %v", took, e)
 		})
@@ -265,7 +276,7 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 }
 
 // A container that ends before its deadline, or is deleted first, leaves
-// no watchdog behind.
+// no watchdog behind: none runs once its delete (or run) returned.
 func TestDeadlineWatchdogLeaves(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -279,7 +290,7 @@ func TestDeadlineWatchdogLeaves(t *testing.T) {
 			if r.code != 3 {
 				t.Fatalf("run exit %d, want the container's 3\nstderr: %s", r.code, r.stderr)
 			}
-			waitNoWatchdog(t, id, 2*time.Second)
+			noWatchdog(t, id)
 
 			id = uniqueID("early-delete-" + backend)
 			must(t, append(g, "run", "--detach", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
@@ -287,7 +298,7 @@ func TestDeadlineWatchdogLeaves(t *testing.T) {
 				t.Fatalf("running: %d watchdogs of %s, want 1", n, id)
 			}
 			must(t, append(g, "delete", "--force", id)...)
-			waitNoWatchdog(t, id, 2*time.Second)
+			noWatchdog(t, id)
 
 			id = uniqueID("created-delete-" + backend)
 			must(t, append(g, "create", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
@@ -295,7 +306,7 @@ func TestDeadlineWatchdogLeaves(t *testing.T) {
 				t.Fatalf("created: %d watchdogs of %s, want 1", n, id)
 			}
 			must(t, append(g, "delete", "--force", id)...)
-			waitNoWatchdog(t, id, 2*time.Second)
+			noWatchdog(t, id)
 
 			if data, _ := os.ReadFile(audit); strings.Contains(string(data), `"event":"deadline"`) {
 				t.Fatalf("a deadline fired for a container that ended first:\n%s", data)
@@ -386,7 +397,7 @@ func TestDeadlineWatchdogOfReplacedContainer(t *testing.T) {
 // The annotation may shorten the profile's lifetime, never lengthen it.
 func TestDeadlineAnnotation(t *testing.T) {
 	needRoot(t, "runc")
-	config, _ := lifetimeConfig(t, "1m")
+	config, audit := lifetimeConfig(t, "1m")
 	root := stateRoot(t)
 	g := []string{"--config", config, "--root", root}
 
@@ -407,14 +418,11 @@ func TestDeadlineAnnotation(t *testing.T) {
 	if took := time.Since(begin); r.code != 137 || took > 30*time.Second {
 		t.Fatalf("annotation 1s under a 1m profile: run exit %d after %s, want 137 within about 1 s\nstderr: %s", r.code, took, r.stderr)
 	}
-	// The watchdog writes its deadline line after the kill, which can be
-	// after run has returned: it must be gone before the test's
-	// directories are.
-	for i := 0; i < 100 && len(leftover.Watchdogs(id)) > 0; i++ {
-		time.Sleep(100 * time.Millisecond)
-	}
-	if n := len(leftover.Watchdogs(id)); n != 0 {
-		t.Fatalf("the watchdog of a container its deadline killed still runs 10 s later (%d)", n)
+	// The watchdog writes its deadline line after the kill; run's delete
+	// lets it finish and waits for it.
+	noWatchdog(t, id)
+	if findDeadlineEvent(t, audit, id) == nil {
+		t.Fatalf("run returned before the watchdog wrote the deadline line of %s", id)
 	}
 
 	id = uniqueID("garbage")

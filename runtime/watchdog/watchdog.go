@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -40,13 +42,26 @@ type Watch struct {
 	Unstarted func(status string) bool
 
 	pidfd int // -1 when the kernel has no pidfd_open
+	// step is held across each step a SIGTERM lets finish: a call of
+	// the backend, and the whole expiry with its audit line.
+	step sync.Mutex
 }
 
 // Run waits until the container starts, arms its deadline and kills
 // every process of the container through the backend when it passes. It
 // returns at once when the container's init exits or the container is
 // deleted first. ready gets "ok" once the init is watched, or the error.
+// SIGTERM (delete, once the record is gone) ends it between steps: a
+// backend call it started finishes first, and no runc state runs after
+// the delete returned (runc 1.1 creates its --root again for one).
 func (wd *Watch) Run(ready *os.File) error {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, unix.SIGTERM)
+	go func() {
+		<-term
+		wd.step.Lock()
+		os.Exit(0)
+	}()
 	err := wd.open()
 	if ready != nil {
 		if err != nil {
@@ -136,12 +151,12 @@ func (wd *Watch) run() error {
 			return nil
 		}
 		if wd.initExited(every) {
-			if wd.ended() {
+			if inStep(wd, wd.ended) {
 				return nil
 			}
 			break
 		}
-		st := wd.status()
+		st := inStep(wd, wd.status)
 		if wd.Unstarted(st) {
 			continue
 		}
@@ -149,7 +164,7 @@ func (wd *Watch) run() error {
 		// zombie, while the init's other threads may still run: only a
 		// container with no process left ended before it was seen
 		// running. Anything else has started, and gets its deadline.
-		if st != "running" && st != "paused" && wd.nothingRuns() {
+		if st != "running" && st != "paused" && inStep(wd, wd.nothingRuns) {
 			return nil
 		}
 		break
@@ -167,7 +182,7 @@ func (wd *Watch) run() error {
 		}
 		if initGone {
 			time.Sleep(min(left, time.Second))
-			if wd.deleted() || wd.nothingRuns() {
+			if wd.deleted() || inStep(wd, wd.nothingRuns) {
 				return nil
 			}
 			continue
@@ -176,7 +191,7 @@ func (wd *Watch) run() error {
 			return nil
 		}
 		if wd.initExited(min(left, time.Second)) {
-			if wd.ended() {
+			if inStep(wd, wd.ended) {
 				return nil
 			}
 			initGone = true
@@ -185,7 +200,7 @@ func (wd *Watch) run() error {
 		// Only runsc's word that the container stopped ends the watch: a
 		// status it cannot give (its sandbox not answering) keeps the
 		// deadline.
-		if wd.Backend.IsGVisor() && time.Until(deadline) > 0 && wd.status() == "stopped" {
+		if wd.Backend.IsGVisor() && time.Until(deadline) > 0 && inStep(wd, wd.status) == "stopped" {
 			return nil
 		}
 	}
@@ -194,6 +209,8 @@ func (wd *Watch) run() error {
 
 // setDeadline stores the armed deadline in the record, for inspect.
 func (wd *Watch) setDeadline(deadline time.Time) {
+	wd.step.Lock()
+	defer wd.step.Unlock()
 	d := deadline.UTC()
 	// A container deleted meanwhile has nothing to record, and a newer
 	// container under its id has a deadline of its own.
@@ -203,6 +220,8 @@ func (wd *Watch) setDeadline(deadline time.Time) {
 // expire kills every process of the container through the backend and
 // records it in the audit log.
 func (wd *Watch) expire(deadline time.Time) error {
+	wd.step.Lock()
+	defer wd.step.Unlock()
 	if wd.deleted() {
 		return nil
 	}
@@ -278,6 +297,13 @@ func (wd *Watch) expire(deadline time.Time) error {
 		return errors.New(e.Error)
 	}
 	return nil
+}
+
+// inStep calls f as one step (Watch.step).
+func inStep[T any](wd *Watch, f func() T) T {
+	wd.step.Lock()
+	defer wd.step.Unlock()
+	return f()
 }
 
 // ended tells, once the init has exited, whether the container has. In
