@@ -167,13 +167,13 @@ func belowRoot(roots []string, p string) bool {
 	return false
 }
 
-// findChannelAt returns the first socket or FIFO at or below the file open at fd,
-// on that file's own mount as a bind without submounts shows it, or ""
-// (name only names what is found). Each
-// directory is opened relative to its parent's descriptor, never by a
-// path from the root, and never through a symlink or into another mount:
-// what is searched is the tree of the very file that was opened, however
-// its names change during the walk.
+// findChannelAt returns the first socket or FIFO at or below the file
+// open at fd, on that file's own mount as a bind without submounts shows
+// it, or "" (name only names what is found). Each directory is opened
+// relative to its parent's descriptor, never by a path from the root,
+// and never through a symlink or into another mount: what is searched is
+// the tree of the very file that was opened, however its names change
+// during the walk.
 func findChannelAt(fd int, name string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -258,8 +258,9 @@ func walkForChannel(dir int, name string, n *int) (string, error) {
 				}
 				continue
 			case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOENT):
-				// Another mount (a plain bind does not carry it), a
-				// symlink put there since, or gone.
+				// A symlink put there since, or gone. The clone walked
+				// (findChannelAt) carries no other mount; one that came
+				// there anyway, the job's bind does not carry either.
 				continue
 			default:
 				// EACCES too: root is refused where an idmapped mount maps

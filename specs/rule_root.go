@@ -116,7 +116,7 @@ func dockerOwnLayer(c *Context, root string) bool {
 // and mounts from the store with relative paths when its options would
 // not fit a page), its upper and work directories the layer's own; and
 // no layer another mounted overlay writes to (a running container's); and
-// its upper layer holding no socket or FIFO (rootChannelRefusal). An
+// its upper layer holding no socket or FIFO (upperChannelRefusal). An
 // overlay of the host's /etc mounted there passed on its path.
 func (c *Context) dockerLayerRefusal(real string, fd int) string {
 	m := dockerLayer().FindStringSubmatch(real)
@@ -143,7 +143,7 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 		if !c.oneMount(real, store) {
 			return real + " is neither dockerd's layer mounted there nor a directory on the mount of dockerd's store " + store
 		}
-		return c.rootChannelRefusal(h, real, fd, store)
+		return c.treeChannelRefusal(real, fd)
 	}
 	if h == nil || h.FSType != "overlay" {
 		return real + " is not an overlay, as dockerd's overlay2 layer is"
@@ -183,17 +183,18 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 			return "the rootfs's layer " + d + " is in the writable layer of the overlay at " + merged + ", another container's"
 		}
 	}
-	if upper != "" {
-		u, uok := in(upper)
-		w, wok := in(work)
-		if !uok || !wok || u != filepath.Join(store, id, "diff") || w != filepath.Join(store, id, "work") || !oneMount(u, w, store) {
-			return "the overlay at the rootfs writes to " + upper + ", not to its layer's own " + filepath.Join(store, id, "diff") + " on the store's mount"
-		}
-		if m, ok := written.at(u); ok {
-			return "the rootfs's upper layer " + upper + " is in the writable layer of the overlay at " + m + ", another container's"
-		}
+	if upper == "" {
+		return "" // read-only: nothing is made through it
 	}
-	return c.rootChannelRefusal(h, real, fd, store)
+	u, uok := in(upper)
+	w, wok := in(work)
+	if !uok || !wok || u != filepath.Join(store, id, "diff") || w != filepath.Join(store, id, "work") || !oneMount(u, w, store) {
+		return "the overlay at the rootfs writes to " + upper + ", not to its layer's own " + filepath.Join(store, id, "diff") + " on the store's mount"
+	}
+	if m, ok := written.at(u); ok {
+		return "the rootfs's upper layer " + upper + " is in the writable layer of the overlay at " + m + ", another container's"
+	}
+	return c.upperChannelRefusal(real, u)
 }
 
 // mountedAt tells whether any mount of the table is at path.
@@ -255,30 +256,19 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 			return real + " is a mount of " + pl.Path + ", which " + why
 		}
 	}
-	return c.rootChannelRefusal(src.Holder, real, fd, "")
+	return c.rootChannelRefusal(src.Holder, real, fd)
 }
 
 // rootChannelRefusal refuses a rootfs (real, opened at fd, -1 when not,
 // on the mount holder) that holds a socket or a FIFO, as a bind source's
 // tree may not: a host process listening on a socket in it, or reading a
 // FIFO, is reached by a job without a network (a read-only root stops
-// neither). A rootfs of plain storage is walked whole. Of an overlay,
-// only the upper layer, where whatever a host process made through the
-// overlay lies, and which is empty in a fresh snapshot: a socket bound in
-// a layer directly is another inode than the overlay's, to which a
-// connect through the overlay is refused (measured), and the image below,
-// tens of thousands of files, is walked at no create. base is the
-// directory an overlay's relative layer paths are relative to (dockerd's
-// overlay2 mounts from there when its options would not fit a page), ""
-// where none may be relative.
-func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int, base string) string {
-	const advice = "lay the rootfs out"
+// neither). A rootfs of plain storage is walked whole
+// (treeChannelRefusal); of an overlay, only the upper layer
+// (upperChannelRefusal).
+func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int) string {
 	if h == nil || h.FSType != "overlay" {
-		find := c.findChannel
-		if fd >= 0 {
-			find = func(string) (string, error) { return c.findChannelAt(fd, real) }
-		}
-		return channelRefusal(real, advice, find)
+		return c.treeChannelRefusal(real, fd)
 	}
 	_, upper, _, ok := overlayLayers(h.VFSOptions)
 	switch {
@@ -286,15 +276,36 @@ func (c *Context) rootChannelRefusal(h *mountinfo.Info, real string, fd int, bas
 		return "the layers of the overlay at the rootfs cannot be read from its options (" + h.VFSOptions + ")"
 	case upper == "":
 		return "" // read-only: nothing is made through it
-	case !filepath.IsAbs(upper) && base == "":
-		return "the overlay at the rootfs names its upper layer " + upper + " relative to a directory the host does not show; its files cannot be judged"
 	case !filepath.IsAbs(upper):
-		upper = filepath.Join(base, upper)
+		return "the overlay at the rootfs names its upper layer " + upper + " relative to a directory the host does not show; its files cannot be judged"
 	}
+	return c.upperChannelRefusal(real, upper)
+}
+
+// rootChannelAdvice is what a rootfs refused for a socket or FIFO says to do.
+const rootChannelAdvice = "lay the rootfs out"
+
+// treeChannelRefusal walks the whole rootfs at real (opened at fd, -1
+// when not) for a socket or FIFO.
+func (c *Context) treeChannelRefusal(real string, fd int) string {
+	find := c.findChannel
+	if fd >= 0 {
+		find = func(string) (string, error) { return c.findChannelAt(fd, real) }
+	}
+	return channelRefusal(real, rootChannelAdvice, find)
+}
+
+// upperChannelRefusal walks the upper layer (an absolute host path) of
+// the overlay at the rootfs real, where whatever a host process made
+// through the overlay lies, and which is empty in a fresh snapshot: a
+// socket bound in a layer directly is another inode than the overlay's,
+// to which a connect through the overlay is refused (measured), and the
+// image below, tens of thousands of files, is walked at no create.
+func (c *Context) upperChannelRefusal(real, upper string) string {
 	if st, err := c.dirInfo(upper); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return "the overlay at the rootfs names its upper layer " + upper + ", which is no directory on the host now; its files cannot be judged"
 	}
-	return channelRefusal(real, advice, func(string) (string, error) {
+	return channelRefusal(real, rootChannelAdvice, func(string) (string, error) {
 		ch, err := c.findChannel(upper)
 		if rest, ok := strings.CutPrefix(ch, upper); ok && ch != "" {
 			ch = real + rest // named where the job sees it
