@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,9 +14,10 @@ import (
 // SetupLog sends bulkhead's messages where runc sends its own: the --log
 // file in runc's format (logrus JSON lines with "level", "msg", "time" for
 // --log-format json), because containerd and dockerd show the user the
-// last error line of that file. A log path that cannot be opened falls
-// back to stderr: logging never fails a container.
-func SetupLog(g *Globals) {
+// last error line of that file. A log path that cannot be opened is bad
+// input, as it is to runc and runsc: the error says so on stderr and
+// nothing runs.
+func SetupLog(g *Globals) error {
 	logrus.SetOutput(os.Stderr)
 	switch g.LogFormat {
 	case "json":
@@ -33,19 +35,15 @@ func SetupLog(g *Globals) {
 		logrus.SetLevel(logrus.InfoLevel)
 	}
 	if g.Log == "" {
-		return
+		return nil
 	}
 	f, err := os.OpenFile(g.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_SYNC, 0o644)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bulkhead: log %s: %v; logging to stderr\n", g.Log, err)
-		// The backend would fail on the same path: it logs to stderr too.
-		g.Log = ""
-		if !g.Debug {
-			logrus.SetLevel(logrus.WarnLevel)
-		}
-		return
+		logrus.SetLevel(logrus.WarnLevel)
+		return fmt.Errorf("--log %s cannot be opened for appending (%w): give a file in a directory that exists, or no --log for stderr", g.Log, errors.Unwrap(err))
 	}
 	logrus.SetOutput(f)
+	return nil
 }
 
 // LogError reports err as the last error line of the log and on stderr,

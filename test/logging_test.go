@@ -66,18 +66,24 @@ func TestLogFormat(t *testing.T) {
 	}
 }
 
-// TestUnwritableLog: a log path that cannot be opened never fails a
-// container; bulkhead says so on stderr and goes on.
+// TestUnwritableLog: a log path that cannot be opened is bad input, as it
+// is to runc and runsc: one line on stderr names it, the exit is not 0,
+// and no container was made.
 func TestUnwritableLog(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
 	b := bundle.New(t, []string{"true"})
-	r := bulkhead(t, "", "--root", root, "--log", "/nonexistent/dir/log.json", "run", "--bundle", b, uniqueID("nolog"))
-	if r.code != 0 {
-		t.Fatalf("run with an unwritable log: exit %d: %s", r.code, r.stderr)
+	id := uniqueID("nolog")
+	r := bulkhead(t, "", "--root", root, "--log", "/nonexistent/dir/log.json", "run", "--bundle", b, id)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if r.code == 0 || len(lines) != 1 || !strings.Contains(lines[0], "/nonexistent/dir/log.json") {
+		t.Fatalf("run with an unwritable log: exit %d, stderr %q; want one line naming the path and a non-zero exit", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "logging to stderr") {
-		t.Fatalf("stderr does not say where the log went: %q", r.stderr)
+	if l := bulkhead(t, "", "--root", root, "list", "-q"); l.code != 0 || strings.TrimSpace(l.stdout) != "" {
+		t.Fatalf("after a refused run, list says (exit %d): %q", l.code, l.stdout)
+	}
+	if _, err := exec.Command("runc", "--root", filepath.Join(root, "runc"), "state", id).CombinedOutput(); err == nil {
+		t.Fatalf("runc has a container %s after a run refused for its log", id)
 	}
 }
 

@@ -52,7 +52,7 @@ type dispatcher func(g *runtime.Globals, verb string, c *cli.Context) error
 // verbs, so parsing can be tested without side effects.
 type wiring struct {
 	dispatch dispatcher
-	setupLog func(*runtime.Globals)
+	setupLog func(*runtime.Globals) error
 	ownVerbs bool
 }
 
@@ -81,7 +81,7 @@ func newApp(g *runtime.Globals, w wiring) *cli.App {
 		Before: func(c *cli.Context) error {
 			readGlobals(c, g)
 			if w.setupLog != nil {
-				w.setupLog(g)
+				return w.setupLog(g)
 			}
 			return nil
 		},
