@@ -196,4 +196,10 @@ func TestUsageErrorsAreOneLine(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--root is a global option: give it before the verb (bulkhead --root VALUE changes export") {
 		t.Errorf("a global option after the verb: %v", err)
 	}
+	// Before any verb, the error is the flag's alone: LogError names
+	// bulkhead once.
+	err = parse(&runtime.Globals{}, wiring{ownVerbs: true}, strings.Fields("bulkhead --bogus list"))
+	if err == nil || err.Error() != "flag provided but not defined: -bogus" {
+		t.Errorf("an unknown global option: %v", err)
+	}
 }

@@ -109,7 +109,10 @@ func usageError(c *cli.Context, err error, _ bool) error {
 			}
 		}
 	}
-	return fmt.Errorf("%s: %w", c.Command.FullName(), err)
+	if verb := c.Command.FullName(); verb != "" && verb != c.App.Name {
+		return fmt.Errorf("%s: %w", verb, err)
+	}
+	return err
 }
 
 // globalFlags are runtime.GlobalFlags as urfave flags.
