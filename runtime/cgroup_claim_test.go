@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/specs"
@@ -74,5 +76,64 @@ func TestClaimCgroupSystemdScope(t *testing.T) {
 	}
 	if err := claim(slice + ":victim:z.slice"); err == nil || !strings.Contains(err.Error(), "ends in .slice") {
 		t.Fatalf("claim of a slice name: %v", err)
+	}
+}
+
+// TestCgroupLockIsPerPath: a claim locks its group alone and the groups
+// above it shared: a create of a sibling (dockerd's /docker/<id> beside
+// another) does not wait, one of the same group or of a group above does
+// until the claim is released, and one below may go on reading above.
+func TestCgroupLockIsPerPath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the host's cgroup lock file is root's")
+	}
+	top := fmt.Sprintf("/bhlock%d", os.Getpid())
+	held, err := lockCgroupPath(top + "/a/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// conflicts tells whether a lock of p (exclusive or shared) by another
+	// create would wait now.
+	conflicts := func(p string, exclusive bool) bool {
+		t.Helper()
+		f, err := os.OpenFile(cgroupLockFile, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: cgroupLockByte(p), Len: 1}
+		if exclusive {
+			lk.Type = unix.F_WRLCK
+		}
+		if err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk); err != nil {
+			t.Fatal(err)
+		}
+		return lk.Type != unix.F_UNLCK
+	}
+	for _, c := range []struct {
+		path      string
+		exclusive bool
+		want      bool
+	}{
+		{top + "/a/b", true, true},    // the same group
+		{top + "/a/b", false, true},   // a group below it reads it
+		{top + "/a", true, true},      // a group above it
+		{top, true, true},             // the top
+		{top + "/a", false, false},    // a sibling's create reads the parent
+		{top + "/a/c", true, false},   // the sibling itself
+		{top + "/other", true, false}, // unrelated
+	} {
+		if got := conflicts(c.path, c.exclusive); got != c.want {
+			t.Errorf("while %s/a/b is claimed, a lock of %s (exclusive %v) waits: %v, want %v", top, c.path, c.exclusive, got, c.want)
+		}
+	}
+	sibling, err := lockCgroupPath(top + "/a/c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sibling.Close()
+	held.Close()
+	if conflicts(top+"/a/b", true) || conflicts(top, true) {
+		t.Errorf("released, the claim of %s/a/b still holds its locks", top)
 	}
 }

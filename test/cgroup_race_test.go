@@ -3,6 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,14 +17,21 @@ import (
 // TestConcurrentCreatesOneCgroup: two creates naming the same new
 // cgroupsPath at once both passed the check that it was new, and the
 // second container joined the first one's group (its limits and its kill
-// --all); in each of three rounds here both succeeded. At most one may.
+// --all); in each of three rounds here both succeeded. At most one may;
+// and of two naming a new group and one inside it (which would put the
+// second container under the first one's limits), one too.
 func TestConcurrentCreatesOneCgroup(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
 	path := fmt.Sprintf("/bh-race-%d", os.Getpid())
-	b := bundle.New(t, []string{"sleep", "60"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = path })
+	same := bundle.New(t, []string{"sleep", "60"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = path })
+	inner := bundle.New(t, []string{"sleep", "60"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = path + "/inner" })
 	g := []string{"--root", root, "--backend", "runc"}
-	for round := 0; round < 5; round++ {
+	for round := 0; round < 6; round++ {
+		bundles := []string{same, same}
+		if round%2 == 1 {
+			bundles = []string{same, inner}
+		}
 		ids := []string{uniqueID(fmt.Sprintf("race%da", round)), uniqueID(fmt.Sprintf("race%db", round))}
 		results := make([]result, len(ids))
 		var wg sync.WaitGroup
@@ -31,7 +39,7 @@ func TestConcurrentCreatesOneCgroup(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[i] = bulkhead(t, "", append(g, "create", "--bundle", b, id)...)
+				results[i] = bulkhead(t, "", append(g, "create", "--bundle", bundles[i], id)...)
 			}()
 		}
 		wg.Wait()
@@ -47,7 +55,18 @@ func TestConcurrentCreatesOneCgroup(t *testing.T) {
 			bulkhead(t, "", append(g, "delete", "--force", id)...)
 		}
 		if created != 1 {
-			t.Fatalf("round %d: %d of two creates naming %s succeeded, want exactly one", round, created, path)
+			t.Fatalf("round %d: %d of two creates naming %s and %s succeeded, want exactly one", round, created, path, map[bool]string{true: path + "/inner", false: path}[round%2 == 1])
+		}
+		if cgroups.Exists(path + "/inner") {
+			t.Fatalf("round %d: cgroup %s/inner left behind", round, path)
+		}
+		// The container of path/inner, when it won, had runc make the
+		// group above it, which runc leaves, as it does for itself.
+		if round%2 == 1 && results[1].code == 0 {
+			dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + path)
+			for _, d := range append(dirs, "/sys/fs/cgroup"+path) {
+				os.Remove(d)
+			}
 		}
 		if cgroups.Exists(path) {
 			t.Fatalf("round %d: cgroup %s left behind", round, path)

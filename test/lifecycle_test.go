@@ -206,8 +206,9 @@ func TestPreserveFds(t *testing.T) {
 
 // TestPreserveFdsOnlyTheCallers: --preserve-fds past the descriptors the
 // caller handed over would give the container bulkhead's own (the --log
-// file, the host-wide cgroup lock on /sys/fs/cgroup, whose ".." is the
-// host's root). create refuses it, and leaves no record and no cgroup.
+// file, the host-wide cgroup lock file, the runtime's cgroup files, whose
+// ".." is the host's cgroup tree). create refuses it, and leaves no
+// record and no cgroup.
 func TestPreserveFdsOnlyTheCallers(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)

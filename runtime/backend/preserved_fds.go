@@ -13,9 +13,9 @@ import (
 // to the container, as runc numbers them. Only descriptors the caller
 // handed bulkhead may go: by then bulkhead (and the Go runtime) has its own
 // open at the lowest free numbers (the --log file, the host-wide cgroup
-// lock on /sys/fs/cgroup, the runtime's cgroup files), and one of those
-// in the container is a way out of it (a directory of the host's is its
-// whole tree through ".."). What bulkhead opened carries FD_CLOEXEC, as
+// lock file, the runtime's cgroup files), and one of those in the
+// container is a way out of it (a file of root's to write, a directory
+// of the host's whose ".." is its whole tree). What bulkhead opened carries FD_CLOEXEC, as
 // Go opens every file; what survived the exec into bulkhead cannot.
 func PreservedFiles(n int) ([]*os.File, error) {
 	if err := callersDescriptors(n); err != nil {
