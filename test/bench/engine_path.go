@@ -69,6 +69,8 @@ type lifecycle struct {
 	global []string // --root, --log and the backend's own flags
 	log    string
 	bundle string
+	// bundles, when set, are a bundle for each container of a fleet.
+	bundles []string
 	// awaitInit waits for the init's exit on a pidfd, as an engine's shim
 	// learns of it, rather than by asking the runtime's `state` every few
 	// milliseconds: in a fleet those calls were a share of the CPU the
