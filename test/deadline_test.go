@@ -267,7 +267,7 @@ func TestDeadlineKillsEveryProcess(t *testing.T) {
 			if n, _ := e["processes_killed"].(float64); n < 3 {
 				t.Fatalf("deadline event %v: want at least 3 processes killed (sh, sleep, the orphaned sleep)", e)
 			}
-			waitNoWatchdog(t, id, 2*time.Second)
+			waitNoWatchdog(t, id, 10*time.Second)
 			must(t, append(g, "delete", id)...)
 			assertGone(t, root, backend, id)
 			t.Logf("stopped %s after start; audit: %v", took, e)

@@ -71,7 +71,7 @@ func TestDeadline(t *testing.T) {
 	}
 	d.Must(t, "stop", "-t", "1", name)
 	d.Must(t, "rm", name)
-	if !engine.Eventually(3*time.Second, func() bool { return len(leftover.Watchdogs(id)) == 0 }) {
+	if !engine.Eventually(10*time.Second, func() bool { return len(leftover.Watchdogs(id)) == 0 }) {
 		t.Fatalf("watchdog of %s left after docker rm", id)
 	}
 
@@ -92,7 +92,7 @@ func TestDeadline(t *testing.T) {
 	// A container that ends first leaves no watchdog and no deadline event.
 	id = d.Must(t, "run", "-d", "--runtime=bulkhead-3s", image, "true")
 	d.Must(t, "wait", id)
-	if !engine.Eventually(3*time.Second, func() bool { return len(leftover.Watchdogs(id)) == 0 }) {
+	if !engine.Eventually(10*time.Second, func() bool { return len(leftover.Watchdogs(id)) == 0 }) {
 		t.Fatalf("watchdog of %s left after the container exited", id)
 	}
 	d.Must(t, "rm", id)
