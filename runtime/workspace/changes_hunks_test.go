@@ -78,6 +78,28 @@ func TestHunksBoundedWork(t *testing.T) {
 	}
 	applied(t, old, edited.String(), b.String())
 
+	// No line once on either side (no anchor), each just under difflib's
+	// "popular" cut, and a new line between each two: 2,800 by 5,600
+	// lines is a product a tenth of the budget, yet difflib's matcher
+	// spent 15 s on it. Its own steps are what is charged: too many, so
+	// the file is replaced whole, charged nothing, and applies.
+	var repeated, between strings.Builder
+	for i := 0; i < 2800; i++ {
+		fmt.Fprintf(&repeated, "a%d\n", i%50)
+		fmt.Fprintf(&between, "f%d\na%d\n", i%50, i%50)
+	}
+	if w := matchWork(splitLines([]byte(repeated.String())), splitLines([]byte(between.String()))); w <= maxDiffWork {
+		t.Fatalf("lines repeated 56 times, a new one between each two: %d steps of difflib's counted, want more than the budget's %d", w, maxDiffWork)
+	}
+	b.Reset()
+	work = maxDiffWork
+	writeHunks(&b, splitLines([]byte(repeated.String())), splitLines([]byte(between.String())), &work)
+	if work != maxDiffWork || strings.Count(b.String(), "@@ -") != 1 {
+		t.Fatalf("lines repeated, a new one between each two: %d of the work left, %d hunks; want the whole budget left and one hunk", work, strings.Count(b.String(), "@@ -"))
+	}
+	applied(t, repeated.String(), between.String(), b.String())
+	b.Reset()
+
 	// Lines of a few values, repeated and moved: difflib's matching, the
 	// anchors and the whole replacement all meet.
 	rnd := rand.New(rand.NewSource(1))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -220,17 +221,19 @@ func writeLine(b *bytes.Buffer, mark byte, line string) {
 // diffContext is the lines of context around each hunk.
 const diffContext = 3
 
-// maxDiffWork bounds what difflib's matching may cost in one patch,
-// counted as the product of the line counts of each stretch it matches.
-// Its matcher is quadratic in them, and worse where every line matches
-// once: a job that wrote a line after each of a 36,000-line file's had one
-// delete spend eighteen minutes of the host's CPU on it. So lines found
-// once on each side, in the same order, are matched first (as patience
-// diff does, in about linear time), and difflib matches only the
-// stretches between them; a stretch past what is left of this is shown
-// as replaced whole, which applies all the same. This much is about a
-// second at worst on a slow machine.
-const maxDiffWork = 1 << 24
+// maxDiffWork bounds what difflib's matching may cost in one patch, in
+// steps of its inner loop as matchWork counts them. Its matcher is
+// quadratic in the lines, and worse where lines repeat: a job that wrote
+// a line after each of a 36,000-line file's had one delete spend eighteen
+// minutes of the host's CPU on it, and one that interleaved new lines
+// with a file of lines repeated just under difflib's "popular" cut 15 s
+// while its stretch's lines multiplied to less than a tenth of this. So
+// lines found once on each side, in the same order, are matched first
+// (as patience diff does, in about linear time), and difflib matches only
+// the stretches between them; a stretch past what is left of this is
+// shown as replaced whole, which applies all the same. A step is some
+// 16 ns here: this much is about a second.
+const maxDiffWork = 1 << 26
 
 // writeHunks writes unified hunks with diffContext lines of context,
 // taking what matching costs from work.
@@ -273,7 +276,7 @@ func opCodes(a, c []string, work *int) []difflib.OpCode {
 	}
 	i, j := 0, 0
 	stretch := func(i2, j2 int) {
-		switch cost := (i2 - i) * (j2 - j); {
+		switch cost := matchWork(a[i:i2], c[j:j2]); {
 		case i == i2 && j == j2:
 		case i == i2:
 			add(difflib.OpCode{Tag: 'i', I1: i, I2: i, J1: j, J2: j2})
@@ -295,6 +298,34 @@ func opCodes(a, c []string, work *int) []difflib.OpCode {
 	}
 	stretch(len(a), len(c))
 	return codes
+}
+
+// matchWork bounds the steps difflib's matcher takes to turn a into b.
+// Each search for the longest match in a range (findLongestMatch) visits
+// every line of a's range and, for each, every place its line has in b
+// up to the range's end: at most w, the places of all of a's lines in b,
+// plus a's lines. A search that finds a match searches the two ranges
+// beside it, so there are at most 2m+1 searches for m matches, and no
+// more matches than a's lines, b's or the places w. Lines difflib drops
+// as popular (in more than one in a hundred of b's lines, for a b of 200
+// or more) have no places.
+func matchWork(a, b []string) int {
+	count := make(map[string]int, len(b))
+	for _, l := range b {
+		count[l]++
+	}
+	popular := len(b)/100 + 1
+	w := 0
+	for _, l := range a {
+		if n := count[l]; len(b) < 200 || n <= popular {
+			w += n
+		}
+	}
+	searches := 2*min(len(a), len(b), w) + 1
+	if searches > math.MaxInt/(w+len(a)+1) {
+		return math.MaxInt
+	}
+	return searches * (w + len(a))
 }
 
 // uniqueAnchors are the pairs (i, j) with a[i] == c[j] a line each side has
