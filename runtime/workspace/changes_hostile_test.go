@@ -749,3 +749,51 @@ func TestExportPathLimit(t *testing.T) {
 		t.Errorf("keep: %v", err)
 	}
 }
+
+// TestKeptListsAreBounded: a job that writes thousands of files the
+// sandbox user cannot read (each left out of the patch and of the kept
+// copy, each named) had its entry's meta.json hold every name twice, 36 MB
+// for 99,000, which every later keep, prune and list read whole. meta.json
+// lists names up to maxListed and counts the rest; the count reaches list
+// and the export's notes.
+func TestKeptListsAreBounded(t *testing.T) {
+	h := newHostileWorkspace(t)
+	const n = 3000
+	for i := 0; i < n; i++ {
+		p := h.file(fmt.Sprintf("locked/%s-%04d", strings.Repeat("a", 60), i), nil)
+		if err := os.Chmod(p, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig(t)
+	r, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(r.Dir, "meta.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 3*maxListed {
+		t.Errorf("meta.json of %d files left out takes %d bytes, want at most %d", n, st.Size(), 3*maxListed)
+	}
+	if got := len(r.Rejected) + r.RejectedNotListed; got != n || r.RejectedNotListed == 0 {
+		t.Errorf("rejected: %d listed and %d counted, want %d in all, some only counted", len(r.Rejected), r.RejectedNotListed, n)
+	}
+	var table bytes.Buffer
+	if err := List(cfg, "table", &table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), fmt.Sprintf(" %d ", n)) {
+		t.Errorf("list does not count %d rejected:\n%s", n, table.String())
+	}
+	for format, want := range map[string]string{"patch": "more rejected, not listed", "tar": "more files the kept copy left out, not listed"} {
+		notes, err := Export(cfg, "/run/root-a", "c1", format, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := notes[len(notes)-1]; !strings.Contains(last, want) {
+			t.Errorf("%s export's last note %q, want the count of the rest (%q)", format, last, want)
+		}
+	}
+}

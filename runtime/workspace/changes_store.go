@@ -62,6 +62,10 @@ type Kept struct {
 	CopyLeftOut  []string `json:"copy_left_out,omitempty"`
 	Changes      int      `json:"changes"`
 	Rejected     []string `json:"rejected,omitempty"`
+	// RejectedNotListed and CopyLeftOutNotListed count the lines past
+	// what meta.json lists of each (maxListed).
+	RejectedNotListed    int `json:"rejected_not_listed,omitempty"`
+	CopyLeftOutNotListed int `json:"copy_left_out_not_listed,omitempty"`
 	// Bytes is the disk the entry takes, counted against changes_quota.
 	Bytes  int64      `json:"bytes"`
 	Dir    string     `json:"dir"`
@@ -292,6 +296,8 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
 	}
 	r.JudgedAtCopy, r.TarJudgement = true, tarJudgement
+	r.Rejected, r.RejectedNotListed = listedAtMost(r.Rejected)
+	r.CopyLeftOut, r.CopyLeftOutNotListed = listedAtMost(r.CopyLeftOut)
 	copied, err := diskUsage(tmp)
 	if err != nil {
 		return nil, err
@@ -769,10 +775,17 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 			}
 			rejected = append(rejected, rej...)
 		}
+		named := make(map[string]bool, len(rejected))
+		for _, line := range rejected {
+			named[line] = true
+		}
 		for _, line := range r.CopyLeftOut {
-			if !slices.Contains(rejected, line) {
+			if !named[line] {
 				rejected = append(rejected, line)
 			}
+		}
+		if r.CopyLeftOutNotListed > 0 {
+			rejected = append(rejected, fmt.Sprintf("and %d more files the kept copy left out, not listed", r.CopyLeftOutNotListed))
 		}
 		return rejected, tw.Close()
 	}
@@ -782,7 +795,30 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 	}
 	defer f.Close()
 	_, err = io.Copy(w, f)
-	return r.Rejected, err
+	rejected := r.Rejected
+	if r.RejectedNotListed > 0 {
+		rejected = append(slices.Clip(rejected), fmt.Sprintf("and %d more rejected, not listed (changes.json names each)", r.RejectedNotListed))
+	}
+	return rejected, err
+}
+
+// maxListed bounds the bytes of each list of lines an entry's meta.json
+// keeps (what was rejected, what the kept copy left out): the job chooses
+// how many there are and their names, and every keep, prune and list
+// reads every meta.json in the store, so one job's 99,000 left-out names
+// made each of them read 36 MB. Past it, only the count is kept.
+const maxListed = 64 << 10
+
+// listedAtMost is the first lines, up to maxListed bytes, and how many
+// are left.
+func listedAtMost(lines []string) ([]string, int) {
+	n := 0
+	for i, l := range lines {
+		if n += len(l) + 1; n > maxListed {
+			return lines[:i], len(lines) - i
+		}
+	}
+	return lines, 0
 }
 
 // List writes the kept changes as a table or json.
@@ -802,7 +838,7 @@ func List(cfg *Settings, format string, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tROOT\tDELETED\tEXPIRES\tCHANGES\tREJECTED\tBYTES\tDIR")
 	for _, r := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.ID, escape.Text(r.Root), r.Deleted.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Changes, len(r.Rejected), r.Bytes, r.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.ID, escape.Text(r.Root), r.Deleted.Format(time.RFC3339), r.Expires.Format(time.RFC3339), r.Changes, len(r.Rejected)+r.RejectedNotListed, r.Bytes, r.Dir)
 	}
 	return tw.Flush()
 }
