@@ -797,3 +797,32 @@ func TestKeptListsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestPruneLeavesAnEntryBeingBuilt: a save builds its entry unlocked, so
+// that a job whose changes take long to keep holds up no other delete; a
+// prune meanwhile leaves the entry being built alone, and removes one
+// whose builder is gone.
+func TestPruneLeavesAnEntryBeingBuilt(t *testing.T) {
+	cfg := testConfig(t)
+	tmp, building, err := buildingDir(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "changes.patch"), []byte("half"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Prune(cfg, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("a prune removed the entry being built: %v", err)
+	}
+	building.Close()
+	gone, err := Prune(cfg, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) || len(gone) != 1 {
+		t.Fatalf("the entry of a builder that is gone stays (%v), prune removed %v", err, gone)
+	}
+}

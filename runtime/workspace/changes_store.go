@@ -201,9 +201,11 @@ func keptDir(cfg *Settings, root, id string) string {
 
 const tmpPrefix = ".tmp-"
 
-// lockChanges serialises saves and prunes of changes_dir, so the quota
-// is counted against a store nobody else is changing, and every .tmp-
-// entry prune finds is a leftover.
+// lockChanges serialises the changes to changes_dir's entries: a save's
+// count of the quota and its rename into place, a prune. A save builds
+// its entry in a .tmp- directory unlocked (buildingDir), since building
+// one (a patch, a copy of the layer) takes as long as the job's writes
+// make it, and every other container's delete on the host would wait.
 func lockChanges(cfg *Settings) (func(), error) {
 	dir := changesDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -225,30 +227,19 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockChanges(cfg)
+	used, err := pruneAndCount(cfg)
 	if err != nil {
 		return nil, err
-	}
-	defer unlock()
-	if _, err := pruneLocked(cfg, -1); err != nil {
-		logrus.Warnf("bulkhead: prune changes: %v", err)
-	}
-	kept, _, err := scanStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	var used int64
-	for _, k := range kept {
-		used += k.Bytes
 	}
 	if used >= lim.Quota {
 		return nil, fmt.Errorf("changes_quota: kept changes take %d of %d bytes; prune some", used, lim.Quota)
 	}
 	disk := &diskBudget{limit: min(lim.Bytes, lim.Quota-used)}
-	tmp, err := os.MkdirTemp(changesDir(cfg), tmpPrefix)
+	tmp, building, err := buildingDir(cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer building.Close()
 	done := false
 	defer func() {
 		if !done {
@@ -320,6 +311,19 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
 		return nil, err
 	}
+	// Into place under the lock, counted against the quota again: other
+	// saves may have kept theirs meanwhile.
+	unlock, err := lockChanges(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if used, err = storeBytes(cfg); err != nil {
+		return nil, err
+	}
+	if used+r.Bytes > lim.Quota {
+		return nil, fmt.Errorf("changes_quota: kept changes take %d of %d bytes, and these %d more; prune some", used, lim.Quota, r.Bytes)
+	}
 	if err := setAsideEarlier(cfg, root, rec.ID); err != nil {
 		return nil, err
 	}
@@ -328,6 +332,71 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	}
 	done = true
 	return r, nil
+}
+
+// pruneAndCount prunes the store (pruneLocked) and returns the bytes its
+// entries take.
+func pruneAndCount(cfg *Settings) (int64, error) {
+	unlock, err := lockChanges(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	if _, err := pruneLocked(cfg, -1); err != nil {
+		logrus.Warnf("bulkhead: prune changes: %v", err)
+	}
+	return storeBytes(cfg)
+}
+
+// storeBytes is the bytes the store's entries take, counted against
+// changes_quota.
+func storeBytes(cfg *Settings) (int64, error) {
+	kept, _, err := scanStore(cfg)
+	if err != nil {
+		return 0, err
+	}
+	var used int64
+	for _, k := range kept {
+		used += k.Bytes
+	}
+	return used, nil
+}
+
+// buildingDir makes a .tmp- directory in the store for an entry being
+// built, and holds a flock on it until the returned file is closed: a
+// prune meanwhile leaves it alone (stillBuilding), and removes one whose
+// builder is gone.
+func buildingDir(cfg *Settings) (string, *os.File, error) {
+	dir := changesDir(cfg)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.MkdirTemp(dir, tmpPrefix)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.Open(tmp)
+	if err == nil {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return tmp, f, nil
+}
+
+// stillBuilding tells whether a save holds the .tmp- directory p.
+func stillBuilding(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return errors.Is(unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB), unix.EWOULDBLOCK)
 }
 
 // maxAside bounds the names tried for one set-aside entry: a store that
@@ -939,6 +1008,9 @@ func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 		_ = os.Remove(filepath.Dir(r.Dir))
 	}
 	for _, p := range orphans {
+		if strings.HasPrefix(filepath.Base(p), tmpPrefix) && stillBuilding(p) {
+			continue
+		}
 		if err := state.UnmountUnder(p); err != nil {
 			errs = append(errs, err)
 			continue
