@@ -801,12 +801,19 @@ func TestKeptListsAreBounded(t *testing.T) {
 // TestPruneLeavesAnEntryBeingBuilt: a save builds its entry unlocked, so
 // that a job whose changes take long to keep holds up no other delete; a
 // prune meanwhile leaves the entry being built alone, and removes one
-// whose builder is gone.
+// whose builder is gone. The bytes a save may keep are reserved when it
+// starts: saves building at once keep no more than the quota between
+// them.
 func TestPruneLeavesAnEntryBeingBuilt(t *testing.T) {
 	cfg := testConfig(t)
-	tmp, building, err := buildingDir(cfg)
+	lim := defaultChangeLimits
+	lim.Quota, lim.Bytes = 5<<20, 2<<20
+	tmp, building, reserved, err := startBuilding(cfg, lim)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reserved != 2<<20 {
+		t.Fatalf("the first save reserved %d, want changes_max_bytes", reserved)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "changes.patch"), []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
@@ -817,12 +824,31 @@ func TestPruneLeavesAnEntryBeingBuilt(t *testing.T) {
 	if _, err := os.Stat(tmp); err != nil {
 		t.Fatalf("a prune removed the entry being built: %v", err)
 	}
+	_, second, reserved, err := startBuilding(cfg, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reserved != 2<<20 {
+		t.Fatalf("the second save reserved %d, want changes_max_bytes", reserved)
+	}
+	_, third, reserved, err := startBuilding(cfg, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reserved != 1<<20 {
+		t.Fatalf("the third save reserved %d, want the 1 MiB the quota leaves", reserved)
+	}
+	if _, _, _, err := startBuilding(cfg, lim); err == nil || !strings.Contains(err.Error(), "changes_quota") {
+		t.Fatalf("a fourth save while three hold the quota: %v", err)
+	}
+	second.Close()
+	third.Close()
 	building.Close()
 	gone, err := Prune(cfg, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) || len(gone) != 1 {
-		t.Fatalf("the entry of a builder that is gone stays (%v), prune removed %v", err, gone)
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) || len(gone) != 3 {
+		t.Fatalf("the entries of builders that are gone stay (%v), prune removed %v", err, gone)
 	}
 }

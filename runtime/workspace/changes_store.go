@@ -203,7 +203,7 @@ const tmpPrefix = ".tmp-"
 
 // lockChanges serialises the changes to changes_dir's entries: a save's
 // count of the quota and its rename into place, a prune. A save builds
-// its entry in a .tmp- directory unlocked (buildingDir), since building
+// its entry in a .tmp- directory unlocked (startBuilding), since building
 // one (a patch, a copy of the layer) takes as long as the job's writes
 // make it, and every other container's delete on the host would wait.
 func lockChanges(cfg *Settings) (func(), error) {
@@ -227,19 +227,12 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err != nil {
 		return nil, err
 	}
-	used, err := pruneAndCount(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if used >= lim.Quota {
-		return nil, fmt.Errorf("changes_quota: kept changes take %d of %d bytes; prune some", used, lim.Quota)
-	}
-	disk := &diskBudget{limit: min(lim.Bytes, lim.Quota-used)}
-	tmp, building, err := buildingDir(cfg)
+	tmp, building, reserved, err := startBuilding(cfg, lim)
 	if err != nil {
 		return nil, err
 	}
 	defer building.Close()
+	disk := &diskBudget{limit: reserved}
 	done := false
 	defer func() {
 		if !done {
@@ -311,18 +304,15 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
 		return nil, err
 	}
-	// Into place under the lock, counted against the quota again: other
-	// saves may have kept theirs meanwhile.
+	// Into place under the lock. The bytes were reserved for it, and
+	// r.Bytes is within them.
 	unlock, err := lockChanges(cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if used, err = storeBytes(cfg); err != nil {
+	if err := os.Remove(filepath.Join(tmp, reservedFile)); err != nil {
 		return nil, err
-	}
-	if used+r.Bytes > lim.Quota {
-		return nil, fmt.Errorf("changes_quota: kept changes take %d of %d bytes, and these %d more; prune some", used, lim.Quota, r.Bytes)
 	}
 	if err := setAsideEarlier(cfg, root, rec.ID); err != nil {
 		return nil, err
@@ -334,59 +324,76 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	return r, nil
 }
 
-// pruneAndCount prunes the store (pruneLocked) and returns the bytes its
-// entries take.
-func pruneAndCount(cfg *Settings) (int64, error) {
+// startBuilding prunes the store, reserves the bytes a save may keep
+// (changes_max_bytes, or what changes_quota leaves beside what is kept
+// and what saves building meanwhile reserved), and makes the .tmp-
+// directory to build the entry in, holding a flock on it until the
+// returned file is closed, all under the store's lock: a prune leaves a
+// directory so held alone (stillBuilding) and removes one whose builder
+// is gone, and N deletes at once keep no more than the quota between
+// them at any moment.
+func startBuilding(cfg *Settings, lim changeLimits) (string, *os.File, int64, error) {
 	unlock, err := lockChanges(cfg)
 	if err != nil {
-		return 0, err
+		return "", nil, 0, err
 	}
 	defer unlock()
 	if _, err := pruneLocked(cfg, -1); err != nil {
 		logrus.Warnf("bulkhead: prune changes: %v", err)
 	}
-	return storeBytes(cfg)
-}
-
-// storeBytes is the bytes the store's entries take, counted against
-// changes_quota.
-func storeBytes(cfg *Settings) (int64, error) {
-	kept, _, err := scanStore(cfg)
+	kept, building, err := scanStore(cfg)
 	if err != nil {
-		return 0, err
+		return "", nil, 0, err
 	}
 	var used int64
 	for _, k := range kept {
 		used += k.Bytes
 	}
-	return used, nil
-}
-
-// buildingDir makes a .tmp- directory in the store for an entry being
-// built, and holds a flock on it until the returned file is closed: a
-// prune meanwhile leaves it alone (stillBuilding), and removes one whose
-// builder is gone.
-func buildingDir(cfg *Settings) (string, *os.File, error) {
-	dir := changesDir(cfg)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", nil, err
+	for _, p := range building {
+		if n, ok := reservedBy(p); ok {
+			used += n
+		}
 	}
-	tmp, err := os.MkdirTemp(dir, tmpPrefix)
+	if used >= lim.Quota {
+		return "", nil, 0, fmt.Errorf("changes_quota: kept changes, and those being kept, take %d of %d bytes; prune some", used, lim.Quota)
+	}
+	reserve := min(lim.Bytes, lim.Quota-used)
+	tmp, err := os.MkdirTemp(changesDir(cfg), tmpPrefix)
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	f, err := os.Open(tmp)
 	if err == nil {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err = unix.Flock(int(f.Fd()), unix.LOCK_EX); err == nil {
+			err = os.WriteFile(filepath.Join(tmp, reservedFile), []byte(strconv.FormatInt(reserve, 10)), 0o600)
+		}
 		if err != nil {
 			f.Close()
 		}
 	}
 	if err != nil {
 		_ = os.RemoveAll(tmp)
-		return "", nil, err
+		return "", nil, 0, err
 	}
-	return tmp, f, nil
+	return tmp, f, reserve, nil
+}
+
+// reservedFile holds, in an entry being built, the bytes its save
+// reserved; it is removed before the entry is renamed into place.
+const reservedFile = ".reserved"
+
+// reservedBy is what the save building the .tmp- directory p reserved;
+// false when p is no such directory or its builder is gone.
+func reservedBy(p string) (int64, bool) {
+	if !strings.HasPrefix(filepath.Base(p), tmpPrefix) || !stillBuilding(p) {
+		return 0, false
+	}
+	data, err := os.ReadFile(filepath.Join(p, reservedFile))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(data), 10, 64)
+	return n, err == nil
 }
 
 // stillBuilding tells whether a save holds the .tmp- directory p.
