@@ -885,12 +885,17 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 // made each of them read 36 MB. Past it, only the count is kept.
 const maxListed = 64 << 10
 
-// listedAtMost is the first lines, up to maxListed bytes, and how many
+// listedAtMost is the first lines, up to maxListed bytes as meta.json
+// holds them (JSON escapes <, > and & as six bytes each), and how many
 // are left.
 func listedAtMost(lines []string) ([]string, int) {
 	n := 0
 	for i, l := range lines {
-		if n += len(l) + 1; n > maxListed {
+		quoted, err := json.Marshal(l)
+		if err != nil {
+			return lines[:i], len(lines) - i
+		}
+		if n += len(quoted) + 1; n > maxListed {
 			return lines[:i], len(lines) - i
 		}
 	}
