@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"os"
 	"path"
@@ -18,7 +21,7 @@ import (
 // cgroupLockFile holds the locks of the cgroup paths creates are
 // claiming: one file for every bulkhead on the host whatever its --root,
 // in a directory only root may write, kept as iptables keeps
-// /run/xtables.lock.
+// /run/xtables.lock, and only root may read (its key).
 const cgroupLockFile = "/run/bulkhead-cgroups.lock"
 
 // claimCgroup locks the caller's cgroup and checks again that it is
@@ -75,25 +78,23 @@ func (c *creation) claimCgroup() (func(), error) {
 
 // lockCgroupPath takes, in cgroupLockFile, an exclusive lock on group and
 // shared ones on each group above it, and returns the file whose closing
-// releases them. Each path is a byte of the file (its hash: two paths on
-// one byte only wait for each other), locked as an open file description
-// (F_OFD_SETLKW), and every create takes its bytes in ascending order, so
-// no two creates wait for each other in a cycle.
+// releases them. Each path is a byte of the file, chosen by a keyed hash
+// (cgroupLockByte) so that no caller can name a group whose byte is
+// another's, a shared parent's above all, and hold up every create below
+// it for as long as its own backend create takes. The bytes are locked as
+// an open file description's (F_OFD_SETLKW), and every create takes its
+// bytes in ascending order, so no two creates wait for each other in a
+// cycle.
 func lockCgroupPath(group string) (*os.File, error) {
-	want := map[int64]bool{cgroupLockByte(group): true}
-	for a := path.Dir(group); a != "/" && a != "."; a = path.Dir(a) {
-		if b := cgroupLockByte(a); !want[b] {
-			want[b] = false
-		}
-	}
-	f, err := os.OpenFile(cgroupLockFile, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	f, key, err := openCgroupLock()
 	if err != nil {
 		return nil, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 || st.Mode&0o022 != 0 {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a file of root's that only root may write", cgroupLockFile)
+	want := map[int64]bool{cgroupLockByte(key, group): true}
+	for a := path.Dir(group); a != "/" && a != "."; a = path.Dir(a) {
+		if b := cgroupLockByte(key, a); !want[b] {
+			want[b] = false
+		}
 	}
 	bytes := make([]int64, 0, len(want))
 	for b := range want {
@@ -119,10 +120,58 @@ func lockCgroupPath(group string) (*os.File, error) {
 	return f, nil
 }
 
+// cgroupLockKeySize is the bytes of the key at the start of
+// cgroupLockFile.
+const cgroupLockKeySize = 32
+
+// openCgroupLock opens cgroupLockFile, root's alone, and reads its key;
+// the first bulkhead on the host writes one, under a flock (which does
+// not meet the byte locks) so that all read the same.
+func openCgroupLock() (*os.File, []byte, error) {
+	f, err := os.OpenFile(cgroupLockFile, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := cgroupLockKey(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", cgroupLockFile, err)
+	}
+	return f, key, nil
+}
+
+func cgroupLockKey(f *os.File) ([]byte, error) {
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return nil, err
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0 || st.Mode&0o077 != 0 {
+		return nil, errors.New("not a file of root's that only root may read")
+	}
+	key := make([]byte, cgroupLockKeySize)
+	if st.Size < cgroupLockKeySize {
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		if _, err := f.WriteAt(key, 0); err != nil {
+			return nil, err
+		}
+		return key, nil
+	}
+	if _, err := f.ReadAt(key, 0); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
 // cgroupLockByte is the byte of cgroupLockFile that stands for a cgroup
-// path.
-func cgroupLockByte(p string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(p))
-	return int64(h.Sum64() % (1 << 32))
+// path: past the key, at an offset of 62 bits of its HMAC under the key.
+func cgroupLockByte(key []byte, p string) int64 {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(p))
+	return cgroupLockKeySize + int64(binary.BigEndian.Uint64(m.Sum(nil))>>2)
 }

@@ -79,8 +79,8 @@ func TestClaimCgroupSystemdScope(t *testing.T) {
 	}
 }
 
-// TestCgroupLockIsPerPath: a claim locks its group alone and the groups
-// above it shared: a create of a sibling (dockerd's /docker/<id> beside
+// TestCgroupLockIsPerPath: a claim locks its group alone (a byte chosen
+// by a key only root reads) and the groups above it shared: a create of a sibling (dockerd's /docker/<id> beside
 // another) does not wait, one of the same group or of a group above does
 // until the claim is released, and one below may go on reading above.
 func TestCgroupLockIsPerPath(t *testing.T) {
@@ -92,6 +92,19 @@ func TestCgroupLockIsPerPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The bytes are chosen by a key only root reads, the same for every
+	// bulkhead: no caller can name a group whose byte is another's.
+	kf, key, err := openCgroupLock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf.Close()
+	if st, err := os.Stat(cgroupLockFile); err != nil || st.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("%s: %v, mode %v; want a file only root reads", cgroupLockFile, err, st.Mode())
+	}
+	if again, err := os.ReadFile(cgroupLockFile); err != nil || len(again) < cgroupLockKeySize || string(again[:cgroupLockKeySize]) != string(key) || cgroupLockByte(key, "/docker") == cgroupLockByte(make([]byte, cgroupLockKeySize), "/docker") {
+		t.Fatalf("the key read is not the file's, or not used: %v", err)
+	}
 	// conflicts tells whether a lock of p (exclusive or shared) by another
 	// create would wait now.
 	conflicts := func(p string, exclusive bool) bool {
@@ -101,7 +114,7 @@ func TestCgroupLockIsPerPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: cgroupLockByte(p), Len: 1}
+		lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: cgroupLockByte(key, p), Len: 1}
 		if exclusive {
 			lk.Type = unix.F_WRLCK
 		}
