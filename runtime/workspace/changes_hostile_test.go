@@ -832,7 +832,7 @@ func TestPruneLeavesAnEntryBeingBuilt(t *testing.T) {
 	if reserved != 2<<20 {
 		t.Fatalf("the second save reserved %d, want changes_max_bytes", reserved)
 	}
-	_, third, reserved, err := startBuilding(cfg, lim)
+	thirdDir, third, reserved, err := startBuilding(cfg, lim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -842,7 +842,11 @@ func TestPruneLeavesAnEntryBeingBuilt(t *testing.T) {
 	if _, _, _, err := startBuilding(cfg, lim); err == nil || !strings.Contains(err.Error(), "changes_quota") {
 		t.Fatalf("a fourth save while three hold the quota: %v", err)
 	}
+	// A save grows its reservation as it writes, into what others left.
 	second.Close()
+	if grown, err := extendReservation(cfg, lim, thirdDir, 2<<20); err != nil || grown != 2<<20 {
+		t.Fatalf("the third save grown to 2 MiB once the second is gone: %d, %v", grown, err)
+	}
 	third.Close()
 	building.Close()
 	gone, err := Prune(cfg, -1)
@@ -851,5 +855,14 @@ func TestPruneLeavesAnEntryBeingBuilt(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) || len(gone) != 3 {
 		t.Fatalf("the entries of builders that are gone stay (%v), prune removed %v", err, gone)
+	}
+	// With the defaults, a fleet's deletes at once each reserve a step,
+	// not changes_max_bytes: 32 of them fit the quota.
+	for i := 0; i < 32; i++ {
+		_, f, reserved, err := startBuilding(cfg, defaultChangeLimits)
+		if err != nil || reserved != reserveStep {
+			t.Fatalf("save %d of 32 at once: reserved %d, %v; want %d", i, reserved, err, reserveStep)
+		}
+		defer f.Close()
 	}
 }

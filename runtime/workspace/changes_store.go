@@ -232,7 +232,7 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		return nil, err
 	}
 	defer building.Close()
-	disk := &diskBudget{limit: reserved}
+	disk := &diskBudget{limit: reserved, grow: func(want int64) (int64, error) { return extendReservation(cfg, lim, tmp, want) }}
 	done := false
 	defer func() {
 		if !done {
@@ -295,6 +295,11 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		return nil, err
 	}
 	r.Bytes = copied + (int64(len(meta))/blockSize+2)*blockSize
+	if r.Bytes > disk.limit && disk.grow != nil {
+		if disk.limit, err = disk.grow(r.Bytes); err != nil {
+			return nil, err
+		}
+	}
 	if r.Bytes > disk.limit {
 		return nil, fmt.Errorf("the copy takes %d bytes, more than the %d left to it (changes_max_bytes, changes_quota)", r.Bytes, disk.limit)
 	}
@@ -324,14 +329,19 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	return r, nil
 }
 
-// startBuilding prunes the store, reserves the bytes a save may keep
-// (changes_max_bytes, or what changes_quota leaves beside what is kept
-// and what saves building meanwhile reserved), and makes the .tmp-
-// directory to build the entry in, holding a flock on it until the
-// returned file is closed, all under the store's lock: a prune leaves a
-// directory so held alone (stillBuilding) and removes one whose builder
-// is gone, and N deletes at once keep no more than the quota between
-// them at any moment.
+// reserveStep is what a save reserves of changes_quota at a time: a
+// fleet's deletes at once each reserve this much, not changes_max_bytes,
+// so that 32 of them still fit a quota of 4g, and grow it as they write.
+const reserveStep = 64 << 20
+
+// startBuilding prunes the store, reserves bytes for a save to keep
+// (reserveStep, at most changes_max_bytes and what changes_quota leaves
+// beside what is kept and what saves building meanwhile reserved), and
+// makes the .tmp- directory to build the entry in, holding a flock on it
+// until the returned file is closed, all under the store's lock: a prune
+// leaves a directory so held alone (stillBuilding) and removes one whose
+// builder is gone, and N deletes at once keep no more than the quota
+// between them at any moment.
 func startBuilding(cfg *Settings, lim changeLimits) (string, *os.File, int64, error) {
 	unlock, err := lockChanges(cfg)
 	if err != nil {
@@ -345,19 +355,11 @@ func startBuilding(cfg *Settings, lim changeLimits) (string, *os.File, int64, er
 	if err != nil {
 		return "", nil, 0, err
 	}
-	var used int64
-	for _, k := range kept {
-		used += k.Bytes
-	}
-	for _, p := range building {
-		if n, ok := reservedBy(p); ok {
-			used += n
-		}
-	}
+	used := storeUse(kept, building, "")
 	if used >= lim.Quota {
 		return "", nil, 0, fmt.Errorf("changes_quota: kept changes, and those being kept, take %d of %d bytes; prune some", used, lim.Quota)
 	}
-	reserve := min(lim.Bytes, lim.Quota-used)
+	reserve := min(lim.Bytes, lim.Quota-used, reserveStep)
 	tmp, err := os.MkdirTemp(changesDir(cfg), tmpPrefix)
 	if err != nil {
 		return "", nil, 0, err
@@ -376,6 +378,41 @@ func startBuilding(cfg *Settings, lim changeLimits) (string, *os.File, int64, er
 		return "", nil, 0, err
 	}
 	return tmp, f, reserve, nil
+}
+
+// storeUse is the bytes the entries kept take and those the saves still
+// building reserved, but the one building in own.
+func storeUse(kept []*Kept, building []string, own string) int64 {
+	var used int64
+	for _, k := range kept {
+		used += k.Bytes
+	}
+	for _, p := range building {
+		if n, ok := reservedBy(p); ok && p != own {
+			used += n
+		}
+	}
+	return used
+}
+
+// extendReservation grows the reservation of the save building in tmp
+// to cover want bytes and a reserveStep more, as far as
+// changes_max_bytes and changes_quota let it, and returns it.
+func extendReservation(cfg *Settings, lim changeLimits, tmp string, want int64) (int64, error) {
+	unlock, err := lockChanges(cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	kept, building, err := scanStore(cfg)
+	if err != nil {
+		return 0, err
+	}
+	reserve := min(lim.Bytes, lim.Quota-storeUse(kept, building, tmp), want+reserveStep)
+	if err := os.WriteFile(filepath.Join(tmp, reservedFile), []byte(strconv.FormatInt(reserve, 10)), 0o600); err != nil {
+		return 0, err
+	}
+	return reserve, nil
 }
 
 // reservedFile holds, in an entry being built, the bytes its save
@@ -508,13 +545,22 @@ func replaceDir(tmp, final string) error {
 	return nil
 }
 
-// diskBudget counts the disk one kept entry takes.
+// diskBudget counts the disk one kept entry takes, against its limit;
+// grow, when set, asks for a larger one.
 type diskBudget struct {
 	limit, used int64
+	grow        func(want int64) (int64, error)
 }
 
 func (d *diskBudget) take(n int64) error {
 	d.used += n
+	if d.used > d.limit && d.grow != nil {
+		limit, err := d.grow(d.used)
+		if err != nil {
+			return err
+		}
+		d.limit = limit
+	}
 	if d.used > d.limit {
 		return fmt.Errorf("kept changes would pass %d bytes (changes_max_bytes, or what changes_quota leaves); nothing kept", d.limit)
 	}
