@@ -201,11 +201,9 @@ func keptDir(cfg *Settings, root, id string) string {
 
 const tmpPrefix = ".tmp-"
 
-// lockChanges serialises the changes to changes_dir's entries: a save's
-// count of the quota and its rename into place, a prune. A save builds
-// its entry in a .tmp- directory unlocked (startBuilding), since building
-// one (a patch, a copy of the layer) takes as long as the job's writes
-// make it, and every other container's delete on the host would wait.
+// lockChanges serialises saves and prunes of changes_dir, so the quota
+// is counted against a store nobody else is changing, and every .tmp-
+// entry prune finds is a leftover.
 func lockChanges(cfg *Settings) (func(), error) {
 	dir := changesDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -227,12 +225,30 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err != nil {
 		return nil, err
 	}
-	tmp, building, reserved, err := startBuilding(cfg, lim)
+	unlock, err := lockChanges(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer building.Close()
-	disk := &diskBudget{limit: reserved, grow: func(want int64) (int64, error) { return extendReservation(cfg, lim, tmp, want) }}
+	defer unlock()
+	if _, err := pruneLocked(cfg, -1); err != nil {
+		logrus.Warnf("bulkhead: prune changes: %v", err)
+	}
+	kept, _, err := scanStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var used int64
+	for _, k := range kept {
+		used += k.Bytes
+	}
+	if used >= lim.Quota {
+		return nil, fmt.Errorf("changes_quota: kept changes take %d of %d bytes; prune some", used, lim.Quota)
+	}
+	disk := &diskBudget{limit: min(lim.Bytes, lim.Quota-used)}
+	tmp, err := os.MkdirTemp(changesDir(cfg), tmpPrefix)
+	if err != nil {
+		return nil, err
+	}
 	done := false
 	defer func() {
 		if !done {
@@ -295,11 +311,6 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		return nil, err
 	}
 	r.Bytes = copied + (int64(len(meta))/blockSize+2)*blockSize
-	if r.Bytes > disk.limit && disk.grow != nil {
-		if disk.limit, err = disk.grow(r.Bytes); err != nil {
-			return nil, err
-		}
-	}
 	if r.Bytes > disk.limit {
 		return nil, fmt.Errorf("the copy takes %d bytes, more than the %d left to it (changes_max_bytes, changes_quota)", r.Bytes, disk.limit)
 	}
@@ -307,16 +318,6 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
-		return nil, err
-	}
-	// Into place under the lock. The bytes were reserved for it, and
-	// r.Bytes is within them.
-	unlock, err := lockChanges(cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if err := os.Remove(filepath.Join(tmp, reservedFile)); err != nil {
 		return nil, err
 	}
 	if err := setAsideEarlier(cfg, root, rec.ID); err != nil {
@@ -327,120 +328,6 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	}
 	done = true
 	return r, nil
-}
-
-// reserveStep is what a save reserves of changes_quota at a time: a
-// fleet's deletes at once each reserve this much, not changes_max_bytes,
-// so that 32 of them still fit a quota of 4g, and grow it as they write.
-const reserveStep = 64 << 20
-
-// startBuilding prunes the store, reserves bytes for a save to keep
-// (reserveStep, at most changes_max_bytes and what changes_quota leaves
-// beside what is kept and what saves building meanwhile reserved), and
-// makes the .tmp- directory to build the entry in, holding a flock on it
-// until the returned file is closed, all under the store's lock: a prune
-// leaves a directory so held alone (stillBuilding) and removes one whose
-// builder is gone, and N deletes at once keep no more than the quota
-// between them at any moment.
-func startBuilding(cfg *Settings, lim changeLimits) (string, *os.File, int64, error) {
-	unlock, err := lockChanges(cfg)
-	if err != nil {
-		return "", nil, 0, err
-	}
-	defer unlock()
-	if _, err := pruneLocked(cfg, -1); err != nil {
-		logrus.Warnf("bulkhead: prune changes: %v", err)
-	}
-	kept, building, err := scanStore(cfg)
-	if err != nil {
-		return "", nil, 0, err
-	}
-	used := storeUse(kept, building, "")
-	if used >= lim.Quota {
-		return "", nil, 0, fmt.Errorf("changes_quota: kept changes, and those being kept, take %d of %d bytes; prune some", used, lim.Quota)
-	}
-	reserve := min(lim.Bytes, lim.Quota-used, reserveStep)
-	tmp, err := os.MkdirTemp(changesDir(cfg), tmpPrefix)
-	if err != nil {
-		return "", nil, 0, err
-	}
-	f, err := os.Open(tmp)
-	if err == nil {
-		if err = unix.Flock(int(f.Fd()), unix.LOCK_EX); err == nil {
-			err = os.WriteFile(filepath.Join(tmp, reservedFile), []byte(strconv.FormatInt(reserve, 10)), 0o600)
-		}
-		if err != nil {
-			f.Close()
-		}
-	}
-	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return "", nil, 0, err
-	}
-	return tmp, f, reserve, nil
-}
-
-// storeUse is the bytes the entries kept take and those the saves still
-// building reserved, but the one building in own.
-func storeUse(kept []*Kept, building []string, own string) int64 {
-	var used int64
-	for _, k := range kept {
-		used += k.Bytes
-	}
-	for _, p := range building {
-		if n, ok := reservedBy(p); ok && p != own {
-			used += n
-		}
-	}
-	return used
-}
-
-// extendReservation grows the reservation of the save building in tmp
-// to cover want bytes and a reserveStep more, as far as
-// changes_max_bytes and changes_quota let it, and returns it.
-func extendReservation(cfg *Settings, lim changeLimits, tmp string, want int64) (int64, error) {
-	unlock, err := lockChanges(cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	kept, building, err := scanStore(cfg)
-	if err != nil {
-		return 0, err
-	}
-	reserve := min(lim.Bytes, lim.Quota-storeUse(kept, building, tmp), want+reserveStep)
-	if err := os.WriteFile(filepath.Join(tmp, reservedFile), []byte(strconv.FormatInt(reserve, 10)), 0o600); err != nil {
-		return 0, err
-	}
-	return reserve, nil
-}
-
-// reservedFile holds, in an entry being built, the bytes its save
-// reserved; it is removed before the entry is renamed into place.
-const reservedFile = ".reserved"
-
-// reservedBy is what the save building the .tmp- directory p reserved;
-// false when p is no such directory or its builder is gone.
-func reservedBy(p string) (int64, bool) {
-	if !strings.HasPrefix(filepath.Base(p), tmpPrefix) || !stillBuilding(p) {
-		return 0, false
-	}
-	data, err := os.ReadFile(filepath.Join(p, reservedFile))
-	if err != nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(data), 10, 64)
-	return n, err == nil
-}
-
-// stillBuilding tells whether a save holds the .tmp- directory p.
-func stillBuilding(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	return errors.Is(unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB), unix.EWOULDBLOCK)
 }
 
 // maxAside bounds the names tried for one set-aside entry: a store that
@@ -545,22 +432,13 @@ func replaceDir(tmp, final string) error {
 	return nil
 }
 
-// diskBudget counts the disk one kept entry takes, against its limit;
-// grow, when set, asks for a larger one.
+// diskBudget counts the disk one kept entry takes.
 type diskBudget struct {
 	limit, used int64
-	grow        func(want int64) (int64, error)
 }
 
 func (d *diskBudget) take(n int64) error {
 	d.used += n
-	if d.used > d.limit && d.grow != nil {
-		limit, err := d.grow(d.used)
-		if err != nil {
-			return err
-		}
-		d.limit = limit
-	}
 	if d.used > d.limit {
 		return fmt.Errorf("kept changes would pass %d bytes (changes_max_bytes, or what changes_quota leaves); nothing kept", d.limit)
 	}
@@ -1066,9 +944,6 @@ func pruneLocked(cfg *Settings, olderThan time.Duration) ([]string, error) {
 		_ = os.Remove(filepath.Dir(r.Dir))
 	}
 	for _, p := range orphans {
-		if strings.HasPrefix(filepath.Base(p), tmpPrefix) && stillBuilding(p) {
-			continue
-		}
 		if err := state.UnmountUnder(p); err != nil {
 			errs = append(errs, err)
 			continue
