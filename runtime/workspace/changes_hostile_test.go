@@ -798,3 +798,23 @@ func TestKeptListsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallFilesChargedAsKept: the copy charged each small file a block
+// for its inode and another for its data, where the disk (diskUsage)
+// takes one: 300 files of 3,000 bytes failed a changes_max_bytes of
+// 2m, twice what they take.
+func TestSmallFilesChargedAsKept(t *testing.T) {
+	h := newHostileWorkspace(t)
+	for i := 0; i < 300; i++ {
+		h.file(fmt.Sprintf("small/%03d", i), bytes.Repeat([]byte{0, byte(i)}, 1500))
+	}
+	cfg := testConfig(t)
+	cfg.ChangesMaxBytes = "2m"
+	r, err := saveChanges(cfg, "/run/root-a", &state.Record{ID: "c1"}, []Workspace{h.ws}, time.Hour)
+	if err != nil {
+		t.Fatalf("300 files of 3,000 bytes under changes_max_bytes 2m: %v", err)
+	}
+	if r.Bytes > 2<<20 {
+		t.Fatalf("kept %d bytes, past the 2m allowed", r.Bytes)
+	}
+}

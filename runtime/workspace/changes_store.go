@@ -648,7 +648,10 @@ func keepTimes(out string, st *unix.Stat_t) error {
 }
 
 // copySparse copies the regular file rel (as the walk saw it in st) to
-// out: only its data stretches are written, its holes stay holes.
+// out: only its data stretches are written, its holes stay holes. The
+// block its inode was charged (copyLayer) holds its first data, as
+// diskUsage counts a file: a file of 3,000 bytes was charged two blocks,
+// and a layer of small files failed changes_max_bytes at half its size.
 func copySparse(up *layer, rel string, st *unix.Stat_t, out string, buf []byte, disk *diskBudget) error {
 	in, ist, err := up.openRegular(rel, st)
 	if err != nil {
@@ -659,11 +662,16 @@ func copySparse(up *layer, rel string, st *unix.Stat_t, out string, buf []byte, 
 	if err != nil {
 		return err
 	}
+	inodeBlock := true
 	err = segments(in, ist.Size, func(off, n int64, data bool) error {
 		if !data {
 			return nil
 		}
-		if err := disk.take((n + blockSize - 1) / blockSize * blockSize); err != nil {
+		charge := (n + blockSize - 1) / blockSize * blockSize
+		if inodeBlock {
+			charge, inodeBlock = charge-blockSize, false
+		}
+		if err := disk.take(charge); err != nil {
 			return err
 		}
 		for n > 0 {
