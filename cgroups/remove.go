@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	ocgroups "github.com/opencontainers/cgroups"
 )
 
 // Remove deletes a container's cgroup if the backend left it
@@ -17,16 +19,22 @@ import (
 // Every caller has ended the container first, but its processes may still
 // be exiting (a loaded host has been seen to take longer than runc's own
 // 150 ms of retries), so a group that still holds them is tried again
-// until removeWait has passed.
+// until removeWait has passed. On a hybrid host the group's directory in
+// the v2 tree (runc makes one there too) goes with the v1 groups.
 func Remove(path string) error {
 	// Only a cgroupfs path is bulkhead's to remove; a systemd slice:prefix:name
 	// belongs to systemd.
 	if path == "" || path[0] != '/' {
 		return nil
 	}
+	return retryRemoval(func() error { return removeOnce(path) })
+}
+
+// retryRemoval calls remove until it succeeds or removeWait has passed.
+func retryRemoval(remove func() error) error {
 	deadline := time.Now().Add(removeWait)
 	for {
-		err := removeOnce(path)
+		err := remove()
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
@@ -50,9 +58,27 @@ func removeOnce(path string) error {
 		if c, err = loadV1(cgroup1.StaticPath(path)); err == nil {
 			err = c.Delete()
 		}
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, cgroup1.ErrCgroupDeleted) {
+			err = nil
+		}
+		if err == nil && cgroupsv3.Mode() == cgroupsv3.Hybrid {
+			// cgroup1 knows only the controllers' hierarchies.
+			err = ocgroups.RemovePath(filepath.Join(hybridV2Mountpoint, path))
+		}
 	}
 	if err == nil || errors.Is(err, os.ErrNotExist) || errors.Is(err, cgroup1.ErrCgroupDeleted) {
 		return nil
 	}
 	return fmt.Errorf("cgroup %s: %w", path, err)
+}
+
+// hybridV2Mountpoint is where a hybrid host mounts its v2 tree.
+const hybridV2Mountpoint = "/sys/fs/cgroup/unified"
+
+// RemovePaths removes the groups of a container, one directory per
+// hierarchy as runc records them, waiting as Remove does for processes
+// still exiting: runc's own retries (about a second) have been seen to
+// end before a loaded host let the last of them go.
+func RemovePaths(paths map[string]string) error {
+	return retryRemoval(func() error { return ocgroups.RemovePaths(paths) })
 }

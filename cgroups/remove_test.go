@@ -23,33 +23,56 @@ func TestRemoveLeavesOthersAlone(t *testing.T) {
 }
 
 // TestRemoveDeletesLeftover makes the cgroup a failed create leaves
-// behind and removes it in every hierarchy.
+// behind, in every hierarchy runc makes it in (on a hybrid host the v2
+// tree as well), and removes it.
 func TestRemoveDeletesLeftover(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making a cgroup needs root")
 	}
 	path := fmt.Sprintf("/bulkhead-test-remove-%d", os.Getpid())
-	var where string
+	var made []string
 	if cgroupsv3.Mode() == cgroupsv3.Unified {
 		if _, err := cgroup2.NewManager(defaultV2Mountpoint, path, &cgroup2.Resources{}); err != nil {
 			t.Fatal(err)
 		}
-		where = filepath.Join(defaultV2Mountpoint, path)
+		made = append(made, filepath.Join(defaultV2Mountpoint, path))
 	} else {
 		if _, err := cgroup1.New(cgroup1.StaticPath(path), &specs.LinuxResources{}); err != nil {
 			t.Fatal(err)
 		}
-		where = filepath.Join(defaultV1Root, "pids", path)
+		made = append(made, filepath.Join(defaultV1Root, "pids", path))
+		if cgroupsv3.Mode() == cgroupsv3.Hybrid {
+			made = append(made, makeHybridV2(t, path))
+		}
 	}
-	if _, err := os.Stat(where); err != nil {
-		t.Fatalf("the cgroup was not made: %v", err)
+	for _, where := range made {
+		if _, err := os.Stat(where); err != nil {
+			t.Fatalf("the cgroup was not made: %v", err)
+		}
 	}
 	if err := Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(where); !os.IsNotExist(err) {
-		t.Fatalf("%s still there after Remove (%v)", where, err)
+	for _, where := range made {
+		if _, err := os.Stat(where); !os.IsNotExist(err) {
+			t.Errorf("%s still there after Remove (%v)", where, err)
+		}
 	}
+	if Exists(path) {
+		t.Errorf("Exists(%s) after Remove", path)
+	}
+}
+
+// makeHybridV2 makes the group's directory in a hybrid host's v2 tree, as
+// runc does beside the v1 groups, and removes it when the test ends.
+func makeHybridV2(t *testing.T, path string) string {
+	t.Helper()
+	dir := filepath.Join(hybridV2Mountpoint, path)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	return dir
 }
 
 // TestRemoveWaitsForExitingProcesses removes a group whose process ends
@@ -81,6 +104,12 @@ func TestRemoveWaitsForExitingProcesses(t *testing.T) {
 		if err := c.Add(cgroup1.Process{Pid: cmd.Process.Pid}); err != nil {
 			t.Fatal(err)
 		}
+		if cgroupsv3.Mode() == cgroupsv3.Hybrid {
+			dir := makeHybridV2(t, path)
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	t.Cleanup(func() { _ = Remove(path) })
 	go func() {
@@ -89,5 +118,59 @@ func TestRemoveWaitsForExitingProcesses(t *testing.T) {
 	}()
 	if err := Remove(path); err != nil {
 		t.Fatalf("a group whose process ended 500 ms into the removal: %v", err)
+	}
+	if Exists(path) {
+		t.Errorf("Exists(%s) after Remove", path)
+	}
+}
+
+// TestRemovePathsWaitsForExitingProcesses removes a container's groups
+// as runc records them (one directory per hierarchy) while its last
+// process ends only after runc's own retries would have given up.
+func TestRemovePathsWaitsForExitingProcesses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making a cgroup needs root")
+	}
+	path := fmt.Sprintf("/bulkhead-test-removepaths-busy-%d", os.Getpid())
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	paths := map[string]string{}
+	var dirs []string
+	if cgroupsv3.Mode() == cgroupsv3.Unified {
+		dirs = append(dirs, filepath.Join(defaultV2Mountpoint, path))
+		paths[""] = dirs[0]
+	} else {
+		for _, c := range []string{"pids", "memory"} {
+			d := filepath.Join(defaultV1Root, c, path)
+			dirs, paths[c] = append(dirs, d), d
+		}
+		if cgroupsv3.Mode() == cgroupsv3.Hybrid {
+			d := filepath.Join(hybridV2Mountpoint, path)
+			dirs, paths[""] = append(dirs, d), d
+		}
+	}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Remove(d) })
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(fmt.Sprint(cmd.Process.Pid)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		_ = cmd.Process.Kill()
+	}()
+	if err := RemovePaths(paths); err != nil {
+		t.Fatalf("groups whose process ended 1.5 s into the removal: %v", err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there after RemovePaths (%v)", d, err)
+		}
 	}
 }

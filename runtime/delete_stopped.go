@@ -13,6 +13,7 @@ import (
 	ocgroups "github.com/opencontainers/cgroups"
 	"github.com/sirupsen/logrus"
 
+	"bulkhead.dev/bulkhead/cgroups"
 	"bulkhead.dev/bulkhead/runtime/backend"
 	"bulkhead.dev/bulkhead/runtime/state"
 )
@@ -45,7 +46,7 @@ func deleteStopped(g *Globals, b *backend.Backend, id string) (handled bool, err
 	if !st.onlyDestroy() {
 		return false, nil
 	}
-	if err := ocgroups.RemovePaths(st.CgroupPaths); err != nil {
+	if err := cgroups.RemovePaths(st.CgroupPaths); err != nil {
 		return true, err
 	}
 	return true, os.RemoveAll(dir)

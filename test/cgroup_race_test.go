@@ -3,7 +3,6 @@ package test
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,9 +62,8 @@ func TestConcurrentCreatesOneCgroup(t *testing.T) {
 		// The container of path/inner, when it won, had runc make the
 		// group above it, which runc leaves, as it does for itself.
 		if round%2 == 1 && results[1].code == 0 {
-			dirs, _ := filepath.Glob("/sys/fs/cgroup/*" + path)
-			for _, d := range append(dirs, "/sys/fs/cgroup"+path) {
-				os.Remove(d)
+			if err := cgroups.Remove(path); err != nil {
+				t.Fatalf("round %d: removing the group runc left above %s/inner: %v", round, path, err)
 			}
 		}
 		if cgroups.Exists(path) {
