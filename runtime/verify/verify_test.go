@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -517,4 +518,31 @@ func TestVerifyCgroupPlaceElsewhere(t *testing.T) {
 		}
 	}
 	t.Fatalf("a process outside %s passed: %+v", e.Cgroup, r)
+}
+
+// TestProcessFailsWithoutReadingTheFilter: once the status shows a control
+// failed, Process gives its verdict without stopping the process under
+// ptrace to read its filter (a stop a slow host may not deliver in time,
+// which would turn a named failure into a timeout). The process here is
+// already traced by this test, so a filter read could only wait for its
+// tracer and fail.
+func TestProcessFailsWithoutReadingTheFilter(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	r, err := Process(cmd.Process.Pid, hardenedExpectation())
+	if err != nil {
+		t.Fatalf("Process: %v", err)
+	}
+	if verr := r.Err(); verr == nil || !strings.Contains(verr.Error(), "control ") {
+		t.Fatalf("a process with no no_new_privs passed: %v (%+v)", verr, r)
+	}
+	for _, c := range r {
+		if c.Control == "seccomp" && c.Expected != "Seccomp 2" {
+			t.Errorf("the filter was read: %+v", c)
+		}
+	}
 }
