@@ -90,20 +90,15 @@ func lockCgroupPath(group string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	want := map[int64]bool{cgroupLockByte(key, group): true}
+	own := cgroupLockByte(key, group)
+	bytes := []int64{own}
 	for a := path.Dir(group); a != "/" && a != "."; a = path.Dir(a) {
-		if b := cgroupLockByte(key, a); !want[b] {
-			want[b] = false
-		}
-	}
-	bytes := make([]int64, 0, len(want))
-	for b := range want {
-		bytes = append(bytes, b)
+		bytes = append(bytes, cgroupLockByte(key, a))
 	}
 	slices.Sort(bytes)
-	for _, b := range bytes {
+	for _, b := range slices.Compact(bytes) {
 		lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: b, Len: 1}
-		if want[b] {
+		if b == own {
 			lk.Type = unix.F_WRLCK
 		}
 		for {
