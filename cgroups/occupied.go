@@ -92,8 +92,18 @@ func holdsProcesses(c cgroup1.Cgroup, path string, s cgroup1.Subsystem, recursiv
 }
 
 func occupied2(mountpoint, path string, recursive bool) (bool, error) {
-	if _, err := os.Stat(filepath.Join(mountpoint, path)); errors.Is(err, os.ErrNotExist) {
+	dir := filepath.Join(mountpoint, path)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return false, nil
+	}
+	if !recursive {
+		// As holdsProcesses: the library's Procs walks the directory, an
+		// lstat of every child group, for the group alone too.
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			return false, fmt.Errorf("cgroups: %s: %w", path, err)
+		}
+		return len(bytes.TrimSpace(data)) > 0, nil
 	}
 	m, err := cgroup2.Load(path, cgroup2.WithMountpoint(mountpoint))
 	if err != nil {

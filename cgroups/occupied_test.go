@@ -46,10 +46,11 @@ func TestOccupiedAbove(t *testing.T) {
 		os.Remove(filepath.Join(dir, parent, "sibling"))
 		os.Remove(filepath.Join(dir, parent))
 	})
+	hierarchy := dir // where move puts the process
 	move := func(g string) {
 		t.Helper()
 		pid := []byte(strconv.Itoa(sleep.Process.Pid))
-		if err := os.WriteFile(filepath.Join(dir, g, "cgroup.procs"), pid, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(hierarchy, g, "cgroup.procs"), pid, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,4 +78,27 @@ func TestOccupiedAbove(t *testing.T) {
 	move("/")
 	ask(parent+"/new", false)
 	ask(parent, false)
+
+	if cgroupsv3.Mode() == cgroupsv3.Hybrid {
+		// A hybrid host's v2 tree counts as well (systemd's own grouping
+		// lives there), a group above judged by its cgroup.procs alone.
+		unified := filepath.Join(defaultV1Root, "unified")
+		for _, g := range []string{parent, parent + "/sibling"} {
+			if err := os.Mkdir(filepath.Join(unified, g), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() {
+			os.Remove(filepath.Join(unified, parent, "sibling"))
+			os.Remove(filepath.Join(unified, parent))
+		})
+		hierarchy = unified
+		move(parent + "/sibling")
+		ask(parent+"/new", false)
+		ask(parent, true)
+		move(parent)
+		ask(parent+"/new", true)
+		move("/")
+		ask(parent+"/new", false)
+	}
 }
