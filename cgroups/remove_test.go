@@ -75,6 +75,18 @@ func makeHybridV2(t *testing.T, path string) string {
 	return dir
 }
 
+// sleeper starts a process to put in a group; it ends with the test, if
+// the test has not killed it.
+func sleeper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
 // TestRemoveWaitsForExitingProcesses removes a group whose process ends
 // only after the removal began, as a killed container's may on a loaded
 // host.
@@ -83,11 +95,7 @@ func TestRemoveWaitsForExitingProcesses(t *testing.T) {
 		t.Skip("making a cgroup needs root")
 	}
 	path := fmt.Sprintf("/bulkhead-test-remove-busy-%d", os.Getpid())
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd := sleeper(t)
 	if cgroupsv3.Mode() == cgroupsv3.Unified {
 		m, err := cgroup2.NewManager(defaultV2Mountpoint, path, &cgroup2.Resources{})
 		if err != nil {
@@ -132,11 +140,7 @@ func TestRemovePathsWaitsForExitingProcesses(t *testing.T) {
 		t.Skip("making a cgroup needs root")
 	}
 	path := fmt.Sprintf("/bulkhead-test-removepaths-busy-%d", os.Getpid())
-	cmd := exec.Command("sleep", "60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd := sleeper(t)
 	paths := map[string]string{}
 	var dirs []string
 	if cgroupsv3.Mode() == cgroupsv3.Unified {
