@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +189,89 @@ func TestBindSourceHardLink(t *testing.T) {
 	}
 	if why := hardLinkRefusal(filepath.Join(root, "key"), fd); !strings.Contains(why, "2 names") {
 		t.Errorf("an opened hard link whose name now holds a file with one name: %q, want it refused", why)
+	}
+}
+
+// TestFindChannelPastOneRead: a directory whose entries take several
+// reads of the walk's buffer, its subdirectories listed among them, and a
+// socket in the last subdirectory listed and a FIFO in the first: each is
+// found, whichever the walk meets first, and a clean tree is clean.
+func TestFindChannelPastOneRead(t *testing.T) {
+	src := t.TempDir()
+	long := strings.Repeat("n", 200)
+	for i := range 1500 { // some 330 KiB of entries
+		if err := os.WriteFile(filepath.Join(src, fmt.Sprintf("%s-%04d", long, i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			if err := os.Mkdir(filepath.Join(src, fmt.Sprintf("dir-%04d", i)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got, err := findChannelAt(openPath(t, src), src); err != nil || got != "" {
+		t.Fatalf("a clean tree: %q %v", got, err)
+	}
+	sock := filepath.Join(src, "dir-1400", "deep", "agent.sock")
+	mksock(t, sock)
+	if got, err := findChannelAt(openPath(t, src), src); err != nil || got != sock {
+		t.Fatalf("the socket in the last directory: %q %v, want %q", got, err, sock)
+	}
+	if err := os.Remove(sock); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(src, "dir-0000", "pipe")
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findChannelAt(openPath(t, src), src); err != nil || got != fifo {
+		t.Fatalf("the FIFO in the first directory: %q %v, want %q", got, err, fifo)
+	}
+}
+
+// TestDirentRefusesMalformed: an entry getdents could not have written
+// (a length that runs past the bytes read or does not cover its own
+// header) ends the read instead of being read past its end.
+func TestDirentRefusesMalformed(t *testing.T) {
+	entry := make([]byte, 32)
+	binary.NativeEndian.PutUint64(entry, 7)
+	entry[18] = unix.DT_SOCK
+	copy(entry[19:], "s.sock\x00")
+	for _, c := range []struct {
+		reclen uint16
+		bytes  int
+		ok     bool
+	}{{32, 32, true}, {40, 32, false}, {19, 32, false}, {0, 32, false}, {32, 18, false}} {
+		binary.NativeEndian.PutUint16(entry[16:], c.reclen)
+		ino, typ, name, next, ok := dirent(entry[:c.bytes], 0)
+		if ok != c.ok {
+			t.Errorf("reclen %d in %d bytes: ok %v, want %v", c.reclen, c.bytes, ok, c.ok)
+		}
+		if ok && (ino != 7 || typ != unix.DT_SOCK || string(name) != "s.sock" || next != 32) {
+			t.Errorf("read %d %d %q %d", ino, typ, name, next)
+		}
+	}
+}
+
+// TestEntryTypeWithoutDType: on a file system that gives no d_type the
+// inode says what the entry is.
+func TestEntryTypeWithoutDType(t *testing.T) {
+	src := t.TempDir()
+	mksock(t, filepath.Join(src, "s"))
+	if err := unix.Mkfifo(filepath.Join(src, "p"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(src, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(src, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for name, want := range map[string]uint8{"s": unix.DT_SOCK, "p": unix.DT_FIFO, "d": unix.DT_DIR, "gone": 0} {
+		if got, err := entryType(fd, []byte(name), unix.DT_UNKNOWN); err != nil || got != want {
+			t.Errorf("%s: %d %v, want %d", name, got, err, want)
+		}
 	}
 }
