@@ -12,6 +12,9 @@ type Context struct {
 	// walked remembers, per directory walked for sockets and FIFOs (by
 	// device and inode), what the walk found below it.
 	walked map[devIno]walk
+	// snapshotDBs remembers, per snapshotter home, its records of its
+	// snapshots (snapshotRecordOf).
+	snapshotDBs map[string]map[string]snapshotRecord
 
 	Profile *Profile
 	// Bundle is the absolute path of the bundle; root.path and cwd resolve

@@ -238,6 +238,11 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's"
 			}
 		}
+		if imageLayersOnly(h.VFSOptions) {
+			if why := c.overlaySnapshotsRefusal(h.VFSOptions); why != "" {
+				return why
+			}
+		}
 	}
 	for _, pl := range src.Places {
 		if under(pl.Path, bundle) {
@@ -246,6 +251,9 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 		if pl.Inner == "" && snapshotLayer(pl.Path) {
 			if m, ok := written.at(pl.Path); ok {
 				return real + " is a mount of " + pl.Path + ", the writable layer of the overlay at " + m + ", another container's"
+			}
+			if why := c.snapshotUseRefusal(pl.Path, writableMount(src.Holder)); why != "" {
+				return why
 			}
 			continue
 		}

@@ -1,6 +1,8 @@
 package test
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/core/snapshots/storage"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/test/binaries"
@@ -22,7 +26,9 @@ import (
 // layer, or an overlay of a user's directories named as snapshots (one a
 // link to /, or a bind of a host directory at a snapshot's path) ran as the container's
 // root on runc and runsc. All are
-// refused now; an overlay of snapshots as containerd makes one still runs.
+// refused now, as is an overlay of snapshots for a bundle that is no
+// containerd task's (whose snapshots they are cannot be told); an overlay
+// of snapshots as containerd makes one for a task still runs.
 func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -152,11 +158,33 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 				t.Fatalf("an overlay of a bind of a host directory at a snapshot's path at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
-			own := bundle.New(t, []string{"echo", "ok"})
+			// As containerd makes one for a task: the bundle in a shim's
+			// task directory, the upper layer the container's own active
+			// snapshot and the image's layer a committed one, as the
+			// snapshotter's database records them.
+			// (Short names: a socket's path below it must fit sun_path.)
+			ownID := uniqueID("own-" + backend)
+			taskDir, err := os.MkdirTemp("", "bh-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(taskDir) })
+			own := filepath.Join(taskDir, "io.containerd.runtime.v2.task", "t", ownID)
+			if err := bundle.Make(own, []string{"echo", "ok"}); err != nil {
+				t.Fatal(err)
+			}
 			upper, work = snap("4")
+			recordSnapshots(t, filepath.Dir(snaps), "t/1/sha256:image", "", "", "t/9/"+ownID)
 			mountAt(t, "overlay", filepath.Join(own, "rootfs"), "lowerdir="+image+",upperdir="+upper+",workdir="+work, 0)
-			if r := run(own, "root-own"); r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
+			runOwn := func() result { return bulkhead(t, "", append(g, "run", "--bundle", own, ownID)...) }
+			if r := runOwn(); r.code != 0 || strings.TrimSpace(r.stdout) != "ok" {
 				t.Fatalf("an overlay of the image's snapshot at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
+			}
+			notTask := bundle.New(t, []string{"echo", "ok"})
+			upper, work = snap("8")
+			mountAt(t, "overlay", filepath.Join(notTask, "rootfs"), "lowerdir="+image+",upperdir="+upper+",workdir="+work, 0)
+			if r := run(notTask, "root-not-task"); r.code == 0 || !strings.Contains(r.stderr, "this container is no containerd task") {
+				t.Fatalf("an overlay of snapshots at the rootfs of a bundle that is no containerd task's: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
 			// A host service's socket bound, or a FIFO made, through the
@@ -167,7 +195,7 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := run(own, "root-own-sock"); r.code == 0 || !strings.Contains(r.stderr, sock+" is a socket or a FIFO") {
+			if r := runOwn(); r.code == 0 || !strings.Contains(r.stderr, sock+" is a socket or a FIFO") {
 				t.Fatalf("a host service's socket in the overlay at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 			l.Close() // unlinks it
@@ -175,7 +203,7 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			if err := unix.Mkfifo(fifo, 0o666); err != nil {
 				t.Fatal(err)
 			}
-			if r := run(own, "root-own-fifo"); r.code == 0 || !strings.Contains(r.stderr, fifo+" is a socket or a FIFO") {
+			if r := runOwn(); r.code == 0 || !strings.Contains(r.stderr, fifo+" is a socket or a FIFO") {
 				t.Fatalf("a FIFO in the overlay at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 			if err := os.Remove(fifo); err != nil {
@@ -196,4 +224,41 @@ func mountAt(t *testing.T, source, target, data string, flags uintptr) {
 		t.Fatalf("mount %s at %s: %v", source, target, err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+}
+
+// recordSnapshots writes the database of the snapshotter at root as
+// containerd's own code does: one snapshot per key, numbered from 1 in
+// order (their directories' names); a key ending in sha256:... is
+// committed (an image's layer), any other active, and "" a snapshot whose
+// record is another's to give.
+func recordSnapshots(t *testing.T, root string, keys ...string) {
+	t.Helper()
+	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	if err := ms.WithTransaction(context.Background(), true, func(ctx context.Context) error {
+		for i, key := range keys {
+			if key == "" {
+				key = fmt.Sprintf("elsewhere/%d/snapshot-%d", i, i)
+			}
+			committed := strings.Contains(key, "sha256:")
+			active := key
+			if committed {
+				active = key + "-extract"
+			}
+			if _, err := storage.CreateSnapshot(ctx, snapshots.KindActive, active, ""); err != nil {
+				return err
+			}
+			if committed {
+				if _, err := storage.CommitActive(ctx, active, key, snapshots.Usage{}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,100 @@
+package specs
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/moby/sys/mountinfo"
+)
+
+// containerdTaskDirs are the directories in which containerd's shims make
+// a task's bundle, <state>/<dir>/<namespace>/<id>.
+var containerdTaskDirs = map[string]bool{"io.containerd.runtime.v2.task": true, "io.containerd.runtime.v1.linux": true}
+
+// containerdNamespace is the containerd namespace of the task this
+// container is, read from where containerd made its bundle; ok is false
+// for a bundle that is no containerd task's.
+func (c *Context) containerdNamespace() (namespace string, ok bool) {
+	ns := filepath.Dir(c.Bundle)
+	if c.ID == "" || filepath.Base(c.Bundle) != c.ID || !containerdTaskDirs[filepath.Base(filepath.Dir(ns))] {
+		return "", false
+	}
+	return filepath.Base(ns), true
+}
+
+// ownSnapshot tells whether a snapshotter's key names this container's
+// own snapshot: containerd keys it <namespace>/<n>/<key>, and engines key
+// a container's snapshot by the container's id (ctr, CRI, nerdctl).
+func ownSnapshot(key, namespace, id string) bool {
+	rest, ok := strings.CutPrefix(key, namespace+"/")
+	if !ok {
+		return false
+	}
+	n, k, ok := strings.Cut(rest, "/")
+	if _, err := strconv.ParseUint(n, 10, 64); err != nil || !ok {
+		return false
+	}
+	return k == id
+}
+
+// snapshotUseRefusal judges one of containerd's snapshot directories
+// (snapshotLayer's) that this container's rootfs shows, by the
+// snapshotter's own record of it: a lower layer, or a read-only bind, must
+// be a committed snapshot of the container's namespace (an image's layer)
+// or the container's own; what the rootfs writes to (the overlay's upper
+// layer and work directory, a writable bind) only the container's own
+// active snapshot, never an image's layer, which every container of that
+// image shows. A snapshot of another container, stopped or not yet
+// started, holds that container's files, and one of another namespace
+// another tenant's: the path and the mounts of the moment do not tell
+// them from an image's layer.
+func (c *Context) snapshotUseRefusal(d string, writable bool) string {
+	ns, ok := c.containerdNamespace()
+	if !ok {
+		return "the rootfs shows " + d + ", a snapshot of containerd's, and this container is no containerd task (its bundle is not where a shim makes one): whose snapshot it is cannot be told"
+	}
+	rec, err := c.snapshotRecordOf(d)
+	if err != nil {
+		return "the rootfs shows " + d + ", a snapshot of containerd's whose record cannot be read (" + err.Error() + ")"
+	}
+	own := ownSnapshot(rec.Key, ns, c.ID)
+	switch {
+	case writable && !(own && rec.Kind == snapshots.KindActive):
+		return fmt.Sprintf("the rootfs writes to %s, snapshot %q (%s), which is not this container's own active snapshot", d, rec.Key, rec.Kind)
+	case !writable && !own && !(rec.Kind == snapshots.KindCommitted && strings.HasPrefix(rec.Key, ns+"/")):
+		return fmt.Sprintf("the rootfs shows %s, snapshot %q (%s), which is neither a committed layer of namespace %q nor this container's own", d, rec.Key, rec.Kind, ns)
+	}
+	return ""
+}
+
+// overlaySnapshotsRefusal judges the layers of an overlay of containerd's
+// snapshots at the rootfs (imageLayersOnly's) by the snapshotter's
+// records; the work directory must be the upper layer's snapshot's.
+func (c *Context) overlaySnapshotsRefusal(options string) string {
+	lower, upper, work, _ := overlayLayers(options)
+	for _, d := range lower {
+		if why := c.snapshotUseRefusal(d, false); why != "" {
+			return why
+		}
+	}
+	if upper == "" {
+		return ""
+	}
+	if filepath.Base(upper) != "fs" || work != filepath.Join(filepath.Dir(upper), "work") {
+		return "the overlay at the rootfs writes to " + upper + " with the work directory " + work + ", not that snapshot's own"
+	}
+	return c.snapshotUseRefusal(upper, true)
+}
+
+// writableMount tells whether a mount lets its files be changed through it.
+func writableMount(m *mountinfo.Info) bool {
+	for _, o := range strings.Split(m.Options, ",") {
+		if o == "ro" {
+			return false
+		}
+	}
+	return true
+}

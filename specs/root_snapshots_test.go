@@ -1,0 +1,98 @@
+package specs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/core/snapshots/storage"
+)
+
+// TestSnapshotUseRefusal judges snapshot directories by the records of a
+// snapshotter database made with containerd's own code: an image's
+// committed layer of the container's namespace is read, never written; the
+// container's own active snapshot is written; another container's
+// snapshot, another namespace's layer, a snapshot without a record, and
+// any snapshot for a container that is no containerd task are refused.
+// The database stays open meanwhile, locked as containerd keeps it.
+func TestSnapshotUseRefusal(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	if err := ms.WithTransaction(context.Background(), true, func(ctx context.Context) error {
+		for _, s := range []struct {
+			key    string
+			commit string
+		}{
+			{"k8s.io/1/extract-layer", "k8s.io/2/sha256:layer"},
+			{"k8s.io/3/own", ""},
+			{"k8s.io/4/other", ""},
+			{"tenant-b/5/extract-layer", "tenant-b/6/sha256:layer"},
+		} {
+			snap, err := storage.CreateSnapshot(ctx, snapshots.KindActive, s.key, "")
+			if err != nil {
+				return err
+			}
+			name := s.key
+			if s.commit != "" {
+				if _, err := storage.CommitActive(ctx, s.key, s.commit, snapshots.Usage{}); err != nil {
+					return err
+				}
+				name = s.commit
+			}
+			ids[name] = snap.ID
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Held open, and so locked, as containerd holds it while it runs.
+	defer ms.Close()
+	dir := func(name string) string { return filepath.Join(root, "snapshots", ids[name], "fs") }
+	task := &Context{Bundle: filepath.Join(t.TempDir(), "state", "io.containerd.runtime.v2.task", "k8s.io", "own"), ID: "own"}
+	for _, c := range []struct {
+		ctx      *Context
+		dir      string
+		writable bool
+		refused  string
+	}{
+		{task, dir("k8s.io/2/sha256:layer"), false, ""},
+		{task, dir("k8s.io/2/sha256:layer"), true, "not this container's own active snapshot"},
+		{task, dir("k8s.io/3/own"), true, ""},
+		{task, dir("k8s.io/3/own"), false, ""},
+		{task, dir("k8s.io/4/other"), false, "neither a committed layer of namespace"},
+		{task, dir("k8s.io/4/other"), true, "not this container's own active snapshot"},
+		{task, dir("tenant-b/6/sha256:layer"), false, "neither a committed layer of namespace"},
+		{task, filepath.Join(root, "snapshots", "99", "fs"), false, "record cannot be read"},
+		{&Context{Bundle: filepath.Join(t.TempDir(), "own"), ID: "own"}, dir("k8s.io/2/sha256:layer"), false, "no containerd task"},
+	} {
+		why := c.ctx.snapshotUseRefusal(c.dir, c.writable)
+		switch {
+		case c.refused == "" && why != "":
+			t.Errorf("%s (writable %v): refused: %s", c.dir, c.writable, why)
+		case c.refused != "" && !strings.Contains(why, c.refused):
+			t.Errorf("%s (writable %v): %q, want it refused with %q", c.dir, c.writable, why, c.refused)
+		}
+	}
+}
+
+// TestOwnSnapshot: containerd keys a snapshot <namespace>/<n>/<key>.
+func TestOwnSnapshot(t *testing.T) {
+	for key, want := range map[string]bool{
+		"k8s.io/7/abc": true, "k8s.io/7/abcd": false, "k8s.io/x/abc": false, "k8s.io/abc": false,
+		"other/7/abc": false, "k8s.io/7/abc/d": false, "k8s.io.x/7/abc": false,
+	} {
+		if got := ownSnapshot(key, "k8s.io", "abc"); got != want {
+			t.Errorf("ownSnapshot(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
