@@ -54,10 +54,11 @@ var (
 	pidFileFlag       = Flag{Name: "pid-file", Kind: String, Usage: "file to write the process id to"}
 	noPivotFlag       = Flag{Name: "no-pivot", Kind: Bool, Usage: "do not use pivot root to jail process inside rootfs", NotRunsc: true,
 		Weakens: "the container's root would be a chroot over the host's mount tree, which stays in its mount namespace (runc's own help keeps it for ramdisks)"}
-	noNewKeyringFlag = Flag{Name: "no-new-keyring", Kind: Bool, Usage: "do not create a new session keyring", NotRunsc: true}
-	preserveFdsFlag  = Flag{Name: "preserve-fds", Kind: Int, Usage: "pass N additional file descriptors to the container", NotRunsc: true}
-	detachFlag       = Flag{Name: "detach", Aliases: []string{"d"}, Kind: Bool, Usage: "detach from the container's process"}
-	formatFlag       = Flag{Name: "format", Aliases: []string{"f"}, Kind: String, Default: "table", Usage: "output format: table or json"}
+	noNewKeyringFlag = Flag{Name: "no-new-keyring", Kind: Bool, Usage: "do not create a new session keyring", NotRunsc: true,
+		Weakens: "the container's processes would share its caller's session keyring (the shim's, the engine's), and with it every key its caller holds there, where runc gives each container a new one"}
+	preserveFdsFlag = Flag{Name: "preserve-fds", Kind: Int, Usage: "pass N additional file descriptors to the container", NotRunsc: true}
+	detachFlag      = Flag{Name: "detach", Aliases: []string{"d"}, Kind: Bool, Usage: "detach from the container's process"}
+	formatFlag      = Flag{Name: "format", Aliases: []string{"f"}, Kind: String, Default: "table", Usage: "output format: table or json"}
 )
 
 // VerbFlags lists every verb bulkhead accepts with runc's flags for it.

@@ -431,25 +431,29 @@ func TestExecRefusesADirectoryAsStdin(t *testing.T) {
 }
 
 // TestNoPivotRefused: --no-pivot would leave the host's mount tree under
-// the container's chroot; enforce mode refuses it before the backend runs
-// and leaves no record, and --no-pivot=false runs.
+// the container's chroot, and --no-new-keyring (a containerd client's
+// NoNewKeyring runc option) would share the caller's session keyring with
+// the job; enforce mode refuses each before the backend runs and leaves no
+// record, and each set false runs.
 func TestNoPivotRefused(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
 	b := bundle.New(t, []string{"true"})
-	id := uniqueID("no-pivot")
-	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
-	res := bulkhead(t, "", "--root", root, "run", "--no-pivot", "--bundle", b, id)
-	if res.code == 0 || !strings.Contains(res.stderr, "refuses --no-pivot") {
-		t.Fatalf("run --no-pivot: exit %d, stderr %s", res.code, res.stderr)
+	for _, flag := range []string{"--no-pivot", "--no-new-keyring"} {
+		id := uniqueID(strings.TrimPrefix(flag, "--"))
+		t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+		res := bulkhead(t, "", "--root", root, "run", flag, "--bundle", b, id)
+		if res.code == 0 || !strings.Contains(res.stderr, "refuses "+flag) {
+			t.Fatalf("run %s: exit %d, stderr %s", flag, res.code, res.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
+			t.Fatalf("the refused container's record is left: %v", err)
+		}
+		if res := bulkhead(t, "", "--root", root, "state", id); res.code == 0 {
+			t.Fatalf("the backend has the refused container: %s", res.stdout)
+		}
+		must(t, "--root", root, "run", flag+"=false", "--bundle", b, id)
 	}
-	if _, err := os.Stat(filepath.Join(root, "bulkhead", id)); !os.IsNotExist(err) {
-		t.Fatalf("the refused container's record is left: %v", err)
-	}
-	if res := bulkhead(t, "", "--root", root, "state", id); res.code == 0 {
-		t.Fatalf("the backend has the refused container: %s", res.stdout)
-	}
-	must(t, "--root", root, "run", "--no-pivot=false", "--bundle", b, id)
 }
 
 // TestRootlessRefused: the global --rootless true makes runc ignore
