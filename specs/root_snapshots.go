@@ -75,6 +75,13 @@ func (c *Context) snapshotUseRefusal(d string, writable bool) string {
 // records; the work directory must be the upper layer's snapshot's.
 func (c *Context) overlaySnapshotsRefusal(options string) string {
 	lower, upper, work, _ := overlayLayers(options)
+	dirs := lower
+	if upper != "" {
+		dirs = append(dirs[:len(dirs):len(dirs)], upper)
+	}
+	if err := c.loadSnapshotRecords(dirs...); err != nil {
+		return "the rootfs is an overlay of containerd's snapshots whose records cannot be read (" + err.Error() + ")"
+	}
 	for _, d := range lower {
 		if why := c.snapshotUseRefusal(d, false); why != "" {
 			return why

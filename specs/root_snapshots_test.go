@@ -85,6 +85,58 @@ func TestSnapshotUseRefusal(t *testing.T) {
 	}
 }
 
+// TestOverlaySnapshotsRefusal: an overlay's layers as containerd mounts a
+// task's rootfs (the image's committed layers below the container's own
+// active snapshot) or a view (committed layers alone); the work directory
+// must be the upper layer's snapshot's own.
+func TestOverlaySnapshotsRefusal(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.WithTransaction(context.Background(), true, func(ctx context.Context) error {
+		for _, key := range []string{"t/1/l1", "t/2/l2", "t/3/own", "t/4/other"} {
+			if _, err := storage.CreateSnapshot(ctx, snapshots.KindActive, key, ""); err != nil {
+				return err
+			}
+		}
+		for _, k := range []string{"l1", "l2"} {
+			if _, err := storage.CommitActive(ctx, "t/"+k[1:]+"/"+k, "t/9/sha256:"+k, snapshots.Usage{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	fs := func(id string) string { return filepath.Join(root, "snapshots", id, "fs") }
+	work := func(id string) string { return filepath.Join(root, "snapshots", id, "work") }
+	task := func() *Context {
+		return &Context{Bundle: filepath.Join("/run/c", "io.containerd.runtime.v2.task", "t", "own"), ID: "own"}
+	}
+	for options, refused := range map[string]string{
+		"lowerdir=" + fs("2") + ":" + fs("1") + ",upperdir=" + fs("3") + ",workdir=" + work("3"): "",
+		"lowerdir=" + fs("2") + ":" + fs("1"):                                                    "",
+		"lowerdir=" + fs("4") + ":" + fs("1"):                                                    "neither a committed layer",
+		"lowerdir=" + fs("1") + ",upperdir=" + fs("4") + ",workdir=" + work("4"):                 "not this container's own active snapshot",
+		"lowerdir=" + fs("1") + ",upperdir=" + fs("3") + ",workdir=" + work("4"):                 "not that snapshot's own",
+		"lowerdir=" + fs("1") + ",upperdir=" + fs("2") + ",workdir=" + work("2"):                 "not this container's own active snapshot",
+	} {
+		why := task().overlaySnapshotsRefusal(options)
+		switch {
+		case refused == "" && why != "":
+			t.Errorf("%s: refused: %s", options, why)
+		case refused != "" && !strings.Contains(why, refused):
+			t.Errorf("%s: %q, want it refused with %q", options, why, refused)
+		}
+	}
+}
+
 // TestOwnSnapshot: containerd keys a snapshot <namespace>/<n>/<key>.
 func TestOwnSnapshot(t *testing.T) {
 	for key, want := range map[string]bool{

@@ -12,9 +12,11 @@ type Context struct {
 	// walked remembers, per directory walked for sockets and FIFOs (by
 	// device and inode), what the walk found below it.
 	walked map[devIno]walk
-	// snapshotDBs remembers, per snapshotter home, its records of its
-	// snapshots (snapshotRecordOf).
-	snapshotDBs map[string]map[string]snapshotRecord
+	// snapshotDBs remembers, per snapshotter home, its records of the
+	// snapshots this container's judgement read, by id; snapshotAbsent
+	// the snapshot directories it has none of (loadSnapshotRecords).
+	snapshotDBs    map[string]map[string]snapshotRecord
+	snapshotAbsent map[string]bool
 
 	Profile *Profile
 	// Bundle is the absolute path of the bundle; root.path and cwd resolve

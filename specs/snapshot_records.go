@@ -32,18 +32,18 @@ const maxSnapshotDB = 256 << 20
 // locked while it runs, so a copy of it is read: a copy taken while
 // containerd wrote it may not read as a database (then it is tried
 // again), and one that does is the database as some commit left it.
-func readSnapshotRecords(root string) (map[string]snapshotRecord, error) {
+func readSnapshotRecords(root string, want map[string]bool) (map[string]snapshotRecord, error) {
 	var err error
 	for range 3 {
 		var recs map[string]snapshotRecord
-		if recs, err = readSnapshotRecordsOnce(filepath.Join(root, "metadata.db")); err == nil {
+		if recs, err = readSnapshotRecordsOnce(filepath.Join(root, "metadata.db"), want); err == nil {
 			return recs, nil
 		}
 	}
 	return nil, err
 }
 
-func readSnapshotRecordsOnce(db string) (recs map[string]snapshotRecord, err error) {
+func readSnapshotRecordsOnce(db string, want map[string]bool) (recs map[string]snapshotRecord, err error) {
 	in, err := os.OpenFile(db, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -84,6 +84,9 @@ func readSnapshotRecordsOnce(db string) (recs map[string]snapshotRecord, err err
 			return err
 		}
 		for id, key := range keys {
+			if want != nil && !want[id] {
+				continue
+			}
 			_, info, _, err := storage.GetInfo(ctx, key)
 			if err != nil {
 				return err
@@ -103,24 +106,59 @@ func readSnapshotRecordsOnce(db string) (recs map[string]snapshotRecord, err err
 var errNoSnapshotRecord = errors.New("the snapshotter has no record of it")
 
 // snapshotRecordOf is the record of the snapshot whose directory (fs or
-// work, snapshotLayer's) is d, read once per container.
+// work, snapshotLayer's) is d, read once per container (see
+// loadSnapshotRecords).
 func (c *Context) snapshotRecordOf(d string) (snapshotRecord, error) {
-	id := filepath.Base(filepath.Dir(d))
-	root := filepath.Dir(filepath.Dir(filepath.Dir(d)))
-	recs, ok := c.snapshotDBs[root]
-	if !ok {
-		var err error
-		if recs, err = readSnapshotRecords(root); err != nil {
-			return snapshotRecord{}, err
-		}
-		if c.snapshotDBs == nil {
-			c.snapshotDBs = map[string]map[string]snapshotRecord{}
-		}
-		c.snapshotDBs[root] = recs
+	if err := c.loadSnapshotRecords(d); err != nil {
+		return snapshotRecord{}, err
 	}
-	rec, ok := recs[id]
+	rec, ok := c.snapshotDBs[snapshotHome(d)][snapshotID(d)]
 	if !ok {
 		return snapshotRecord{}, errNoSnapshotRecord
 	}
 	return rec, nil
 }
+
+// loadSnapshotRecords reads, one database copy per snapshotter, the
+// records of the snapshots whose directories are dirs and that this
+// container has not read yet: a node's snapshotter holds thousands, and
+// a copy and a pass over their keys is most of what reading costs.
+func (c *Context) loadSnapshotRecords(dirs ...string) error {
+	want := map[string]map[string]bool{}
+	for _, d := range dirs {
+		home, id := snapshotHome(d), snapshotID(d)
+		if _, ok := c.snapshotDBs[home][id]; ok || c.snapshotAbsent[filepath.Join(home, "snapshots", id)] {
+			continue
+		}
+		if want[home] == nil {
+			want[home] = map[string]bool{}
+		}
+		want[home][id] = true
+	}
+	for home, ids := range want {
+		recs, err := readSnapshotRecords(home, ids)
+		if err != nil {
+			return err
+		}
+		if c.snapshotDBs == nil {
+			c.snapshotDBs, c.snapshotAbsent = map[string]map[string]snapshotRecord{}, map[string]bool{}
+		}
+		if c.snapshotDBs[home] == nil {
+			c.snapshotDBs[home] = map[string]snapshotRecord{}
+		}
+		for id := range ids {
+			if rec, ok := recs[id]; ok {
+				c.snapshotDBs[home][id] = rec
+			} else {
+				c.snapshotAbsent[filepath.Join(home, "snapshots", id)] = true
+			}
+		}
+	}
+	return nil
+}
+
+// snapshotHome is the snapshotter's home (snapshots/ and metadata.db) of
+// a snapshot's directory <home>/snapshots/<id>/{fs,work}; snapshotID the
+// id.
+func snapshotHome(d string) string { return filepath.Dir(filepath.Dir(filepath.Dir(d))) }
+func snapshotID(d string) string   { return filepath.Base(filepath.Dir(d)) }
