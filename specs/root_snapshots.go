@@ -2,27 +2,43 @@ package specs
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 // containerdTaskDirs are the directories in which containerd's shims make
 // a task's bundle, <state>/<dir>/<namespace>/<id>.
 var containerdTaskDirs = map[string]bool{"io.containerd.runtime.v2.task": true, "io.containerd.runtime.v1.linux": true}
 
-// containerdNamespace is the containerd namespace of the task this
-// container is, read from where containerd made its bundle; ok is false
-// for a bundle that is no containerd task's.
-func (c *Context) containerdNamespace() (namespace string, ok bool) {
+// containerdTask is the containerd namespace of the task this container
+// is, and the root directory of the containerd that made it, read from
+// the bundle containerd makes for a task, <state>/<dir>/<namespace>/<id>,
+// whose work link containerd points at <root>/<dir>/<namespace>/<id>. ok
+// is false for a bundle that is no containerd task's, or one that anyone
+// but root could have laid out.
+func (c *Context) containerdTask() (namespace, root string, ok bool) {
 	ns := filepath.Dir(c.Bundle)
-	if c.ID == "" || filepath.Base(c.Bundle) != c.ID || !containerdTaskDirs[filepath.Base(filepath.Dir(ns))] {
-		return "", false
+	dir := filepath.Base(filepath.Dir(ns))
+	link := filepath.Join(c.Bundle, "work")
+	if c.ID == "" || filepath.Base(c.Bundle) != c.ID || !containerdTaskDirs[dir] || RootsAbove(link) != "" {
+		return "", "", false
 	}
-	return filepath.Base(ns), true
+	var st unix.Stat_t
+	if unix.Lstat(link, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK || st.Uid != 0 {
+		return "", "", false
+	}
+	work, err := os.Readlink(link)
+	if err != nil || !filepath.IsAbs(work) || filepath.Clean(work) != work || filepath.Base(work) != c.ID ||
+		filepath.Base(filepath.Dir(work)) != filepath.Base(ns) || filepath.Base(filepath.Dir(filepath.Dir(work))) != dir {
+		return "", "", false
+	}
+	return filepath.Base(ns), filepath.Dir(filepath.Dir(filepath.Dir(work))), true
 }
 
 // ownSnapshot tells whether a snapshotter's key names this container's
@@ -49,12 +65,18 @@ func ownSnapshot(key, namespace, id string) bool {
 // active snapshot, never an image's layer, which every container of that
 // image shows. A snapshot of another container, stopped or not yet
 // started, holds that container's files, and one of another namespace
-// another tenant's: the path and the mounts of the moment do not tell
-// them from an image's layer.
+// another tenant's, and one of another containerd on the host holds any
+// of its tenants' files whatever its key says: the path and the mounts of
+// the moment do not tell them from an image's layer. The snapshotter must
+// be the one in the task's containerd's root (a snapshotter configured
+// with a root_path of its own is refused).
 func (c *Context) snapshotUseRefusal(d string, writable bool) string {
-	ns, ok := c.containerdNamespace()
+	ns, root, ok := c.containerdTask()
 	if !ok {
-		return "the rootfs shows " + d + ", a snapshot of containerd's, and this container is no containerd task (its bundle is not where a shim makes one): whose snapshot it is cannot be told"
+		return "the rootfs shows " + d + ", a snapshot of containerd's, and this container is no containerd task (its bundle is not where a shim makes one, laid out by root): whose snapshot it is cannot be told"
+	}
+	if home := snapshotHome(d); filepath.Dir(home) != root {
+		return "the rootfs shows " + d + ", a snapshot of " + home + ", which is not the snapshotter of the containerd at " + root + " that made this task: another containerd's snapshot, of whatever tenant"
 	}
 	rec, err := c.snapshotRecordOf(d)
 	if err != nil {

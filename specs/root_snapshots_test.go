@@ -11,12 +11,31 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots/storage"
 )
 
+// taskBundle lays out the bundle a containerd with its root at root makes
+// for task id in namespace ns (its work link included), root's as
+// containerd's is, and returns the Context of that task.
+func taskBundle(t *testing.T, root, ns, id string) *Context {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("a containerd task's bundle is root's: needs root")
+	}
+	bundle := filepath.Join(t.TempDir(), "state", "io.containerd.runtime.v2.task", ns, id)
+	if err := os.MkdirAll(bundle, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "io.containerd.runtime.v2.task", ns, id), filepath.Join(bundle, "work")); err != nil {
+		t.Fatal(err)
+	}
+	return &Context{Bundle: bundle, ID: id}
+}
+
 // TestSnapshotUseRefusal judges snapshot directories by the records of a
 // snapshotter database made with containerd's own code: an image's
 // committed layer of the container's namespace is read, never written; the
 // container's own active snapshot is written; another container's
 // snapshot, another namespace's layer, a snapshot without a record, and
-// any snapshot for a container that is no containerd task are refused.
+// any snapshot for a container that is no containerd task, or of another
+// containerd than the task's, are refused.
 // The database stays open meanwhile, locked as containerd keeps it.
 func TestSnapshotUseRefusal(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
@@ -58,7 +77,13 @@ func TestSnapshotUseRefusal(t *testing.T) {
 	// Held open, and so locked, as containerd holds it while it runs.
 	defer ms.Close()
 	dir := func(name string) string { return filepath.Join(root, "snapshots", ids[name], "fs") }
-	task := &Context{Bundle: filepath.Join(t.TempDir(), "state", "io.containerd.runtime.v2.task", "k8s.io", "own"), ID: "own"}
+	task := taskBundle(t, filepath.Dir(root), "k8s.io", "own")
+	// Another containerd whose snapshotter records the same key.
+	elsewhere := taskBundle(t, t.TempDir(), "k8s.io", "own")
+	noWork := taskBundle(t, filepath.Dir(root), "k8s.io", "own")
+	if err := os.Remove(filepath.Join(noWork.Bundle, "work")); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		ctx      *Context
 		dir      string
@@ -74,6 +99,9 @@ func TestSnapshotUseRefusal(t *testing.T) {
 		{task, dir("tenant-b/6/sha256:layer"), false, "neither a committed layer of namespace"},
 		{task, filepath.Join(root, "snapshots", "99", "fs"), false, "record cannot be read"},
 		{&Context{Bundle: filepath.Join(t.TempDir(), "own"), ID: "own"}, dir("k8s.io/2/sha256:layer"), false, "no containerd task"},
+		{noWork, dir("k8s.io/2/sha256:layer"), false, "no containerd task"},
+		{elsewhere, dir("k8s.io/3/own"), false, "another containerd's snapshot"},
+		{elsewhere, dir("k8s.io/2/sha256:layer"), false, "another containerd's snapshot"},
 	} {
 		why := c.ctx.snapshotUseRefusal(c.dir, c.writable)
 		switch {
@@ -116,9 +144,8 @@ func TestOverlaySnapshotsRefusal(t *testing.T) {
 	defer ms.Close()
 	fs := func(id string) string { return filepath.Join(root, "snapshots", id, "fs") }
 	work := func(id string) string { return filepath.Join(root, "snapshots", id, "work") }
-	task := func() *Context {
-		return &Context{Bundle: filepath.Join("/run/c", "io.containerd.runtime.v2.task", "t", "own"), ID: "own"}
-	}
+	c := taskBundle(t, filepath.Dir(root), "t", "own")
+	task := func() *Context { return &Context{Bundle: c.Bundle, ID: c.ID} }
 	for options, refused := range map[string]string{
 		"lowerdir=" + fs("2") + ":" + fs("1") + ",upperdir=" + fs("3") + ",workdir=" + work("3"): "",
 		"lowerdir=" + fs("2") + ":" + fs("1"):                                                    "",

@@ -159,9 +159,10 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			}
 
 			// As containerd makes one for a task: the bundle in a shim's
-			// task directory, the upper layer the container's own active
-			// snapshot and the image's layer a committed one, as the
-			// snapshotter's database records them.
+			// task directory, its work link into the containerd's root
+			// that holds the snapshotter, the upper layer the container's
+			// own active snapshot and the image's layer a committed one,
+			// as the snapshotter's database records them.
 			// (Short names: a socket's path below it must fit sun_path.)
 			ownID := uniqueID("own-" + backend)
 			taskDir, err := os.MkdirTemp("", "bh-")
@@ -171,6 +172,10 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			t.Cleanup(func() { os.RemoveAll(taskDir) })
 			own := filepath.Join(taskDir, "io.containerd.runtime.v2.task", "t", ownID)
 			if err := bundle.Make(own, []string{"echo", "ok"}); err != nil {
+				t.Fatal(err)
+			}
+			ctrdRoot := filepath.Dir(filepath.Dir(snaps))
+			if err := os.Symlink(filepath.Join(ctrdRoot, "io.containerd.runtime.v2.task", "t", ownID), filepath.Join(own, "work")); err != nil {
 				t.Fatal(err)
 			}
 			upper, work = snap("4")

@@ -2,16 +2,21 @@ package containerd2
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/core/snapshots/storage"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 
+	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/ctrtest"
 )
 
@@ -21,7 +26,7 @@ import (
 // accepted as an image's layers, and the job read that container's files.
 // Each is refused now, by the snapshotter's own record, and leaves nothing,
 // as is a container's snapshot not keyed by its id (whose it is cannot be
-// told); the container's own snapshot, as ctr and CRI key it, runs. (An
+// told) and another containerd's snapshot, whatever its key; the container's own snapshot, as ctr and CRI key it, runs. (An
 // image's committed layer as the upper layer: specs' unit tests; containerd
 // mounts no such overlay.)
 func TestRootfsOfAnotherContainersSnapshot(t *testing.T) {
@@ -83,6 +88,50 @@ func TestRootfsOfAnotherContainersSnapshot(t *testing.T) {
 			}
 		})
 	}
+
+	// Another containerd on the host (its snapshotter laid out as
+	// containerd lays it out), whose record keys a tenant's stopped
+	// container's snapshot by this container's namespace and id.
+	t.Run("other-containerd", func(t *testing.T) {
+		id := ctrtest.NewID("steal-other")
+		home := filepath.Join(t.TempDir(), "root", "io.containerd.snapshotter.v1.overlayfs")
+		fs := filepath.Join(home, "snapshots", "1", "fs")
+		if err := bundle.Rootfs(fs); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Mkdir(filepath.Join(fs, "run"), 0o755); err != nil { // the spec's tmpfs at /run
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fs, "etc", "victim-secret"), []byte("other containerd's tenant\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := storage.NewMetaStore(filepath.Join(home, "metadata.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ms.Close()
+		if err := ms.WithTransaction(ctx, true, func(ctx context.Context) error {
+			_, err := storage.CreateSnapshot(ctx, snapshots.KindActive, ctrtest.Namespace+"/1/"+id, "")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, nil),
+			containerd.WithNewSpec(oci.WithProcessArgs("/bin/cat", "/etc/victim-secret")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ctr.Delete(context.WithoutCancel(ctx))
+		ms2 := overlay("lowerdir=" + fs + ":" + lowers[len(lowers)-1])
+		task, err := ctr.NewTask(ctx, cio.NullIO, containerd.WithRootFS(ms2))
+		if err == nil {
+			_, _ = task.Delete(ctx, containerd.WithProcessKill)
+			t.Fatalf("a task whose rootfs is another containerd's snapshot (%v) was created", ms2)
+		}
+		if !strings.Contains(err.Error(), "another containerd's snapshot") {
+			t.Errorf("refused for another reason: %v", err)
+		}
+	})
 
 	// A client that keys its container's snapshot other than by the
 	// container's id: which container's it is cannot be told.
