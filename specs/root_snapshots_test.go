@@ -175,3 +175,20 @@ func TestOwnSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotDBTooLarge: a snapshotter database past maxSnapshotDB is
+// refused by its size, before any of it is copied into memory.
+func TestSnapshotDBTooLarge(t *testing.T) {
+	root := t.TempDir()
+	f, err := os.Create(filepath.Join(root, "metadata.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(maxSnapshotDB + 1); err != nil { // sparse: no disk taken
+		t.Fatal(err)
+	}
+	if _, err := readSnapshotRecords(root, map[string]bool{"1": true}); err == nil || !strings.Contains(err.Error(), "is larger than") {
+		t.Fatalf("a database of %d bytes: %v, want it refused by its size", maxSnapshotDB+1, err)
+	}
+}

@@ -197,6 +197,22 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 	return c.upperChannelRefusal(real, u)
 }
 
+// ownFilesystemRefusal refuses a rootfs that is a filesystem mounted at
+// the rootfs alone: no other mount on the host shows its files, so it is
+// a device's, an image file's through a loop device (containerd attaches
+// one for a client's "loop" mount option) or a server's, and what it
+// holds (another tenant's stopped container on a blockfile snapshot, an
+// unmounted disk, an export the host may read) no rule about the host's
+// paths can judge. A tmpfs is the caller's own fresh files, and an
+// overlay is judged by its layers.
+func ownFilesystemRefusal(real string, src MountSource) string {
+	h := src.Holder
+	if h.Mountpoint != real || len(src.Places) > 0 || h.FSType == "tmpfs" || h.FSType == "overlay" {
+		return ""
+	}
+	return fmt.Sprintf("%s is a %s filesystem (%s) that is mounted there alone: a device's, an image file's through a loop device, or a server's files, which no rule about the host's paths can judge; lay the rootfs out as a directory on the host, or bind one", real, h.FSType, h.Source)
+}
+
 // mountedAt tells whether any mount of the table is at path.
 func mountedAt(mounts []*mountinfo.Info, path string) bool {
 	for _, m := range mounts {
@@ -225,6 +241,9 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")"
 	}
 	if why := storageRefusal(real, src.Holder); why != "" {
+		return why
+	}
+	if why := ownFilesystemRefusal(real, src); why != "" {
 		return why
 	}
 	written := writtenLayers(src)

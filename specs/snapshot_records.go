@@ -22,9 +22,11 @@ type snapshotRecord struct {
 	Key  string
 }
 
-// maxSnapshotDB bounds the snapshotter database read: tens of thousands
-// of snapshots take a few megabytes.
-const maxSnapshotDB = 256 << 20
+// maxSnapshotDB bounds the snapshotter database a create copies into
+// memory: 10,000 snapshots take 4 MiB. A larger one (a client can grow it
+// with snapshot labels, and bbolt never shrinks it) is refused before any
+// of it is copied.
+const maxSnapshotDB = 64 << 20
 
 // readSnapshotRecords reads the records of the snapshotter whose home
 // (holding snapshots/ and metadata.db) is root, by snapshot id, with
@@ -49,6 +51,11 @@ func readSnapshotRecordsOnce(db string, want map[string]bool) (recs map[string]s
 		return nil, err
 	}
 	defer in.Close()
+	if st, err := in.Stat(); err != nil {
+		return nil, err
+	} else if st.Size() > maxSnapshotDB {
+		return nil, fmt.Errorf("%s is larger than %d bytes (%d): compact it (bbolt compact) after removing what grew it", db, maxSnapshotDB, st.Size())
+	}
 	fd, err := unix.MemfdCreate("bulkhead-snapshots", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("copy of %s: %w", db, err)

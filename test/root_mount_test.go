@@ -25,7 +25,8 @@ import (
 // lower layer was a running container's writable layer, a bind of that
 // layer, or an overlay of a user's directories named as snapshots (one a
 // link to /, or a bind of a host directory at a snapshot's path) ran as the container's
-// root on runc and runsc. All are
+// root on runc and runsc, and so did a filesystem image mounted there
+// through a loop device (another tenant's blockfile snapshot). All are
 // refused now, as is an overlay of snapshots for a bundle that is no
 // containerd task's (whose snapshots they are cannot be told); an overlay
 // of snapshots as containerd makes one for a task still runs.
@@ -111,6 +112,30 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			mountAt(t, victimUpper, filepath.Join(bound, "rootfs"), "", unix.MS_BIND)
 			if r := run(bound, "root-victim-bind"); r.code == 0 || !strings.Contains(r.stderr, "the writable layer of the overlay at "+victim) {
 				t.Fatalf("a bind of a running container's writable layer at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+
+			// A filesystem image the host mounts nowhere else, through a
+			// loop device (containerd attaches one for a client's "loop"
+			// mount option): another tenant's blockfile snapshot, a VM's
+			// disk. It passed as plain storage and ran.
+			image2 := filepath.Join(t.TempDir(), "tenant.ext4")
+			tree := t.TempDir()
+			if err := bundle.Rootfs(tree); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tree, "secret"), []byte("tenant's\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("mkfs.ext4", "-q", "-d", tree, image2, "16M").CombinedOutput(); err != nil {
+				t.Fatalf("mkfs.ext4: %v: %s", err, out)
+			}
+			looped := bundle.New(t, []string{"cat", "/secret"})
+			if out, err := exec.Command("mount", "-o", "ro,loop", image2, filepath.Join(looped, "rootfs")).CombinedOutput(); err != nil {
+				t.Fatalf("mount -o loop: %v: %s", err, out)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(filepath.Join(looped, "rootfs"), unix.MNT_DETACH) })
+			if r := run(looped, "root-loop"); r.code == 0 || !strings.Contains(r.stderr, "that is mounted there alone") {
+				t.Fatalf("a filesystem image mounted through a loop device at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
 			// Directories named as snapshots by a user: the first a link
