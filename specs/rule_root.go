@@ -197,18 +197,26 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 	return c.upperChannelRefusal(real, u)
 }
 
-// ownFilesystemRefusal refuses a rootfs that is a filesystem mounted at
-// the rootfs alone: no other mount on the host shows its files, so it is
+// ownFilesystemRefusal refuses a rootfs on a filesystem mounted in the
+// bundle (at the rootfs or above it) alone: no mount outside the bundle
+// shows its files, so it is
 // a device's, an image file's through a loop device (containerd attaches
 // one for a client's "loop" mount option) or a server's, and what it
 // holds (another tenant's stopped container on a blockfile snapshot, an
 // unmounted disk, an export the host may read) no rule about the host's
-// paths can judge. A tmpfs is the caller's own fresh files, and an
-// overlay is judged by its layers.
-func ownFilesystemRefusal(real string, src MountSource) string {
+// paths can judge. Its mounts inside the bundle do not count: a client's
+// next rootfs mount, a bind of the rootfs onto itself, shows the same
+// files a second time there. A tmpfs is the caller's own fresh files, and
+// an overlay is judged by its layers.
+func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 	h := src.Holder
-	if h.Mountpoint != real || len(src.Places) > 0 || h.FSType == "tmpfs" || h.FSType == "overlay" {
+	if !under(h.Mountpoint, bundle) || h.FSType == "tmpfs" || h.FSType == "overlay" {
 		return ""
+	}
+	for _, pl := range src.Places {
+		if !under(pl.Path, bundle) {
+			return "" // judged where the host shows it (rootMountRefusal)
+		}
 	}
 	return fmt.Sprintf("%s is a %s filesystem (%s) that is mounted there alone: a device's, an image file's through a loop device, or a server's files, which no rule about the host's paths can judge; lay the rootfs out as a directory on the host, or bind one", real, h.FSType, h.Source)
 }
@@ -243,7 +251,7 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 	if why := storageRefusal(real, src.Holder); why != "" {
 		return why
 	}
-	if why := ownFilesystemRefusal(real, src); why != "" {
+	if why := ownFilesystemRefusal(real, bundle, src); why != "" {
 		return why
 	}
 	written := writtenLayers(src)

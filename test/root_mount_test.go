@@ -12,6 +12,7 @@ import (
 
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/core/snapshots/storage"
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/test/binaries"
@@ -136,6 +137,36 @@ func TestRootfsJudgedByWhatIsMounted(t *testing.T) {
 			t.Cleanup(func() { _ = unix.Unmount(filepath.Join(looped, "rootfs"), unix.MNT_DETACH) })
 			if r := run(looped, "root-loop"); r.code == 0 || !strings.Contains(r.stderr, "that is mounted there alone") {
 				t.Fatalf("a filesystem image mounted through a loop device at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+			// The same with the rootfs bound onto itself on top (a
+			// client's second rootfs mount): its files are shown twice,
+			// both inside the bundle.
+			mountAt(t, filepath.Join(looped, "rootfs"), filepath.Join(looped, "rootfs"), "", unix.MS_BIND)
+			if r := run(looped, "root-loop-self"); r.code == 0 || !strings.Contains(r.stderr, "that is mounted there alone") {
+				t.Fatalf("a loop-mounted image at the rootfs with the rootfs bound onto itself: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+			// Or mounted above the rootfs, which is a directory of it.
+			above := bundle.New(t, []string{"cat", "/secret"}, func(s *rspec.Spec) { s.Root.Path = "mnt/rootfs" })
+			if err := os.Mkdir(filepath.Join(above, "mnt"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			nested := filepath.Join(t.TempDir(), "nested")
+			if err := os.MkdirAll(filepath.Join(nested, "rootfs"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command("cp", "-a", tree+"/.", filepath.Join(nested, "rootfs")).CombinedOutput(); err != nil {
+				t.Fatalf("cp: %v: %s", err, out)
+			}
+			image3 := filepath.Join(t.TempDir(), "tenant3.ext4")
+			if out, err := exec.Command("mkfs.ext4", "-q", "-d", nested, image3, "16M").CombinedOutput(); err != nil {
+				t.Fatalf("mkfs.ext4: %v: %s", err, out)
+			}
+			if out, err := exec.Command("mount", "-o", "ro,loop", image3, filepath.Join(above, "mnt")).CombinedOutput(); err != nil {
+				t.Fatalf("mount -o loop: %v: %s", err, out)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(filepath.Join(above, "mnt"), unix.MNT_DETACH) })
+			if r := run(above, "root-loop-above"); r.code == 0 || !strings.Contains(r.stderr, "that is mounted there alone") {
+				t.Fatalf("a rootfs inside a loop-mounted image in the bundle: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
 			// Directories named as snapshots by a user: the first a link
