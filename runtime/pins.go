@@ -43,8 +43,9 @@ type hostPin struct {
 	// own (ownFileRefusal); else as a bind source.
 	Root, Own bool
 	// Slave: the pin passes on what the host mounts below the source
-	// later (a root or a bind whose caller asks for it; a bind's only where
-	// the opened source allows it, specs.SlaveAllowed); else it is private.
+	// later (a bind whose caller asks for it, only where the opened
+	// source allows it, specs.SlaveAllowed); else, and always for the
+	// root, it is private.
 	Slave bool
 	// ReadOnly: the pin itself is a read-only mount (pinReadOnly).
 	ReadOnly bool
@@ -66,10 +67,15 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 		return target
 	}
 	if s.Root != nil {
+		// The root's pin is private whatever linux.rootfsPropagation asks:
+		// a mount made below the rootfs after create is never judged, and
+		// it need not be the host's. A containerd client's next task can
+		// bind this task's rootfs (joining its peer group, where the state
+		// directory is a shared mount) and mount another tenant's image
+		// below it, which a slave pin passed into this container. What
+		// the host shares with a container goes through a bind, whose pin
+		// follows its own rule (specs.SlaveAllowed).
 		s.Root.Path = add("root", "root.path", s.Root.Path, true, false)
-		// The host's later mounts below the root reach the container only
-		// where the caller asks for them.
-		pins[len(pins)-1].Slave = s.Linux != nil && (s.Linux.RootfsPropagation == "slave" || s.Linux.RootfsPropagation == "rslave")
 	}
 	merged := map[string]bool{}
 	for _, w := range ws {
@@ -145,7 +151,7 @@ func (c *creation) pinHostPaths() error {
 			}
 		}
 		slave := func(string, int) bool { return p.Slave }
-		if p.Slave && !p.Root {
+		if p.Slave {
 			slave = func(real string, fd int) bool { return specs.SlaveAllowed(c.ctx, real, fd) }
 		}
 		if _, err := pinPath(p.Source, p.Target, p.ReadOnly, slave, judge); err != nil {

@@ -139,3 +139,22 @@ func TestPlannedPinsReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestRootPinIsPrivate: the root's pin receives no later mount, whatever
+// linux.rootfsPropagation asks: a containerd client's next task could bind
+// this rootfs (joining its peer group on a host whose state directory is
+// shared) and mount another tenant's image below it. A bind that asks for
+// the host's mounts still gets its own judgement (SlaveAllowed).
+func TestRootPinIsPrivate(t *testing.T) {
+	for _, prop := range []string{"", "private", "slave", "rslave"} {
+		s := &rspec.Spec{Root: &rspec.Root{Path: "/bundle/rootfs"}, Linux: &rspec.Linux{RootfsPropagation: prop},
+			Mounts: []rspec.Mount{{Destination: "/data", Type: "bind", Source: "/srv/data", Options: []string{"rbind", "rslave"}}}}
+		pins, _ := planPins(s, nil, func(p string) string { return p }, "/run/bulkhead/bulkhead/x")
+		if len(pins) != 2 || !pins[0].Root || pins[0].Slave {
+			t.Errorf("rootfsPropagation %q: root pin %+v, want it private", prop, pins[0])
+		}
+		if !pins[1].Slave {
+			t.Errorf("rootfsPropagation %q: the rslave bind's pin %+v does not ask for the host's mounts", prop, pins[1])
+		}
+	}
+}
