@@ -29,6 +29,23 @@ func taskBundle(t *testing.T, root, ns, id string) *Context {
 	return &Context{Bundle: bundle, ID: id}
 }
 
+// snapshotter makes a snapshotter's home and opens its database with
+// containerd's code, held open (and so locked, as containerd holds it
+// while it runs) until the test ends.
+func snapshotter(t *testing.T) (string, *storage.MetaStore) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	return root, ms
+}
+
 // TestSnapshotUseRefusal judges snapshot directories by the records of a
 // snapshotter database made with containerd's own code: an image's
 // committed layer of the container's namespace is read, never written; the
@@ -38,14 +55,7 @@ func taskBundle(t *testing.T, root, ns, id string) *Context {
 // containerd than the task's, are refused.
 // The database stays open meanwhile, locked as containerd keeps it.
 func TestSnapshotUseRefusal(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
-	if err := os.Mkdir(root, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, ms := snapshotter(t)
 	ids := map[string]string{}
 	if err := ms.WithTransaction(context.Background(), true, func(ctx context.Context) error {
 		for _, s := range []struct {
@@ -74,8 +84,6 @@ func TestSnapshotUseRefusal(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// Held open, and so locked, as containerd holds it while it runs.
-	defer ms.Close()
 	dir := func(name string) string { return filepath.Join(root, "snapshots", ids[name], "fs") }
 	task := taskBundle(t, filepath.Dir(root), "k8s.io", "own")
 	// Another containerd whose snapshotter records the same key.
@@ -118,14 +126,7 @@ func TestSnapshotUseRefusal(t *testing.T) {
 // active snapshot) or a view (committed layers alone); the work directory
 // must be the upper layer's snapshot's own.
 func TestOverlaySnapshotsRefusal(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
-	if err := os.Mkdir(root, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, ms := snapshotter(t)
 	if err := ms.WithTransaction(context.Background(), true, func(ctx context.Context) error {
 		for _, key := range []string{"t/1/l1", "t/2/l2", "t/3/own", "t/4/other"} {
 			if _, err := storage.CreateSnapshot(ctx, snapshots.KindActive, key, ""); err != nil {
@@ -141,7 +142,6 @@ func TestOverlaySnapshotsRefusal(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	defer ms.Close()
 	fs := func(id string) string { return filepath.Join(root, "snapshots", id, "fs") }
 	work := func(id string) string { return filepath.Join(root, "snapshots", id, "work") }
 	c := taskBundle(t, filepath.Dir(root), "t", "own")
