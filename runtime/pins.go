@@ -42,11 +42,6 @@ type hostPin struct {
 	// Root: judged as the root filesystem; Own: as a file of bulkhead's
 	// own (ownFileRefusal); else as a bind source.
 	Root, Own bool
-	// Slave: the pin passes on what the host mounts below the source
-	// later (a bind whose caller asks for it, only where the opened
-	// source allows it, specs.SlaveAllowed); else, and always for the
-	// root, it is private.
-	Slave bool
 	// ReadOnly: the pin itself is a read-only mount (pinReadOnly).
 	ReadOnly bool
 }
@@ -67,14 +62,6 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 		return target
 	}
 	if s.Root != nil {
-		// The root's pin is private whatever linux.rootfsPropagation asks:
-		// a mount made below the rootfs after create is never judged, and
-		// it need not be the host's. A containerd client's next task can
-		// bind this task's rootfs (joining its peer group, where the state
-		// directory is a shared mount) and mount another tenant's image
-		// below it, which a slave pin passed into this container. What
-		// the host shares with a container goes through a bind, whose pin
-		// follows its own rule (specs.SlaveAllowed).
 		s.Root.Path = add("root", "root.path", s.Root.Path, true, false)
 	}
 	merged := map[string]bool{}
@@ -95,7 +82,6 @@ func planPins(s *rspec.Spec, ws []workspace.Workspace, at func(string) string, s
 			m.Source = add("seccomp", "mounts["+m.Destination+"]", m.Source, false, true)
 		default:
 			m.Source = add("host_mounts", "mounts["+m.Destination+"]", m.Source, false, false)
-			pins[len(pins)-1].Slave = specs.ReceivesHostMounts(*m)
 		}
 		pins[len(pins)-1].ReadOnly = slices.Contains(m.Options, "ro")
 	}
@@ -150,11 +136,7 @@ func (c *creation) pinHostPaths() error {
 				return specs.JudgeRoot(c.ctx, c.handed.Annotations, real, bundleReal, fd)
 			}
 		}
-		slave := func(string, int) bool { return p.Slave }
-		if p.Slave {
-			slave = func(real string, fd int) bool { return specs.SlaveAllowed(c.ctx, real, fd) }
-		}
-		if _, err := pinPath(p.Source, p.Target, p.ReadOnly, slave, judge); err != nil {
+		if _, err := pinPath(p.Source, p.Target, p.ReadOnly, judge); err != nil {
 			rule := p.Rule
 			if rule == "workspace" {
 				rule = "host_mounts"
@@ -169,7 +151,7 @@ func (c *creation) pinHostPaths() error {
 // what was opened by its real path, its descriptor and its attributes, and bind-mounts
 // that very file or directory, through its descriptor, onto target. No
 // path is resolved again after the judgement.
-func pinPath(src, target string, readOnly bool, slave func(real string, fd int) bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
+func pinPath(src, target string, readOnly bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -217,18 +199,14 @@ func pinPath(src, target string, readOnly bool, slave func(real string, fd int) 
 	// A bind of a shared mount joins its peer group, and an unmount below a
 	// peer propagates to every other: taking the pins down on delete would
 	// unmount what the host mounted below a shared source since the start.
-	// A private pin receives nothing the host mounts below the source
-	// later, which nothing judged (a volume's driver options mounted onto a
-	// plain volume's data by its next container), and sends nothing back;
-	// a slave pin receives them, for a bind that asks for them (rslave, a
-	// Kubernetes HostToContainer volume below bind_roots, as host_mounts
-	// allows), and sends nothing back. A private source's pin stays private.
-	flag, name := uintptr(unix.MS_PRIVATE), "private"
-	if slave(real, fd) {
-		flag, name = unix.MS_SLAVE, "a slave"
-	}
-	if err := unix.Mount("", target, "", flag, ""); err != nil {
-		return "", fmt.Errorf("pin %s: make it %s: %w", real, name, err)
+	// Every pin is private: it receives nothing mounted below the source
+	// later, which nothing judged and which need not be the host's (a
+	// volume's driver options mounted onto a plain volume's data by its
+	// next container; a containerd client's next task, whose rootfs mounts
+	// bind the same shared directory, or this task's rootfs, and mount
+	// another tenant's image below it), and sends nothing back.
+	if err := unix.Mount("", target, "", unix.MS_PRIVATE, ""); err != nil {
+		return "", fmt.Errorf("pin %s: make it private: %w", real, err)
 	}
 	return target, nil
 }

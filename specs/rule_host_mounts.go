@@ -76,7 +76,7 @@ func ruleHostMounts(c *Context, s *rspec.Spec) []Decision {
 			continue
 		}
 		ds = append(ds, readOnlyBind(m, field))
-		ds = append(ds, bindPropagation(c, m, field, src))
+		ds = append(ds, bindPropagation(m, field))
 	}
 	return ds
 }
@@ -98,60 +98,26 @@ const dockerInit = "/sbin/docker-init"
 const dockerInitWhy = "docker run --init binds dockerd's init from the host's binaries, which no bind root holds and none should; " +
 	"drop --init and put an init in the image (tini, dumb-init) as the command's first word"
 
-// ReceivesHostMounts tells whether a bind asks for the mounts the host
-// makes below its source later (slave propagation: Kubernetes'
-// HostToContainer); the pin of its source must pass them on.
-func ReceivesHostMounts(m rspec.Mount) bool {
-	return hasOpt(m.Options, "slave") || hasOpt(m.Options, "rslave")
-}
-
-// SlaveAllowed tells whether the host's later mounts below the source at
-// real (opened at fd, -1 when not) may reach the container: the source and
-// every other place its files or a part of them are at (a directory of
-// bind_roots may be a bind of a volume's data or a pod's directory, or hold
-// engine state bound to its place) lie below bind_roots and are neither
-// engine state nor an engine's file.
-func SlaveAllowed(c *Context, real string, fd int) bool {
-	src, err := c.mountedFrom(real, fd)
-	if err != nil {
-		return false
-	}
-	places := []string{real}
-	for _, pl := range src.Places {
-		places = append(places, pl.Path)
-	}
-	for _, p := range places {
-		p = judgedPath(p)
-		if !belowRoot(c.Profile.BindRoots, p) || inStateDir(p) || engineOwnFile(p) {
-			return false
-		}
-	}
-	return true
-}
-
-// bindPropagation keeps the host's later mounts below a bind source out of
-// the container unless the caller asks for them (rslave) on a directory
-// below bind_roots: a mount that arrives after create is never judged, and
-// below an engine's own files (a volume's data, a pod's directories) the
-// engine mounts what its callers ask for (a volume's driver options) at any
-// time. Below bind_roots, the host's own mounts are the operator's.
-func bindPropagation(c *Context, m *rspec.Mount, field, src string) Decision {
+// bindPropagation keeps every later mount below a bind source out of the
+// container: a mount that arrives after create is never judged, and it
+// need not be the host's. Below an engine's own files (a volume's data, a
+// pod's directories) the engine mounts what its callers ask for (a
+// volume's driver options) at any time, and a containerd client can make
+// one below any directory on a shared mount: its next task's rootfs
+// mounts bind that directory (joining its peer group) and mount another
+// tenant's image or a host directory below it. So a bind that asks for the
+// host's mounts (rslave, Kubernetes' HostToContainer) is private too.
+func bindPropagation(m *rspec.Mount, field string) Decision {
 	before := fmtList(m.Options)
 	propagation := []string{"private", "rprivate", "slave", "rslave", "shared", "rshared"}
-	d := Decision{Rule: "host_mounts", Field: field + " propagation", Action: Kept, Before: before, Layer: LayerNone}
-	if ReceivesHostMounts(*m) {
-		real, err := c.resolve(src)
-		if err == nil && SlaveAllowed(c, canonicalRun(real), -1) {
-			d.After, d.Why = before, "the host's later mounts below a directory of bind_roots reach the container (slave: nothing goes back)"
-			return d
-		}
-		d.Action = Tightened
-		d.Why = "the host's later mounts below an engine's own files are not the operator's and are never judged: private"
-	} else if !hasOpt(m.Options, "rprivate") {
-		d.Action = Tightened
-		d.Why = "a mount the host makes below the source later is never judged: private (ask for rslave on a directory of bind_roots to receive them)"
-	} else {
-		d.After, d.Why = before, "a mount the host makes below the source later does not reach the container"
+	d := Decision{Rule: "host_mounts", Field: field + " propagation", Action: Tightened, Before: before, Layer: LayerNone}
+	switch {
+	case hasOpt(m.Options, "slave") || hasOpt(m.Options, "rslave"):
+		d.Why = "a mount made below the source later is never judged and need not be the host's (a containerd client's next task can make one below a shared directory): private; bind the directories themselves"
+	case !hasOpt(m.Options, "rprivate"):
+		d.Why = "a mount the host makes below the source later is never judged: private"
+	default:
+		d.Action, d.After, d.Why = Kept, before, "a mount the host makes below the source later does not reach the container"
 		return d
 	}
 	m.Options = append(withoutOpts(m.Options, propagation...), "rprivate")

@@ -161,11 +161,12 @@ func assertHostMountKept(t *testing.T, dir string) {
 // (those tests themselves fail there by design: privileged containers
 // that mount, root-owned 0700 host directories, read-only binds; see
 // docs/critest-differences.md). A host directory at a path below /tmp is
-// visible; with HostToContainer (rslave) a mount the host makes below a
-// shared host directory after the start reaches the container, and
-// removing the container leaves the host's mount alone; with Private it
-// does not reach it; removing either container leaves the host's mount
-// alone; Bidirectional (rshared) is refused by the mounts rule.
+// visible; a mount made below a shared host directory after the start
+// reaches the container neither with HostToContainer (rslave, made
+// private: a containerd client's next task can make such a mount, binding
+// the same directory into its rootfs) nor with Private; removing either
+// container leaves the host's mount alone; Bidirectional (rshared) is
+// refused by the mounts rule.
 func PodMountPropagation(t *testing.T, c CRI) {
 	pod := PodConfig(t, "bh-propagation", false)
 	podID := c.Must(t, "runp", "--runtime", c.Handler, pod)
@@ -190,8 +191,11 @@ func PodMountPropagation(t *testing.T, c CRI) {
 			t.Fatalf("before the host's mount the container says %q, want absent", got)
 		}
 		mountFlag(t, dir)
-		if got := flagSeen(t, c, cid); got != "present" {
-			t.Errorf("with HostToContainer the host's later mount does not reach the container: %q", got)
+		if _, err := os.Stat(filepath.Join(dir, "sub", "flag")); err != nil {
+			t.Fatalf("the host does not see its own mount: %v", err)
+		}
+		if got := flagSeen(t, c, cid); got != "absent" {
+			t.Errorf("with HostToContainer a later mount reached the container: %q", got)
 		}
 		removeContainer(t, c, cid)
 		assertHostMountKept(t, dir)
