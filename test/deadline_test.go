@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	bhstate "bulkhead.dev/bulkhead/runtime/state"
+	"bulkhead.dev/bulkhead/test/binaries"
 	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/leftover"
 )
@@ -318,7 +321,10 @@ func TestDeadlineWatchdogLeaves(t *testing.T) {
 // A watchdog whose container was deleted, and whose id a newer create
 // took while the watchdog did not run, leaves the newer container alone:
 // it neither writes its deadline into the newer record nor kills the
-// newer container when its own deadline passes.
+// newer container when its own deadline passes. Delete ends the watchdog
+// once the record is gone; a delete killed right then (a caller's
+// timeout) leaves it running, which the test makes: the old watchdog is
+// stopped, and the delete is killed once it has signalled it.
 func TestDeadlineWatchdogOfReplacedContainer(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -348,13 +354,8 @@ func TestDeadlineWatchdogOfReplacedContainer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resumed := false
-			defer func() {
-				if !resumed {
-					_ = syscall.Kill(old, syscall.SIGCONT)
-				}
-			}()
-			must(t, append(g(oldConfig), "delete", "--force", id)...)
+			defer syscall.Kill(old, syscall.SIGCONT)
+			deleteKilledAfterSignal(t, append(g(oldConfig), "delete", "--force", id), old)
 			must(t, append(g(newConfig), "run", "--detach", "--bundle", bundle.New(t, []string{"sleep", "3600"}), id)...)
 			defer bulkhead(t, "", append(g(newConfig), "delete", "--force", id)...)
 			// The newer watchdog arms its deadline once it sees the start.
@@ -365,14 +366,12 @@ func TestDeadlineWatchdogOfReplacedContainer(t *testing.T) {
 				}
 			}
 			if err := syscall.Kill(old, syscall.SIGCONT); err != nil {
-				t.Fatal(err)
+				t.Fatalf("resuming the old watchdog %d: %v", old, err)
 			}
-			resumed = true
 
-			// The old watchdog's 2 s are long past: it either leaves now or
-			// kills within its deadline's reach. 20 s tells them apart
-			// however loaded the machine.
-			for end := time.Now().Add(20 * time.Second); syscall.Kill(old, 0) == nil; time.Sleep(50 * time.Millisecond) {
+			// The old watchdog's 2 s are long past and its SIGTERM is
+			// pending: it finishes the step it resumed in and leaves.
+			for end := time.Now().Add(20 * time.Second); processRuns(old); time.Sleep(50 * time.Millisecond) {
 				if time.Now().After(end) {
 					t.Fatalf("the watchdog %d of the deleted container still runs 20 s after it resumed", old)
 				}
@@ -392,6 +391,59 @@ func TestDeadlineWatchdogOfReplacedContainer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// deleteKilledAfterSignal runs bulkhead with args (a delete) and kills it
+// once watchdog, stopped, has SIGTERM pending: the delete sends it after
+// removing the record, and then waits for the watchdog to go.
+func deleteKilledAfterSignal(t *testing.T, args []string, watchdog int) {
+	t.Helper()
+	cmd := exec.Command(binaries.Bulkhead(t), args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for end := time.Now().Add(time.Minute); !termPending(t, watchdog); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			t.Fatalf("delete %v ended (%v) without signalling the stopped watchdog %d", args, err, watchdog)
+		default:
+		}
+		if time.Now().After(end) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("delete %v has not signalled the watchdog %d a minute later", args, watchdog)
+		}
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+}
+
+// termPending tells whether SIGTERM waits for pid, sent to the process.
+func termPending(t *testing.T, pid int) bool {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("watchdog %d: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if hex, ok := strings.CutPrefix(line, "ShdPnd:"); ok {
+			mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err != nil {
+				t.Fatalf("watchdog %d: %q: %v", pid, line, err)
+			}
+			return mask&(1<<(syscall.SIGTERM-1)) != 0
+		}
+	}
+	t.Fatalf("watchdog %d: no ShdPnd in its status", pid)
+	return false
+}
+
+// processRuns tells whether pid runs: not gone, and no zombie its
+// parent has yet to reap.
+func processRuns(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !zombieStat(stat)
 }
 
 // The annotation may shorten the profile's lifetime, never lengthen it.
@@ -588,7 +640,11 @@ func TestDeadlineHoldsAfterAStartKilledMidway(t *testing.T) {
 	go func() { done <- bulkhead(t, "", append(g, "start", id)...) }()
 	select {
 	case r := <-done:
-		if r.code == 0 || !strings.Contains(r.stderr, "already running") {
+		// A machine slow enough for the 10 s to pass first has the
+		// deadline's kill end the job before the start: refused as dead.
+		refused := strings.Contains(r.stderr, "already running") ||
+			strings.Contains(r.stderr, "already dead") && findDeadlineEvent(t, audit, id) != nil
+		if r.code == 0 || !refused {
 			t.Errorf("start after a start killed midway: exit %d, stderr %q; want refused as already running", r.code, r.stderr)
 		}
 	case <-time.After(20 * time.Second):
