@@ -120,10 +120,5 @@ func (c *Context) overlaySnapshotsRefusal(options string) string {
 
 // writableMount tells whether a mount lets its files be changed through it.
 func writableMount(m *mountinfo.Info) bool {
-	for _, o := range strings.Split(m.Options, ",") {
-		if o == "ro" {
-			return false
-		}
-	}
-	return true
+	return !hasOpt(strings.Split(m.Options, ","), "ro")
 }

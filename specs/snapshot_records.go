@@ -34,6 +34,7 @@ const maxSnapshotDB = 64 << 20
 // locked while it runs, so a copy of it is read: a copy taken while
 // containerd wrote it may not read as a database (then it is tried
 // again), and one that does is the database as some commit left it.
+// A database that cannot be opened or is too large is not tried again.
 func readSnapshotRecords(root string, want map[string]bool) (map[string]snapshotRecord, error) {
 	var err error
 	for range 3 {
@@ -41,20 +42,26 @@ func readSnapshotRecords(root string, want map[string]bool) (map[string]snapshot
 		if recs, err = readSnapshotRecordsOnce(filepath.Join(root, "metadata.db"), want); err == nil {
 			return recs, nil
 		}
+		if errors.Is(err, errUncopied) {
+			return nil, err
+		}
 	}
 	return nil, err
 }
 
+// errUncopied is a database not copied at all: no copy of it is torn.
+var errUncopied = errors.New("not read")
+
 func readSnapshotRecordsOnce(db string, want map[string]bool) (recs map[string]snapshotRecord, err error) {
 	in, err := os.OpenFile(db, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errUncopied, err)
 	}
 	defer in.Close()
 	if st, err := in.Stat(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errUncopied, err)
 	} else if st.Size() > maxSnapshotDB {
-		return nil, fmt.Errorf("%s is larger than %d bytes (%d): compact it (bbolt compact) after removing what grew it", db, maxSnapshotDB, st.Size())
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes (%d): compact it (bbolt compact) after removing what grew it", errUncopied, db, maxSnapshotDB, st.Size())
 	}
 	fd, err := unix.MemfdCreate("bulkhead-snapshots", unix.MFD_CLOEXEC)
 	if err != nil {
