@@ -42,7 +42,8 @@ type hostPin struct {
 	// Root: judged as the root filesystem; Own: as a file of bulkhead's
 	// own (ownFileRefusal); else as a bind source.
 	Root, Own bool
-	// ReadOnly: the pin itself is a read-only mount (pinReadOnly).
+	// ReadOnly: the pin of a bind source itself is a read-only mount;
+	// the root's is where its judgement says so (specs.JudgeRoot).
 	ReadOnly bool
 }
 
@@ -108,35 +109,35 @@ func (c *creation) pinHostPaths() error {
 		return fmt.Errorf("pins: %w", err)
 	}
 	for _, p := range c.plan.Pins {
-		judge := func(real string, fd int, _ *unix.Stat_t) string {
+		judge := func(real string, fd int, _ *unix.Stat_t) (string, bool) {
 			if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
-				return why
+				return why, p.ReadOnly
 			}
-			return specs.HomePrivacyRefusal(c.ctx, real, fd, true)
+			return specs.HomePrivacyRefusal(c.ctx, real, fd, true), p.ReadOnly
 		}
 		switch {
 		case p.Rule == "workspace":
-			judge = func(real string, fd int, _ *unix.Stat_t) string {
+			judge = func(real string, fd int, _ *unix.Stat_t) (string, bool) {
 				if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
-					return why
+					return why, p.ReadOnly
 				}
 				if why := specs.HomePrivacyRefusal(c.ctx, real, fd, false); why != "" {
-					return why
+					return why, p.ReadOnly
 				}
-				return workspace.JudgeSource(real, "/proc/self/fd/"+strconv.Itoa(fd))
+				return workspace.JudgeSource(real, "/proc/self/fd/"+strconv.Itoa(fd)), p.ReadOnly
 			}
 		case p.Own:
-			judge = func(real string, _ int, st *unix.Stat_t) string { return ownFileRefusal(real, st) }
+			judge = func(real string, _ int, st *unix.Stat_t) (string, bool) { return ownFileRefusal(real, st), p.ReadOnly }
 		case p.Root:
-			judge = func(real string, fd int, _ *unix.Stat_t) string {
+			judge = func(real string, fd int, _ *unix.Stat_t) (string, bool) {
 				bundleReal, err := c.bundleDir.real()
 				if err != nil {
-					return err.Error()
+					return err.Error(), true
 				}
 				return specs.JudgeRoot(c.ctx, c.handed.Annotations, real, bundleReal, fd)
 			}
 		}
-		if _, err := pinPath(p.Source, p.Target, p.ReadOnly, judge); err != nil {
+		if _, err := pinPath(p.Source, p.Target, judge); err != nil {
 			rule := p.Rule
 			if rule == "workspace" {
 				rule = "host_mounts"
@@ -149,9 +150,10 @@ func (c *creation) pinHostPaths() error {
 
 // pinPath opens src as the backend would (following symlinks), judges
 // what was opened by its real path, its descriptor and its attributes, and bind-mounts
-// that very file or directory, through its descriptor, onto target. No
-// path is resolved again after the judgement.
-func pinPath(src, target string, readOnly bool, judge func(real string, fd int, st *unix.Stat_t) string) (string, error) {
+// that very file or directory, through its descriptor, onto target,
+// read-only where the judgement says so. No path is resolved again after
+// the judgement.
+func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t) (why string, readOnly bool)) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -166,7 +168,8 @@ func pinPath(src, target string, readOnly bool, judge func(real string, fd int, 
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", fmt.Errorf("%s: %w", src, err)
 	}
-	if why := judge(real, fd, &st); why != "" {
+	why, readOnly := judge(real, fd, &st)
+	if why != "" {
 		return "", fmt.Errorf("%s is now %s: %s", src, real, why)
 	}
 	switch st.Mode & unix.S_IFMT {

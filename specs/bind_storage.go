@@ -27,13 +27,18 @@ var plainStorage = map[string]bool{
 // (a proc mounted below a bind root is a filesystem of its own, at no
 // place the rules know, and shows every host process and another
 // sandbox's root), an overlay (its files are its layers', lowerdir=/etc),
-// FUSE (every lookup is a request the job sends to a process on the host).
+// FUSE (every lookup is a request the job sends to a process on the host);
+// and a mount with an id map (containerd's uidmap= option of a rootfs
+// bind), whose files are shown with other owners than the host's.
 // An overlay as the host's root filesystem is the host's own files, and
 // one made of containerd's snapshots only (an image volume) is an image's
 // files.
 func storageRefusal(real string, holder *mountinfo.Info) string {
 	if holder == nil {
 		return real + ": the mount holding it is not known"
+	}
+	if hasOpt(strings.Split(holder.Options, ","), "idmapped") {
+		return fmt.Sprintf("%s is on an id-mapped mount (%s at %s): its files show owners they do not have on the host, so the job would read what their owners keep from it; bind a directory of a mount without an id map", real, holder.Source, holder.Mountpoint)
 	}
 	t := holder.FSType
 	if plainStorage[t] || (t == "overlay" && (holder.Mountpoint == "/" || imageLayersOnly(holder.VFSOptions))) {

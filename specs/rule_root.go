@@ -53,22 +53,24 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 // read from its descriptor at the same moment. Nothing is resolved again
 // here: re-resolving the caller's bundle path would let the caller move
 // the yardstick (the bundle a symlink to / by then) along with the root.
-func JudgeRoot(c *Context, annotations map[string]string, real, bundleReal string, fd int) string {
+// readOnly says the rootfs's files are the host's, not the container's
+// own, so its pin must be read-only (rootMountRefusal).
+func JudgeRoot(c *Context, annotations map[string]string, real, bundleReal string, fd int) (why string, readOnly bool) {
 	if real == "/" {
-		return "the host's / would be the container's root"
+		return "the host's / would be the container's root", false
 	}
 	for _, t := range hostTrees {
 		if under(real, t) {
-			return "host " + t + " would be the container's root"
+			return "host " + t + " would be the container's root", false
 		}
 	}
 	if bundleReal != "" && bundleReal != "/" && real != bundleReal && under(real, bundleReal) {
 		return c.rootMountRefusal(annotations, real, bundleReal, fd)
 	}
 	if dockerOwnLayer(c, real) {
-		return c.dockerLayerRefusal(real, fd)
+		return c.dockerLayerRefusal(real, fd), false
 	}
-	return real + " lies outside the bundle (" + bundleReal + ") and is not the layer the engine made for this container"
+	return real + " lies outside the bundle (" + bundleReal + ") and is not the layer the engine made for this container", false
 }
 
 func rootRefusal(c *Context, annotations map[string]string, root string) string {
@@ -88,7 +90,8 @@ func rootRefusal(c *Context, annotations map[string]string, root string) string 
 		}
 	}
 	if bundle, err := c.resolve(c.Bundle); err == nil && c.Bundle != "" && real != bundle && under(real, bundle) {
-		return c.rootMountRefusal(annotations, real, bundle, -1)
+		why, _ := c.rootMountRefusal(annotations, real, bundle, -1)
+		return why
 	}
 	if dockerOwnLayer(c, real) {
 		return c.dockerLayerRefusal(real, -1)
@@ -198,25 +201,35 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 }
 
 // ownFilesystemRefusal refuses a rootfs on a filesystem mounted in the
-// bundle (at the rootfs or above it) alone: no mount outside the bundle
-// shows its files, so it is
-// a device's, an image file's through a loop device (containerd attaches
-// one for a client's "loop" mount option) or a server's, and what it
-// holds (another tenant's stopped container on a blockfile snapshot, an
-// unmounted disk, an export the host may read) no rule about the host's
-// paths can judge. Its mounts inside the bundle do not count: a client's
-// next rootfs mount, a bind of the rootfs onto itself, shows the same
-// files a second time there. A tmpfs is the caller's own fresh files, and
-// an overlay is judged by its layers.
+// bundle (at the rootfs or above it) whose files at the rootfs no mount
+// outside the bundle shows whole: a device's, an image file's through a
+// loop device (containerd attaches one for a client's "loop" mount
+// option) or a server's, and what it holds (another tenant's stopped
+// container on a blockfile snapshot, an unmounted disk, an export the host
+// may read) no rule about the host's paths can judge. A mount outside
+// that shows only a directory below them (the host mounts the disk's ci/
+// at a bind root, and the rootfs is the whole disk) is judged for that
+// directory alone, and the rest is shown nowhere. Its mounts inside the
+// bundle do not count: a client's next rootfs mount, a bind of the rootfs
+// onto itself, shows the same files a second time there. A tmpfs is the
+// caller's own fresh files, and an overlay is judged by its layers.
 func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 	h := src.Holder
 	if !under(h.Mountpoint, bundle) || h.FSType == "tmpfs" || h.FSType == "overlay" {
 		return ""
 	}
-	for _, pl := range src.Places {
-		if !under(pl.Path, bundle) {
+	var part *Place
+	for i, pl := range src.Places {
+		switch {
+		case under(pl.Path, bundle):
+		case pl.Inner == "":
 			return "" // judged where the host shows it (rootMountRefusal)
+		default:
+			part = &src.Places[i]
 		}
+	}
+	if part != nil {
+		return fmt.Sprintf("%s is a %s filesystem (%s) of which the host shows only a part, %s, at %s: the rest of it is files no mount outside the bundle shows (another directory of the disk or export), which no rule about the host's paths can judge; mount only the part the host shows", real, h.FSType, h.Source, part.Inner, part.Path)
 	}
 	return fmt.Sprintf("%s is a %s filesystem (%s) that is mounted there alone: a device's, an image file's through a loop device, or a server's files, which no rule about the host's paths can judge; lay the rootfs out as a directory on the host, or bind one", real, h.FSType, h.Source)
 }
@@ -240,58 +253,67 @@ func mountedAt(mounts []*mountinfo.Info, path string) bool {
 // containerd's snapshots, none of its layers one another overlay writes
 // to (a running container's), and every other place they are at the
 // bundle's own, such a snapshot, or one a bind could name.
-func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle string, fd int) string {
+//
+// readOnly is set for a rootfs mounted in the bundle (at the rootfs or
+// above it) from a directory the host shows that is no snapshot of
+// containerd's (a bind of a directory below a bind root): its files are
+// the host's, not the container's own. The backend, as root, makes the
+// mount points the spec names in a rootfs before it is read-only, and
+// would make them in the host's directory, which binds show read-only.
+func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle string, fd int) (why string, readOnly bool) {
 	if why := c.sharedDirRefusal(real, bundle); why != "" {
-		return why
+		return why, false
 	}
 	src, err := c.mountedFrom(real, fd)
 	if err != nil {
-		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")"
+		return "what is mounted at the rootfs cannot be told (" + err.Error() + ")", false
 	}
 	if why := storageRefusal(real, src.Holder); why != "" {
-		return why
+		return why, false
 	}
 	if why := ownFilesystemRefusal(real, bundle, src); why != "" {
-		return why
+		return why, false
 	}
 	written := writtenLayers(src)
 	if h := src.Holder; h.FSType == "overlay" {
 		lower, upper, work, ok := overlayLayers(h.VFSOptions)
 		if !ok {
-			return "the layers of the overlay at the rootfs cannot be read from its options (" + h.VFSOptions + ")"
+			return "the layers of the overlay at the rootfs cannot be read from its options (" + h.VFSOptions + ")", false
 		}
 		for _, d := range append(lower, upper, work) {
 			if m, ok := written.at(d); ok {
-				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's"
+				return "the rootfs's layer " + d + " is the writable layer of the overlay at " + m + ", another container's", false
 			}
 		}
 		if imageLayersOnly(h.VFSOptions) {
 			if why := c.overlaySnapshotsRefusal(h.VFSOptions); why != "" {
-				return why
+				return why, false
 			}
 		}
 	}
+	hostFiles := false
 	for _, pl := range src.Places {
 		if under(pl.Path, bundle) {
 			continue
 		}
 		if pl.Inner == "" && snapshotLayer(pl.Path) {
 			if m, ok := written.at(pl.Path); ok {
-				return real + " is a mount of " + pl.Path + ", the writable layer of the overlay at " + m + ", another container's"
+				return real + " is a mount of " + pl.Path + ", the writable layer of the overlay at " + m + ", another container's", false
 			}
 			if why := c.snapshotUseRefusal(pl.Path, writableMount(src.Holder)); why != "" {
-				return why
+				return why, false
 			}
 			continue
 		}
 		if why := c.placeRefusal(annotations, pl); why != "" {
 			if pl.Inner != "" {
-				return real + " holds " + pl.Inner + ", which is also mounted at " + pl.Path + ", which " + why
+				return real + " holds " + pl.Inner + ", which is also mounted at " + pl.Path + ", which " + why, false
 			}
-			return real + " is a mount of " + pl.Path + ", which " + why
+			return real + " is a mount of " + pl.Path + ", which " + why, false
 		}
+		hostFiles = true
 	}
-	return c.rootChannelRefusal(src.Holder, real, fd)
+	return c.rootChannelRefusal(src.Holder, real, fd), hostFiles && under(src.Holder.Mountpoint, bundle)
 }
 
 // rootChannelRefusal refuses a rootfs (real, opened at fd, -1 when not,

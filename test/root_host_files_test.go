@@ -1,0 +1,178 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// TestRootfsOfHostFiles: a containerd client's rootfs mounts may show the
+// host's files at the rootfs, which are then judged as a bind of where the
+// host shows them. Three ways passed that judgement: the whole disk of
+// which the host mounts only a directory at a bind root (the job read the
+// disk's other directories), a bind of a bind root's directory with an id
+// map (the job read a user's 0600 file as its own), and a plain bind of
+// one, in which the backend, as root, made the spec's mount points in the
+// host's directory that binds show read-only. The first two are refused;
+// the third's pin is read-only, so nothing is made there.
+func TestRootfsOfHostFiles(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			bindRoot := t.TempDir()
+			cfg, _ := workspaceConfig(t, fmt.Sprintf("[profiles.default]\nbind_roots = [%q]\n", bindRoot))
+			g := []string{"--root", stateRoot(t), "--config", cfg, "--backend", backend}
+			run := func(b, name string) result {
+				return bulkhead(t, "", append(g, "run", "--bundle", b, uniqueID(name+"-"+backend))...)
+			}
+
+			// A disk whose root is a rootfs, with ci/ the host shows at
+			// the bind root and other/ it shows nowhere.
+			tree := t.TempDir()
+			if err := bundle.Rootfs(tree); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []string{"ci", "other"} {
+				if err := os.Mkdir(filepath.Join(tree, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(tree, "other", "secret"), []byte("other tenant's\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			disk := filepath.Join(t.TempDir(), "disk.ext4")
+			if out, err := exec.Command("mkfs.ext4", "-q", "-d", tree, disk, "16M").CombinedOutput(); err != nil {
+				t.Fatalf("mkfs.ext4: %v: %s", err, out)
+			}
+			whole := t.TempDir()
+			if out, err := exec.Command("mount", "-o", "loop", disk, whole).CombinedOutput(); err != nil {
+				t.Fatalf("mount -o loop: %v: %s", err, out)
+			}
+			device, err := exec.Command("findmnt", "-n", "-o", "SOURCE", whole).Output()
+			if err != nil {
+				_ = unix.Unmount(whole, unix.MNT_DETACH)
+				t.Fatalf("findmnt %s: %v", whole, err)
+			}
+			ci := filepath.Join(bindRoot, "ci")
+			if err := os.Mkdir(ci, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			err = unix.Mount(filepath.Join(whole, "ci"), ci, "", unix.MS_BIND, "")
+			_ = unix.Unmount(whole, unix.MNT_DETACH)
+			if err != nil {
+				t.Fatalf("bind of the disk's ci/: %v", err)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(ci, unix.MNT_DETACH) })
+			diskRoot := bundle.New(t, []string{"cat", "/other/secret"})
+			// The same device mounted again is the same filesystem.
+			if err := unix.Mount(strings.TrimSpace(string(device)), filepath.Join(diskRoot, "rootfs"), "ext4", 0, ""); err != nil {
+				t.Fatalf("mount of the whole disk: %v", err)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(filepath.Join(diskRoot, "rootfs"), unix.MNT_DETACH) })
+			if r := run(diskRoot, "root-wholedisk"); r.code == 0 || !strings.Contains(r.stderr, "of which the host shows only a part") {
+				t.Fatalf("a whole disk at the rootfs, of which the host shows ci/ at a bind root: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+
+			// A rootfs below the bind root with a user's private file.
+			hostDir := filepath.Join(bindRoot, "tools")
+			if err := bundle.Rootfs(hostDir); err != nil {
+				t.Fatal(err)
+			}
+			alice := filepath.Join(hostDir, "alice")
+			if err := os.Mkdir(alice, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(alice, "secret"), []byte("alice's\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{alice, filepath.Join(alice, "secret")} {
+				if err := os.Chown(p, 1000, 1000); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A plain bind of it: the pin is read-only, so a mount point
+			// the directory lacks is one the backend cannot make. runc
+			// runs a container whose mount points are all there; runsc
+			// makes a mount point of bulkhead's own too, and fails.
+			before := entries(t, hostDir)
+			bound := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
+				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/planted/deep", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec"}})
+			})
+			mountAt(t, hostDir, filepath.Join(bound, "rootfs"), "", unix.MS_BIND)
+			if r := run(bound, "root-bound"); r.code == 0 {
+				t.Errorf("a bind of a bind root's directory at the rootfs, with a mount point it lacks: exit 0, want the backend unable to make it")
+			}
+			_ = unix.Unmount(filepath.Join(bound, "rootfs"), unix.MNT_DETACH)
+			fits := bundle.New(t, []string{"echo", "ok"})
+			mountAt(t, hostDir, filepath.Join(fits, "rootfs"), "", unix.MS_BIND)
+			if r := run(fits, "root-bound-fits"); backend == "runc" && (r.code != 0 || strings.TrimSpace(r.stdout) != "ok") {
+				t.Errorf("a bind of a bind root's directory that has every mount point at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
+			}
+			_ = unix.Unmount(filepath.Join(fits, "rootfs"), unix.MNT_DETACH)
+			if after := entries(t, hostDir); after != before {
+				t.Fatalf("a bind of a bind root's directory at the rootfs: the backend made entries in the host's %s:\nbefore: %s\nafter:  %s", hostDir, before, after)
+			}
+
+			mapped := bundle.New(t, []string{"cat", "/alice/secret"})
+			idmappedBind(t, hostDir, filepath.Join(mapped, "rootfs"), 1000, 65534)
+			if r := run(mapped, "root-idmapped"); r.code == 0 || !strings.Contains(r.stderr, "is on an id-mapped mount") {
+				t.Fatalf("a bind of a bind root's directory with an id map at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// idmappedBind binds source at target for the rest of the test with the
+// on-disk uid and gid from shown as to, as containerd's uidmap= and
+// gidmap= mount options of a bind make one: root's files stay root's.
+func idmappedBind(t *testing.T, source, target string, from, to int) {
+	t.Helper()
+	holder := exec.Command("sleep", "60")
+	maps := []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}, {ContainerID: from, HostID: to, Size: 1}}
+	holder.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER, UidMappings: maps, GidMappings: maps}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	userns, err := os.Open(fmt.Sprintf("/proc/%d/ns/user", holder.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer userns.Close()
+	tree, err := unix.OpenTree(unix.AT_FDCWD, source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(tree)
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP, Userns_fd: uint64(userns.Fd())}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		t.Fatalf("mount_setattr: %v", err)
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		t.Fatalf("move_mount: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+}
+
+// entries lists the names in dir, for telling whether something was made there.
+func entries(t *testing.T, dir string) string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, " ")
+}
