@@ -77,9 +77,9 @@ func channelRefusal(real, advice string, findChannel func(real string) (string, 
 // (resolved): below one of the profile's bind_roots, or the engine's own
 // file for this container. "" when it is.
 func (c *Context) bindRootsRefusal(annotations map[string]string, real string) string {
-	if kind, id, ok := engineFileOwner(grantPath(real)); ok {
-		if !ownedByThisContainer(c, annotations, kind, id) {
-			return real + " is the engine's file for " + kind + " " + id + ", not for this container"
+	if f, ok := engineFileOwner(grantPath(real)); ok {
+		if !ownedByThisContainer(c, annotations, f, real) {
+			return real + " is the engine's file for " + f.Kind + " " + f.ID + ", not for this container"
 		}
 		return ""
 	}
@@ -147,9 +147,9 @@ func (c *Context) placeRefusal(annotations map[string]string, pl Place) string {
 		return "is refused: " + why
 	}
 	p := canonicalRun(pl.Path)
-	if kind, id, ok := engineFileOwner(grantPath(p)); ok {
-		if !ownedByThisContainer(c, annotations, kind, id) {
-			return "is the engine's file for " + kind + " " + id + ", not for this container"
+	if f, ok := engineFileOwner(grantPath(p)); ok {
+		if !ownedByThisContainer(c, annotations, f, p) {
+			return "is the engine's file for " + f.Kind + " " + f.ID + ", not for this container"
 		}
 	} else if !belowRoot(c.Profile.BindRoots, p) {
 		return "is not below any of the profile's bind_roots"

@@ -121,7 +121,7 @@ func TestEngineLayoutGrantsOnlyAsRoots(t *testing.T) {
 	}
 	dir := t.TempDir()
 	names := []string{"containers/" + testID + "/resolv.conf", "containers/" + testID + "/mounts/m/f",
-		"image/", "network/", "volumes/v/_data/f"}
+		"image/", "network/", "volumes/v/_data/f", "containerd/daemon/"}
 	real := filepath.Join(dir, "real")
 	layout(t, real, names...)
 	fake := filepath.Join(dir, "fake")
@@ -137,7 +137,8 @@ func TestEngineLayoutGrantsOnlyAsRoots(t *testing.T) {
 	layout(t, shm, names...)
 	p := testProfile()
 	p.BindRoots = []string{"/srv/nothing-here"}
-	c := &Context{Profile: p, Bundle: "/bundle", ID: testID}
+	c := taskBundle(t, filepath.Join(real, "containerd", "daemon"), "moby", testID)
+	c.Profile = p
 	wantBindRefusals(t, c, []bindCase{
 		{filepath.Join(real, "containers", testID, "resolv.conf"), ""},
 		{filepath.Join(real, "containers", testID, "mounts/m"), ""},

@@ -108,6 +108,9 @@ var testHost = &Host{
 	},
 	// Every path is on the one mount of its fixture, as written.
 	OneMount: func(...string) bool { return true },
+	// testID's engine files are its engine's (engine_task_test.go
+	// tests the tie).
+	EngineTask: func(string, string) bool { return true },
 	DockerMountID: func(_, id string) (string, error) {
 		switch id {
 		case testID:

@@ -28,6 +28,10 @@ type Host struct {
 	DirInfo func(path string) (unix.Stat_t, error)
 	// OneMount tells whether every path is on one mount (oneMount).
 	OneMount func(paths ...string) bool
+	// EngineTask tells whether this container is the task the engine
+	// ("docker", "containerd") that made the per-container file at a
+	// path made for it (engineTask).
+	EngineTask func(engine, path string) bool
 }
 
 func (c *Context) resolve(p string) (string, error) {
@@ -107,6 +111,19 @@ func (c *Context) dirInfo(p string) (unix.Stat_t, error) {
 	}
 	var st unix.Stat_t
 	return st, unix.Lstat(p, &st)
+}
+
+func (c *Context) engineTask(engine, path string) bool {
+	if c.Host != nil && c.Host.EngineTask != nil {
+		return c.Host.EngineTask(engine, path)
+	}
+	switch engine {
+	case "docker":
+		return c.dockerTask(path)
+	case "containerd":
+		return c.criContainerdOf(path)
+	}
+	return false
 }
 
 func (c *Context) dockerMountID(dataRoot, id string) (string, error) {

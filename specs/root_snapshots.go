@@ -23,10 +23,15 @@ var containerdTaskDirs = map[string]bool{"io.containerd.runtime.v2.task": true, 
 // is false for a bundle that is no containerd task's, or one that anyone
 // but root could have laid out.
 func (c *Context) containerdTask() (namespace, root string, ok bool) {
-	ns := filepath.Dir(c.Bundle)
+	// dockerd's state is below /var/run, a link to /run.
+	bundle, err := filepath.EvalSymlinks(c.Bundle)
+	if err != nil {
+		return "", "", false
+	}
+	ns := filepath.Dir(bundle)
 	dir := filepath.Base(filepath.Dir(ns))
-	link := filepath.Join(c.Bundle, "work")
-	if c.ID == "" || filepath.Base(c.Bundle) != c.ID || !containerdTaskDirs[dir] || RootsAbove(link) != "" {
+	link := filepath.Join(bundle, "work")
+	if c.ID == "" || filepath.Base(bundle) != c.ID || !containerdTaskDirs[dir] || RootsAbove(link) != "" {
 		return "", "", false
 	}
 	var st unix.Stat_t

@@ -222,19 +222,33 @@ var stateDirs = []string{
 // The group named owner is whose they are: a file of another container,
 // sandbox or pod is refused (see engineOwnFile). Compiled on first use,
 // by a create that binds a host path, not by every bulkhead process.
-var engineOwnFiles = sync.OnceValue(func() []*regexp.Regexp {
-	return []*regexp.Regexp{
-		regexp.MustCompile(`^/var/lib/docker/containers/(?P<container>[0-9a-f]+)/(hosts|hostname|resolv\.conf|mounts/.+)$`),
-		regexp.MustCompile(`^/var/lib/docker/volumes/[^/]+/_data(/.*)?$`),
-		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/sandboxes/(?P<sandbox>[0-9a-f]+)/.+$`),
-		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/containers/(?P<container>[0-9a-f]+)/.+$`),
+var engineOwnFiles = sync.OnceValue(func() []engineFilePattern {
+	return []engineFilePattern{
+		{"docker", regexp.MustCompile(`^/var/lib/docker/containers/(?P<container>[0-9a-f]+)/(hosts|hostname|resolv\.conf|mounts/.+)$`)},
+		{"docker", regexp.MustCompile(`^/var/lib/docker/volumes/[^/]+/_data(/.*)?$`)},
+		{"containerd", regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/sandboxes/(?P<sandbox>[0-9a-f]+)/.+$`)},
+		{"containerd", regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/containers/(?P<container>[0-9a-f]+)/.+$`)},
 		// containerd 2's image volumes: <state>/image-volumes/<pod sandbox>/<image>.
-		regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/image-volumes/(?P<sandbox>[0-9a-f]+)/[0-9a-f]+(/.*)?$`),
-		regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/(?P<container>[0-9a-f]+)/userdata/.+$`),
-		regexp.MustCompile(`^/var/lib/containers/storage/volumes/[^/]+/_data(/.*)?$`),
-		regexp.MustCompile(`^/var/lib/kubelet/pods/(?P<pod>[^/]+)/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`),
+		{"containerd", regexp.MustCompile(`^/(var/lib|run)/containerd/io\.containerd\.grpc\.v1\.cri/image-volumes/(?P<sandbox>[0-9a-f]+)/[0-9a-f]+(/.*)?$`)},
+		{"crio", regexp.MustCompile(`^/(var/lib|run)/containers/storage/overlay-containers/(?P<container>[0-9a-f]+)/userdata/.+$`)},
+		{"crio", regexp.MustCompile(`^/var/lib/containers/storage/volumes/[^/]+/_data(/.*)?$`)},
+		{"kubelet", regexp.MustCompile(`^/var/lib/kubelet/pods/(?P<pod>[^/]+)/(volumes|volume-subpaths|containers|etc-hosts)(/.*)?$`)},
 	}
 })
+
+// engineFilePattern is one of engineOwnFiles, with the engine that makes
+// such files.
+type engineFilePattern struct {
+	engine string
+	re     *regexp.Regexp
+}
+
+// engineFile is whose per-container file a path is: the owner's kind
+// (container, sandbox, pod; "" for a volume, shared by name), its id, and
+// the engine that made it.
+type engineFile struct {
+	Kind, ID, Engine string
+}
 
 var engineSocket = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(docker|containerd|crio|podman|buildkitd|cri-dockerd|dockershim|kubelet)\.sock(\.ttrpc)?$`)
@@ -312,55 +326,64 @@ func lexicalRefusal(p string) string {
 // engineOwnFile tells whether p is a file an engine made for a container,
 // without asking whose (the lexical denylist's view).
 func engineOwnFile(p string) bool {
-	for _, re := range engineOwnFiles() {
-		if re.MatchString(p) {
-			return true
-		}
-	}
-	return false
+	_, ok := engineFileOwner(p)
+	return ok
 }
 
-// engineFileOwner returns whose per-container file p is ("" for a volume,
-// which is shared by name) and whether it is one at all.
-func engineFileOwner(p string) (kind, id string, ok bool) {
-	for _, re := range engineOwnFiles() {
-		m := re.FindStringSubmatch(p)
+// engineFileOwner returns whose per-container file p is and whether it
+// is one at all.
+func engineFileOwner(p string) (engineFile, bool) {
+	for _, f := range engineOwnFiles() {
+		m := f.re.FindStringSubmatch(p)
 		if m == nil {
 			continue
 		}
-		for i, name := range re.SubexpNames() {
+		for i, name := range f.re.SubexpNames() {
 			if name != "" {
-				return name, m[i], true
+				return engineFile{Kind: name, ID: m[i], Engine: f.engine}, true
 			}
 		}
-		return "", "", true
+		return engineFile{Engine: f.engine}, true
 	}
-	return "", "", false
+	return engineFile{}, false
 }
 
-// ownedByThisContainer: the engine's file belongs to this container, its
-// pod sandbox (by the CRI annotations) or its pod: the kubelet's files of
-// a pod uid are a CRI container's whose own sandbox a CRI engine made for
-// that pod (KubeletPod), never a caller's for naming the uid in an
-// annotation.
-func ownedByThisContainer(c *Context, s map[string]string, kind, id string) bool {
-	switch kind {
+// ownedByThisContainer: the engine's file (at real, on the host) belongs
+// to this container, its pod sandbox (by the CRI annotations) or its pod:
+// the kubelet's files of a pod uid are a CRI container's whose own
+// sandbox a CRI engine made for that pod (KubeletPod), never a caller's
+// for naming the uid in an annotation. A container's own files are its
+// engine's for a container of the same id that this engine made: ids are
+// an engine's and a namespace's, so a client of another containerd, or
+// of another namespace, names one of Docker's or CRI's at will.
+func ownedByThisContainer(c *Context, s map[string]string, f engineFile, real string) bool {
+	switch f.Kind {
 	case "":
 		return true
 	case "container":
-		return c.ID != "" && id == c.ID
+		if c.ID == "" || f.ID != c.ID {
+			return false
+		}
+		switch f.Engine {
+		case "docker":
+			return c.engineTask(f.Engine, real)
+		case "containerd":
+			return madeByCRI(c) && c.engineTask(f.Engine, real)
+		}
+		// CRI-O's bundle is the container's own userdata directory.
+		return madeByCRI(c)
 	case "sandbox":
 		// A CRI sandbox's files (its hosts, resolv.conf, /dev/shm) are
 		// the pod's only where a CRI engine made the pod: a caller that
 		// picks ids and annotations makes no CRI sandbox.
 		if s[AnnotationCRIContainerType] == "sandbox" {
-			return c.ID != "" && id == c.ID && madeByCRI(c)
+			return c.ID != "" && f.ID == c.ID && madeByCRI(c)
 		}
-		return id == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(id) &&
+		return f.ID == s[AnnotationCRISandboxID] && c.JoinableSandbox != nil && c.JoinableSandbox(f.ID) &&
 			c.KubeletPod != nil && c.KubeletPod(s["io.kubernetes.cri.sandbox-uid"]) && madeByCRI(c)
 	case "pod":
-		return id != "" && id == s["io.kubernetes.cri.sandbox-uid"] && s[AnnotationCRIContainerType] == "container" &&
-			c.KubeletPod != nil && c.KubeletPod(id) && madeByCRI(c)
+		return f.ID != "" && f.ID == s["io.kubernetes.cri.sandbox-uid"] && s[AnnotationCRIContainerType] == "container" &&
+			c.KubeletPod != nil && c.KubeletPod(f.ID) && madeByCRI(c)
 	}
 	return false
 }

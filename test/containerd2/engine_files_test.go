@@ -1,0 +1,71 @@
+package containerd2
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"bulkhead.dev/bulkhead/test/ctrtest"
+)
+
+// TestEngineFilesOfAnotherEngine: Docker's and CRI's files for a
+// container (its secrets, its volumes) are bound into that container by
+// the engine that made it. A client of another containerd named its own
+// task with that container's id, in dockerd's namespace moby or CRI's
+// k8s.io, bound the files, and the job read them: the id alone was taken
+// for the owner. Both are refused now, and leave nothing.
+func TestEngineFilesOfAnotherEngine(t *testing.T) {
+	d := containerd2(t)
+	buf := make([]byte, 32)
+	if _, err := rand.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	victim := hex.EncodeToString(buf)
+	dir := t.TempDir()
+	// A Docker data root with dockerd's own containerd, laid out as
+	// dockerd lays it out, holding the victim's secret.
+	docker := filepath.Join(dir, "docker")
+	secrets := filepath.Join(docker, "containers", victim, "mounts", "secrets")
+	// Another containerd's root, with its CRI plugin's volume of the victim.
+	other := filepath.Join(dir, "containerd")
+	volume := filepath.Join(other, "io.containerd.grpc.v1.cri", "containers", victim, "volumes", "v")
+	for _, p := range []string{secrets, filepath.Join(docker, "image"), filepath.Join(docker, "network"), filepath.Join(docker, "volumes"),
+		filepath.Join(docker, "containerd", "daemon"), volume, filepath.Join(other, "io.containerd.metadata.v1.bolt")} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{secrets, volume} {
+		if err := os.WriteFile(filepath.Join(p, "token"), []byte("victim's token\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, c := range []struct{ name, ns, source string }{
+		{"docker", "moby", secrets},
+		{"cri", ctrtest.CRINamespace, volume},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := &ctrtest.Daemon{Containerd: d.Containerd, Ctr: d.Ctr, NS: c.ns}
+			if err := in.ImportProbeImage(t); err != nil {
+				t.Fatal(err)
+			}
+			r := in.Run(2*time.Minute, "run", "--rm", "--runtime", ctrtest.ShimRuntime,
+				"--mount", "type=bind,src="+c.source+",dst=/mnt,options=rbind:ro", ctrtest.Image, victim, "cat", "/mnt/token")
+			t.Cleanup(func() { in.Run(time.Minute, "container", "rm", victim) })
+			if r.Code == 0 || strings.Contains(r.Stdout, "victim's token") {
+				t.Fatalf("a task of another containerd named as %s's container, binding its file: %s", c.name, r)
+			}
+			if !strings.Contains(r.Stderr, "is the engine's file for container "+victim+", not for this container") {
+				t.Errorf("refused for another reason: %s", r)
+			}
+			if left := ctrtest.Leftovers(t, victim); len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+		})
+	}
+}
