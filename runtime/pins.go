@@ -43,7 +43,7 @@ type hostPin struct {
 	// own (ownFileRefusal); else as a bind source.
 	Root, Own bool
 	// ReadOnly: the pin of a bind source itself is a read-only mount;
-	// the root's is where its judgement says so (specs.JudgeRoot).
+	// the root's is an overlay where its judgement says so (pinOverlaid).
 	ReadOnly bool
 }
 
@@ -109,32 +109,40 @@ func (c *creation) pinHostPaths() error {
 		return fmt.Errorf("pins: %w", err)
 	}
 	for _, p := range c.plan.Pins {
-		judge := func(real string, fd int, _ *unix.Stat_t) (string, bool) {
+		as := pinWritable
+		if p.ReadOnly {
+			as = pinReadOnly
+		}
+		judge := func(real string, fd int, _ *unix.Stat_t) (string, pinAs) {
 			if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
-				return why, p.ReadOnly
+				return why, as
 			}
-			return specs.HomePrivacyRefusal(c.ctx, real, fd, true), p.ReadOnly
+			return specs.HomePrivacyRefusal(c.ctx, real, fd, true), as
 		}
 		switch {
 		case p.Rule == "workspace":
-			judge = func(real string, fd int, _ *unix.Stat_t) (string, bool) {
+			judge = func(real string, fd int, _ *unix.Stat_t) (string, pinAs) {
 				if why := specs.JudgeBindSource(c.ctx, c.handed.Annotations, real, fd); why != "" {
-					return why, p.ReadOnly
+					return why, as
 				}
 				if why := specs.HomePrivacyRefusal(c.ctx, real, fd, false); why != "" {
-					return why, p.ReadOnly
+					return why, as
 				}
-				return workspace.JudgeSource(real, "/proc/self/fd/"+strconv.Itoa(fd)), p.ReadOnly
+				return workspace.JudgeSource(real, "/proc/self/fd/"+strconv.Itoa(fd)), as
 			}
 		case p.Own:
-			judge = func(real string, _ int, st *unix.Stat_t) (string, bool) { return ownFileRefusal(real, st), p.ReadOnly }
+			judge = func(real string, _ int, st *unix.Stat_t) (string, pinAs) { return ownFileRefusal(real, st), as }
 		case p.Root:
-			judge = func(real string, fd int, _ *unix.Stat_t) (string, bool) {
+			judge = func(real string, fd int, _ *unix.Stat_t) (string, pinAs) {
 				bundleReal, err := c.bundleDir.real()
 				if err != nil {
-					return err.Error(), true
+					return err.Error(), as
 				}
-				return specs.JudgeRoot(c.ctx, c.handed.Annotations, real, bundleReal, fd)
+				why, hostFiles := specs.JudgeRoot(c.ctx, c.handed.Annotations, real, bundleReal, fd)
+				if hostFiles {
+					return why, pinOverlaid
+				}
+				return why, as
 			}
 		}
 		if _, err := pinPath(p.Source, p.Target, judge); err != nil {
@@ -148,12 +156,27 @@ func (c *creation) pinHostPaths() error {
 	return nil
 }
 
+// pinAs is how a pin shows what was judged.
+type pinAs int
+
+const (
+	pinWritable pinAs = iota
+	// pinReadOnly: a read-only bind.
+	pinReadOnly
+	// pinOverlaid: an overlay whose only lower layer is what was judged
+	// and whose upper layer is a small tmpfs of the pin's own, for a root
+	// filesystem of the host's files (specs.JudgeRoot): the backend, as
+	// root, makes the spec's mount points in a root before it is
+	// read-only, in the tmpfs then, never in the host's directory.
+	pinOverlaid
+)
+
 // pinPath opens src as the backend would (following symlinks), judges
 // what was opened by its real path, its descriptor and its attributes, and bind-mounts
-// that very file or directory, through its descriptor, onto target,
-// read-only where the judgement says so. No path is resolved again after
-// the judgement.
-func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t) (why string, readOnly bool)) (string, error) {
+// that very file or directory, through its descriptor, onto target, as
+// the judgement says (pinAs). No path is resolved again after the
+// judgement.
+func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t) (why string, as pinAs)) (string, error) {
 	fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", src, err)
@@ -168,7 +191,7 @@ func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", fmt.Errorf("%s: %w", src, err)
 	}
-	why, readOnly := judge(real, fd, &st)
+	why, as := judge(real, fd, &st)
 	if why != "" {
 		return "", fmt.Errorf("%s is now %s: %s", src, real, why)
 	}
@@ -183,7 +206,11 @@ func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t
 	if err != nil {
 		return "", err
 	}
-	if err := unix.Mount(self, target, "", unix.MS_BIND, ""); err != nil {
+	if as == pinOverlaid {
+		if err := overlayPin(self, target, fd); err != nil {
+			return "", fmt.Errorf("pin %s: %w", real, err)
+		}
+	} else if err := unix.Mount(self, target, "", unix.MS_BIND, ""); err != nil {
 		return "", fmt.Errorf("pin %s: %w", real, err)
 	}
 	// The spec's ro is the backend's to apply, in the container, and a
@@ -193,7 +220,7 @@ func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t
 	// runc, which remounts the outer bind first, meets EROFS. A read-only
 	// pin holds for every backend and helper; only the attributes named
 	// change, the source mount's others (noexec) stay.
-	if readOnly {
+	if as == pinReadOnly {
 		ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 		if err := unix.MountSetattr(unix.AT_FDCWD, target, 0, &ro); err != nil {
 			return "", fmt.Errorf("pin %s: make it read-only: %w", real, err)
@@ -212,6 +239,38 @@ func pinPath(src, target string, judge func(real string, fd int, st *unix.Stat_t
 		return "", fmt.Errorf("pin %s: make it private: %w", real, err)
 	}
 	return target, nil
+}
+
+// overlayPin mounts at target an overlay of the directory opened at fd
+// (self names it) over an upper layer on a tmpfs of 1 MiB, which only the
+// overlay keeps once it is mounted: nothing else names it, and delete's
+// unmount of target frees it. The overlay is nosuid and nodev, and noexec
+// where the directory's own mount is.
+func overlayPin(self, target string, fd int) error {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return err
+	}
+	scratch := target + "-upper"
+	if err := os.Mkdir(scratch, 0o700); err != nil {
+		return err
+	}
+	defer os.Remove(scratch)
+	if err := unix.Mount("tmpfs", scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=1m,nr_inodes=1k,mode=0700"); err != nil {
+		return fmt.Errorf("upper layer: %w", err)
+	}
+	defer unix.Unmount(scratch, unix.MNT_DETACH)
+	upper, work := filepath.Join(scratch, "upper"), filepath.Join(scratch, "work")
+	for _, d := range []string{upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("upper layer: %w", err)
+		}
+	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if fs.Flags&unix.ST_NOEXEC != 0 {
+		flags |= unix.MS_NOEXEC
+	}
+	return unix.Mount("overlay", target, "overlay", flags, "lowerdir="+self+",upperdir="+upper+",workdir="+work)
 }
 
 // writePrivateBundle writes the pinned spec as the config.json of

@@ -50,7 +50,7 @@ func TestPinOfSharedSourceIsPrivate(t *testing.T) {
 	}
 
 	target := filepath.Join(pins, "0")
-	if _, err := pinPath(src, target, func(string, int, *unix.Stat_t) (string, bool) { return "", false }); err != nil {
+	if _, err := pinPath(src, target, func(string, int, *unix.Stat_t) (string, pinAs) { return "", pinWritable }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = state.UnmountUnder(pins) })
@@ -94,7 +94,9 @@ func TestReadOnlyPin(t *testing.T) {
 	}
 	for _, readOnly := range []bool{true, false} {
 		target := filepath.Join(pins, strconv.FormatBool(readOnly))
-		if _, err := pinPath(src, target, func(string, int, *unix.Stat_t) (string, bool) { return "", readOnly }); err != nil {
+		if _, err := pinPath(src, target, func(string, int, *unix.Stat_t) (string, pinAs) {
+			return "", map[bool]pinAs{true: pinReadOnly, false: pinWritable}[readOnly]
+		}); err != nil {
 			t.Fatal(err)
 		}
 		err := os.Mkdir(filepath.Join(target, "made-by-a-backend"), 0o755)

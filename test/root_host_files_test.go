@@ -17,13 +17,14 @@ import (
 
 // TestRootfsOfHostFiles: a containerd client's rootfs mounts may show the
 // host's files at the rootfs, which are then judged as a bind of where the
-// host shows them. Three ways passed that judgement: the whole disk of
+// host shows them. Four ways passed that judgement: the whole disk of
 // which the host mounts only a directory at a bind root (the job read the
-// disk's other directories), a bind of a bind root's directory with an id
+// disk's other directories), a disk mounted over a bind of a shared bind
+// root's directory, which the kernel mounted at the bind root too, a bind of a bind root's directory with an id
 // map (the job read a user's 0600 file as its own), and a plain bind of
 // one, in which the backend, as root, made the spec's mount points in the
 // host's directory that binds show read-only. The first two are refused;
-// the third's pin is read-only, so nothing is made there.
+// the third runs on an overlay of the directory, so nothing is made there.
 func TestRootfsOfHostFiles(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
@@ -82,6 +83,34 @@ func TestRootfsOfHostFiles(t *testing.T) {
 				t.Fatalf("a whole disk at the rootfs, of which the host shows ci/ at a bind root: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
 			}
 
+			// A disk the host never mounts, on top of a bind of a shared
+			// bind root's directory (systemd makes every mount shared): the
+			// kernel mounts it at the bind root too, where it looked shown.
+			shared := filepath.Join(bindRoot, "shared")
+			if err := os.MkdirAll(filepath.Join(shared, "r"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			mountAt(t, shared, shared, "", unix.MS_BIND)
+			if err := unix.Mount("", shared, "", unix.MS_SHARED, ""); err != nil {
+				t.Fatal(err)
+			}
+			unseen := filepath.Join(t.TempDir(), "unseen.ext4")
+			if out, err := exec.Command("mkfs.ext4", "-q", "-d", tree, unseen, "16M").CombinedOutput(); err != nil {
+				t.Fatalf("mkfs.ext4: %v: %s", err, out)
+			}
+			propagated := bundle.New(t, []string{"cat", "/other/secret"})
+			mountAt(t, filepath.Join(shared, "r"), filepath.Join(propagated, "rootfs"), "", unix.MS_BIND)
+			if out, err := exec.Command("mount", "-o", "loop", unseen, filepath.Join(propagated, "rootfs")).CombinedOutput(); err != nil {
+				t.Fatalf("mount -o loop: %v: %s", err, out)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(filepath.Join(propagated, "rootfs"), unix.MNT_DETACH) })
+			if r := run(propagated, "root-propagated"); r.code == 0 || !strings.Contains(r.stderr, "that is mounted there alone") {
+				t.Fatalf("a disk mounted at the rootfs over a bind of a shared bind root's directory: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+			for range 2 { // the disk, then the bind; their copies at the bind root go with them
+				_ = unix.Unmount(filepath.Join(propagated, "rootfs"), unix.MNT_DETACH)
+			}
+
 			// A rootfs below the bind root with a user's private file.
 			hostDir := filepath.Join(bindRoot, "tools")
 			if err := bundle.Rootfs(hostDir); err != nil {
@@ -99,25 +128,18 @@ func TestRootfsOfHostFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// A plain bind of it: the pin is read-only, so a mount point
-			// the directory lacks is one the backend cannot make. runc
-			// runs a container whose mount points are all there; runsc
-			// makes a mount point of bulkhead's own too, and fails.
+			// A plain bind of it, with a mount point the directory lacks:
+			// the job runs on an overlay of it, and the backend's mount
+			// points are made in the overlay's own upper layer.
 			before := entries(t, hostDir)
-			bound := bundle.New(t, []string{"true"}, func(s *rspec.Spec) {
+			bound := bundle.New(t, []string{"cat", "/etc/passwd"}, func(s *rspec.Spec) {
 				s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/planted/deep", Type: "tmpfs", Source: "tmpfs", Options: []string{"nosuid", "nodev", "noexec"}})
 			})
 			mountAt(t, hostDir, filepath.Join(bound, "rootfs"), "", unix.MS_BIND)
-			if r := run(bound, "root-bound"); r.code == 0 {
-				t.Errorf("a bind of a bind root's directory at the rootfs, with a mount point it lacks: exit 0, want the backend unable to make it")
+			if r := run(bound, "root-bound"); r.code != 0 || !strings.Contains(r.stdout, "nobody:") {
+				t.Errorf("a bind of a bind root's directory at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
 			}
 			_ = unix.Unmount(filepath.Join(bound, "rootfs"), unix.MNT_DETACH)
-			fits := bundle.New(t, []string{"echo", "ok"})
-			mountAt(t, hostDir, filepath.Join(fits, "rootfs"), "", unix.MS_BIND)
-			if r := run(fits, "root-bound-fits"); backend == "runc" && (r.code != 0 || strings.TrimSpace(r.stdout) != "ok") {
-				t.Errorf("a bind of a bind root's directory that has every mount point at the rootfs: exit %d\nstdout: %s\nstderr: %s\nwant it run", r.code, r.stdout, r.stderr)
-			}
-			_ = unix.Unmount(filepath.Join(fits, "rootfs"), unix.MNT_DETACH)
 			if after := entries(t, hostDir); after != before {
 				t.Fatalf("a bind of a bind root's directory at the rootfs: the backend made entries in the host's %s:\nbefore: %s\nafter:  %s", hostDir, before, after)
 			}

@@ -221,8 +221,10 @@ func check(t *testing.T, name string, c capture, n *normaliser, joinable ...int)
 	p := specs.DefaultProfile()
 	// The capture is judged after the engine ran and removed the container:
 	// its cgroup then held its own processes and dockerd's layer record is
-	// gone. Both facts are read as create saw them; test/policy and
-	// test/docker judge them on the live host.
+	// gone, and so is the task's bundle whose work link tied the engine's
+	// per-container files to the engine that made the task. These facts
+	// are read as create saw them; test/policy, test/docker and
+	// test/containerd2 judge them on the live host.
 	// The engine's bundle (c.Bundle) is where it made it; its state
 	// directory still holds the layout that says whose.
 	ctx := &specs.Context{Profile: &p, Bundle: c.Dir, Original: c.Data, ID: c.ID, MadeByCRI: func() bool { return specs.CRIBundle(c.Bundle) },
@@ -230,7 +232,7 @@ func check(t *testing.T, name string, c capture, n *normaliser, joinable ...int)
 		CgroupPopulated: func(string) (bool, error) { return false, nil },
 		Host: &specs.Host{DockerMountID: func(_, id string) (string, error) {
 			return dockerLayer(in.Root.Path), nil
-		}}}
+		}, EngineTask: func(string, string) bool { return true }}}
 	if len(joinable) > 0 {
 		// The captured pod's sandbox ran through the capture runtime, not
 		// bulkhead: stand in for the registry, as for its namespaces.
