@@ -211,8 +211,9 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 // at a bind root, and the rootfs is the whole disk) is judged for that
 // directory alone, and the rest is shown nowhere. Its mounts inside the
 // bundle do not count: a client's next rootfs mount, a bind of the rootfs
-// onto itself, shows the same files a second time there. A tmpfs is the
-// caller's own fresh files, and an overlay is judged by its layers.
+// onto itself, shows the same files a second time there, and neither do
+// its copies that propagation made outside (propagatedFrom). A tmpfs is
+// the caller's own fresh files, and an overlay is judged by its layers.
 func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 	h := src.Holder
 	if !under(h.Mountpoint, bundle) || h.FSType == "tmpfs" || h.FSType == "overlay" {
@@ -221,7 +222,7 @@ func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 	var part *Place
 	for i, pl := range src.Places {
 		switch {
-		case under(pl.Path, bundle):
+		case under(pl.Path, bundle), propagatedFrom(pl.Mount, h):
 		case pl.Inner == "":
 			return "" // judged where the host shows it (rootMountRefusal)
 		default:
@@ -232,6 +233,32 @@ func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 		return fmt.Sprintf("%s is a %s filesystem (%s) of which the host shows only a part, %s, at %s: the rest of it is files no mount outside the bundle shows (another directory of the disk or export), which no rule about the host's paths can judge; mount only the part the host shows", real, h.FSType, h.Source, part.Inner, part.Path)
 	}
 	return fmt.Sprintf("%s is a %s filesystem (%s) that is mounted there alone: a device's, an image file's through a loop device, or a server's files, which no rule about the host's paths can judge; lay the rootfs out as a directory on the host, or bind one", real, h.FSType, h.Source)
+}
+
+// propagatedFrom tells whether m is in the peer group of holder, or a
+// slave of it: a mount made at the holder (in the bundle) appears at m as
+// well, so m is no place the host showed the files at, whichever of the
+// two came first. A client's rootfs mounts bound a directory of a shared
+// bind root at the rootfs and mounted a disk on top; the kernel mounted
+// the disk at the bind root too, which then "showed" it.
+func propagatedFrom(m, holder *mountinfo.Info) bool {
+	group := peerGroup(holder.Optional, "shared:")
+	if group == "" {
+		return false
+	}
+	fields := strings.Fields(m.Optional)
+	return slices.Contains(fields, "shared:"+group) || slices.Contains(fields, "master:"+group)
+}
+
+// peerGroup is the number of mountinfo's optional field with prefix
+// (shared: or master:), "" for none.
+func peerGroup(optional, prefix string) string {
+	for _, f := range strings.Fields(optional) {
+		if n, ok := strings.CutPrefix(f, prefix); ok {
+			return n
+		}
+	}
+	return ""
 }
 
 // mountedAt tells whether any mount of the table is at path.
