@@ -102,7 +102,7 @@ trap 'exit 130' INT TERM
 # directory (their bundle there is bulkhead's, so only its record names
 # DIR).
 stop_pass() {
-	local dir=$1 root=/run/containerd/runc/k8s.io p id rec
+	local dir=$1 root=$1/state/runc/k8s.io p id rec
 	for p in $(pgrep -f -- "-address $dir/containerd.sock" || true); do kill "$p" 2>/dev/null || true; done
 	for rec in "$root"/bulkhead/*/record.json; do
 		jq -e --arg d "$dir/" '.bundle | startswith($d)' "$rec" >/dev/null 2>&1 || continue

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
@@ -97,12 +98,12 @@ func TestSystemdCgroupsPath(t *testing.T) {
 		t.Error("systemd path where systemd does not run: the systemd driver, which fails every create")
 	}
 	s := &service{binary: "/b"}
-	out, err := s.runcOptions(nil, true)
+	out, err := s.runcOptions(nil, true, "/run/containerd/runc")
 	if err != nil || !unmarshalRunc(t, out).SystemdCgroup {
 		t.Errorf("systemd path without options: SystemdCgroup not set (%v)", err)
 	}
 	explicit, _ := typeurl.MarshalAnyToProto(&options.Options{SystemdCgroup: false})
-	out, _ = s.runcOptions(explicit, true)
+	out, _ = s.runcOptions(explicit, true, "/run/containerd/runc")
 	if unmarshalRunc(t, out).SystemdCgroup {
 		t.Error("runc options that chose cgroupfs were overridden")
 	}
@@ -122,26 +123,49 @@ func unmarshalRunc(t *testing.T, a *anypb.Any) *options.Options {
 }
 
 // Whatever options a create request carries, the container's runtime is
-// bulkhead; fields of runc options other than BinaryName are kept.
+// bulkhead and its state root the containerd's own; fields of runc
+// options other than BinaryName and Root are kept. A Root other than the
+// containerd's own is refused.
 func TestCreateOptionsNameBulkhead(t *testing.T) {
 	s := &service{binary: "/usr/local/bin/bulkhead"}
-	runcOpts, err := typeurl.MarshalAnyToProto(&options.Options{BinaryName: "/usr/sbin/runc", Root: "/run/x", SystemdCgroup: true})
+	const root = "/var/lib/ctrd-b/state/runc"
+	runcOpts, err := typeurl.MarshalAnyToProto(&options.Options{BinaryName: "/usr/sbin/runc", Root: root, SystemdCgroup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What CRI sends a runtime type other than io.containerd.runc.v2.
 	generic := &anypb.Any{TypeUrl: "runtimeoptions.v1.Options", Value: []byte{0x0a, 0x03, 'a', 'b', 'c'}}
 	for name, in := range map[string]*anypb.Any{"none": nil, "empty": {}, "runc": runcOpts, "cri generic": generic} {
-		out, err := s.runcOptions(in, false)
+		out, err := s.runcOptions(in, false, root)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		o := unmarshalRunc(t, out)
-		if o.BinaryName != s.binary {
-			t.Errorf("%s: BinaryName %q, want %q", name, o.BinaryName, s.binary)
+		if o.BinaryName != s.binary || o.Root != root {
+			t.Errorf("%s: BinaryName %q and Root %q, want %q and %q", name, o.BinaryName, o.Root, s.binary, root)
 		}
-		if name == "runc" && (o.Root != "/run/x" || !o.SystemdCgroup) {
+		if name == "runc" && !o.SystemdCgroup {
 			t.Errorf("runc options lost their fields: %+v", o)
+		}
+	}
+	other, _ := typeurl.MarshalAnyToProto(&options.Options{Root: "/run/containerd/runc"})
+	if _, err := s.runcOptions(other, false, root); err == nil || !strings.Contains(err.Error(), "runc option Root") {
+		t.Errorf("another containerd's Root: %v, want it refused", err)
+	}
+}
+
+// A task's state root is its containerd's: <state>/runc, runc's default
+// for the host's containerd, whose state is /run/containerd.
+func TestRuntimeRootOfTheTasksContainerd(t *testing.T) {
+	for bundle, want := range map[string]string{
+		"/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc":  "/run/containerd/runc",
+		"/var/lib/ctrd-b/state/io.containerd.runtime.v2.task/t/abc": "/var/lib/ctrd-b/state/runc",
+		"/tmp/bundle": "",
+		"relative/io.containerd.runtime.v2.task/t/abc": "",
+	} {
+		got, err := runtimeRoot(bundle)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("bundle %s: root %q (%v), want %q", bundle, got, err, want)
 		}
 	}
 }

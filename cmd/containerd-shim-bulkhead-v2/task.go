@@ -73,12 +73,17 @@ func (s *service) RegisterTTRPC(server *ttrpc.Server) error {
 }
 
 // Create runs the container with bulkhead, whatever options the caller
-// sent. Runc options keep their other fields (root, systemd cgroup, criu
+// sent. Runc options keep their other fields (systemd cgroup, criu
 // paths); any other options message (CRI's generic runtimeoptions for a
 // runtime type that is not io.containerd.runc.v2) or none becomes runc
-// options naming bulkhead.
+// options naming bulkhead. The state root is the containerd's own
+// (runtimeRoot).
 func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*taskAPI.CreateTaskResponse, error) {
-	opts, err := s.runcOptions(r.Options, inferSystemd(r.Bundle, sdutil.IsRunningSystemd()))
+	root, err := runtimeRoot(r.Bundle)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := s.runcOptions(r.Options, inferSystemd(r.Bundle, sdutil.IsRunningSystemd()), root)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +91,30 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*ta
 	return s.TTRPCTaskService.Create(ctx, r)
 }
 
+// runtimeRoot is the state root of the containerd that made the task
+// whose bundle is <state>/io.containerd.runtime.v2.task/<namespace>/<id>:
+// <state>/runc, below which runc's shim keeps <namespace>. runc's shim
+// puts every containerd's tasks under /run/containerd/runc, so a client
+// of another containerd on the host, with a namespace of the same name,
+// reached this one's containers there: its create of a taken id ended in
+// the shim's delete of that id, another tenant's running container, and
+// its pod annotations joined another tenant's pod. For the host's own
+// containerd (state /run/containerd) it is runc's default.
+func runtimeRoot(bundle string) (string, error) {
+	ns := filepath.Dir(filepath.Clean(bundle))
+	if !filepath.IsAbs(bundle) || filepath.Base(filepath.Dir(ns)) != "io.containerd.runtime.v2.task" {
+		return "", fmt.Errorf("bundle %s is not laid out as containerd's task directory <state>/io.containerd.runtime.v2.task/<namespace>/<id>", bundle)
+	}
+	return filepath.Join(filepath.Dir(filepath.Dir(ns)), "runc"), nil
+}
+
 // runcOptions turns whatever options came into runc options naming
-// bulkhead. systemd sets SystemdCgroup when no runc options said so: the
-// caller wrote a systemd cgroups path (slice:prefix:name), which only the
-// systemd driver reads correctly.
-func (s *service) runcOptions(in *anypb.Any, systemd bool) (*anypb.Any, error) {
+// bulkhead, with root as the state root. systemd sets SystemdCgroup when
+// no runc options said so: the caller wrote a systemd cgroups path
+// (slice:prefix:name), which only the systemd driver reads correctly. A
+// Root option other than root is refused: it is the caller's way into
+// another containerd's containers.
+func (s *service) runcOptions(in *anypb.Any, systemd bool, root string) (*anypb.Any, error) {
 	opts := &options.Options{}
 	isRunc := in.GetTypeUrl() != "" && typeurl.Is(in, opts)
 	if isRunc {
@@ -98,10 +122,14 @@ func (s *service) runcOptions(in *anypb.Any, systemd bool) (*anypb.Any, error) {
 			return nil, fmt.Errorf("runc options: %w", err)
 		}
 	}
+	if opts.Root != "" && filepath.Clean(opts.Root) != root {
+		return nil, fmt.Errorf("bulkhead: runc option Root %q is refused: bulkhead keeps each containerd's runtime state in its own state directory, %s for this one; remove the option", opts.Root, root)
+	}
 	if !isRunc && systemd {
 		opts.SystemdCgroup = true
 	}
 	opts.BinaryName = s.binary
+	opts.Root = root
 	return typeurl.MarshalAnyToProto(opts)
 }
 

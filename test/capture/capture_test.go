@@ -50,7 +50,7 @@ const (
 	// criHandler is the CRI runtime handler whose BinaryName is the script.
 	criHandler = "capture"
 	// ctrNamespace keeps the runc state of these containers apart
-	// (/run/containerd/runc/<namespace>).
+	// (runc's shim keeps it in /run/containerd/runc/<namespace>).
 	ctrNamespace = "bulkhead-capture"
 	marker       = "capture-marker"
 )

@@ -43,6 +43,7 @@ func containerd16(t *testing.T) *ctrtest.Daemon {
 			return
 		}
 		shared.d = &ctrtest.Daemon{Containerd: c, Ctr: "ctr"}
+		ctrtest.Serves(ctrtest.Namespace, shared.d)
 		shared.err = shared.d.ImportProbeImage(t)
 	})
 	if shared.err != nil {

@@ -80,6 +80,7 @@ func containerd2(t *testing.T) *ctrtest.Daemon {
 			return
 		}
 		shared.d = &ctrtest.Daemon{Containerd: c, Ctr: filepath.Join(dir, "ctr")}
+		ctrtest.Serves(ctrtest.Namespace, shared.d)
 		shared.err = shared.d.ImportProbeImage(t)
 	})
 	if shared.err != nil {

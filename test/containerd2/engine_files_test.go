@@ -1,6 +1,7 @@
 package containerd2
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -8,6 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/containerd/containerd/api/types/runc/options"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/oci"
 
 	"bulkhead.dev/bulkhead/test/ctrtest"
 )
@@ -63,9 +70,48 @@ func TestEngineFilesOfAnotherEngine(t *testing.T) {
 			if !strings.Contains(r.Stderr, "is the engine's file for container "+victim+", not for this container") {
 				t.Errorf("refused for another reason: %s", r)
 			}
-			if left := ctrtest.Leftovers(t, victim); len(left) > 0 {
+			if left := in.Leftovers(t, victim); len(left) > 0 {
 				t.Errorf("left behind: %v", left)
 			}
 		})
+	}
+}
+
+// TestOtherContainerdsStateRefused: runc's shim keeps every containerd's
+// tasks below /run/containerd/runc, or below the Root of a client's runc
+// options: a client of another containerd, naming this one's namespace
+// (or its Root), reached its containers there, deleted one by creating
+// its id, and joined its pods. bulkhead's shim keeps each containerd's
+// tasks in its own state directory and refuses another Root.
+func TestOtherContainerdsStateRefused(t *testing.T) {
+	d := containerd2(t)
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), 2*time.Minute)
+	defer cancel()
+	client, err := containerd.New(d.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	img, err := client.GetImage(ctx, ctrtest.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ctrtest.NewID("other-root")
+	ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, &options.Options{Root: "/run/containerd/runc"}),
+		containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("true")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
+	task, err := ctr.NewTask(ctx, cio.NullIO)
+	if err == nil {
+		_, _ = task.Delete(ctx, containerd.WithProcessKill)
+		t.Fatal("a task with the host's containerd's runc root was created")
+	}
+	if !strings.Contains(err.Error(), `runc option Root "/run/containerd/runc" is refused`) {
+		t.Errorf("refused for another reason: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join("/run/containerd/runc", ctrtest.Namespace, "bulkhead", id)); !os.IsNotExist(err) {
+		t.Errorf("a record of %s in the host's containerd's root: %v", id, err)
 	}
 }

@@ -53,7 +53,7 @@ func CheckoutRun(t *testing.T, d *Daemon, runtimeArgs ...string) {
 					t.Fatalf("%s\ncontainerd log:\n%s", r, d.LogTail(20))
 				}
 				out = r.Stdout
-				t.Cleanup(func() { forgetKept(t, id) })
+				t.Cleanup(func() { forgetKept(t, RuntimeRoot(), id) })
 			}
 			if out == "" {
 				t.Fatalf("three runs exited 0 but none's output reached ctr")
@@ -105,9 +105,9 @@ func refusedRootCheckout(t *testing.T, d *Daemon, runtimeArgs []string) {
 	}
 }
 
-// forgetKept removes the kept changes of id under the ctr runtime root,
+// forgetKept removes the kept changes of id under the runtime root root,
 // and nothing else of changes_dir.
-func forgetKept(t *testing.T, id string) {
+func forgetKept(t *testing.T, root, id string) {
 	o, err := exec.Command(binaries.Bulkhead(t), "changes", "list", "--format", "json").Output()
 	if err != nil {
 		return
@@ -117,7 +117,7 @@ func forgetKept(t *testing.T, id string) {
 		return
 	}
 	for _, k := range kept {
-		if k.ID == id && strings.HasPrefix(k.Root, filepath.Dir(RuntimeRoot())) {
+		if k.ID == id && strings.HasPrefix(k.Root, filepath.Dir(root)) {
 			_ = os.RemoveAll(k.Dir)
 			_ = os.Remove(filepath.Dir(k.Dir))
 		}
@@ -184,7 +184,7 @@ func PodCheckout(t *testing.T, c CRI) {
 				"linux":    map[string]any{},
 			})
 			cid := c.Must(t, "create", podID, spec, pod)
-			t.Cleanup(func() { forgetKept(t, cid) })
+			t.Cleanup(func() { forgetKept(t, root, cid) })
 			c.Must(t, "start", cid)
 			var state string
 			if !engine.Eventually(time.Minute, func() bool {

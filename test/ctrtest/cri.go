@@ -449,6 +449,7 @@ func StartCRI(t testing.TB, containerd, ctr string, config func(dir, address str
 		return CRI{}, err
 	}
 	cri := CRI{Bin: bin, D: &Daemon{Containerd: c, Ctr: ctr, NS: CRINamespace}}
+	Serves(CRINamespace, cri.D)
 	if r := cri.Run("version"); r.err != nil {
 		return cri, fmt.Errorf("the CRI plugin does not answer: %s\ncontainerd log:\n%s", r, cri.D.LogTail(10))
 	}

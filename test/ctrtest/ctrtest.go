@@ -26,10 +26,8 @@ import (
 // Image is the busybox + bulkhead-probe image every test runs.
 const Image = "docker.io/library/bulkhead-test:latest"
 
-// Namespace is the containerd namespace of these tests. The runc shim
-// keeps runtime state under /run/containerd/runc/<namespace> whatever the
-// daemon's state dir, so a namespace of their own keeps them apart from
-// the host's containerd.
+// Namespace is the containerd namespace of these tests. bulkhead's shim
+// keeps runtime state in <the daemon's state dir>/runc/<namespace>.
 const Namespace = "bulkhead-test"
 
 // Daemon is one private containerd and the ctr binary that speaks to it.
@@ -163,12 +161,41 @@ func (d *Daemon) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// RuntimeRoot is the --root the runc shim gives its runtime binary for the
-// test namespace.
+// RuntimeRoot is the --root bulkhead's shim gives bulkhead for the test
+// namespace.
 func RuntimeRoot() string { return RuntimeRootOf(Namespace) }
 
-// RuntimeRootOf is the runc shim's --root for a containerd namespace.
-func RuntimeRootOf(ns string) string { return filepath.Join("/run/containerd/runc", ns) }
+// daemons are this test process's containerds, by the namespace its
+// tests use (Serves).
+var daemons sync.Map
+
+// Serves records that d is the containerd whose tasks in namespace ns
+// the tests look for.
+func Serves(ns string, d *Daemon) { daemons.Store(ns, d) }
+
+// RuntimeRootOf is bulkhead's shim's --root for a containerd namespace:
+// <state>/runc/<namespace> of the daemon that Serves it, as the shim keeps
+// each containerd's runtime state apart.
+func RuntimeRootOf(ns string) string {
+	d, ok := daemons.Load(ns)
+	if !ok {
+		panic("no containerd of this test process serves namespace " + ns)
+	}
+	return d.(*Daemon).runtimeRoot(ns)
+}
+
+// runtimeRoot is bulkhead's --root for the daemon's tasks in namespace ns.
+func (d *Daemon) runtimeRoot(ns string) string { return filepath.Join(d.Dir, "state", "runc", ns) }
+
+// Leftovers is Leftovers of the daemon's namespace (d.NS).
+func (d *Daemon) Leftovers(t testing.TB, id string) []string {
+	t.Helper()
+	ns := d.NS
+	if ns == "" {
+		ns = Namespace
+	}
+	return leftoversUnder(t, d.runtimeRoot(ns), id)
+}
 
 var idSeq struct {
 	sync.Mutex
