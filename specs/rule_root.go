@@ -212,7 +212,7 @@ func (c *Context) dockerLayerRefusal(real string, fd int) string {
 // directory alone, and the rest is shown nowhere. Its mounts inside the
 // bundle do not count: a client's next rootfs mount, a bind of the rootfs
 // onto itself, shows the same files a second time there, and neither do
-// its copies that propagation made outside (propagatedFrom). A tmpfs is
+// its copies that propagation made outside (propagatedGroups). A tmpfs is
 // the caller's own fresh files, and an overlay is judged by its layers.
 func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 	h := src.Holder
@@ -220,9 +220,10 @@ func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 		return ""
 	}
 	var part *Place
+	propagated := propagatedGroups(src.Mounts, bundle)
 	for i, pl := range src.Places {
 		switch {
-		case under(pl.Path, bundle), propagatedFrom(pl.Mount, h):
+		case under(pl.Path, bundle), receivesFrom(pl.Mount, propagated):
 		case pl.Inner == "":
 			return "" // judged where the host shows it (rootMountRefusal)
 		default:
@@ -235,19 +236,37 @@ func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 	return fmt.Sprintf("%s is a %s filesystem (%s) that is mounted there alone: a device's, an image file's through a loop device, or a server's files, which no rule about the host's paths can judge; lay the rootfs out as a directory on the host, or bind one", real, h.FSType, h.Source)
 }
 
-// propagatedFrom tells whether m is in the peer group of holder, or a
-// slave of it: a mount made at the holder (in the bundle) appears at m as
-// well, so m is no place the host showed the files at, whichever of the
-// two came first. A client's rootfs mounts bound a directory of a shared
-// bind root at the rootfs and mounted a disk on top; the kernel mounted
-// the disk at the bind root too, which then "showed" it.
-func propagatedFrom(m, holder *mountinfo.Info) bool {
-	group := peerGroup(holder.Optional, "shared:")
-	if group == "" {
-		return false
+// propagatedGroups are the peer groups whose mounts show what a caller
+// mounted: those of the mounts in the bundle or in an engine's state (a
+// client's rootfs mounts, this task's or another running one's) and, from
+// them on, of every mount that is a slave of one of these groups. A mount
+// made in one of them appears at every peer and slave, whichever came
+// first: a client's rootfs mounts bound a directory of a shared bind root
+// at the rootfs and mounted a disk on top, and the kernel mounted the disk
+// at the bind root too, which then "showed" it; stacked twice, or through
+// a slave of a slave, the copies were in other groups than the rootfs's.
+func propagatedGroups(mounts []*mountinfo.Info, bundle string) map[string]bool {
+	groups := map[string]bool{}
+	for _, m := range mounts {
+		if g := peerGroup(m.Optional, "shared:"); g != "" && (under(m.Mountpoint, bundle) || inStateDir(m.Mountpoint)) {
+			groups[g] = true
+		}
 	}
-	fields := strings.Fields(m.Optional)
-	return slices.Contains(fields, "shared:"+group) || slices.Contains(fields, "master:"+group)
+	for grew := true; grew; {
+		grew = false
+		for _, m := range mounts {
+			if g := peerGroup(m.Optional, "shared:"); g != "" && !groups[g] && receivesFrom(m, groups) {
+				groups[g], grew = true, true
+			}
+		}
+	}
+	return groups
+}
+
+// receivesFrom tells whether m is a peer or a slave of one of groups.
+func receivesFrom(m *mountinfo.Info, groups map[string]bool) bool {
+	shared, master := peerGroup(m.Optional, "shared:"), peerGroup(m.Optional, "master:")
+	return (shared != "" && groups[shared]) || (master != "" && groups[master])
 }
 
 // peerGroup is the number of mountinfo's optional field with prefix

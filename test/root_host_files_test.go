@@ -110,6 +110,63 @@ func TestRootfsOfHostFiles(t *testing.T) {
 			for range 2 { // the disk, then the bind; their copies at the bind root go with them
 				_ = unix.Unmount(filepath.Join(propagated, "rootfs"), unix.MNT_DETACH)
 			}
+			// The same disk mounted twice, a tmpfs between: the copy of
+			// the first at the bind root is in another peer group than
+			// the rootfs's own mount.
+			stacked := bundle.New(t, []string{"cat", "/other/secret"})
+			rootfs := filepath.Join(stacked, "rootfs")
+			mountAt(t, filepath.Join(shared, "r"), rootfs, "", unix.MS_BIND)
+			if out, err := exec.Command("mount", "-o", "loop", unseen, rootfs).CombinedOutput(); err != nil {
+				t.Fatalf("mount -o loop: %v: %s", err, out)
+			}
+			loop, err := exec.Command("findmnt", "-n", "-o", "SOURCE", rootfs).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mountAt(t, "tmpfs", rootfs, "size=1m", 0)
+			sources := strings.Fields(string(loop)) // the bind's, then the disk's
+			if err := unix.Mount(sources[len(sources)-1], rootfs, "ext4", 0, ""); err != nil {
+				t.Fatalf("the disk again: %v", err)
+			}
+			t.Cleanup(func() {
+				for range 4 {
+					_ = unix.Unmount(rootfs, unix.MNT_DETACH)
+				}
+			})
+			if r := run(stacked, "root-stacked"); r.code == 0 || !strings.Contains(r.stderr, "that is mounted there alone") {
+				t.Fatalf("a disk mounted twice at the rootfs over a bind of a shared bind root's directory: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+			for range 4 {
+				_ = unix.Unmount(rootfs, unix.MNT_DETACH)
+			}
+			// A slave of a slave of the bind root receives the copy too.
+			for _, c := range [][]string{{"--bind", shared, filepath.Join(bindRoot, "s1")}, {"--make-slave", filepath.Join(bindRoot, "s1")},
+				{"--make-shared", filepath.Join(bindRoot, "s1")}, {"--bind", filepath.Join(bindRoot, "s1"), filepath.Join(bindRoot, "s2")},
+				{"--make-slave", filepath.Join(bindRoot, "s2")}} {
+				if c[0] == "--bind" {
+					if err := os.MkdirAll(c[2], 0o755); err != nil {
+						t.Fatal(err)
+					}
+					target := c[2]
+					t.Cleanup(func() { _ = unix.Unmount(target, unix.MNT_DETACH) })
+				}
+				if out, err := exec.Command("mount", c...).CombinedOutput(); err != nil {
+					t.Fatalf("mount %v: %v: %s", c, err, out)
+				}
+			}
+			chained := bundle.New(t, []string{"cat", "/other/secret"})
+			rootfs = filepath.Join(chained, "rootfs")
+			mountAt(t, filepath.Join(shared, "r"), rootfs, "", unix.MS_BIND)
+			if out, err := exec.Command("mount", "-o", "loop", unseen, rootfs).CombinedOutput(); err != nil {
+				t.Fatalf("mount -o loop: %v: %s", err, out)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(rootfs, unix.MNT_DETACH) })
+			if r := run(chained, "root-chained"); r.code == 0 || !strings.Contains(r.stderr, "that is mounted there alone") {
+				t.Fatalf("a disk mounted at the rootfs over a bind of a shared bind root's directory, with a slave of a slave of the bind root: exit %d\nstdout: %s\nstderr: %s\nwant it refused", r.code, r.stdout, r.stderr)
+			}
+			for range 2 {
+				_ = unix.Unmount(rootfs, unix.MNT_DETACH)
+			}
 
 			// A rootfs below the bind root with a user's private file.
 			hostDir := filepath.Join(bindRoot, "tools")
