@@ -7,11 +7,18 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/process"
+	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/shim"
+	runcC "github.com/containerd/go-runc"
+	"github.com/containerd/log"
 	"github.com/containerd/typeurl/v2"
+	"golang.org/x/sys/unix"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -60,6 +67,46 @@ func (m *bulkheadManager) Start(ctx context.Context, id string, opts shim.StartO
 	}
 	os.Exit(0)
 	return params, nil
+}
+
+// Stop is containerd's clean-up of a task whose shim is gone (the shim
+// binary's `delete`, run in the bundle). runc's reads the runtime binary
+// and the state root from the runtime and options.json files its create
+// writes into the bundle, and without them deletes the id with plain runc
+// in /run/containerd/runc/<namespace>: a create refused before them (a
+// Root option of another containerd) had a client of any containerd
+// delete the host's containerd's container of that namespace and id.
+// bulkhead's always asks bulkhead, in the task's containerd's own root.
+func (m *bulkheadManager) Stop(ctx context.Context, id string) (shim.StopStatus, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return shim.StopStatus{}, err
+	}
+	bundle := filepath.Join(filepath.Dir(cwd), id)
+	ns, err := namespaces.NamespaceRequired(ctx)
+	if err != nil {
+		return shim.StopStatus{}, err
+	}
+	root, err := runtimeRoot(bundle)
+	if err != nil {
+		return shim.StopStatus{}, err
+	}
+	bin, err := findRuntime(m.name)
+	if err != nil {
+		return shim.StopStatus{}, err
+	}
+	r := process.NewRunc(root, bundle, ns, bin, false)
+	if err := r.Delete(ctx, id, &runcC.DeleteOpts{Force: true}); err != nil {
+		log.G(ctx).WithError(err).Warn("failed to remove the container")
+	}
+	if err := mount.UnmountRecursive(filepath.Join(bundle, "rootfs"), 0); err != nil {
+		log.G(ctx).WithError(err).Warn("failed to clean up the rootfs mount")
+	}
+	pid, err := runcC.ReadPidFile(filepath.Join(bundle, process.InitPidFile))
+	if err != nil {
+		log.G(ctx).WithError(err).Warn("failed to read the init pid file")
+	}
+	return shim.StopStatus{ExitedAt: time.Now(), ExitStatus: 128 + int(unix.SIGKILL), Pid: pid}, nil
 }
 
 // legacyCaller reports whether the containerd that runs `start` predates

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +17,9 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 
+	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/ctrtest"
+	"bulkhead.dev/bulkhead/test/engine"
 )
 
 // TestEngineFilesOfAnotherEngine: Docker's and CRI's files for a
@@ -97,6 +100,17 @@ func TestOtherContainerdsStateRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := ctrtest.NewID("other-root")
+	// A plain runc container of the host's containerd's layout under that
+	// id: containerd's clean-up of the refused task deleted it with plain
+	// runc in /run/containerd/runc/<namespace>, where runc's shim looks
+	// when the bundle names no root of its own.
+	hostRoot := filepath.Join("/run/containerd/runc", ctrtest.Namespace)
+	victim := bundle.New(t, []string{"sleep", "3600"})
+	// No pipes: the detached container would hold them open.
+	if err := exec.Command("runc", "--root", hostRoot, "run", "--detach", "--bundle", victim, id).Run(); err != nil {
+		t.Fatalf("runc run: %v", err)
+	}
+	t.Cleanup(func() { _ = exec.Command("runc", "--root", hostRoot, "delete", "--force", id).Run() })
 	ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, &options.Options{Root: "/run/containerd/runc"}),
 		containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("true")))
 	if err != nil {
@@ -111,7 +125,16 @@ func TestOtherContainerdsStateRefused(t *testing.T) {
 	if !strings.Contains(err.Error(), `runc option Root "/run/containerd/runc" is refused`) {
 		t.Errorf("refused for another reason: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join("/run/containerd/runc", ctrtest.Namespace, "bulkhead", id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(hostRoot, "bulkhead", id)); !os.IsNotExist(err) {
 		t.Errorf("a record of %s in the host's containerd's root: %v", id, err)
+	}
+	// containerd's clean-up of the dead task (the shim binary's delete)
+	// ends with the task's bundle removed.
+	taskDir := filepath.Join(d.Dir, "state", "io.containerd.runtime.v2.task", ctrtest.Namespace, id)
+	if !engine.Eventually(time.Minute, func() bool { _, err := os.Stat(taskDir); return os.IsNotExist(err) }) {
+		t.Fatalf("the refused task's bundle %s is still there a minute later", taskDir)
+	}
+	if out, err := exec.Command("runc", "--root", hostRoot, "state", id).CombinedOutput(); err != nil || !strings.Contains(string(out), `"running"`) {
+		t.Errorf("the host's containerd's container %s after the refused task: %v\n%s", id, err, out)
 	}
 }
