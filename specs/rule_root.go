@@ -220,10 +220,13 @@ func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 		return ""
 	}
 	var part *Place
+	echo := "" // a place that shows what the bundle's mounts show
 	propagated := propagatedGroups(src.Mounts, bundle)
 	for i, pl := range src.Places {
 		switch {
-		case under(pl.Path, bundle), receivesFrom(pl.Mount, propagated):
+		case under(pl.Path, bundle):
+		case receivesFrom(pl.Mount, propagated):
+			echo = pl.Path
 		case pl.Inner == "":
 			return "" // judged where the host shows it (rootMountRefusal)
 		default:
@@ -232,6 +235,9 @@ func ownFilesystemRefusal(real, bundle string, src MountSource) string {
 	}
 	if part != nil {
 		return fmt.Sprintf("%s is a %s filesystem (%s) of which the host shows only a part, %s, at %s: the rest of it is files no mount outside the bundle shows (another directory of the disk or export), which no rule about the host's paths can judge; mount only the part the host shows", real, h.FSType, h.Source, part.Inner, part.Path)
+	}
+	if echo != "" {
+		return fmt.Sprintf("%s is a %s filesystem (%s) that is mounted there alone: %s shows it too, but receives what is mounted in the bundle (mount propagation from a shared mount), so it shows the caller's mounts, not the host's; lay the rootfs out in the bundle, or bind it from a private mount", real, h.FSType, h.Source, echo)
 	}
 	return fmt.Sprintf("%s is a %s filesystem (%s) that is mounted there alone: a device's, an image file's through a loop device, or a server's files, which no rule about the host's paths can judge; lay the rootfs out as a directory on the host, or bind one", real, h.FSType, h.Source)
 }
