@@ -79,6 +79,12 @@ func (s *service) RegisterTTRPC(server *ttrpc.Server) error {
 // options naming bulkhead. The state root is the containerd's own
 // (runtimeRoot).
 func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*taskAPI.CreateTaskResponse, error) {
+	if err := stdioRefusal(r.Stdin, r.Stdout, r.Stderr); err != nil {
+		return nil, err
+	}
+	if err := rootfsMountsRefusal(r.Rootfs); err != nil {
+		return nil, err
+	}
 	root, err := runtimeRoot(r.Bundle)
 	if err != nil {
 		return nil, err
@@ -89,6 +95,15 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*ta
 	}
 	r.Options = opts
 	return s.TTRPCTaskService.Create(ctx, r)
+}
+
+// Exec runs a process in the container with its stdio judged as
+// Create's is.
+func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emptypb.Empty, error) {
+	if err := stdioRefusal(r.Stdin, r.Stdout, r.Stderr); err != nil {
+		return nil, err
+	}
+	return s.TTRPCTaskService.Exec(ctx, r)
 }
 
 // runtimeRoot is the state root of the containerd that made the task

@@ -13,6 +13,7 @@ import (
 
 	"github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
@@ -138,3 +139,85 @@ func TestOtherContainerdsStateRefused(t *testing.T) {
 		t.Errorf("the host's containerd's container %s after the refused task: %v\n%s", id, err, out)
 	}
 }
+
+// TestClientStdioAndMountsRefused: runc's task service runs a binary://
+// stream's program as root on the host, appends to a file:// stream's
+// path, opens any path as the job's stdin or stdout, and mounts a
+// client's rootfs with containerd's loop option before any rule runs.
+// bulkhead's shim refuses each before the task service sees it, and the
+// host is as it was.
+func TestClientStdioAndMountsRefused(t *testing.T) {
+	d := containerd2(t)
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), 2*time.Minute)
+	defer cancel()
+	client, err := containerd.New(d.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	img, err := client.GetImage(ctx, ctrtest.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	proof, secret := filepath.Join(dir, "proof"), filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("root's only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	image := filepath.Join(dir, "disk.ext4")
+	if out, err := exec.Command("mkfs.ext4", "-q", image, "8M").CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	}
+	for _, c := range []struct {
+		name   string
+		io     cio.Creator
+		mounts []mount.Mount
+		want   string
+	}{
+		{"binary", cio.BinaryIO("/bin/sh", map[string]string{"-c": "touch " + proof}), nil, "is refused: a stream URI"},
+		{"file", cio.LogFile(proof), nil, "is refused: a stream URI"},
+		{"path", rawIO(secret), nil, "is refused: it is not a FIFO"},
+		{"loop", cio.NullIO, []mount.Mount{{Type: "ext4", Source: image, Options: []string{"loop"}}}, "rootfs mount of type \"ext4\""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			id := ctrtest.NewID("client-" + c.name)
+			ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, nil),
+				containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("cat", "/etc/hostname")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
+			var opts []containerd.NewTaskOpts
+			if c.mounts != nil {
+				opts = append(opts, containerd.WithRootFS(c.mounts))
+			}
+			task, err := ctr.NewTask(ctx, c.io, opts...)
+			if err == nil {
+				_, _ = task.Delete(ctx, containerd.WithProcessKill)
+				t.Fatalf("a task with %s was created", c.name)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("refused for another reason: %v\nwant %q", err, c.want)
+			}
+			if _, err := os.Stat(proof); !os.IsNotExist(err) {
+				t.Errorf("%s: the host command or file ran or was made: %v", proof, err)
+			}
+			if out, _ := exec.Command("losetup", "-j", image).Output(); len(out) > 0 {
+				t.Errorf("a loop device of %s: %s", image, out)
+			}
+		})
+	}
+}
+
+// rawIO gives a task the path stdin as its stdin, as a client that names
+// its streams itself does.
+func rawIO(stdin string) cio.Creator {
+	return func(string) (cio.IO, error) { return rawStreams{stdin}, nil }
+}
+
+type rawStreams struct{ stdin string }
+
+func (r rawStreams) Config() cio.Config { return cio.Config{Stdin: r.stdin} }
+func (rawStreams) Cancel()              {}
+func (rawStreams) Wait()                {}
+func (rawStreams) Close() error         { return nil }
