@@ -42,8 +42,9 @@ type hostPin struct {
 	// Root: judged as the root filesystem; Own: as a file of bulkhead's
 	// own (ownFileRefusal); else as a bind source.
 	Root, Own bool
-	// ReadOnly: the pin of a bind source itself is a read-only mount;
-	// the root's is an overlay where its judgement says so (pinOverlaid).
+	// ReadOnly: the pin of a bind source itself is a read-only mount.
+	// The root's is an overlay where its judgement says its files are
+	// the host's (pinOverlaid).
 	ReadOnly bool
 }
 

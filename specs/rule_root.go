@@ -53,9 +53,9 @@ func ruleRoot(c *Context, s *rspec.Spec) []Decision {
 // read from its descriptor at the same moment. Nothing is resolved again
 // here: re-resolving the caller's bundle path would let the caller move
 // the yardstick (the bundle a symlink to / by then) along with the root.
-// readOnly says the rootfs's files are the host's, not the container's
-// own, so its pin must be read-only (rootMountRefusal).
-func JudgeRoot(c *Context, annotations map[string]string, real, bundleReal string, fd int) (why string, readOnly bool) {
+// hostFiles says the rootfs's files are the host's, not the container's
+// own (rootMountRefusal), so nothing may be made in them.
+func JudgeRoot(c *Context, annotations map[string]string, real, bundleReal string, fd int) (why string, hostFiles bool) {
 	if real == "/" {
 		return "the host's / would be the container's root", false
 	}
@@ -306,13 +306,13 @@ func mountedAt(mounts []*mountinfo.Info, path string) bool {
 // to (a running container's), and every other place they are at the
 // bundle's own, such a snapshot, or one a bind could name.
 //
-// readOnly is set for a rootfs mounted in the bundle (at the rootfs or
+// hostFiles is set for a rootfs mounted in the bundle (at the rootfs or
 // above it) from a directory the host shows that is no snapshot of
 // containerd's (a bind of a directory below a bind root): its files are
 // the host's, not the container's own. The backend, as root, makes the
 // mount points the spec names in a rootfs before it is read-only, and
 // would make them in the host's directory, which binds show read-only.
-func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle string, fd int) (why string, readOnly bool) {
+func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle string, fd int) (why string, hostFiles bool) {
 	if why := c.sharedDirRefusal(real, bundle); why != "" {
 		return why, false
 	}
@@ -343,7 +343,7 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 			}
 		}
 	}
-	hostFiles := false
+	shown := false // a place outside the bundle, the host's
 	for _, pl := range src.Places {
 		if under(pl.Path, bundle) {
 			continue
@@ -363,9 +363,9 @@ func (c *Context) rootMountRefusal(annotations map[string]string, real, bundle s
 			}
 			return real + " is a mount of " + pl.Path + ", which " + why, false
 		}
-		hostFiles = true
+		shown = true
 	}
-	return c.rootChannelRefusal(src.Holder, real, fd), hostFiles && under(src.Holder.Mountpoint, bundle)
+	return c.rootChannelRefusal(src.Holder, real, fd), shown && under(src.Holder.Mountpoint, bundle)
 }
 
 // rootChannelRefusal refuses a rootfs (real, opened at fd, -1 when not,
