@@ -89,17 +89,7 @@ func TestEngineFilesOfAnotherEngine(t *testing.T) {
 // tasks in its own state directory and refuses another Root.
 func TestOtherContainerdsStateRefused(t *testing.T) {
 	d := containerd2(t)
-	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), 2*time.Minute)
-	defer cancel()
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	img, err := client.GetImage(ctx, ctrtest.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, client, img := clientOf(t, d, 2*time.Minute)
 	id := ctrtest.NewID("other-root")
 	// A plain runc container of the host's containerd's layout under that
 	// id: containerd's clean-up of the refused task deleted it with plain
@@ -147,18 +137,7 @@ func TestOtherContainerdsStateRefused(t *testing.T) {
 // bulkhead's shim refuses each before the task service sees it, and the
 // host is as it was.
 func TestClientStdioAndMountsRefused(t *testing.T) {
-	d := containerd2(t)
-	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), 2*time.Minute)
-	defer cancel()
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	img, err := client.GetImage(ctx, ctrtest.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, client, img := clientOf(t, containerd2(t), 2*time.Minute)
 	dir := t.TempDir()
 	proof, secret := filepath.Join(dir, "proof"), filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte("root's only\n"), 0o600); err != nil {
@@ -221,3 +200,22 @@ func (r rawStreams) Config() cio.Config { return cio.Config{Stdin: r.stdin} }
 func (rawStreams) Cancel()              {}
 func (rawStreams) Wait()                {}
 func (rawStreams) Close() error         { return nil }
+
+// clientOf is a Go client of d in the test namespace, a context that ends
+// after timeout (or with the test), and the test image, as a containerd
+// client sees them.
+func clientOf(t *testing.T, d *ctrtest.Daemon, timeout time.Duration) (context.Context, *containerd.Client, containerd.Image) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), timeout)
+	t.Cleanup(cancel)
+	client, err := containerd.New(d.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	img, err := client.GetImage(ctx, ctrtest.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, client, img
+}

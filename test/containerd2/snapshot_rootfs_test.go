@@ -13,7 +13,6 @@ import (
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/core/snapshots/storage"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 
 	"bulkhead.dev/bulkhead/test/bundle"
@@ -31,13 +30,7 @@ import (
 // mounts no such overlay.)
 func TestRootfsOfAnotherContainersSnapshot(t *testing.T) {
 	d := containerd2(t)
-	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), 3*time.Minute)
-	defer cancel()
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	ctx, client, img := clientOf(t, d, 3*time.Minute)
 
 	// The other tenant's container, on plain runc, leaves a secret in
 	// its snapshot and stops.
@@ -50,11 +43,6 @@ func TestRootfsOfAnotherContainersSnapshot(t *testing.T) {
 		t.Fatalf("the victim's snapshot mounts: %v %v", vm, err)
 	}
 	lowers, upper, work := layers(t, vm[0])
-
-	img, err := client.GetImage(ctx, ctrtest.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	overlay := func(options ...string) []mount.Mount {
 		return []mount.Mount{{Type: "overlay", Source: "overlay", Options: options}}
