@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types"
 	"golang.org/x/sys/unix"
 )
@@ -48,5 +50,13 @@ func TestRootfsMountsRefusal(t *testing.T) {
 		if err := rootfsMountsRefusal([]*types.Mount{bad}); err == nil || !strings.Contains(err.Error(), "is refused") {
 			t.Errorf("%v: %v, want it refused", bad, err)
 		}
+	}
+}
+
+// A checkpoint, whose image path the client names, is refused.
+func TestCheckpointRefused(t *testing.T) {
+	s := &service{binary: "/b"}
+	if _, err := s.Checkpoint(context.Background(), &taskAPI.CheckpointTaskRequest{ID: "c1", Path: "/etc/x"}); err == nil || !strings.Contains(err.Error(), "is refused") {
+		t.Errorf("checkpoint to /etc/x: %v, want it refused", err)
 	}
 }

@@ -106,6 +106,13 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	return s.TTRPCTaskService.Exec(ctx, r)
 }
 
+// Checkpoint is refused: the image path is the client's word, and the
+// backend, as root, made every directory of it and wrote the job's
+// memory there (runsc), anywhere on the host.
+func (s *service) Checkpoint(ctx context.Context, r *taskAPI.CheckpointTaskRequest) (*emptypb.Empty, error) {
+	return nil, fmt.Errorf("bulkhead: checkpoint of %s is refused: its image path (%q) is the client's, and the backend writes the job's memory there as root on the host", r.ID, r.Path)
+}
+
 // runtimeRoot is the state root of the containerd that made the task
 // whose bundle is <state>/io.containerd.runtime.v2.task/<namespace>/<id>:
 // <state>/runc, below which runc's shim keeps <namespace>. runc's shim
