@@ -2,41 +2,10 @@ package main
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/containerd/containerd/api/types"
-	"golang.org/x/sys/unix"
 )
-
-// stdioRefusal judges a task's or an exec's stdio as a client gave it.
-// runc's task service runs a binary:// stream's program as root in the
-// host's namespaces, appends to a file:// stream's path as root, and
-// opens a plain path as root whatever it is and hands it to the job as
-// its stdin or stdout: a client ran any command on the host, and the job
-// read a root-only file and appended to another. Each stream must be
-// none, or the path of a FIFO that is there already, as ctr, CRI and
-// nerdctl's FIFOs are. A client that can write the FIFO's directory could
-// still put another file there after this check; a client of the API
-// alone cannot.
-func stdioRefusal(stdin, stdout, stderr string) error {
-	for _, s := range []struct{ name, path string }{{"stdin", stdin}, {"stdout", stdout}, {"stderr", stderr}} {
-		if s.path == "" {
-			continue
-		}
-		if u, err := url.Parse(s.path); err != nil || u.Scheme != "" {
-			return fmt.Errorf("bulkhead: %s %q is refused: a stream URI is run or opened by the shim as root on the host; give the path of a FIFO", s.name, s.path)
-		}
-		var st unix.Stat_t
-		if err := unix.Lstat(s.path, &st); err != nil {
-			return fmt.Errorf("bulkhead: %s %q is refused: %v; give the path of a FIFO the client made", s.name, s.path, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFIFO {
-			return fmt.Errorf("bulkhead: %s %q is refused: it is not a FIFO, and the shim would open it as root and hand it to the job; give the path of a FIFO", s.name, s.path)
-		}
-	}
-	return nil
-}
 
 // rootfsMountTypes are the rootfs mounts the shim makes for a client:
 // containerd's overlayfs snapshots, binds and a tmpfs. The root rule

@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 	"bulkhead.dev/bulkhead/test/ctrtest"
@@ -132,7 +133,9 @@ func TestOtherContainerdsStateRefused(t *testing.T) {
 
 // TestClientStdioAndMountsRefused: runc's task service runs a binary://
 // stream's program as root on the host, appends to a file:// stream's
-// path, opens any path as the job's stdin or stdout, and mounts a
+// path, opens any path as the job's stdin or stdout when the process
+// starts (a FIFO in a directory a job can write, or reached through its
+// root in /proc, becomes a link to a host file by then), and mounts a
 // client's rootfs with containerd's loop option before any rule runs.
 // bulkhead's shim refuses each before the task service sees it, and the
 // host is as it was.
@@ -147,6 +150,21 @@ func TestClientStdioAndMountsRefused(t *testing.T) {
 	if out, err := exec.Command("mkfs.ext4", "-q", image, "8M").CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v: %s", err, out)
 	}
+	jobs := filepath.Join(dir, "jobs")
+	if err := os.Mkdir(jobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	swappable := filepath.Join(jobs, "c-stdin")
+	if err := unix.Mkfifo(swappable, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(jobs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "log")
+	if err := unix.Mkfifo(log, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name   string
 		io     cio.Creator
@@ -155,7 +173,10 @@ func TestClientStdioAndMountsRefused(t *testing.T) {
 	}{
 		{"binary", cio.BinaryIO("/bin/sh", map[string]string{"-c": "touch " + proof}), nil, "is refused: a stream URI"},
 		{"file", cio.LogFile(proof), nil, "is refused: a stream URI"},
-		{"path", rawIO(secret), nil, "is refused: it is not a FIFO"},
+		{"path", rawIO(secret), nil, "is not a FIFO"},
+		{"job-writable", rawIO(swappable), nil, "is owned by uid 65534"},
+		{"proc", rawIO("/proc/self/root" + swappable), nil, "is on procfs"},
+		{"service-fifo", rawIO(log), nil, "is not named as a client names a stream"},
 		{"loop", cio.NullIO, []mount.Mount{{Type: "ext4", Source: image, Options: []string{"loop"}}}, "rootfs mount of type \"ext4\""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

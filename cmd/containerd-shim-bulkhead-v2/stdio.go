@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// stdioRefusal judges a task's or an exec's stdio as a client gave it.
+// runc's task service runs a binary:// stream's program as root in the
+// host's namespaces, appends to a file:// stream's path as root, and
+// opens a plain path as root, following links, whatever it is, when the
+// process starts: a client ran any command on the host, and the job read a
+// root-only file and appended to another. Each stream must be none or the
+// path of a FIFO that only root can change (streamPathRefusal).
+func stdioRefusal(stdin, stdout, stderr string) error {
+	for _, s := range []struct{ name, path string }{{"stdin", stdin}, {"stdout", stdout}, {"stderr", stderr}} {
+		if s.path == "" {
+			continue
+		}
+		if u, err := url.Parse(s.path); err != nil || u.Scheme != "" {
+			return fmt.Errorf("bulkhead: %s %q is refused: a stream URI is run or opened by the shim as root on the host; give the path of a FIFO", s.name, s.path)
+		}
+		if err := streamPathRefusal(s.path); err != nil {
+			return fmt.Errorf("bulkhead: %s %q is refused: %w", s.name, s.path, err)
+		}
+	}
+	return nil
+}
+
+// streamSuffixes end the name of every stream FIFO containerd's clients
+// make: ctr's, CRI's and nerdctl's <id>-stdout, Docker's init-stdout.
+var streamSuffixes = []string{"-stdin", "-stdout", "-stderr"}
+
+// maxLinks is the kernel's bound on the links one path resolution follows.
+const maxLinks = 40
+
+// streamPathRefusal walks a stream's path as the kernel resolves it when
+// the task service opens it, one component at a time, and refuses it
+// unless every directory and link on the way and the FIFO at its end are
+// root's, and no directory lets anyone else rename an entry (group- or
+// world-writable without the sticky bit). The task service opens the path
+// later, when the process starts: a job that could write any directory on
+// the way swapped the FIFO for a link to a host file between this check
+// and that open, through its own mounts (/proc/<pid>/root/tmp) or its
+// workspace. A path only root can change resolves at that open to what
+// was judged here. procfs is not walked: its magic links resolve in
+// another process's root, not as readlink says. The FIFO's name must end
+// in -stdin, -stdout or -stderr, as the FIFOs clients make for streams
+// do; other FIFOs root keeps (a shim's log, /run/initctl) are services'.
+func streamPathRefusal(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return errors.New("not an absolute path; give the path of a FIFO the client made")
+	}
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(root)
+	dir, err := unix.Dup(root)
+	if err != nil {
+		return err
+	}
+	defer func() { unix.Close(dir) }()
+	if err := rootOnlyDirRefusal(root, "/"); err != nil {
+		return err
+	}
+	rest, links, walked := components(path), 0, "/"
+	for len(rest) > 0 {
+		name := rest[0]
+		rest = rest[1:]
+		fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s in %s: %w; give the path of a FIFO the client made", name, walked, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		here := walked + name
+		if st.Uid != 0 {
+			unix.Close(fd)
+			return fmt.Errorf("%s is owned by uid %d, who can swap what the path leads to after this check; give a FIFO on a path only root can change", here, st.Uid)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			target, err := readlinkFd(fd)
+			unix.Close(fd)
+			if err != nil {
+				return err
+			}
+			if links++; links > maxLinks {
+				return fmt.Errorf("more than %d links on the way; give the path of a FIFO", maxLinks)
+			}
+			rest = append(components(target), rest...)
+			if strings.HasPrefix(target, "/") {
+				next, err := unix.Dup(root)
+				if err != nil {
+					return err
+				}
+				unix.Close(dir)
+				dir, walked = next, "/"
+			}
+		case unix.S_IFDIR:
+			if err := rootOnlyDirRefusal(fd, here); err != nil {
+				unix.Close(fd)
+				return err
+			}
+			unix.Close(dir)
+			dir, walked = fd, here+"/"
+		case unix.S_IFIFO:
+			unix.Close(fd)
+			if len(rest) > 0 {
+				return fmt.Errorf("%s is a FIFO, not a directory", here)
+			}
+			for _, s := range streamSuffixes {
+				if strings.HasSuffix(name, s) {
+					return nil
+				}
+			}
+			return fmt.Errorf("FIFO %s is not named as a client names a stream (<id>-stdin, -stdout, -stderr), and root's other FIFOs are services' (a shim's log, /run/initctl); give the FIFO the client made", here)
+		default:
+			unix.Close(fd)
+			return fmt.Errorf("%s is not a FIFO, and the shim would open it as root and hand it to the job; give the path of a FIFO", here)
+		}
+	}
+	return errors.New("it ends in a directory, not a FIFO; give the path of a FIFO")
+}
+
+// rootOnlyDirRefusal refuses a directory on a stream's path that is not
+// root's, that another than root may rename entries of, or that is
+// procfs.
+func rootOnlyDirRefusal(fd int, path string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if st.Uid != 0 {
+		return fmt.Errorf("directory %s is owned by uid %d, who can swap what the path leads to after this check; give a FIFO on a path only root can change", path, st.Uid)
+	}
+	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+		return fmt.Errorf("directory %s (mode %o) lets others than root rename its entries after this check; give a FIFO on a path only root can change", path, st.Mode&0o7777)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return err
+	}
+	if fs.Type == unix.PROC_SUPER_MAGIC {
+		return fmt.Errorf("%s is on procfs, whose links lead into other processes' roots; give a FIFO's own path", path)
+	}
+	return nil
+}
+
+// components splits a path into the names the kernel resolves one by
+// one; "." names nothing, ".." its directory's parent.
+func components(path string) []string {
+	var out []string
+	for _, c := range strings.Split(path, "/") {
+		if c != "" && c != "." {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// readlinkFd reads the target of a link opened with O_PATH|O_NOFOLLOW.
+func readlinkFd(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
