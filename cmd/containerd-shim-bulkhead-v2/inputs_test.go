@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/typeurl/v2"
+	"google.golang.org/protobuf/proto"
 )
 
 // Rootfs mounts are overlay, bind or tmpfs, with none of containerd's
@@ -33,3 +37,26 @@ func TestCheckpointRefused(t *testing.T) {
 	}
 }
 
+// runc options naming a cgroup for the shim are refused; others, and
+// none, are not.
+func TestShimCgroupRefusal(t *testing.T) {
+	wire := func(o *options.Options) *bytes.Reader {
+		a, err := typeurl.MarshalAnyToProto(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := proto.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.NewReader(data)
+	}
+	if err := shimCgroupRefusal(wire(&options.Options{ShimCgroup: "/kubepods/pod1/victim"})); err == nil || !strings.Contains(err.Error(), "ShimCgroup \"/kubepods/pod1/victim\" is refused") {
+		t.Errorf("ShimCgroup: %v, want it refused", err)
+	}
+	for name, in := range map[string]*bytes.Reader{"none": bytes.NewReader(nil), "other options": wire(&options.Options{SystemdCgroup: true})} {
+		if err := shimCgroupRefusal(in); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

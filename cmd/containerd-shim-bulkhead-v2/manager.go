@@ -32,11 +32,20 @@ type bulkheadManager struct {
 	name string // runtime binary name, bulkhead or bulkhead-runsc
 }
 
-// Start resolves the runtime binary first (no shim starts when bulkhead is
-// missing: fail closed), hands it to the shim it spawns through the
+// Start judges the client's runc options and resolves the runtime binary
+// first (no shim starts when either fails: fail closed), hands it to the shim it spawns through the
 // environment (replacing any value containerd's environment had), and
 // answers in the form the calling containerd reads.
 func (m *bulkheadManager) Start(ctx context.Context, id string, opts shim.StartOpts) (shim.BootstrapParams, error) {
+	if err := shimCgroupRefusal(os.Stdin); err != nil {
+		return shim.BootstrapParams{}, err
+	}
+	// Judged and refused or empty of what the manager reads in them.
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return shim.BootstrapParams{}, err
+	}
+	os.Stdin = devNull
 	bin, err := findRuntime(m.name)
 	if err != nil {
 		return shim.BootstrapParams{}, err
@@ -67,6 +76,20 @@ func (m *bulkheadManager) Start(ctx context.Context, id string, opts shim.StartO
 	}
 	os.Exit(0)
 	return params, nil
+}
+
+// shimCgroupRefusal judges the runc options containerd hands `start` on
+// stdin, the only thing runc's manager reads in them: ShimCgroup, a
+// cgroup it moves the shim into, as root, before the shim serves anything.
+// It is the client's word (a container's runtime options), and a client
+// put the shim into another tenant's container cgroup, whose pids limit
+// then starved that tenant's job. The shim stays in containerd's cgroup.
+func shimCgroupRefusal(stdin io.Reader) error {
+	opts, err := shim.ReadRuntimeOptions[*options.Options](stdin)
+	if err != nil || opts.ShimCgroup == "" {
+		return nil
+	}
+	return fmt.Errorf("bulkhead: runc option ShimCgroup %q is refused: the shim, root on the host, would join whatever cgroup a client names, another tenant's; remove the option (the shim stays in containerd's cgroup)", opts.ShimCgroup)
 }
 
 // Stop is containerd's clean-up of a task whose shim is gone (the shim
