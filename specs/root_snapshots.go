@@ -127,3 +127,31 @@ func (c *Context) overlaySnapshotsRefusal(options string) string {
 func writableMount(m *mountinfo.Info) bool {
 	return !hasOpt(strings.Split(m.Options, ","), "ro")
 }
+
+// TaskOverlayRefusal judges an overlay a containerd client hands bulkhead's
+// shim as task id's rootfs in bundle, before the shim mounts it: the
+// kernel acts on the directories while it mounts, as root and before any
+// rule sees the mount (it empties and remakes the work directory's work/,
+// makes index/, and marks the upper layer with xattrs), so a client that
+// named another tenant's running container's work directory broke that
+// container's copy-ups, and one naming a host directory had its work/
+// emptied. Every layer must be a snapshot of the containerd that made the
+// task, judged by its records as the root rule judges a mounted overlay
+// (overlaySnapshotsRefusal); a work directory needs an upper layer.
+func TaskOverlayRefusal(bundle, id string, options []string) string {
+	joined := strings.Join(options, ",")
+	lower, upper, work, ok := overlayLayers(joined)
+	if !ok || strings.Contains(joined, "\\") {
+		return "the rootfs overlay's options hold an escape (\\), whose layers the kernel reads otherwise than this judgement"
+	}
+	if upper == "" && work != "" {
+		return "the rootfs overlay names a work directory, " + work + ", without an upper layer"
+	}
+	for _, d := range append(append([]string{}, lower...), upper, work) {
+		if d != "" && !snapshotLayer(d) {
+			return "the rootfs overlay names " + d + ", which is no snapshot directory of containerd's (its path root's alone, on the snapshotter's own filesystem)"
+		}
+	}
+	c := &Context{Bundle: bundle, ID: id}
+	return c.overlaySnapshotsRefusal(joined)
+}

@@ -13,17 +13,25 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Rootfs mounts are overlay, bind or tmpfs, with none of containerd's
-// own options.
+// A rootfs is one overlay, bind or tmpfs mount at the rootfs itself, with
+// flags that narrow it and its filesystem's options only; an overlay's
+// layers are containerd's snapshots.
 func TestRootfsMountsRefusal(t *testing.T) {
-	ok := []*types.Mount{{Type: "overlay", Source: "overlay", Options: []string{"lowerdir=/a", "upperdir=/b", "workdir=/c"}},
-		{Type: "bind", Source: "/srv/x", Options: []string{"rbind", "ro"}}, {Type: "tmpfs", Source: "tmpfs"}}
-	if err := rootfsMountsRefusal(ok); err != nil {
-		t.Errorf("containerd's snapshot mounts: %v", err)
+	for _, ok := range [][]*types.Mount{{{Type: "bind", Source: "/srv/x", Options: []string{"rbind", "ro"}}}, {{Type: "tmpfs", Source: "tmpfs", Options: []string{"size=1m", "nosuid"}}}, nil} {
+		if err := rootfsMountsRefusal("/run/containerd/io.containerd.runtime.v2.task/default/c1", "c1", ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
 	}
-	for _, bad := range []*types.Mount{{Type: "ext4", Source: "/dev/loop0"}, {Type: "ext4", Source: "/srv/img", Options: []string{"loop"}},
-		{Type: "bind", Source: "/srv/img", Options: []string{"loop"}}, {Type: "bind", Source: "/srv/x", Options: []string{"X-containerd.mkdir.path=/x"}}} {
-		if err := rootfsMountsRefusal([]*types.Mount{bad}); err == nil || !strings.Contains(err.Error(), "is refused") {
+	bind := &types.Mount{Type: "bind", Source: "/srv/x", Options: []string{"rbind", "ro"}}
+	for _, bad := range [][]*types.Mount{
+		{{Type: "ext4", Source: "/dev/loop0"}}, {{Type: "ext4", Source: "/srv/img", Options: []string{"loop"}}},
+		{{Type: "bind", Source: "/srv/img", Options: []string{"loop"}}}, {{Type: "bind", Source: "/srv/x", Options: []string{"X-containerd.mkdir.path=/x"}}},
+		{bind, bind}, {{Type: "bind", Source: "/srv/x", Target: "bin", Options: []string{"rbind"}}},
+		{{Type: "bind", Source: "/srv/x", Options: []string{"rbind", "remount"}}}, {{Type: "bind", Source: "/srv/x", Options: []string{"rbind", "rshared"}}},
+		{{Type: "bind", Source: "/srv/x", Options: []string{"rbind", "uidmap=0:1000:1"}}}, {{Type: "tmpfs", Source: "tmpfs", Options: []string{"huge=always"}}},
+		{{Type: "overlay", Source: "overlay", Options: []string{"lowerdir=/a", "upperdir=/b", "workdir=/c"}}},
+	} {
+		if err := rootfsMountsRefusal("/run/containerd/io.containerd.runtime.v2.task/default/c1", "c1", bad); err == nil || !strings.Contains(err.Error(), "is refused") {
 			t.Errorf("%v: %v, want it refused", bad, err)
 		}
 	}

@@ -82,7 +82,7 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*ta
 	if err := stdioRefusal(r.Stdin, r.Stdout, r.Stderr); err != nil {
 		return nil, err
 	}
-	if err := rootfsMountsRefusal(r.Rootfs); err != nil {
+	if err := rootfsMountsRefusal(r.Bundle, r.ID, r.Rootfs); err != nil {
 		return nil, err
 	}
 	root, err := runtimeRoot(r.Bundle)

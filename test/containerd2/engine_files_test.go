@@ -136,9 +136,11 @@ func TestOtherContainerdsStateRefused(t *testing.T) {
 // path, opens any path as the job's stdin or stdout when the process
 // starts (a FIFO in a directory a job can write, or reached through its
 // root in /proc, becomes a link to a host file by then), and mounts a
-// client's rootfs with containerd's loop option before any rule runs.
-// bulkhead's shim refuses each before the task service sees it, and the
-// host is as it was.
+// client's rootfs mounts before any rule runs: with containerd's loop
+// option, one on another or at a target inside the rootfs (propagating
+// where a host directory's mount is shared), an overlay whose work
+// directory the kernel empties. bulkhead's shim refuses each before the
+// task service sees it, and the host is as it was.
 func TestClientStdioAndMountsRefused(t *testing.T) {
 	ctx, client, img := clientOf(t, containerd2(t), 2*time.Minute)
 	dir := t.TempDir()
@@ -161,6 +163,18 @@ func TestClientStdioAndMountsRefused(t *testing.T) {
 	if err := os.Chown(jobs, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
+	// A host directory, and one whose work/ holds a service's data.
+	hostDir := filepath.Join(dir, "host")
+	hostBind := mount.Mount{Type: "bind", Source: hostDir, Options: []string{"rbind", "ro"}}
+	precious := filepath.Join(dir, "victim", "work", "data")
+	for _, d := range []string{hostDir, filepath.Join(dir, "up"), filepath.Dir(precious)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(precious, []byte("a service's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	log := filepath.Join(dir, "log")
 	if err := unix.Mkfifo(log, 0o600); err != nil {
 		t.Fatal(err)
@@ -178,20 +192,32 @@ func TestClientStdioAndMountsRefused(t *testing.T) {
 		{"proc", rawIO("/proc/self/root" + swappable), nil, "is on procfs"},
 		{"service-fifo", rawIO(log), nil, "is not named as a client names a stream"},
 		{"loop", cio.NullIO, []mount.Mount{{Type: "ext4", Source: image, Options: []string{"loop"}}}, "rootfs mount of type \"ext4\""},
+		{"two-mounts", cio.NullIO, []mount.Mount{hostBind, hostBind}, "a rootfs of 2 mounts is refused"},
+		{"target", cio.NullIO, []mount.Mount{{Type: "bind", Source: hostDir, Target: "tools", Options: []string{"rbind", "ro"}}}, "rootfs mount target \"tools\""},
+		{"overlay-workdir", cio.NullIO, []mount.Mount{{Type: "overlay", Source: "overlay",
+			Options: []string{"lowerdir=" + hostDir, "upperdir=" + filepath.Join(dir, "up"), "workdir=" + filepath.Join(dir, "victim")}}}, "rootfs overlay is refused before it is mounted"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := ctrtest.NewID("client-" + c.name)
-			ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, nil),
-				containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("cat", "/etc/hostname")))
+			// A task's own rootfs mounts are its only ones where the
+			// container has no snapshot (its spec then names a root).
+			opts, specOpts := []containerd.NewContainerOpts{containerd.WithRuntime(ctrtest.ShimRuntime, nil)}, []oci.SpecOpts{}
+			if c.mounts == nil {
+				opts = append(opts, containerd.WithNewSnapshot(id, img))
+			} else {
+				specOpts = append(specOpts, oci.WithRootFSPath(hostDir))
+			}
+			specOpts = append(specOpts, oci.WithImageConfig(img), oci.WithProcessArgs("cat", "/etc/hostname"))
+			ctr, err := client.NewContainer(ctx, id, append(opts, containerd.WithNewSpec(specOpts...))...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
-			var opts []containerd.NewTaskOpts
+			var taskOpts []containerd.NewTaskOpts
 			if c.mounts != nil {
-				opts = append(opts, containerd.WithRootFS(c.mounts))
+				taskOpts = append(taskOpts, containerd.WithRootFS(c.mounts))
 			}
-			task, err := ctr.NewTask(ctx, c.io, opts...)
+			task, err := ctr.NewTask(ctx, c.io, taskOpts...)
 			if err == nil {
 				_, _ = task.Delete(ctx, containerd.WithProcessKill)
 				t.Fatalf("a task with %s was created", c.name)
@@ -201,6 +227,9 @@ func TestClientStdioAndMountsRefused(t *testing.T) {
 			}
 			if _, err := os.Stat(proof); !os.IsNotExist(err) {
 				t.Errorf("%s: the host command or file ran or was made: %v", proof, err)
+			}
+			if _, err := os.Stat(precious); err != nil {
+				t.Errorf("the host's %s after the refused task: %v", precious, err)
 			}
 			if out, _ := exec.Command("losetup", "-j", image).Output(); len(out) > 0 {
 				t.Errorf("a loop device of %s: %s", image, out)
