@@ -17,6 +17,13 @@ func TestStdioRefusal(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the rule is that every step of a stream's path is root's")
 	}
+	refusal := func(stdin, stdout string) error {
+		j, err := judgeStdio(stdin, stdout, "")
+		if j != nil {
+			j.release()
+		}
+		return err
+	}
 	dir := t.TempDir()
 	mk := func(parts ...string) string { return filepath.Join(append([]string{dir}, parts...)...) }
 	fifo := func(p string) string {
@@ -58,7 +65,7 @@ func TestStdioRefusal(t *testing.T) {
 	link("c1-stdout", mk("io", "rel-stdout"), 0)
 	link("../"+filepath.Base(dir)+"/io", mk("up"), 0)
 	for _, ok := range []string{out, mk("io", "abs-stdout"), mk("io", "rel-stdout"), mk("up", "c1-stdout"), mk("io", ".", "..", "io", "c1-stdout")} {
-		if err := stdioRefusal("", ok, ""); err != nil {
+		if err := refusal("", ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
@@ -79,12 +86,57 @@ func TestStdioRefusal(t *testing.T) {
 		filepath.Join(jobs, "c2-stdin"), filepath.Join(open, "c3-stdin"), filepath.Join(sticky, "swapped", "c1-stdout"),
 		"/proc/self/root" + out, "/proc/1/root" + out, mk("io", "c1-stdout", "x-stdout"),
 	} {
-		if err := stdioRefusal(bad, "", ""); err == nil || !strings.Contains(err.Error(), "is refused") {
+		if err := refusal(bad, ""); err == nil || !strings.Contains(err.Error(), "is refused") {
 			t.Errorf("stdin %q: %v, want it refused", bad, err)
 		}
 	}
 	// A root-owned entry of a sticky directory only root can rename.
-	if err := stdioRefusal(filepath.Join(sticky, "root", "c4-stdin"), "", ""); err != nil {
+	if err := refusal(filepath.Join(sticky, "root", "c4-stdin"), ""); err != nil {
 		t.Errorf("root's FIFO in a sticky directory: %v", err)
+	}
+}
+
+// The task service is handed the FIFO that was judged: a path that leads
+// elsewhere by the time it opens the stream (an exec's, at its Start)
+// still opens the judged FIFO.
+func TestJudgedStreamIsWhatIsOpened(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a stream is judged on a path only root can change")
+	}
+	dir := t.TempDir()
+	path, host := filepath.Join(dir, "c1-stdin"), filepath.Join(dir, "host-file")
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(host, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var judged unix.Stat_t
+	if err := unix.Stat(path, &judged); err != nil {
+		t.Fatal(err)
+	}
+	j, err := judgeStdio(path, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.release()
+	if err := os.Rename(path, path+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(host, path); err != nil {
+		t.Fatal(err)
+	}
+	stdin, _, _ := j.handed()
+	f, err := os.OpenFile(stdin, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var opened unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &opened); err != nil {
+		t.Fatal(err)
+	}
+	if opened.Ino != judged.Ino || opened.Dev != judged.Dev || opened.Mode&unix.S_IFMT != unix.S_IFIFO {
+		t.Errorf("%s opened inode %d (mode %o), not the judged FIFO %d", stdin, opened.Ino, opened.Mode, judged.Ino)
 	}
 }

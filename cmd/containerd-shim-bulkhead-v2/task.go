@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -50,17 +51,26 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return &service{TTRPCTaskService: inner, binary: bin}, nil
+			return &service{TTRPCTaskService: inner, binary: bin, streams: map[procKey]*judgedStreams{}}, nil
 		},
 	})
 }
 
 // service is the runc task service with bulkhead as every container's
-// runtime binary.
+// runtime binary, and the client's inputs judged before it acts on them.
 type service struct {
 	taskAPI.TTRPCTaskService
 	binary string
+
+	mu sync.Mutex
+	// streams are each process's stdio as judged, by container and exec
+	// id (empty for the init): what the task service opens, and the
+	// client's paths, which State reports back.
+	streams map[procKey]*judgedStreams
 }
+
+// procKey names a task's init (exec "") or one of its execs.
+type procKey struct{ id, exec string }
 
 // RegisterTTRPC serves the task API under both names: containerd.task.v3
 // (containerd 2.x) and containerd.task.v2 (containerd 1.6 and 1.7, which
@@ -79,12 +89,15 @@ func (s *service) RegisterTTRPC(server *ttrpc.Server) error {
 // options naming bulkhead. The state root is the containerd's own
 // (runtimeRoot).
 func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*taskAPI.CreateTaskResponse, error) {
-	if err := stdioRefusal(r.Stdin, r.Stdout, r.Stderr); err != nil {
-		return nil, err
-	}
 	if err := rootfsMountsRefusal(r.Bundle, r.ID, r.Rootfs); err != nil {
 		return nil, err
 	}
+	streams, err := judgeStdio(r.Stdin, r.Stdout, r.Stderr)
+	if err != nil {
+		return nil, err
+	}
+	// The init's streams are open once Create returns.
+	defer streams.release()
 	root, err := runtimeRoot(r.Bundle)
 	if err != nil {
 		return nil, err
@@ -94,16 +107,83 @@ func (s *service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (*ta
 		return nil, err
 	}
 	r.Options = opts
-	return s.TTRPCTaskService.Create(ctx, r)
+	r.Stdin, r.Stdout, r.Stderr = streams.handed()
+	res, err := s.TTRPCTaskService.Create(ctx, r)
+	if err == nil {
+		s.keep(procKey{r.ID, ""}, streams)
+	}
+	return res, err
 }
 
 // Exec runs a process in the container with its stdio judged as
-// Create's is.
+// Create's is; the task service opens them at the exec's Start.
 func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emptypb.Empty, error) {
-	if err := stdioRefusal(r.Stdin, r.Stdout, r.Stderr); err != nil {
+	streams, err := judgeStdio(r.Stdin, r.Stdout, r.Stderr)
+	if err != nil {
 		return nil, err
 	}
-	return s.TTRPCTaskService.Exec(ctx, r)
+	r.Stdin, r.Stdout, r.Stderr = streams.handed()
+	res, err := s.TTRPCTaskService.Exec(ctx, r)
+	if err != nil {
+		streams.release()
+		return nil, err
+	}
+	s.keep(procKey{r.ID, r.ExecID}, streams)
+	return res, nil
+}
+
+// Start starts a process; an exec's streams are open once it returns.
+func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
+	res, err := s.TTRPCTaskService.Start(ctx, r)
+	s.mu.Lock()
+	if j := s.streams[procKey{r.ID, r.ExecID}]; j != nil {
+		j.release()
+	}
+	s.mu.Unlock()
+	return res, err
+}
+
+// State reports a process's stdio as the client gave it, not the
+// descriptors the task service was handed.
+func (s *service) State(ctx context.Context, r *taskAPI.StateRequest) (*taskAPI.StateResponse, error) {
+	res, err := s.TTRPCTaskService.State(ctx, r)
+	if err != nil {
+		return res, err
+	}
+	s.mu.Lock()
+	if j := s.streams[procKey{r.ID, r.ExecID}]; j != nil {
+		res.Stdin, res.Stdout, res.Stderr = j.paths[0], j.paths[1], j.paths[2]
+	}
+	s.mu.Unlock()
+	return res, nil
+}
+
+// Delete forgets a deleted process's streams (all of a task's with its
+// init).
+func (s *service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (*taskAPI.DeleteResponse, error) {
+	res, err := s.TTRPCTaskService.Delete(ctx, r)
+	if err != nil {
+		return res, err
+	}
+	s.mu.Lock()
+	for p, j := range s.streams {
+		if p.id == r.ID && (r.ExecID == "" || p.exec == r.ExecID) {
+			j.release()
+			delete(s.streams, p)
+		}
+	}
+	s.mu.Unlock()
+	return res, nil
+}
+
+// keep records a process's judged streams.
+func (s *service) keep(p procKey, j *judgedStreams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.streams[p]; old != nil {
+		old.release()
+	}
+	s.streams[p] = j
 }
 
 // Checkpoint is refused: the image path is the client's word, and the
