@@ -25,3 +25,20 @@ func TestKillOfAStoppedContainer(t *testing.T) {
 		}
 	})
 }
+
+// A container created and never started ends on a kill, as runc's does:
+// an engine that gives up on a container before its start (a client's
+// Create then Kill and Delete, CRI's removal of a container it created)
+// kills it and deletes it, and a runsc sandbox that refused the signal
+// was left for ever, its task neither killable nor deletable.
+func TestKillOfACreatedContainer(t *testing.T) {
+	onEachBackend(t, func(t *testing.T, backend, root string, g []string) {
+		id := uniqueID("killcreated-" + backend)
+		b := bundle.New(t, []string{"true"})
+		must(t, append(g, "create", "--bundle", b, id)...)
+		t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+		must(t, append(g, "kill", id, "KILL")...)
+		waitStatus(t, g, id, "stopped")
+		must(t, append(g, "delete", id)...)
+	})
+}
