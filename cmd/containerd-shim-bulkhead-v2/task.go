@@ -132,15 +132,21 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 	return res, nil
 }
 
-// Start starts a process; an exec's streams are open once it returns.
+// Start starts a process; an exec's streams are open once it has
+// started. A Start that failed may be sent again, and the task service
+// then opens the streams again: they stay held until the exec is deleted,
+// never a closed descriptor whose number another open took since.
 func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
 	res, err := s.TTRPCTaskService.Start(ctx, r)
+	if err != nil {
+		return res, err
+	}
 	s.mu.Lock()
 	if j := s.streams[procKey{r.ID, r.ExecID}]; j != nil {
 		j.release()
 	}
 	s.mu.Unlock()
-	return res, err
+	return res, nil
 }
 
 // State reports a process's stdio as the client gave it, not the
