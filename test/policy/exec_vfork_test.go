@@ -116,8 +116,11 @@ func TestExecVforkParked(t *testing.T) {
 			t.Errorf("process %d still there after the execs, state %s", pid, state)
 		}
 	}
-	if procState(st.Pid) != "S" {
-		t.Errorf("the container's init, which held, is in state %q", procState(st.Pid))
+	// Held: alive, whether it sleeps or runs at the moment it is looked
+	// at (on a busy machine it may be handling its killed children's
+	// SIGCHLD).
+	if s := procState(st.Pid); s == "Z" || s == "X" || s == "" {
+		t.Errorf("the container's init, which held, is in state %q", s)
 	}
 	must(t, env, "--root", root, "exec", id, "true")
 }
