@@ -21,6 +21,8 @@ import (
 type judgedStreams struct {
 	paths [3]string // the client's: stdin, stdout, stderr
 	fds   [3]int    // the FIFOs judged, -1 for none
+	// startFailed marks an exec whose Start failed (Service.Start).
+	startFailed bool
 }
 
 // judgeStdio judges a task's or an exec's stdio as a client gave it and

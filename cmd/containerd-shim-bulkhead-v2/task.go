@@ -133,20 +133,31 @@ func (s *service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (*emp
 }
 
 // Start starts a process; an exec's streams are open once it has
-// started. A Start that failed may be sent again, and the task service
-// then opens the streams again: they stay held until the exec is deleted,
-// never a closed descriptor whose number another open took since.
+// started. An exec whose Start failed is not started again: runc's task
+// service leaves it "created", and a second Start opened its streams
+// again and, failing again, closed a closed channel, which ended the
+// shim and every container it serves. Its judged streams stay held until
+// it is deleted, never a closed descriptor whose number another open took.
 func (s *service) Start(ctx context.Context, r *taskAPI.StartRequest) (*taskAPI.StartResponse, error) {
-	res, err := s.TTRPCTaskService.Start(ctx, r)
-	if err != nil {
-		return res, err
-	}
+	key := procKey{r.ID, r.ExecID}
 	s.mu.Lock()
-	if j := s.streams[procKey{r.ID, r.ExecID}]; j != nil {
-		j.release()
-	}
+	j := s.streams[key]
+	failed := j != nil && j.startFailed
 	s.mu.Unlock()
-	return res, nil
+	if failed {
+		return nil, fmt.Errorf("bulkhead: exec %s of %s is not started again: its first start failed; delete it and exec anew", r.ExecID, r.ID)
+	}
+	res, err := s.TTRPCTaskService.Start(ctx, r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j := s.streams[key]; j != nil && r.ExecID != "" {
+		if err != nil {
+			j.startFailed = true
+		} else {
+			j.release()
+		}
+	}
+	return res, err
 }
 
 // State reports a process's stdio as the client gave it, not the

@@ -117,3 +117,54 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestExecStartedOnce: an exec whose Start failed (here: into a paused
+// container, which bulkhead refuses) is not started again. runc's task
+// service leaves it created; a second Start reopened its streams and,
+// failing again, closed a closed channel, which ended the shim and every
+// container it served.
+func TestExecStartedOnce(t *testing.T) {
+	ctx, client, img := clientOf(t, containerd2(t), 2*time.Minute)
+	id := ctrtest.NewID("exec-once")
+	ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, nil),
+		containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "60")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
+	task, err := ctr.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill)
+	if err := task.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ctr.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pspec := *spec.Process
+	pspec.Args = []string{"true"}
+	var out syncBuffer
+	proc, err := task.Exec(ctx, "true", &pspec, cio.NewCreator(cio.WithStreams(nil, &out, &out), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proc.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill)
+	if err := task.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(ctx); err == nil {
+		t.Fatal("an exec into a paused container started")
+	}
+	if err := task.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(ctx); err == nil || !strings.Contains(err.Error(), "is not started again") {
+		t.Errorf("a second start of the exec whose first failed: %v, want it refused", err)
+	}
+	if st, err := task.Status(ctx); err != nil || st.Status != containerd.Running {
+		t.Errorf("the task after the exec's second start: %v %v, want it running (the shim serving)", st.Status, err)
+	}
+}
