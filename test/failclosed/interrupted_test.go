@@ -45,7 +45,16 @@ func hold(args []string) int {
 		fmt.Fprintln(os.Stderr, "hold: exec runc:", err)
 		return 1
 	}
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	dir := os.Getenv(holdEnv)
+	// The signals bulkhead passes on are ignored, and marked: bulkhead
+	// passes one on once its own create has it.
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for range signals {
+			_ = os.WriteFile(filepath.Join(dir, "signalled"), nil, 0o600)
+		}
+	}()
 	cmd := exec.Command(runc, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	status := 0
@@ -53,7 +62,6 @@ func hold(args []string) int {
 		fmt.Fprintln(os.Stderr, "hold: runc:", err)
 		status = 1
 	}
-	dir := os.Getenv(holdEnv)
 	if err := os.WriteFile(filepath.Join(dir, "created"), nil, 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "hold:", err)
 		return 1
@@ -92,8 +100,8 @@ func holdingConfig(t *testing.T, verb string) (cfg, holdDir string) {
 // create has returned.
 type heldCreate struct {
 	*heldProcess
-	root, id, bundle, cfg string
-	orig                  []byte
+	root, id, bundle, cfg, holdDir string
+	orig                           []byte
 }
 
 func startHeldCreate(t *testing.T, createFlags ...string) *heldCreate {
@@ -101,7 +109,7 @@ func startHeldCreate(t *testing.T, createFlags ...string) *heldCreate {
 	needRunc(t)
 	h := &heldCreate{root: t.TempDir()}
 	cfg, holdDir := holdingConfig(t, "create")
-	h.cfg = cfg
+	h.cfg, h.holdDir = cfg, holdDir
 	var err error
 	h.bundle = bundle.New(t, []string{"sleep", "300"})
 	if h.orig, err = os.ReadFile(filepath.Join(h.bundle, "config.json")); err != nil {
@@ -121,6 +129,20 @@ func startHeldCreate(t *testing.T, createFlags ...string) *heldCreate {
 	return h
 }
 
+// waitSignalled waits until bulkhead has passed a signal on to the held
+// backend.
+func (h *heldCreate) waitSignalled(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(h.holdDir, "signalled")); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bulkhead did not pass the signal on to its backend within 90 s:\n%s", h.stderr.String())
+		}
+	}
+}
+
 // TestCreateInterruptedUndoes: SIGTERM reaches bulkhead's create after the
 // backend has made the container (the backend ignores it). The create
 // must not go on to leave a container: it fails, naming the signal, and
@@ -134,6 +156,10 @@ func TestCreateInterruptedUndoes(t *testing.T) {
 	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// The signal reaches bulkhead's create before the backend goes on:
+	// bulkhead passes it on to its backend once its create has it (on a
+	// busy machine that can be after a backend let go at once returned).
+	h.waitSignalled(t)
 	err := h.release(t)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() == 0 {
