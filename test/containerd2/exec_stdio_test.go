@@ -13,6 +13,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/ctrtest"
 )
@@ -31,26 +32,7 @@ func TestExecStdioOpenedAsJudged(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := ctrtest.NewID("exec-stdio")
-	ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, nil),
-		containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "60")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
-	task, err := ctr.NewTask(ctx, cio.NullIO)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill)
-	if err := task.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	spec, err := ctr.Spec(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pspec := *spec.Process
+	task, pspec := sleepingTask(ctx, t, client, img, id)
 	pspec.Args = []string{"head", "-n", "1"}
 	var out syncBuffer
 	streams := cio.NewCreator(cio.WithStreams(strings.NewReader("what the client wrote\n"), &out, &out), cio.WithFIFODir(dir))
@@ -100,6 +82,31 @@ func TestExecStdioOpenedAsJudged(t *testing.T) {
 	}
 }
 
+// sleepingTask is a running task of bulkhead's shim whose init sleeps a
+// minute, and its process spec, to exec by; both go with the test.
+func sleepingTask(ctx context.Context, t *testing.T, client *containerd.Client, img containerd.Image, id string) (containerd.Task, specs.Process) {
+	t.Helper()
+	ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, nil),
+		containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "60")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup) })
+	task, err := ctr.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill) })
+	if err := task.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := ctr.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task, *spec.Process
+}
+
 // syncBuffer is a buffer the stdout and stderr copiers write at once.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -125,26 +132,7 @@ func (b *syncBuffer) String() string {
 // container it served.
 func TestExecStartedOnce(t *testing.T) {
 	ctx, client, img := clientOf(t, containerd2(t), 2*time.Minute)
-	id := ctrtest.NewID("exec-once")
-	ctr, err := client.NewContainer(ctx, id, containerd.WithRuntime(ctrtest.ShimRuntime, nil),
-		containerd.WithNewSnapshot(id, img), containerd.WithNewSpec(oci.WithImageConfig(img), oci.WithProcessArgs("sleep", "60")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctr.Delete(context.WithoutCancel(ctx), containerd.WithSnapshotCleanup)
-	task, err := ctr.NewTask(ctx, cio.NullIO)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer task.Delete(context.WithoutCancel(ctx), containerd.WithProcessKill)
-	if err := task.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	spec, err := ctr.Spec(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pspec := *spec.Process
+	task, pspec := sleepingTask(ctx, t, client, img, ctrtest.NewID("exec-once"))
 	pspec.Args = []string{"true"}
 	var out syncBuffer
 	proc, err := task.Exec(ctx, "true", &pspec, cio.NewCreator(cio.WithStreams(nil, &out, &out), cio.WithFIFODir(t.TempDir())))
