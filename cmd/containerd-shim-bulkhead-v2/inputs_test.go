@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/shim"
 	"github.com/containerd/typeurl/v2"
 	"google.golang.org/protobuf/proto"
 )
@@ -66,5 +70,38 @@ func TestShimCgroupRefusal(t *testing.T) {
 		if err := shimCgroupRefusal(in); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A spec naming a runc shim group is refused before any shim is joined;
+// CRI's sandbox id is not, and the socket it keys differs by runtime.
+func TestShimGroup(t *testing.T) {
+	dir := t.TempDir()
+	for spec, refused := range map[string]bool{
+		`{"annotations":{"io.containerd.runc.v2.group":"other"}}`: true,
+		`{"annotations":{"io.kubernetes.cri.sandbox-id":"pod1"}}`: false,
+		`{"process":{"args":["sh"]}}`:                             false,
+		`{"annotations":{"io.containerd.runc.v2.group":""}}`:      true,
+	} {
+		config := filepath.Join(dir, "config.json")
+		if err := os.WriteFile(config, []byte(spec), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := groupRefusal(config); (err != nil) != refused {
+			t.Errorf("%s: %v, want refused %v", spec, err, refused)
+		}
+	}
+	ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
+	address := "/run/containerd/containerd.sock"
+	sockets := map[string]bool{}
+	for _, a := range []string{address, runtimeKeyedAddress(address, "bulkhead"), runtimeKeyedAddress(address, "bulkhead-runsc")} {
+		s, err := shim.SocketAddress(ctx, a, "pod1", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sockets[s] = true
+	}
+	if len(sockets) != 3 {
+		t.Errorf("plain runc, bulkhead and bulkhead-runsc share a shim socket for group pod1: %v", sockets)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +54,10 @@ func (m *bulkheadManager) Start(ctx context.Context, id string, opts shim.StartO
 	if err := os.Setenv(binaryEnv, bin); err != nil {
 		return shim.BootstrapParams{}, err
 	}
+	if err := groupRefusal("config.json"); err != nil {
+		return shim.BootstrapParams{}, err
+	}
+	opts.Address = runtimeKeyedAddress(opts.Address, m.name)
 	params, err := m.Manager.Start(ctx, id, opts)
 	if err != nil || !legacyCaller() {
 		return params, err
@@ -90,6 +95,46 @@ func shimCgroupRefusal(stdin io.Reader) error {
 		return nil
 	}
 	return fmt.Errorf("bulkhead: runc option ShimCgroup %q is refused: the shim, root on the host, would join whatever cgroup a client names, another tenant's; remove the option (the shim stays in containerd's cgroup)", opts.ShimCgroup)
+}
+
+// runcGroupAnnotation names, for runc's shim manager, the group whose
+// shim serves a container: the first it reads, before CRI's sandbox id.
+const runcGroupAnnotation = "io.containerd.runc.v2.group"
+
+// groupRefusal refuses a bundle (start's working directory) whose spec
+// names a runc shim group: runc's manager would have the container served
+// by whichever shim of the namespace listens under the group the client
+// named, before any rule sees the container, and bulkhead's create
+// refuses the annotation anyway. CRI groups a pod by its sandbox id, which
+// runtimeKeyedAddress keeps within bulkhead's runtime.
+func groupRefusal(config string) error {
+	data, err := os.ReadFile(config)
+	if err != nil {
+		return err
+	}
+	var spec struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal(data, &spec); err != nil {
+		return fmt.Errorf("bulkhead: %s: %w", config, err)
+	}
+	if g, ok := spec.Annotations[runcGroupAnnotation]; ok {
+		return fmt.Errorf("bulkhead: annotation %s=%q is refused: it has the container served by whichever shim of its namespace listens under that group, before bulkhead judges it; remove it (a pod's containers share its shim by their sandbox id)", runcGroupAnnotation, g)
+	}
+	return nil
+}
+
+// runtimeKeyedAddress is containerd's address as runc's manager is given
+// it to key a shim's socket: the manager hashes it with the namespace and
+// the group (the container's id, or the sandbox id of a pod's container)
+// and serves the container from a shim already listening there. Keyed by
+// bulkhead's runtime too, a container asked for under bulkhead is never
+// served by a shim of another runtime, plain runc's (which ran a client's
+// job as root with runc's capabilities) or bulkhead's other backend's.
+// The shim gets it only as its -address flag, which it hashes again to
+// remove its socket on exit and which none of its plugins dials.
+func runtimeKeyedAddress(address, runtime string) string {
+	return address + "#" + runtime
 }
 
 // Stop is containerd's clean-up of a task whose shim is gone (the shim
