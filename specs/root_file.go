@@ -91,10 +91,18 @@ func placeWhy(dir string) string {
 	if err := unix.Lstat(dir, &st); err != nil {
 		return fmt.Sprintf("%s: %v", dir, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || !OnlyRootRenames(&st) {
 		return fmt.Sprintf("%s (uid %d, mode %04o)", dir, st.Uid, st.Mode&0o7777)
 	}
 	return ""
+}
+
+// OnlyRootRenames says whether only root may rename or remove the
+// entries of the directory st describes: root's and writable by no one
+// else, or sticky (others may add entries to a sticky directory, not
+// rename or remove root's).
+func OnlyRootRenames(st *unix.Stat_t) bool {
+	return st.Uid == 0 && (st.Mode&0o022 == 0 || st.Mode&unix.S_ISVTX != 0)
 }
 
 // RootsAbove says which directory above the clean absolute path p

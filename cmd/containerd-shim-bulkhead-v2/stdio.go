@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // judgedStreams are a process's stdio as a client gave it and the FIFOs
@@ -182,11 +184,8 @@ func rootOnlyDirRefusal(fd int, path string) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if st.Uid != 0 {
-		return fmt.Errorf("directory %s is owned by uid %d, who can swap what the path leads to after this check; give a FIFO on a path only root can change", path, st.Uid)
-	}
-	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
-		return fmt.Errorf("directory %s (mode %o) lets others than root rename its entries after this check; give a FIFO on a path only root can change", path, st.Mode&0o7777)
+	if !specs.OnlyRootRenames(&st) {
+		return fmt.Errorf("directory %s (uid %d, mode %04o) lets others than root swap what the path leads to after this check; give a FIFO on a path only root can change", path, st.Uid, st.Mode&0o7777)
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(fd, &fs); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/containerd/containerd/api/types/runc/options"
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 
 	"bulkhead.dev/bulkhead/test/ctrtest"
@@ -25,17 +24,7 @@ import (
 // no process of it.
 func TestShimCgroupRefused(t *testing.T) {
 	d := containerd16(t)
-	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), 2*time.Minute)
-	defer cancel()
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	img, err := client.GetImage(ctx, ctrtest.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, client, img := d.Client(t, 2*time.Minute)
 	name := ctrtest.NewID("victim-cgroup")
 	victim := filepath.Join("/sys/fs/cgroup/pids", name)
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {

@@ -15,7 +15,6 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/cio"
-	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	"golang.org/x/sys/unix"
 
@@ -90,7 +89,7 @@ func TestEngineFilesOfAnotherEngine(t *testing.T) {
 // tasks in its own state directory and refuses another Root.
 func TestOtherContainerdsStateRefused(t *testing.T) {
 	d := containerd2(t)
-	ctx, client, img := clientOf(t, d, 2*time.Minute)
+	ctx, client, img := d.Client(t, 2*time.Minute)
 	id := ctrtest.NewID("other-root")
 	// A plain runc container of the host's containerd's layout under that
 	// id: containerd's clean-up of the refused task deleted it with plain
@@ -142,7 +141,7 @@ func TestOtherContainerdsStateRefused(t *testing.T) {
 // directory the kernel empties. bulkhead's shim refuses each before the
 // task service sees it, and the host is as it was.
 func TestClientStdioAndMountsRefused(t *testing.T) {
-	ctx, client, img := clientOf(t, containerd2(t), 2*time.Minute)
+	ctx, client, img := containerd2(t).Client(t, 2*time.Minute)
 	dir := t.TempDir()
 	proof, secret := filepath.Join(dir, "proof"), filepath.Join(dir, "secret")
 	if err := os.WriteFile(secret, []byte("root's only\n"), 0o600); err != nil {
@@ -188,7 +187,7 @@ func TestClientStdioAndMountsRefused(t *testing.T) {
 		{"binary", cio.BinaryIO("/bin/sh", map[string]string{"-c": "touch " + proof}), nil, "is refused: a stream URI"},
 		{"file", cio.LogFile(proof), nil, "is refused: a stream URI"},
 		{"path", rawIO(secret), nil, "is not a FIFO"},
-		{"job-writable", rawIO(swappable), nil, "is owned by uid 65534"},
+		{"job-writable", rawIO(swappable), nil, "(uid 65534, mode"},
 		{"proc", rawIO("/proc/self/root" + swappable), nil, "is on procfs"},
 		{"service-fifo", rawIO(log), nil, "is not named as a client names a stream"},
 		{"loop", cio.NullIO, []mount.Mount{{Type: "ext4", Source: image, Options: []string{"loop"}}}, "rootfs mount of type \"ext4\""},
@@ -250,22 +249,3 @@ func (r rawStreams) Config() cio.Config { return cio.Config{Stdin: r.stdin} }
 func (rawStreams) Cancel()              {}
 func (rawStreams) Wait()                {}
 func (rawStreams) Close() error         { return nil }
-
-// clientOf is a Go client of d in the test namespace, a context that ends
-// after timeout (or with the test), and the test image, as a containerd
-// client sees them.
-func clientOf(t *testing.T, d *ctrtest.Daemon, timeout time.Duration) (context.Context, *containerd.Client, containerd.Image) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), ctrtest.Namespace), timeout)
-	t.Cleanup(cancel)
-	client, err := containerd.New(d.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	img, err := client.GetImage(ctx, ctrtest.Image)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ctx, client, img
-}

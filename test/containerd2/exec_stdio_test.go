@@ -25,7 +25,7 @@ import (
 // hands the task service the FIFO it judged, and the job reads what the
 // client wrote to it, never the file now at the path.
 func TestExecStdioOpenedAsJudged(t *testing.T) {
-	ctx, client, img := clientOf(t, containerd2(t), 2*time.Minute)
+	ctx, client, img := containerd2(t).Client(t, 2*time.Minute)
 	dir := t.TempDir()
 	secret := dir + "/root-only"
 	if err := os.WriteFile(secret, []byte("ROOT-ONLY-SECRET\n"), 0o600); err != nil {
@@ -131,7 +131,7 @@ func (b *syncBuffer) String() string {
 // failing again, closed a closed channel, which ended the shim and every
 // container it served.
 func TestExecStartedOnce(t *testing.T) {
-	ctx, client, img := clientOf(t, containerd2(t), 2*time.Minute)
+	ctx, client, img := containerd2(t).Client(t, 2*time.Minute)
 	task, pspec := sleepingTask(ctx, t, client, img, ctrtest.NewID("exec-once"))
 	pspec.Args = []string{"true"}
 	var out syncBuffer

@@ -30,7 +30,7 @@ import (
 // mounts no such overlay.)
 func TestRootfsOfAnotherContainersSnapshot(t *testing.T) {
 	d := containerd2(t)
-	ctx, client, img := clientOf(t, d, 3*time.Minute)
+	ctx, client, img := d.Client(t, 3*time.Minute)
 
 	// The other tenant's container, on plain runc, leaves a secret in
 	// its snapshot and stops.
