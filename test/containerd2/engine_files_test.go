@@ -187,7 +187,7 @@ func TestClientStdioAndMountsRefused(t *testing.T) {
 		{"binary", cio.BinaryIO("/bin/sh", map[string]string{"-c": "touch " + proof}), nil, "is refused: a stream URI"},
 		{"file", cio.LogFile(proof), nil, "is refused: a stream URI"},
 		{"path", rawIO(secret), nil, "is not a FIFO"},
-		{"job-writable", rawIO(swappable), nil, "(uid 65534, mode"},
+		{"job-writable", rawIO(swappable), nil, "is owned by uid 65534"},
 		{"proc", rawIO("/proc/self/root" + swappable), nil, "is on procfs"},
 		{"service-fifo", rawIO(log), nil, "is not named as a client names a stream"},
 		{"loop", cio.NullIO, []mount.Mount{{Type: "ext4", Source: image, Options: []string{"loop"}}}, "rootfs mount of type \"ext4\""},
