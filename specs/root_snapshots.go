@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
@@ -89,9 +88,9 @@ func (c *Context) snapshotUseRefusal(d string, writable bool) string {
 	}
 	own := ownSnapshot(rec.Key, ns, c.ID)
 	switch {
-	case writable && !(own && rec.Kind == snapshots.KindActive):
+	case writable && !(own && rec.Kind == kindActive):
 		return fmt.Sprintf("the rootfs writes to %s, snapshot %q (%s), which is not this container's own active snapshot", d, rec.Key, rec.Kind)
-	case !writable && !own && !(rec.Kind == snapshots.KindCommitted && strings.HasPrefix(rec.Key, ns+"/")):
+	case !writable && !own && !(rec.Kind == kindCommitted && strings.HasPrefix(rec.Key, ns+"/")):
 		return fmt.Sprintf("the rootfs shows %s, snapshot %q (%s), which is neither a committed layer of namespace %q nor this container's own", d, rec.Key, rec.Kind, ns)
 	}
 	return ""

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,5 +191,59 @@ func TestSnapshotDBTooLarge(t *testing.T) {
 	}
 	if _, err := readSnapshotRecords(root, map[string]bool{"1": true}); err == nil || !strings.Contains(err.Error(), "is larger than") {
 		t.Fatalf("a database of %d bytes: %v, want it refused by its size", maxSnapshotDB+1, err)
+	}
+}
+
+// TestSnapshotRecordsAsContainerdReadsThem: bulkhead reads a snapshotter's
+// database with bbolt alone; what it reads of each snapshot (id, key,
+// kind) is what containerd's own storage code reads, for every kind.
+func TestSnapshotRecordsAsContainerdReadsThem(t *testing.T) {
+	root, ms := snapshotter(t)
+	ctx := context.Background()
+	want := map[string]snapshotRecord{}
+	kinds := map[snapshots.Kind]snapshotKind{snapshots.KindActive: kindActive, snapshots.KindView: kindView, snapshots.KindCommitted: kindCommitted}
+	err := ms.WithTransaction(ctx, true, func(ctx context.Context) error {
+		if _, err := storage.CreateSnapshot(ctx, snapshots.KindActive, "t/1/layer", ""); err != nil {
+			return err
+		}
+		if _, err := storage.CommitActive(ctx, "t/1/layer", "t/2/sha256:layer", snapshots.Usage{}); err != nil {
+			return err
+		}
+		for _, s := range []struct {
+			kind snapshots.Kind
+			key  string
+		}{{snapshots.KindActive, "t/3/rootfs"}, {snapshots.KindView, "t/4/view"}} {
+			if _, err := storage.CreateSnapshot(ctx, s.kind, s.key, "t/2/sha256:layer"); err != nil {
+				return err
+			}
+		}
+		ids, err := storage.IDMap(ctx)
+		if err != nil {
+			return err
+		}
+		for id, key := range ids {
+			_, info, _, err := storage.GetInfo(ctx, key)
+			if err != nil {
+				return err
+			}
+			want[id] = snapshotRecord{Kind: kinds[info.Kind], Key: key}
+			if want[id].Kind.String() != info.Kind.String() {
+				t.Errorf("kind %v reads as %v", info.Kind, want[id].Kind)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 3 {
+		t.Fatalf("containerd reads %d snapshots, want 3: %v", len(want), want)
+	}
+	got, err := readSnapshotRecords(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("bulkhead reads %v, containerd %v", got, want)
 	}
 }

@@ -1,7 +1,7 @@
 package specs
 
 import (
-	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/containerd/containerd/v2/core/snapshots"
-	"github.com/containerd/containerd/v2/core/snapshots/storage"
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 )
@@ -18,8 +16,30 @@ import (
 // snapshotRecord is what a containerd snapshotter records of one of its
 // snapshots: its kind and its key (<namespace>/<n>/<the client's key>).
 type snapshotRecord struct {
-	Kind snapshots.Kind
+	Kind snapshotKind
 	Key  string
+}
+
+// snapshotKind is containerd's snapshots.Kind, which its snapshotters'
+// storage (core/snapshots/storage) writes as one byte.
+type snapshotKind byte
+
+const (
+	kindView snapshotKind = iota + 1
+	kindActive
+	kindCommitted
+)
+
+func (k snapshotKind) String() string {
+	switch k {
+	case kindView:
+		return "View"
+	case kindActive:
+		return "Active"
+	case kindCommitted:
+		return "Committed"
+	}
+	return "Unknown"
 }
 
 // maxSnapshotDB bounds the snapshotter database a create copies into
@@ -30,7 +50,7 @@ const maxSnapshotDB = 64 << 20
 
 // readSnapshotRecords reads the records of the snapshotter whose home
 // (holding snapshots/ and metadata.db) is root, by snapshot id, with
-// containerd's own code for its database. containerd holds that file
+// its layout as containerd's own code reads it. containerd holds that file
 // locked while it runs, so a copy of it is read: a copy taken while
 // containerd wrote it may not read as a database (then it is tried
 // again), and one that does is the database as some commit left it.
@@ -83,36 +103,63 @@ func readSnapshotRecordsOnce(db string, want map[string]bool) (recs map[string]s
 			recs, err = nil, fmt.Errorf("%s: %v", db, r)
 		}
 	}()
-	ms, err := storage.NewMetaStore("/proc/self/fd/"+strconv.Itoa(fd), func(o *bolt.Options) error {
-		o.ReadOnly = true
-		return nil
-	})
+	records, err := bolt.Open("/proc/self/fd/"+strconv.Itoa(fd), 0, &bolt.Options{ReadOnly: true})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", db, err)
 	}
-	defer ms.Close()
+	defer records.Close()
 	recs = map[string]snapshotRecord{}
-	err = ms.WithTransaction(context.Background(), false, func(ctx context.Context) error {
-		keys, err := storage.IDMap(ctx)
-		if err != nil {
-			return err
-		}
-		for id, key := range keys {
-			if want != nil && !want[id] {
-				continue
+	err = records.View(func(tx *bolt.Tx) error {
+		return snapshotBuckets(tx, func(key string, b *bolt.Bucket) {
+			id, _ := binary.Uvarint(b.Get(bucketKeyID))
+			if sid := strconv.FormatUint(id, 10); want == nil || want[sid] {
+				rec := snapshotRecord{Key: key}
+				if kind := b.Get(bucketKeyKind); len(kind) == 1 {
+					rec.Kind = snapshotKind(kind[0])
+				}
+				recs[sid] = rec
 			}
-			_, info, _, err := storage.GetInfo(ctx, key)
-			if err != nil {
-				return err
-			}
-			recs[id] = snapshotRecord{Kind: info.Kind, Key: key}
-		}
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", db, err)
 	}
 	return recs, nil
+}
+
+// The layout containerd's snapshotter storage (core/snapshots/storage,
+// bolt.go) gives its database: bucket v1, in it bucket snapshots, in it
+// a bucket per snapshot key holding its id (uvarint) and kind (a byte).
+// Read here with bbolt alone: containerd's package brings containerd's
+// API types and their protobuf descriptors into bulkhead, whose
+// initialisation was a quarter of what every bulkhead process spent
+// before main. TestSnapshotRecordsAsContainerdReadsThem holds the two
+// readers to one answer.
+var (
+	bucketKeyStorageVersion = []byte("v1")
+	bucketKeySnapshot       = []byte("snapshots")
+	bucketKeyID             = []byte("id")
+	bucketKeyKind           = []byte("kind")
+)
+
+// snapshotBuckets calls fn with the key and bucket of every snapshot.
+func snapshotBuckets(tx *bolt.Tx, fn func(key string, b *bolt.Bucket)) error {
+	v := tx.Bucket(bucketKeyStorageVersion)
+	if v == nil {
+		return errors.New("bucket v1 does not exist")
+	}
+	snaps := v.Bucket(bucketKeySnapshot)
+	if snaps == nil {
+		return errors.New("snapshots bucket does not exist")
+	}
+	return snaps.ForEach(func(k, val []byte) error {
+		if val == nil { // a nested bucket: a snapshot
+			if b := snaps.Bucket(k); b != nil {
+				fn(string(k), b)
+			}
+		}
+		return nil
+	})
 }
 
 // errNoSnapshotRecord is a snapshot directory its snapshotter has no
