@@ -78,10 +78,14 @@ func TestShimCgroupRefusal(t *testing.T) {
 func TestShimGroup(t *testing.T) {
 	dir := t.TempDir()
 	for spec, refused := range map[string]bool{
-		`{"annotations":{"io.containerd.runc.v2.group":"other"}}`: true,
-		`{"annotations":{"io.kubernetes.cri.sandbox-id":"pod1"}}`: false,
-		`{"process":{"args":["sh"]}}`:                             false,
-		`{"annotations":{"io.containerd.runc.v2.group":""}}`:      true,
+		`{"annotations":{"io.containerd.runc.v2.group":"other"}}`:                              true,
+		`{"annotations":{"io.kubernetes.cri.sandbox-id":"pod1"}}`:                              false,
+		`{"process":{"args":["sh"]}}`:                                                          false,
+		`{"annotations":{"io.containerd.runc.v2.group":""}}`:                                   true,
+		`{"annotations":{"io.kubernetes.cri.sandbox-id":"../../containerd.sock/k8s.io/pod1"}}`: true,
+		`{"annotations":{"io.kubernetes.cri.sandbox-id":".."}}`:                                true,
+		`{"annotations":{"io.kubernetes.cri.sandbox-id":""}}`:                                  true,
+		`{"ANNOTATIONS":{"io.kubernetes.cri.sandbox-id":"a/b"}}`:                               true,
 	} {
 		config := filepath.Join(dir, "config.json")
 		if err := os.WriteFile(config, []byte(spec), 0o600); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/process"
 	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/containerd/containerd/v2/pkg/identifiers"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/shim"
 	runcC "github.com/containerd/go-runc"
@@ -97,16 +98,25 @@ func shimCgroupRefusal(stdin io.Reader) error {
 	return fmt.Errorf("bulkhead: runc option ShimCgroup %q is refused: the shim, root on the host, would join whatever cgroup a client names, another tenant's; remove the option (the shim stays in containerd's cgroup)", opts.ShimCgroup)
 }
 
-// runcGroupAnnotation names, for runc's shim manager, the group whose
-// shim serves a container: the first it reads, before CRI's sandbox id.
-const runcGroupAnnotation = "io.containerd.runc.v2.group"
+// The annotations runc's shim manager reads, in this order, for the group
+// whose shim serves a container: runc's own, then CRI's sandbox id.
+const (
+	runcGroupAnnotation  = "io.containerd.runc.v2.group"
+	criSandboxAnnotation = "io.kubernetes.cri.sandbox-id"
+)
 
 // groupRefusal refuses a bundle (start's working directory) whose spec
 // names a runc shim group: runc's manager would have the container served
 // by whichever shim of the namespace listens under the group the client
 // named, before any rule sees the container, and bulkhead's create
 // refuses the annotation anyway. CRI groups a pod by its sandbox id, which
-// runtimeKeyedAddress keeps within bulkhead's runtime.
+// runtimeKeyedAddress keeps within bulkhead's runtime, the namespace and
+// the containerd only if it is one path component: the manager joins the
+// address, the namespace and the group as a path before hashing them, and
+// a client's ../../containerd.sock/<ns>/<id> named a plain runc task's
+// shim (of any namespace, of any containerd on the host), which ran the
+// client's job as root with no seccomp and its binary:// stream on the
+// host. A sandbox id must be a containerd identifier, as CRI's are.
 func groupRefusal(config string) error {
 	data, err := os.ReadFile(config)
 	if err != nil {
@@ -120,6 +130,11 @@ func groupRefusal(config string) error {
 	}
 	if g, ok := spec.Annotations[runcGroupAnnotation]; ok {
 		return fmt.Errorf("bulkhead: annotation %s=%q is refused: it has the container served by whichever shim of its namespace listens under that group, before bulkhead judges it; remove it (a pod's containers share its shim by their sandbox id)", runcGroupAnnotation, g)
+	}
+	if g, ok := spec.Annotations[criSandboxAnnotation]; ok {
+		if err := identifiers.Validate(g); err != nil {
+			return fmt.Errorf("bulkhead: annotation %s=%q is refused: the shim serving the container is found by it as a path, which must not lead out of this runtime's, namespace's and containerd's shims: %w; give the pod sandbox's id", criSandboxAnnotation, g, err)
+		}
 	}
 	return nil
 }
