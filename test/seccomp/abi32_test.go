@@ -1,6 +1,8 @@
 package seccomp_test
 
 import (
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -24,6 +26,7 @@ func TestCompatABIsRefused(t *testing.T) {
 	need(t, "runc", "runsc")
 	b := bundle.New(t, []string{"/bin/abi32"})
 	cProgram(t, b, "abi32")
+	i386 := hostRunsI386Calls(t, filepath.Join(b, "rootfs/bin/abi32"))
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			out := newEnv(t, "").run(be.entry, b)
@@ -38,6 +41,9 @@ func TestCompatABIsRefused(t *testing.T) {
 		out := newEnv(t, "[profiles.default]\ncompat_syscalls = true\n").run("bulkhead", b)
 		t.Logf("compat_syscalls on runc:\n%s", out)
 		noSocketMade(t, out)
+		if !i386 {
+			t.Skip("this kernel runs no i386 system call made through int $0x80 (abi32 outside any container gets SIGSEGV for each), so none reaches the filter's architecture check")
+		}
 		for _, a := range abi32Attempts {
 			if !slices.Contains(strings.Split(out, "\n"), a+" signal 31") {
 				t.Errorf("under compat_syscalls: %s was not killed as an i386 call", a)
@@ -63,4 +69,23 @@ func noSocketMade(t *testing.T, out string) {
 			t.Errorf("%s: a refused socket family was opened through the i386 ABI", a)
 		}
 	}
+}
+
+// hostRunsI386Calls says whether this kernel runs the i386 system calls an
+// x86_64 process makes through int $0x80: abi32, run on the host outside
+// any filter, is killed by SIGSEGV at each attempt where it does not.
+func hostRunsI386Calls(t *testing.T, abi32 string) bool {
+	t.Helper()
+	out, err := exec.Command(abi32).Output()
+	if err != nil {
+		t.Fatalf("abi32 on the host: %v\n%s", err, out)
+	}
+	lines := strings.Split(string(out), "\n")
+	for _, a := range abi32Attempts {
+		if !slices.Contains(lines, a+" signal 11") {
+			return true
+		}
+	}
+	t.Logf("abi32 on the host, outside any filter:\n%s", out)
+	return false
 }
