@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
@@ -16,14 +17,29 @@ import (
 // mount there; it never walks through a mount, so nothing reachable
 // through one (a workspace overlay's merged view) is touched.
 func RemoveTree(dir string) error {
-	if err := UnmountUnder(dir); err != nil {
-		return err
+	deadline := time.Now().Add(removeBusyFor)
+	for {
+		if err := UnmountUnder(dir); err != nil {
+			return err
+		}
+		err := os.RemoveAll(dir)
+		// EBUSY: a directory below is a mount point again, after every
+		// mount below dir was unmounted and mountinfo showed none (seen
+		// under load, on delete of a containerd task, at a pin); one that
+		// arrived since is unmounted by the next pass.
+		if err == nil || !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("remove %s: %w", dir, err)
+			}
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove %s: %w", dir, err)
-	}
-	return nil
 }
+
+// removeBusyFor bounds how long RemoveTree unmounts and removes again
+// what a mount arriving below the tree kept busy.
+const removeBusyFor = 5 * time.Second
 
 // UnmountUnder unmounts every mount at or below dir, deepest first, and
 // then checks that none is left.
