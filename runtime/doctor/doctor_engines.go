@@ -17,7 +17,8 @@ import (
 
 // Engines checks the engines' registrations: which runtime entries
 // in daemon.json and handlers in containerd's config.toml lead to a
-// bulkhead, and whether that is this one. A registration of another
+// bulkhead, and whether that is this one; and who may speak containerd's
+// API. A registration of another
 // bulkhead (an old copy, a removed path) runs containers under a policy
 // this doctor did not judge.
 func Engines(opt Options) []Check {
@@ -36,7 +37,7 @@ func Engines(opt Options) []Check {
 	if containerd == "" {
 		containerd = install.DefaultContainerdConfig
 	}
-	return []Check{doctorDocker(docker, self), doctorContainerd(containerd, self)}
+	return []Check{doctorDocker(docker, self), doctorContainerd(containerd, self), ContainerdSocket(containerd)}
 }
 
 func doctorDocker(path, self string) Check {
