@@ -14,15 +14,16 @@ import (
 )
 
 // RemoveTree removes dir and everything below it after unmounting every
-// mount there; it never walks through a mount, so nothing reachable
-// through one (a workspace overlay's merged view) is touched.
+// mount there; it never walks through a mount (removeWithin), so nothing
+// reachable through one (a workspace overlay's merged view, a pin's host
+// tree) is touched, not even through one that arrives meanwhile.
 func RemoveTree(dir string) error {
 	deadline := time.Now().Add(removeBusyFor)
 	for {
 		if err := UnmountUnder(dir); err != nil {
 			return err
 		}
-		err := os.RemoveAll(dir)
+		err := removeWithin(dir)
 		// EBUSY: a directory below is a mount point again, after every
 		// mount below dir was unmounted and mountinfo showed none (seen
 		// under load, on delete of a containerd task, at a pin); one that

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,5 +60,69 @@ func TestRegistryDirAbsolute(t *testing.T) {
 	}
 	if d := View("rel").Dir("c1"); !filepath.IsAbs(d) {
 		t.Errorf("View Dir = %s, want an absolute path", d)
+	}
+}
+
+// TestRemoveWithinStopsAtAMount: a bind below the tree, of the same
+// filesystem as the tree or another's, stops the removal with EBUSY and
+// keeps every file it shows; without it, the tree goes. A mount that
+// arrives below a state directory after its unmount (RemoveTree) must
+// never be emptied through.
+func TestRemoveWithinStopsAtAMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: mounts below the tree")
+	}
+	base := t.TempDir()
+	host := filepath.Join(base, "host")
+	precious := filepath.Join(host, "precious.txt")
+	tree := filepath.Join(base, "state", "c1")
+	for _, d := range []string{host, filepath.Join(tree, "pins", "0"), filepath.Join(tree, "a", "b")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{precious, filepath.Join(tree, "a", "b", "f"), filepath.Join(tree, "record.json")} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(host, filepath.Join(tree, "a", "link")); err != nil {
+		t.Fatal(err)
+	}
+	pin := filepath.Join(tree, "pins", "0")
+	for name, mount := range map[string]func() error{
+		"bind of the same filesystem": func() error { return unix.Mount(host, pin, "", unix.MS_BIND, "") },
+		"tmpfs": func() error {
+			if err := unix.Mount("tmpfs", pin, "tmpfs", 0, "size=1m"); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(pin, "precious.txt"), []byte("keep"), 0o644)
+		},
+	} {
+		if err := mount(); err != nil {
+			t.Fatal(err)
+		}
+		err := removeWithin(tree)
+		if !errors.Is(err, unix.EBUSY) {
+			t.Errorf("%s below the tree: %v, want EBUSY", name, err)
+		}
+		if _, serr := os.Stat(filepath.Join(pin, "precious.txt")); serr != nil {
+			t.Errorf("%s below the tree: its file is gone: %v", name, serr)
+		}
+		if err := unix.Unmount(pin, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(tree, "pins", "0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeWithin(tree); err != nil {
+		t.Fatalf("with nothing mounted below: %v", err)
+	}
+	if _, err := os.Lstat(tree); !os.IsNotExist(err) {
+		t.Errorf("the tree is still there: %v", err)
+	}
+	if _, err := os.Stat(precious); err != nil {
+		t.Errorf("the host file a link below the tree led to is gone: %v", err)
 	}
 }
