@@ -31,7 +31,11 @@ func ExportKeptChanges(g *Globals, id, format string, w io.Writer) ([]string, er
 	if err != nil {
 		return nil, err
 	}
-	return still(g, id, w, func(w io.Writer) ([]string, error) { return workspace.Export(cfg.changes(), g.Root, id, format, w) })
+	export := func(w io.Writer) ([]string, error) { return workspace.Export(cfg.changes(), g.Root, id, format, w) }
+	if workspace.IsAsideName(id) {
+		return export(w) // an earlier run's, which no container runs
+	}
+	return still(g, id, w, export)
 }
 
 // ListKeptChanges is `bulkhead changes list`.

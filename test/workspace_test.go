@@ -353,3 +353,46 @@ func TestWorkspaceNothingChangedKeepsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkspaceEarlierRunKeptApart: a second run of an id keeps its
+// changes beside the first run's, which is set aside under a name no
+// container may have: a caller who created a container of a set-aside
+// name (they were <id>.<delete time>) took that name at its delete, and
+// the reviewer exporting it read the caller's changes.
+func TestWorkspaceEarlierRunKeptApart(t *testing.T) {
+	needRoot(t, "runc")
+	root := stateRoot(t)
+	cfg, _ := workspaceConfig(t, "")
+	src := workspaceSource(t)
+	id := uniqueID("ws-again")
+	g := []string{"--config", cfg, "--root", root, "--backend", "runc"}
+	for _, run := range []string{"first", "second"} {
+		runToEnd(t, g, workspaceBundle(t, src, "echo "+run+" > /workspace/run.txt"), id)
+		must(t, append(g, "delete", id)...)
+	}
+	var kept []struct{ ID string }
+	if err := json.Unmarshal([]byte(must(t, append(g, "changes", "list", "--format", "json")...)), &kept); err != nil {
+		t.Fatal(err)
+	}
+	var aside string
+	for _, k := range kept {
+		if strings.HasPrefix(k.ID, id+"@") {
+			aside = k.ID
+		}
+	}
+	if aside == "" {
+		t.Fatalf("no entry set aside as %s@<delete time>: %+v", id, kept)
+	}
+	if p := must(t, append(g, "changes", "export", aside)...); !strings.Contains(p, "+first") {
+		t.Errorf("%s exports:\n%s\nwant the first run's changes", aside, p)
+	}
+	if p := must(t, append(g, "changes", "export", id)...); !strings.Contains(p, "+second") {
+		t.Errorf("%s exports:\n%s\nwant the second run's changes", id, p)
+	}
+	b := workspaceBundle(t, src, "echo caller > /workspace/run.txt")
+	if r := bulkhead(t, "", append(g, "create", "--bundle", b, aside)...); r.code == 0 {
+		bulkhead(t, "", append(g, "delete", "--force", aside)...)
+		t.Errorf("a container was created under the set-aside name %s", aside)
+	}
+	must(t, append(g, "changes", "prune", "--older-than", "0s")...)
+}

@@ -364,6 +364,11 @@ func keptRunsOfOneID(t *testing.T, id string) {
 	}
 	seen := map[string]bool{}
 	for _, r := range all {
+		// An earlier run's name is no container's: a caller who named a
+		// container so took the entry's name at its delete.
+		if r.ID != id && (state.CheckID(r.ID) == nil || CheckKeptName(r.ID) != nil || !IsAsideName(r.ID)) {
+			t.Errorf("set-aside name %s: a container may have it (%v), or it is no kept name (%v)", r.ID, state.CheckID(r.ID), CheckKeptName(r.ID))
+		}
 		got, err := loadRetained(cfg, "/run/engine", r.ID)
 		if err != nil {
 			t.Fatalf("entry %s cannot be reached by its name: %v", r.ID, err)
@@ -816,5 +821,20 @@ func TestSmallFilesChargedAsKept(t *testing.T) {
 	}
 	if r.Bytes > 2<<20 {
 		t.Fatalf("kept %d bytes, past the 2m allowed", r.Bytes)
+	}
+}
+
+// A kept entry is named by a container id or by a set-aside name,
+// <id>@<delete time>[-n]; nothing else reaches the store.
+func TestCheckKeptName(t *testing.T) {
+	for _, ok := range []string{"t4", "t4.20261207T061816.515572338Z", "t4@20261207T061816.515572338Z", "t4@20261207T061816.515572338Z-2"} {
+		if err := CheckKeptName(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"t4@", "t4@x", "t4@20261207T061816.515572338Z@20261207T061816.515572338Z", "@20261207T061816.515572338Z", "../t4", "a/b@20261207T061816.515572338Z", ".."} {
+		if err := CheckKeptName(bad); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
 	}
 }

@@ -330,16 +330,45 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	return r, nil
 }
 
+// asideMark and asideStamp make a set-aside entry's name after its id.
+const (
+	asideMark  = "@"
+	asideStamp = "20060102T150405.000000000Z"
+)
+
+// CheckKeptName refuses a name that is neither a container id nor a
+// set-aside entry's (<id>@<delete time>[-n]).
+func CheckKeptName(name string) error {
+	id, stamp, aside := strings.Cut(name, asideMark)
+	if err := state.CheckID(id); err != nil || !aside {
+		return err
+	}
+	stamp, _, _ = strings.Cut(stamp, "-")
+	if _, err := time.Parse(asideStamp, stamp); err != nil || strings.Count(name, asideMark) != 1 {
+		return fmt.Errorf("%s is neither a container id nor a set-aside entry's name (<id>@<delete time>)", escape.Text(name))
+	}
+	return nil
+}
+
+// IsAsideName tells whether name is a set-aside entry's, which no
+// container has.
+func IsAsideName(name string) bool {
+	return strings.Contains(name, asideMark) && CheckKeptName(name) == nil
+}
+
 // maxAside bounds the names tried for one set-aside entry: a store that
 // holds as many of one id and instant is not one to add to.
 const maxAside = 100
 
-// asideName is a free name for an earlier entry of id: id.<deleted>, then
+// asideName is a free name for an earlier entry of id: id@<deleted>, then
 // with -2, -3, ...; an id too long for a file name with that suffix (the
 // caller chooses ids, of any length) is cut to fit. Any error but a free
-// name's ENOENT ends the search.
+// name's ENOENT ends the search. The @ keeps it out of the names a
+// container may have (state.CheckID): with a dot, a caller who created a
+// container of an entry's set-aside name took that name at its delete, and
+// the reviewer exporting it read the caller's changes.
 func asideName(cfg *Settings, root, id string, deleted time.Time) (string, string, error) {
-	stamp := "." + deleted.UTC().Format("20060102T150405.000000000Z")
+	stamp := asideMark + deleted.UTC().Format(asideStamp)
 	for n := 1; n <= maxAside; n++ {
 		suffix := stamp
 		if n > 1 {
@@ -744,7 +773,7 @@ func readRetained(dir string) (*Kept, error) {
 // Export writes the kept changes of the caller's --root and id,
 // or a live container's changes when nothing is kept yet.
 func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, error) {
-	if err := state.CheckID(id); err != nil {
+	if err := CheckKeptName(id); err != nil {
 		return nil, err
 	}
 	if err := checkFormat(format); err != nil {
@@ -755,6 +784,9 @@ func Export(cfg *Settings, root, id, format string, w io.Writer) ([]string, erro
 		return nil, err
 	}
 	r, err := loadRetained(cfg, root, id)
+	if errors.Is(err, os.ErrNotExist) && IsAsideName(id) {
+		return nil, fmt.Errorf("no kept changes are named %s", escape.Text(id))
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return Diff(cfg, root, id, format, w)
 	}
