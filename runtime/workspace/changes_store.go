@@ -343,9 +343,10 @@ func CheckKeptName(name string) error {
 	if err := state.CheckID(id); err != nil || !aside {
 		return err
 	}
-	stamp, _, _ = strings.Cut(stamp, "-")
-	if _, err := time.Parse(asideStamp, stamp); err != nil || strings.Count(name, asideMark) != 1 {
-		return fmt.Errorf("%s is neither a container id nor a set-aside entry's name (<id>@<delete time>)", escape.Text(name))
+	stamp, n, numbered := strings.Cut(stamp, "-")
+	_, err := time.Parse(asideStamp, stamp)
+	if err != nil || len(stamp) != len(asideStamp) || numbered && (n == "" || strings.Trim(n, "0123456789") != "") {
+		return fmt.Errorf("%s is neither a container id nor a set-aside entry's name (<id>@<delete time>[-n])", escape.Text(name))
 	}
 	return nil
 }
