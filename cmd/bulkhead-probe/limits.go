@@ -257,7 +257,7 @@ func checkMemory(env *probeEnv) Result {
 			"whole sandbox (runsc exits 137), not the child, so the probe would not report; the host's memory oom_kill is the evidence here. "+
 			"MemTotal inside: "+memTotal())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), memDeadline(ceiling))
+	ctx, cancel := context.WithTimeout(context.Background(), memDeadline(ceiling, env.memoryAfterDone))
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", "-child-mem", "-memory-limit", strconv.FormatInt(limit, 10))
 	cmd.Env = childEnv()
@@ -305,13 +305,19 @@ func checkMemory(env *probeEnv) Result {
 	return r
 }
 
-// memDeadline bounds the child's allocation of ceiling bytes: 9 s per
-// memCeiling, since gVisor's ptrace platform touches memory slowly
-// (measured about 375 MiB/s on 2 cores, so memMaxCeiling takes 11 s), but
-// no longer than memDeadlineCap, which stays below the host's wait after
-// the done line under gVisor (afterDoneWait, 30 s) and below the
-// control's own deadline.
-func memDeadline(ceiling int64) time.Duration {
+// memDeadline bounds the child's allocation of ceiling bytes. After the
+// done line (gVisor): 9 s per memCeiling, since gVisor's ptrace platform
+// touches memory slowly (measured about 375 MiB/s on 2 cores, so
+// memMaxCeiling takes 11 s), but no longer than memDeadlineCap, which
+// stays below the host's wait after the done line (afterDoneWait, 30 s).
+// In line (runc): a second per memInlineRate, which only a child no limit
+// stops waits out: a loaded 2-core host touched 1,344 MiB in the 15 s the
+// first bound gave a 1.5 GiB limit (90 MiB/s), and a timeout is no
+// evidence of the limit.
+func memDeadline(ceiling int64, afterDone bool) time.Duration {
+	if !afterDone {
+		return max(memDeadlineBase, time.Duration(ceiling/memInlineRate)*time.Second)
+	}
 	d := time.Duration(float64(memDeadlineBase) * float64(ceiling) / memCeiling)
 	return min(max(d, memDeadlineBase), memDeadlineCap)
 }
@@ -319,6 +325,7 @@ func memDeadline(ceiling int64) time.Duration {
 const (
 	memDeadlineBase = 9 * time.Second
 	memDeadlineCap  = 25 * time.Second
+	memInlineRate   = 40 << 20 // bytes per second
 )
 
 // judgeMemoryEnd judges how the child that touched last bytes ended

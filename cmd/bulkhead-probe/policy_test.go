@@ -43,9 +43,14 @@ func TestAttemptsPassTheLimit(t *testing.T) {
 		}
 	}
 	for ceiling, want := range map[int64]time.Duration{memCeiling: 9 * time.Second, 2304 << 20: 20250 * time.Millisecond, memMaxCeiling: memDeadlineCap} {
-		if got := memDeadline(ceiling); got != want {
+		if got := memDeadline(ceiling, true); got != want {
 			t.Errorf("memDeadline(%s) = %s, want %s", mib(ceiling), got, want)
 		}
+	}
+	// In line, the bound leaves a host touching 40 MiB/s (a loaded 2-core
+	// one touched 90) the most the probe touches, within the run's 2 minutes.
+	if got := memDeadline(memMaxCeiling, false); got < time.Duration(memMaxCeiling/(40<<20))*time.Second || got >= 2*time.Minute {
+		t.Errorf("memDeadline(%s) in line = %s", mib(memMaxCeiling), got)
 	}
 	if memDeadlineCap >= 30*time.Second {
 		t.Errorf("memDeadlineCap %s: the host stops waiting 30 s after the done line under gVisor", memDeadlineCap)
