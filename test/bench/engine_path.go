@@ -187,6 +187,13 @@ func benchEnginePath(bulkhead, dir string, n int) error {
 		} else if err := handedBundle(bulkhead, filepath.Join(dir, "ep-root"), backend, ours, theirs); err != nil {
 			return err
 		}
+		var floor string
+		var floors []cost
+		if backend == "runc" {
+			if floor, err = buildFloor(dir); err != nil {
+				return err
+			}
+		}
 		sides := []lifecycle{
 			{bin: bulkhead, log: filepath.Join(dir, "ep-bulkhead.log"), bundle: ours, awaitInit: backend == "runc"},
 			{bin: plain, log: filepath.Join(dir, "ep-plain.log"), bundle: theirs, awaitInit: backend == "runc"},
@@ -211,6 +218,13 @@ func benchEnginePath(bulkhead, dir string, n int) error {
 				}
 				sum[s] = append(sum[s], total)
 			}
+			if floor != "" {
+				c, err := call(sides[1].log, floor)
+				if err != nil {
+					return err
+				}
+				floors = append(floors, c)
+			}
 		}
 		fmt.Printf("%-8s %-8s %12s %12s %7s %12s %12s %7s\n", backend, "verb", "bulkhead", backend, "ratio", "bulkhead cpu", backend+" cpu", "ratio")
 		row := func(label string, b, p []cost) {
@@ -227,8 +241,26 @@ func benchEnginePath(bulkhead, dir string, n int) error {
 		rp := medianOf(per[1][0], func(c cost) int64 { return c.maxRSS })
 		fmt.Printf("%-8s peak RSS of a create (the largest process it waited for): bulkhead %.1f MiB, %s %.1f MiB\n",
 			backend, float64(rb)/1024, backend, float64(rp)/1024)
+		if floor != "" {
+			fc := medianOf(floors, func(c cost) int64 { return int64(c.cpu) })
+			pc := medianOf(sum[1], func(c cost) int64 { return int64(c.cpu) })
+			fmt.Printf("%-8s floor of a runtime that execs runc: one Go process that does nothing costs %s of CPU; "+
+				"runc's engine path with it would be %.2f of runc's\n", backend, msOf(fc), float64(pc+fc)/float64(pc))
+		}
 	}
 	return nil
+}
+
+// buildFloor builds the program that does nothing, static as runc's
+// callers' runtimes are, and says where it is.
+func buildFloor(dir string) (string, error) {
+	floor := filepath.Join(dir, "floor")
+	build := exec.Command("go", "build", "-o", floor, "bulkhead.dev/bulkhead/test/bench/floor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the floor program: %v: %s", err, out)
+	}
+	return floor, nil
 }
 
 func medianOf(cs []cost, f func(cost) int64) int64 {
