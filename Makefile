@@ -30,12 +30,13 @@ build:
 	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o bin/bulkhead-probe ./cmd/bulkhead-probe
 	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o bin/bulkhead-seccomp-exec ./cmd/bulkhead-seccomp-exec
 	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o bin/bulkhead-egress-forward ./cmd/bulkhead-egress-forward
+	$(GO) build -tags osusergo,netgo -ldflags '-s -w -linkmode external -extldflags -static' -o bin/bulkhead-egress-broker ./cmd/bulkhead-egress-broker
 	ln -sf bulkhead bin/bulkhead-runsc
 	$(GO) build -tags osusergo,netgo -ldflags '-s -w -linkmode external -extldflags -static' -o bin/containerd-shim-bulkhead-v2 ./cmd/containerd-shim-bulkhead-v2
 	ln -sf containerd-shim-bulkhead-v2 bin/containerd-shim-bulkhead-runsc-v2
 
 install: build
-	install -m 0755 bin/bulkhead bin/bulkhead-probe bin/bulkhead-seccomp-exec bin/bulkhead-egress-forward bin/containerd-shim-bulkhead-v2 $(PREFIX)/bin/
+	install -m 0755 bin/bulkhead bin/bulkhead-probe bin/bulkhead-seccomp-exec bin/bulkhead-egress-forward bin/bulkhead-egress-broker bin/containerd-shim-bulkhead-v2 $(PREFIX)/bin/
 	ln -sf bulkhead $(PREFIX)/bin/bulkhead-runsc
 	ln -sf containerd-shim-bulkhead-v2 $(PREFIX)/bin/containerd-shim-bulkhead-runsc-v2
 

@@ -1,18 +1,13 @@
 package runtime
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/sirupsen/logrus"
@@ -20,14 +15,16 @@ import (
 
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/detach"
-	"bulkhead.dev/bulkhead/runtime/egress"
+	"bulkhead.dev/bulkhead/runtime/egresshost"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
 
 // BrokerVerb is the hidden verb of the egress broker: a re-exec of
 // bulkhead itself, outside the container's cgroup and namespaces, that
-// proxies the job's HTTP to the profile's egress list.
+// opens what needs root and becomes bulkhead-egress-broker, as the
+// broker's user, which proxies the job's HTTP to the profile's egress
+// list.
 const BrokerVerb = "broker"
 
 // startBroker starts the egress broker of a created and verified
@@ -102,7 +99,8 @@ func SpawnBroker(g *Globals, id string, initPid int, socket string) error {
 // RunBroker is the broker verb, as root: it opens what only root can
 // (the listener in the network namespace of the container's init, the
 // audit log, the container's record) and replaces itself with the
-// unprivileged broker (ServeBroker), which reports "ok" on ready. Any
+// unprivileged broker (bulkhead-egress-broker), which reports "ok" on
+// ready. Any
 // failure before that is reported on ready instead.
 func RunBroker(g *Globals, id string, initPid int, socket string, ready *os.File) error {
 	err := execServingBroker(g, id, initPid, socket)
@@ -113,31 +111,14 @@ func RunBroker(g *Globals, id string, initPid int, socket string, ready *os.File
 	return err
 }
 
-// brokerSettings is what the unprivileged broker gets from the root one,
-// on a pipe: it can no longer read the configuration or the record.
+// brokerSettings is what the root broker hands the unprivileged one,
+// and what only the root broker uses: the user to become and the log to
+// open.
 type brokerSettings struct {
-	Egress   []string   `json:"egress"`
-	MaxConns int        `json:"max_conns"`
-	MaxBytes int64      `json:"max_bytes"`
-	ID       string     `json:"id"`
-	Profile  string     `json:"profile"`
-	Backend  string     `json:"backend"`
-	Mode     specs.Mode `json:"mode"`
-	// Only for the root broker: the user to become and the log to open.
+	egresshost.Settings
 	uid, gid uint32
 	auditLog string
 }
-
-// The descriptors the root broker hands over, in the order of
-// --serve-fds.
-const (
-	fdSettings = iota
-	fdListener
-	fdInit
-	fdRecord
-	fdAudit
-	nServeFds
-)
 
 func execServingBroker(g *Globals, id string, initPid int, socket string) error {
 	set, ln, pidfd, err := newBroker(g, id, initPid, socket)
@@ -148,21 +129,21 @@ func execServingBroker(g *Globals, id string, initPid int, socket string) error 
 	if err != nil {
 		return err
 	}
-	fds := make([]int, nServeFds)
-	fds[fdInit] = pidfd
+	fds := make([]int, egresshost.NServeFds)
+	fds[egresshost.FdInit] = pidfd
 	lf, err := ln.(interface{ File() (*os.File, error) }).File()
 	if err != nil {
 		return fmt.Errorf("egress broker %s: %w", id, err)
 	}
 	ln.Close()
-	fds[fdListener] = int(lf.Fd())
+	fds[egresshost.FdListener] = int(lf.Fd())
 	// The record's directory, held open: its link count drops to 0 when
 	// delete removes it, which the broker can see without searching the
 	// root-only state directory.
-	if fds[fdRecord], err = unix.Open(reg.Dir(id), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+	if fds[egresshost.FdRecord], err = unix.Open(reg.Dir(id), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return fmt.Errorf("egress broker %s: %w", id, err)
 	}
-	fds[fdAudit] = -1
+	fds[egresshost.FdAudit] = -1
 	if path := set.auditLog; path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return fmt.Errorf("audit log %s: %w", path, err)
@@ -171,19 +152,19 @@ func execServingBroker(g *Globals, id string, initPid int, socket string) error 
 		if err != nil {
 			return err
 		}
-		fds[fdAudit] = int(f.Fd())
+		fds[egresshost.FdAudit] = int(f.Fd())
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	// Far below the pipe's buffer: written whole before the exec.
-	if err := json.NewEncoder(w).Encode(set); err != nil {
+	if err := json.NewEncoder(w).Encode(set.Settings); err != nil {
 		return err
 	}
 	w.Close()
-	fds[fdSettings] = int(r.Fd())
-	self, err := os.Executable()
+	fds[egresshost.FdSettings] = int(r.Fd())
+	broker, err := brokerBinary()
 	if err != nil {
 		return err
 	}
@@ -191,127 +172,14 @@ func execServingBroker(g *Globals, id string, initPid int, socket string) error 
 	for i, fd := range fds {
 		list[i] = strconv.Itoa(fd)
 	}
-	argv := []string{self, BrokerVerb, "--serve-fds", strings.Join(list, ","), "--ready-fd", "3", id}
+	argv := []string{broker, "--serve-fds", strings.Join(list, ","), "--ready-fd", "3", id}
 	keep := []int{3}
 	for _, fd := range fds {
 		if fd >= 0 {
 			keep = append(keep, fd)
 		}
 	}
-	return egress.ExecUnprivileged(int(set.uid), int(set.gid), argv, []string{}, keep)
-}
-
-// ServeBroker is the broker once it runs unprivileged: it takes the
-// descriptors the root broker left it, puts itself under its seccomp
-// filter, reports "ok" on ready, and serves until the container's init
-// exits, its record is deleted or it gets SIGTERM.
-func ServeBroker(serveFds string, ready *os.File) error {
-	report := func(err error) error {
-		if ready != nil {
-			if err != nil {
-				fmt.Fprintln(ready, err)
-			} else {
-				fmt.Fprintln(ready, "ok")
-			}
-			ready.Close()
-		}
-		return err
-	}
-	b, ln, fds, err := servingBroker(serveFds)
-	if err != nil {
-		return report(err)
-	}
-	// Not dumpable: another process of the broker's uid (another
-	// container's broker) cannot trace it or read its memory.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		return report(fmt.Errorf("egress broker: %w", err))
-	}
-	if err := egress.InstallFilter(); err != nil {
-		return report(err)
-	}
-	report(nil)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		defer cancel()
-		polled := []unix.PollFd{{Fd: int32(fds[fdInit]), Events: unix.POLLIN}}
-		for ctx.Err() == nil {
-			n, err := unix.Poll(polled, 1000)
-			if err == nil && n > 0 {
-				return // the init exited: the container's network is gone
-			}
-			var st unix.Stat_t
-			if unix.Fstat(fds[fdRecord], &st) == nil && st.Nlink == 0 {
-				return // deleted
-			}
-		}
-	}()
-	if ln.Addr().Network() == "unix" {
-		// Room for the connections the profile allows and a few being
-		// refused or closing: the rest wait, or are reset.
-		ln = egress.MuxListener(ln, b.MaxConns+8)
-	}
-	return b.Serve(ctx, ln)
-}
-
-// servingBroker rebuilds the broker from what --serve-fds hands over.
-func servingBroker(serveFds string) (*egress.Broker, net.Listener, []int, error) {
-	parts := strings.Split(serveFds, ",")
-	if len(parts) != nServeFds {
-		return nil, nil, nil, fmt.Errorf("egress broker: --serve-fds %q: want %d descriptors", serveFds, nServeFds)
-	}
-	fds := make([]int, nServeFds)
-	for i, p := range parts {
-		fd, err := strconv.Atoi(p)
-		if err != nil || (fd < 3 && !(i == fdAudit && fd == -1)) {
-			return nil, nil, nil, fmt.Errorf("egress broker: --serve-fds %q: bad descriptor %q", serveFds, p)
-		}
-		fds[i] = fd
-	}
-	sf := os.NewFile(uintptr(fds[fdSettings]), "settings")
-	var set brokerSettings
-	err := json.NewDecoder(sf).Decode(&set)
-	sf.Close()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("egress broker: settings: %w", err)
-	}
-	allow, err := specs.ParseEgress(set.Egress)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("egress broker %s: %w", set.ID, err)
-	}
-	lf := os.NewFile(uintptr(fds[fdListener]), "listener")
-	ln, err := net.FileListener(lf)
-	lf.Close()
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("egress broker %s: listener: %w", set.ID, err)
-	}
-	var log *os.File
-	if fds[fdAudit] >= 0 {
-		log = os.NewFile(uintptr(fds[fdAudit]), "audit log")
-	}
-	rec := &state.Record{ID: set.ID, Profile: set.Profile, Backend: set.Backend, Mode: set.Mode}
-	b := &egress.Broker{Allow: allow, MaxConns: set.MaxConns, MaxBytes: set.MaxBytes,
-		Audit: func(c egress.Connection) { auditConnection(log, rec, c) }, AuditOverhead: auditOverhead(rec)}
-	return b, ln, fds, nil
-}
-
-// auditOverhead is what an egress line of rec's takes beside the fields
-// the job chooses (destination, address, reason), at its longest: the
-// record's id and profile are the caller's and the operator's, and a
-// fixed guess undercounted long ones.
-func auditOverhead(rec *state.Record) int {
-	longest := int64(math.MaxInt64)
-	e := &audit.Entry{Event: "egress", ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode,
-		Destination: "x", Address: "x", BytesSent: &longest, BytesReceived: &longest, Outcome: "left out", Error: "x",
-		Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}
-	line, err := json.Marshal(e)
-	if err != nil {
-		return 0
-	}
-	// The newline, less the three values "x" that stand in for the job's.
-	return len(line) + 1 - 3*len(`"x"`)
+	return egresshost.ExecUnprivileged(int(set.uid), int(set.gid), argv, []string{}, keep)
 }
 
 // newBroker reads the container's profile from its record and opens the
@@ -361,31 +229,31 @@ func newBroker(g *Globals, id string, initPid int, socket string) (*brokerSettin
 	}
 	var ln net.Listener
 	if socket != "" {
-		ln, err = egress.ListenUnix(socket)
+		ln, err = egresshost.ListenUnix(socket)
 	} else {
-		ln, err = egress.ListenIn(initPid, pidfd, specs.EgressProxyAddr)
+		ln, err = egresshost.ListenIn(initPid, pidfd, specs.EgressProxyAddr)
 	}
 	if err != nil {
 		unix.Close(pidfd)
 		return nil, nil, -1, fmt.Errorf("egress broker %s: %w", id, err)
 	}
-	set := &brokerSettings{Egress: profile.Egress, MaxConns: profile.EgressConnections, MaxBytes: maxBytes,
-		ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode,
+	set := &brokerSettings{Settings: egresshost.Settings{Egress: profile.Egress, MaxConns: profile.EgressConnections, MaxBytes: maxBytes,
+		ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode},
 		uid: uid, gid: gid, auditLog: cfg.AuditLog}
 	return set, ln, pidfd, nil
 }
 
-// auditConnection writes one line of the audit log, open as log (nil:
-// none), for one connection.
-func auditConnection(log *os.File, rec *state.Record, c egress.Connection) {
-	if log == nil {
-		return
+// brokerBinary is the unprivileged broker's program, next to the running
+// bulkhead, judged as every program of bulkhead's own is before root runs
+// it: root's, in directories only root may change.
+func brokerBinary() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("egress broker: locating %s: %w", egresshost.BrokerBinary, err)
 	}
-	sent, received := c.Sent, c.Received
-	e := &audit.Entry{Event: "egress", ID: rec.ID, Profile: rec.Profile, Backend: rec.Backend, Mode: rec.Mode,
-		Destination: c.Destination, Address: c.Address, BytesSent: &sent, BytesReceived: &received,
-		Outcome: c.Verdict, Error: c.Reason}
-	if err := audit.WriteTo(log, e); err != nil {
-		logrus.Warnf("bulkhead: %v", err)
+	path := filepath.Join(filepath.Dir(self), egresshost.BrokerBinary)
+	if why := ownBinaryRefusal(path); why != "" {
+		return "", fmt.Errorf("egress broker: %s", why)
 	}
+	return path, nil
 }

@@ -4,17 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"bulkhead.dev/bulkhead/runtime/egresshost"
 )
 
 // stopBroker ends a container's broker: SIGTERM, which closes its
 // connections and writes their audit lines, then SIGKILL if it is still
 // there after 5 s.
 func stopBroker(pid int, id string) error {
-	return stopDetached("egress broker", BrokerVerb, pid, id, 5*time.Second)
+	return stopDetached("egress broker", pid, 5*time.Second, func(args []string) bool {
+		// The root broker becomes the broker's program in the same process.
+		return runsVerb(args, BrokerVerb, id) || runsProgram(args, egresshost.BrokerBinary, id)
+	})
 }
 
 // stopWatchdog ends a container's watchdog once its record is gone, so
@@ -24,14 +31,14 @@ func stopBroker(pid int, id string) error {
 // evidence that the record's removal gives at once, so 20 s is only a
 // watchdog that does not answer.
 func stopWatchdog(pid int, id string) error {
-	return stopDetached("watchdog", WatchdogVerb, pid, id, 20*time.Second)
+	return stopDetached("watchdog", pid, 20*time.Second, func(args []string) bool { return runsVerb(args, WatchdogVerb, id) })
 }
 
-// stopDetached ends the process bulkhead left running beside container
-// id as verb (detach.Spawn): SIGTERM, then SIGKILL after grace, and
-// waits for it to go. A pid that no longer runs verb for id is left
+// stopDetached ends the process bulkhead left running beside a container
+// (detach.Spawn): SIGTERM, then SIGKILL after grace, and waits for it to
+// go. A pid whose command line is no longer one runs accepts is left
 // alone.
-func stopDetached(name, verb string, pid int, id string, grace time.Duration) error {
+func stopDetached(name string, pid int, grace time.Duration, runs func(args []string) bool) error {
 	if pid <= 0 {
 		return nil
 	}
@@ -44,7 +51,7 @@ func stopDetached(name, verb string, pid int, id string, grace time.Duration) er
 	}
 	defer p.release()
 	// Checked after the pidfd is held: the pid cannot be reused meanwhile.
-	if !runsVerb(pid, verb, id) {
+	if !runs(cmdline(pid)) {
 		return nil
 	}
 	if err := p.signal(unix.SIGTERM); err != nil {
@@ -62,13 +69,23 @@ func stopDetached(name, verb string, pid int, id string, grace time.Duration) er
 	return nil
 }
 
-// runsVerb tells whether pid runs bulkhead's hidden verb for id, not a
-// reused pid.
-func runsVerb(pid int, verb, id string) bool {
+// cmdline is the command line of pid, nil when it cannot be read.
+func cmdline(pid int) []string {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
+	if err != nil || len(data) == 0 {
+		return nil
 	}
-	args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-	return len(args) > 1 && args[len(args)-1] == id && strings.Contains(string(data), "\x00"+verb+"\x00")
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+}
+
+// runsVerb tells whether a command line is bulkhead's hidden verb for id,
+// not a reused pid's.
+func runsVerb(args []string, verb, id string) bool {
+	return len(args) > 1 && args[len(args)-1] == id && slices.Contains(args[1:], verb)
+}
+
+// runsProgram tells whether a command line is bulkhead's own program for
+// id.
+func runsProgram(args []string, program, id string) bool {
+	return len(args) > 1 && args[len(args)-1] == id && filepath.Base(args[0]) == program
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"bulkhead.dev/bulkhead/runtime/backend"
-	"bulkhead.dev/bulkhead/runtime/egress"
+	"bulkhead.dev/bulkhead/runtime/egresshost"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
 )
@@ -160,7 +160,7 @@ func runEgressForwarder(g *Globals, b *backend.Backend, p *specs.Profile, id str
 	defer errFile.Close()
 	// The forwarder's way to the broker: a connection to its socket, made
 	// here on the host and donated as the forwarder's standard input.
-	conn, err := egress.DialUnix(filepath.Join(dir, egressSocketName))
+	conn, err := egresshost.DialUnix(filepath.Join(dir, egressSocketName))
 	if err != nil {
 		return fmt.Errorf("the broker's socket: %w", err)
 	}

@@ -76,7 +76,7 @@ func Inspect(g *Globals, id string) (*Inspection, error) {
 	}
 	if rec.WatchdogPid > 0 {
 		in.Watchdog = "gone"
-		if unix.Kill(rec.WatchdogPid, 0) == nil && runsVerb(rec.WatchdogPid, WatchdogVerb, id) {
+		if unix.Kill(rec.WatchdogPid, 0) == nil && runsVerb(cmdline(rec.WatchdogPid), WatchdogVerb, id) {
 			in.Watchdog = "running"
 		}
 	}

@@ -18,15 +18,11 @@ func brokerCommand(g *runtime.Globals) *cli.Command {
 		readyWhen: "the broker listens",
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "socket", Usage: "listen on this unix socket (runsc) instead of in the container's network namespace"},
-			&cli.StringFlag{Name: "serve-fds", Usage: "descriptors the root broker hands to the unprivileged one"},
 		},
 		spawn: func(c *cli.Context, id string) error {
 			return runtime.SpawnBroker(g, id, c.Int("pid"), c.String("socket"))
 		},
 		run: func(c *cli.Context, id string, ready *os.File) error {
-			if fds := c.String("serve-fds"); fds != "" {
-				return runtime.ServeBroker(fds, ready)
-			}
 			return runtime.RunBroker(g, id, c.Int("pid"), c.String("socket"), ready)
 		},
 	}.command()

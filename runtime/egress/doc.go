@@ -7,7 +7,7 @@
 // audit line per connection.
 //
 // The broker listens on a TCP socket inside the container's own network
-// namespace (ListenIn) rather than on a unix socket. Every HTTP client
+// namespace (egresshost.ListenIn) rather than on a unix socket. Every HTTP client
 // takes a proxy as http://host:port and none takes a socket path; a unix
 // socket would have to be bound into the rootfs (a host socket crossing the
 // boundary, which the host mounts rule refuses for good reason) and

@@ -20,7 +20,8 @@ var (
 )
 
 // Dir returns a directory holding bulkhead, bulkhead-runsc,
-// bulkhead-probe, bulkhead-seccomp-exec and bulkhead-egress-forward.
+// bulkhead-probe, bulkhead-seccomp-exec, bulkhead-egress-forward and
+// bulkhead-egress-broker.
 func Dir(t testing.TB) string {
 	t.Helper()
 	if d := os.Getenv("BULKHEAD_BIN"); d != "" {
@@ -59,6 +60,7 @@ func build() (string, error) {
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-probe"), "./cmd/bulkhead-probe"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-seccomp-exec"), "./cmd/bulkhead-seccomp-exec"}},
 		{[]string{"CGO_ENABLED=0"}, []string{"build", "-o", filepath.Join(out, "bulkhead-egress-forward"), "./cmd/bulkhead-egress-forward"}},
+		{nil, []string{"build", "-o", filepath.Join(out, "bulkhead-egress-broker"), "./cmd/bulkhead-egress-broker"}},
 	}
 	for _, s := range steps {
 		cmd := exec.Command("go", s.args...)

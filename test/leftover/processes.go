@@ -8,22 +8,24 @@ import (
 	"strings"
 
 	"bulkhead.dev/bulkhead/runtime"
+	"bulkhead.dev/bulkhead/runtime/egresshost"
 )
 
 // Brokers lists the pids of the egress brokers of container id.
-func Brokers(id string) []int { return processes(runtime.BrokerVerb, id) }
+func Brokers(id string) []int { return processes(runtime.BrokerVerb, egresshost.BrokerBinary, id) }
 
 // Watchdogs lists the pids of the watchdogs of container id.
-func Watchdogs(id string) []int { return processes(runtime.WatchdogVerb, id) }
+func Watchdogs(id string) []int { return processes(runtime.WatchdogVerb, "", id) }
 
 // processes lists the pids of bulkhead's hidden verb for container id,
-// found by their command line: each stage of the verb names it and ends
-// with the id (the serving broker keeps no other of bulkhead's flags).
+// found by their command line: each stage of the verb names it, or is the
+// program of its own the verb became (the serving broker), and ends with
+// the id.
 // The --spawn intermediate only starts the real process and is gone when
 // create returns, and a child the process forks (to ask the backend for
 // the state) shows its command line until it execs: neither is a second
 // one.
-func processes(verb, id string) []int {
+func processes(verb, program, id string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
@@ -36,7 +38,8 @@ func processes(verb, id string) []int {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-		if len(args) > 2 && args[len(args)-1] == id && slices.Contains(args[1:], verb) && !slices.Contains(args, "--spawn") {
+		ours := slices.Contains(args[1:], verb) || (program != "" && filepath.Base(args[0]) == program)
+		if len(args) > 2 && args[len(args)-1] == id && ours && !slices.Contains(args, "--spawn") {
 			pids = append(pids, pid)
 		}
 	}

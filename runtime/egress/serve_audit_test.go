@@ -1,4 +1,4 @@
-package runtime
+package egress
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"bulkhead.dev/bulkhead/runtime/egress"
 	"bulkhead.dev/bulkhead/runtime/state"
 )
 
@@ -24,7 +23,7 @@ func TestAuditOverheadCoversTheLine(t *testing.T) {
 	}
 	defer log.Close()
 	quoted := func(s string) int { b, _ := json.Marshal(s); return len(b) }
-	for _, c := range []egress.Connection{
+	for _, c := range []Connection{
 		{Destination: "registry.npmjs.org:443", Address: "104.16.0.35:443", Verdict: "allowed", Sent: 1 << 40, Received: 1 << 50},
 		{Destination: "a&b.example:80", Verdict: "denied", Reason: `a "quoted" reason`},
 		{Verdict: "left out", Reason: "counted"},

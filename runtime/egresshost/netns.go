@@ -1,4 +1,4 @@
-package egress
+package egresshost
 
 import (
 	"errors"
