@@ -247,11 +247,10 @@ func newBroker(g *Globals, id string, initPid int, socket string) (*brokerSettin
 // bulkhead, judged as every program of bulkhead's own is before root runs
 // it: root's, in directories only root may change.
 func brokerBinary() (string, error) {
-	self, err := os.Executable()
+	path, err := besideBulkhead(egresshost.BrokerBinary)
 	if err != nil {
-		return "", fmt.Errorf("egress broker: locating %s: %w", egresshost.BrokerBinary, err)
+		return "", fmt.Errorf("egress broker: %w", err)
 	}
-	path := filepath.Join(filepath.Dir(self), egresshost.BrokerBinary)
 	if why := ownBinaryRefusal(path); why != "" {
 		return "", fmt.Errorf("egress broker: %s", why)
 	}

@@ -47,13 +47,7 @@ const (
 
 // egressForwarderSource is bulkhead-egress-forward on the host, next to
 // the running bulkhead; a variable so the runtime's own tests can name one.
-var egressForwarderSource = func() (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("locating %s: %w", egressForwarderBinary, err)
-	}
-	return filepath.Join(filepath.Dir(self), egressForwarderBinary), nil
-}
+var egressForwarderSource = func() (string, error) { return besideBulkhead(egressForwarderBinary) }
 
 // addEgressForwarder gives a runsc container with egress the forwarder,
 // read-only, and makes its init wait for it.

@@ -26,14 +26,16 @@ import (
 // seccompExecSource is bulkhead-seccomp-exec on the host: next to the
 // running bulkhead, as `make install` puts it. A variable so that the
 // runtime's own tests, whose binary has no such neighbour, name one.
-var seccompExecSource = besideBulkhead
+var seccompExecSource = func() (string, error) { return besideBulkhead(seccompexec.Binary) }
 
-func besideBulkhead() (string, error) {
+// besideBulkhead is the path of bulkhead's own program name, installed
+// next to the running bulkhead.
+func besideBulkhead(name string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("locating %s: %w", seccompexec.Binary, err)
+		return "", fmt.Errorf("locating %s: %w", name, err)
 	}
-	return filepath.Join(filepath.Dir(self), seccompexec.Binary), nil
+	return filepath.Join(filepath.Dir(self), name), nil
 }
 
 // addSeccompExec gives the handed spec the program's bind, with its

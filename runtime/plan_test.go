@@ -184,8 +184,9 @@ func TestCheckAndCreatePlanAlike(t *testing.T) {
 	const id = "plan-alike"
 	// Any file of root's that passes for bulkhead-seccomp-exec: these
 	// containers are planned and prepared, never run.
+	own := seccompExecSource
 	seccompExecSource = func() (string, error) { return bundle.Busybox, nil }
-	t.Cleanup(func() { seccompExecSource = besideBulkhead })
+	t.Cleanup(func() { seccompExecSource = own })
 	cases := append(capturedBundles(t, tmp, id), hostileBundles(t, tmp)...)
 	var accepted, refused, gvisorTranslated, workspaces, cgroupsChosen int
 	for _, c := range cases {
