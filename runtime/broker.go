@@ -100,8 +100,7 @@ func SpawnBroker(g *Globals, id string, initPid int, socket string) error {
 // (the listener in the network namespace of the container's init, the
 // audit log, the container's record) and replaces itself with the
 // unprivileged broker (bulkhead-egress-broker), which reports "ok" on
-// ready. Any
-// failure before that is reported on ready instead.
+// ready. Any failure before that is reported on ready instead.
 func RunBroker(g *Globals, id string, initPid int, socket string, ready *os.File) error {
 	err := execServingBroker(g, id, initPid, socket)
 	if ready != nil {

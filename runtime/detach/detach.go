@@ -57,6 +57,20 @@ func Spawn(name string, argv []string) (int, error) {
 	return pid, nil
 }
 
+// Report is what a detached process says on ready (nil: none), once:
+// "ok" when err is nil, else err, which Detach passes on as its error.
+func Report(ready *os.File, err error) error {
+	if ready != nil {
+		if err != nil {
+			fmt.Fprintln(ready, err)
+		} else {
+			fmt.Fprintln(ready, "ok")
+		}
+		ready.Close()
+	}
+	return err
+}
+
 // Detach is the intermediate: it starts argv in a session of its own with
 // stdio on /dev/null and the write end of a pipe as fd 3, waits until it
 // writes "ok" there, prints its pid and exits.

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/audit"
+	"bulkhead.dev/bulkhead/runtime/detach"
 	"bulkhead.dev/bulkhead/runtime/egresshost"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/specs"
@@ -28,17 +29,7 @@ import (
 // reports "ok" on ready, and serves until the container's init exits, its
 // record is deleted or it gets SIGTERM.
 func ServeHandedOver(serveFds string, ready *os.File) error {
-	report := func(err error) error {
-		if ready != nil {
-			if err != nil {
-				fmt.Fprintln(ready, err)
-			} else {
-				fmt.Fprintln(ready, "ok")
-			}
-			ready.Close()
-		}
-		return err
-	}
+	report := func(err error) error { return detach.Report(ready, err) }
 	b, ln, fds, err := handedOver(serveFds)
 	if err != nil {
 		return report(err)

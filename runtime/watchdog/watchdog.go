@@ -14,6 +14,7 @@ import (
 
 	"bulkhead.dev/bulkhead/runtime/audit"
 	"bulkhead.dev/bulkhead/runtime/backend"
+	"bulkhead.dev/bulkhead/runtime/detach"
 	"bulkhead.dev/bulkhead/runtime/state"
 )
 
@@ -62,16 +63,7 @@ func (wd *Watch) Run(ready *os.File) error {
 		wd.step.Lock()
 		os.Exit(0)
 	}()
-	err := wd.open()
-	if ready != nil {
-		if err != nil {
-			fmt.Fprintln(ready, err)
-		} else {
-			fmt.Fprintln(ready, "ok")
-		}
-		ready.Close()
-	}
-	if err != nil {
+	if err := detach.Report(ready, wd.open()); err != nil {
 		return err
 	}
 	defer wd.close()
