@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,6 +265,72 @@ func TestPreserveFdsRefusesAHostDirectory(t *testing.T) {
 		t.Fatalf("the container ran with the host's / as fd 3:\n%s", res.stdout)
 	}
 	assertGone(t, root, "runc", id)
+}
+
+// TestPreserveFdsRefusesWhatTheJobCouldTurn: a memfd is 0777 on a mount
+// that allows execution, so a job handed one writable writes its own code
+// into it and runs it through /proc/self/fd/3, past the noexec /tmp and
+// the seccomp rule that keeps memfd_create from it; a listening TCP
+// socket keeps the host's network namespace, where the job can take it
+// off its address and bind it to any of the host's. run refuses both,
+// naming the descriptor, and runs nothing. A memfd made with
+// MFD_NOEXEC_SEAL is handed: the job writes it and cannot run it.
+func TestPreserveFdsRefusesWhatTheJobCouldTurn(t *testing.T) {
+	needRoot(t, "runc")
+	script := "echo ran; printf '#!/bin/sh\\necho own code ran\\n' > /proc/self/fd/3; /proc/self/fd/3; echo exit=$?"
+	memfd := func(flags int) *os.File {
+		fd, err := unix.MemfdCreate("handed", unix.MFD_CLOEXEC|flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os.NewFile(uintptr(fd), "memfd")
+	}
+	listener := func() *os.File {
+		l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		f, err := l.File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, c := range []struct {
+		name, refusal string
+		file          func() *os.File
+	}{
+		{"memfd", "--preserve-fds: descriptor 3 is a file the job could write and then execute", func() *os.File { return memfd(0) }},
+		{"listening TCP socket", "--preserve-fds: descriptor 3 is an IP socket", listener},
+		{"memfd made with MFD_NOEXEC_SEAL", "", func() *os.File { return memfd(unix.MFD_NOEXEC_SEAL) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := stateRoot(t)
+			b := bundle.New(t, []string{"sh", "-c", script})
+			id := uniqueID("fds-turn")
+			f := c.file()
+			defer f.Close()
+			t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+			res := bulkheadWithFiles(t, []*os.File{f}, "--root", root, "run", "--preserve-fds", "1", "--bundle", b, id)
+			if strings.Contains(res.stdout, "own code ran") {
+				t.Fatalf("the job ran code it wrote into fd 3:\n%s", res.stdout)
+			}
+			if c.refusal == "" {
+				if res.code != 0 || !strings.Contains(res.stdout, "ran") || !strings.Contains(res.stdout, "exit=126") {
+					t.Fatalf("run with fd 3 handed: exit %d, want the job to run and fail to execute fd 3 (126)\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+				}
+				return
+			}
+			if res.code == 0 || !strings.Contains(res.stderr, c.refusal) {
+				t.Fatalf("run --preserve-fds 1: exit %d, want %q\nstdout: %s\nstderr: %s", res.code, c.refusal, res.stdout, res.stderr)
+			}
+			if strings.Contains(res.stdout, "ran") {
+				t.Fatalf("the container ran:\n%s", res.stdout)
+			}
+			assertGone(t, root, "runc", id)
+		})
+	}
 }
 
 // TestRunRefusesADirectoryAsStdin: `bulkhead run ID < /` would give the

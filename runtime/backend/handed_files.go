@@ -107,8 +107,18 @@ func JudgeHandedFile(fd int, stdio bool) error {
 	if target, lerr := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); lerr == nil && what != "" {
 		what += " (" + target + ")"
 	}
-	return fmt.Errorf("%s is %s: %w; hand the container a pipe or a file instead", name, what, err)
+	instead := "a pipe or a file"
+	var h handInstead
+	if errors.As(err, &h) {
+		instead = h.instead
+	}
+	return fmt.Errorf("%s is %s: %w; hand the container %s instead", name, what, err, instead)
 }
+
+// handInstead is a refusal that knows what to hand in its place.
+type handInstead struct{ why, instead string }
+
+func (h handInstead) Error() string { return h.why }
 
 // handedFileRefusal returns what fd is and, when it is refused, why.
 func handedFileRefusal(fd int, stdio bool) (string, error) {
@@ -132,6 +142,10 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 			return "a file", fmt.Errorf("fstatfs: %w", err)
 		}
 		if _, ok := dataFilesystems[int64(fs.Type)]; ok {
+			if why := writeThenRun(fd, flags, &st, &fs); why != "" {
+				return "a file the job could write and then execute", handInstead{why,
+					"a file of root's read-only or without execute permission, a memfd sealed against writes (F_SEAL_WRITE) or made with MFD_NOEXEC_SEAL, a file on a noexec filesystem, or a pipe"}
+			}
 			return "", nil
 		}
 		if fs.Type == unix.ANON_INODE_FS_MAGIC {
@@ -164,23 +178,54 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 	return fmt.Sprintf("a file of type %#o", st.Mode&unix.S_IFMT), fmt.Errorf("the policy does not know it")
 }
 
-// judgeHandedSocket lets only a listening unix or IP socket through, and
-// only as a preserved descriptor: socket activation, what --preserve-fds
+// writeThenRun says why the job could write its own code into the
+// regular file fd and run it through /proc/self/fd/N, or "": a way past
+// the noexec /tmp and the seccomp rule that keeps memfd_create from it (a
+// memfd is 0777, and its mount allows execution). The file's own mount
+// decides execution, not the container's. The job never runs as root but
+// may be the file's owner, who can chmod it; a file others may write can
+// be opened again for writing through /proc/self/fd whatever fd's mode;
+// a memfd sealed against writes is written by no one.
+func writeThenRun(fd, flags int, st *unix.Stat_t, fs *unix.Statfs_t) string {
+	if fs.Flags&unix.ST_NOEXEC != 0 {
+		return ""
+	}
+	if st.Uid != 0 {
+		return fmt.Sprintf("it is uid %d's, on a filesystem that allows execution: if the job runs as that user it can make it executable, write its own code into it and run that through /proc/self/fd", st.Uid)
+	}
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	sealed := err == nil && seals&unix.F_SEAL_WRITE != 0
+	writable := !sealed && (flags&unix.O_ACCMODE != unix.O_RDONLY || st.Mode&0o022 != 0)
+	if writable && st.Mode&0o111 != 0 {
+		return fmt.Sprintf("it is executable (mode %04o) and writable, on a filesystem that allows execution: the job could write its own code into it and run that through /proc/self/fd", st.Mode&0o7777)
+	}
+	return ""
+}
+
+// judgeHandedSocket lets only a listening unix socket through, and only
+// as a preserved descriptor: socket activation, what --preserve-fds
 // exists for. A socket keeps the network namespace it was made in, so
 // any other one reaches past the container's empty network: an
 // unconnected or raw one is the host's network (connect to a host-only
 // service or an abstract unix socket, read and forge IP traffic), a
 // connected one the service at its other end (a docker.sock connection
-// is the host's engine). That holds for stdio too: engines hand pipes
-// and FIFOs, and a caller with a socket for stdio (ssh, inetd) hands
-// the container a pipe instead (`... | bulkhead run ... | cat`).
+// is the host's engine), and a listening IP one the host's network too,
+// since the job can take it off its address (connect with AF_UNSPEC) and
+// bind it again to any address and port of the host's. That holds for
+// stdio too: engines hand pipes and FIFOs, and a caller with a socket for
+// stdio (ssh, inetd) hands the container a pipe instead (`... | bulkhead
+// run ... | cat`).
 func judgeHandedSocket(fd int, stdio bool) (string, error) {
 	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
 		return "a socket", fmt.Errorf("SO_DOMAIN: %w", err)
 	}
-	if domain != unix.AF_UNIX && domain != unix.AF_INET && domain != unix.AF_INET6 {
-		return fmt.Sprintf("a socket of family %d", domain), fmt.Errorf("only unix and IP sockets may be handed")
+	if domain == unix.AF_INET || domain == unix.AF_INET6 {
+		return "an IP socket", handInstead{"it keeps the network namespace it was made in: the job could take a listening one off its address and bind it to any address and port there",
+			"a listening unix socket (socket activation) or a pipe"}
+	}
+	if domain != unix.AF_UNIX {
+		return fmt.Sprintf("a socket of family %d", domain), fmt.Errorf("only unix sockets may be handed")
 	}
 	if stdio {
 		return "a socket", fmt.Errorf("a socket keeps the network it was made in: as stdio it reaches past the container's empty network (an unconnected one to the host's, a connected one to the service at its other end)")
@@ -192,7 +237,7 @@ func judgeHandedSocket(fd int, stdio bool) (string, error) {
 	if listening == 1 {
 		return "", nil
 	}
-	return "a socket that is not listening", fmt.Errorf("a connected or unconnected socket reaches past the container's empty network; only a listening socket (socket activation) may be preserved")
+	return "a socket that is not listening", fmt.Errorf("a connected or unconnected socket reaches past the container's empty network; only a listening unix socket (socket activation) may be preserved")
 }
 
 // JudgeHanded judges what a verb whose stdio reaches a container process

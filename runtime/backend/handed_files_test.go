@@ -32,14 +32,21 @@ func TestJudgeHandedFile(t *testing.T) {
 		{"/dev/urandom", openPath("/dev/urandom", unix.O_RDONLY), "", ""},
 		{"pipe", openPipe, "", ""},
 		{"regular temp file", openPath(tempFile(t), unix.O_RDWR), "", ""},
-		{"memfd", openMemfd, "", ""},
+		{"executable temp file, read-only", openPath(executableFile(t, t.TempDir(), 0), unix.O_RDONLY), "", ""},
+		{"executable temp file, open for writing", openPath(executableFile(t, t.TempDir(), 0), unix.O_RDWR), "could write and then execute", "could write and then execute"},
+		{"temp file of uid 1000", openPath(executableFile(t, t.TempDir(), 1000), unix.O_RDONLY), "uid 1000's", "uid 1000's"},
+		{"executable file on a noexec mount, open for writing", openPath(executableFile(t, noexecDir(t), 1000), unix.O_RDWR), "", ""},
+		{"memfd", openMemfd(0), "could write and then execute", "could write and then execute"},
+		{"memfd sealed against writes", openSealedMemfd, "", ""},
+		{"memfd made with MFD_NOEXEC_SEAL", openMemfd(unix.MFD_NOEXEC_SEAL), "", ""},
 		{"/proc/self/status", openPath("/proc/self/status", unix.O_RDONLY), "pseudo filesystem", "pseudo filesystem"},
 		{"a file in /sys/fs/cgroup", openCgroupFile, "pseudo filesystem", "pseudo filesystem"},
 		{"eventfd", openEventfd, "anonymous kernel object", "anonymous kernel object"},
 		{"pidfd", openPidfd, "pidfd", "pidfd"},
 		{"listening unix socket", openListener, "keeps the network it was made in", ""},
 		{"connected unix socket", openSocketpair, "keeps the network it was made in", "not listening"},
-		{"unconnected TCP socket", openTCPSocket, "keeps the network it was made in", "not listening"},
+		{"unconnected TCP socket", openTCPSocket, "an IP socket", "an IP socket"},
+		{"listening TCP socket", openTCPListener, "an IP socket", "an IP socket"},
 		{"/dev/ptmx", openPath("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY), "pty master", "pty master"},
 		{"pty slave", openPtySlave, "", ""},
 		{"/dev/kmsg", openPath("/dev/kmsg", unix.O_RDONLY), "character device 1:11", "character device 1:11"},
@@ -148,13 +155,45 @@ func openPipe(t *testing.T) int {
 	return int(r.Fd())
 }
 
-func openMemfd(t *testing.T) int {
-	fd, err := unix.MemfdCreate("handed", unix.MFD_CLOEXEC)
-	if err != nil {
+func openMemfd(flags int) func(t *testing.T) int {
+	return func(t *testing.T) int {
+		fd, err := unix.MemfdCreate("handed", unix.MFD_CLOEXEC|flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+}
+
+func openSealedMemfd(t *testing.T) int {
+	fd := openMemfd(unix.MFD_ALLOW_SEALING)(t)
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fd) })
 	return fd
+}
+
+// executableFile is a file of mode 0755 in dir, owned by uid.
+func executableFile(t *testing.T, dir string, uid int) string {
+	path := filepath.Join(dir, "program")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, uid, uid); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// noexecDir is a directory on a tmpfs of its own mounted noexec.
+func noexecDir(t *testing.T) string {
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOEXEC|unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
+		t.Fatalf("mount a noexec tmpfs (the unit tests run as root): %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
 }
 
 func openCgroupFile(t *testing.T) int {
@@ -244,6 +283,22 @@ func childOutput(stdin *os.File, env string) (string, error) {
 	cmd.Stdin = stdin
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// openTCPListener is a socket listening on the host's loopback: in the
+// container it could be bound again to any address of the host's.
+func openTCPListener(t *testing.T) int {
+	l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := l.File()
+	l.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return int(f.Fd())
 }
 
 // openTCPSocket is a socket of the host's network namespace, never
