@@ -78,29 +78,24 @@ func doctorLive(ctx context.Context, g *Globals, opt doctor.Options, name string
 		c.Status, c.Found = doctor.StatusFail, "bundle: "+err.Error()
 		return c
 	}
-	// The never-started container keeps create's stdio: files, not
-	// pipes, so nothing waits on it.
-	logPath := filepath.Join(work, "create.log")
-	logFile, err := os.Create(logPath)
+	// The never-started container keeps create's stdio: a drained log,
+	// so nothing waits on it.
+	log, err := newDrainedLog(filepath.Join(work, "create.log"))
 	if err != nil {
 		c.Status, c.Found = doctor.StatusFail, err.Error()
 		return c
 	}
-	defer logFile.Close()
-	if err := giveToContainer(logFile, sel); err != nil {
-		c.Status, c.Found = doctor.StatusFail, err.Error()
-		return c
-	}
 	create := exec.CommandContext(ctx, self, p.bulkheadArgv("create", "--bundle", p.bundle.Dir, "--pid-file", filepath.Join(work, "init.pid"), id)[1:]...)
-	create.Stdout, create.Stderr = logFile, logFile
+	create.Stdout, create.Stderr = log.w, log.w
 	create.Cancel = func() error { return create.Process.Signal(syscall.SIGTERM) }
 	create.WaitDelay = backend.Timeout
 	p.created = true
 	start := time.Now()
 	err = create.Run()
 	took := time.Since(start).Round(time.Millisecond)
+	log.handed()
 	if err != nil {
-		c.Status, c.Found = doctor.StatusFail, fmt.Sprintf("create refused or failed after %s (%v): %s", took, err, probeLogTail(logPath))
+		c.Status, c.Found = doctor.StatusFail, fmt.Sprintf("create refused or failed after %s (%v): %s", took, err, log.tail(5*time.Second))
 		c.Fix = "no container can run on this backend; the lines above name the cause"
 		return c
 	}

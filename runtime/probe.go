@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	"bulkhead.dev/bulkhead/runtime/probe"
 	"bulkhead.dev/bulkhead/runtime/state"
 	"bulkhead.dev/bulkhead/runtime/workspace"
-	"bulkhead.dev/bulkhead/specs"
 )
 
 // ProbeOptions configure one `bulkhead probe`.
@@ -177,20 +175,14 @@ func (p *probeRun) run(ctx context.Context) error {
 	}
 
 	// The container's stdout is this pipe; its stderr and bulkhead's go to
-	// a file (a pipe nobody drains could block the container), the
-	// container's own from the start (see giveToContainer).
+	// a drained log.
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer outR.Close()
-	errFile, err := os.Create(filepath.Join(p.work, "stderr.log"))
+	errLog, err := newDrainedLog(filepath.Join(p.work, "stderr.log"))
 	if err != nil {
-		outW.Close()
-		return err
-	}
-	defer errFile.Close()
-	if err := giveToContainer(errFile, p.sel); err != nil {
 		outW.Close()
 		return err
 	}
@@ -203,7 +195,7 @@ func (p *probeRun) run(ctx context.Context) error {
 
 	pidFile := filepath.Join(p.work, "init.pid")
 	create := exec.CommandContext(ctx, p.opt.Bulkhead, p.bulkheadArgv("create", "--bundle", p.bundle.Dir, "--pid-file", pidFile, p.rep.ID)[1:]...)
-	create.Stdin, create.Stdout, create.Stderr = devNull, outW, errFile
+	create.Stdin, create.Stdout, create.Stderr = devNull, outW, errLog.w
 	// Interrupted, bulkhead create must still undo what it made: it gets
 	// SIGTERM (which it forwards to the backend), not SIGKILL.
 	create.Cancel = func() error { return create.Process.Signal(syscall.SIGTERM) }
@@ -211,8 +203,9 @@ func (p *probeRun) run(ctx context.Context) error {
 	p.created = true // a failed create is cleaned up by create; delete is harmless
 	err = create.Run()
 	outW.Close() // the container holds its own copy
+	errLog.handed()
 	if err != nil {
-		return fmt.Errorf("create refused or failed (%v): %s", err, probeLogTail(filepath.Join(p.work, "stderr.log")))
+		return fmt.Errorf("create refused or failed (%v): %s", err, errLog.tail(5*time.Second))
 	}
 
 	reg, err := state.OpenRegistry(p.g.Root)
@@ -317,37 +310,4 @@ func (p *probeRun) cleanup() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// probeLogTail is the last lines of a log file, for an error message.
-func probeLogTail(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
-	}
-	return strings.Join(lines, " | ")
-}
-
-// giveToContainer makes a file bulkhead hands its probe's container as
-// stdio the uid's the backend would give it to anyway (runc: the uid the
-// container runs as; runsc: its sandbox's host user), since create
-// refuses a stdio file that is not already that uid's
-// (Backend.JudgeStdioOwner). The file lies in a directory only root may
-// enter and is removed with it. The probe's bundle asks for root, which
-// the identity rule replaces with the profile's uid in enforce mode; in
-// audit mode the container runs as root.
-func giveToContainer(f *os.File, sel *Selection) error {
-	prof := &sel.Profile
-	if prof.Mode != specs.Enforce {
-		return nil
-	}
-	uid := sel.Backend.StdioOwner(prof.UID)
-	if err := f.Chown(int(uid), -1); err != nil {
-		return fmt.Errorf("give %s to uid %d: %w", f.Name(), uid, err)
-	}
-	return nil
 }

@@ -370,7 +370,8 @@ func TestRunRefusesADirectoryAsStdin(t *testing.T) {
 // TestRunRefusesAFileRuncWouldChown: runc's init chowns a stdio file to
 // the container's uid (65534 under the default profile), so `run` with a
 // root-owned file or named FIFO as stdout is refused and keeps its owner;
-// a file already 65534's, and a pipe, are handed over.
+// a file already 65534's, on a noexec filesystem, and a pipe are handed
+// over.
 func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
@@ -400,9 +401,9 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 		}
 		return st.Uid
 	}
-	stdoutFile := func(uid int) *os.File {
+	stdoutFile := func(dir string, uid int) *os.File {
 		t.Helper()
-		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+		f, err := os.Create(filepath.Join(dir, "out"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +414,7 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 		return f
 	}
 
-	rootOwned := stdoutFile(0)
+	rootOwned := stdoutFile(t.TempDir(), 0)
 	code, stderr := runWithStdout(rootOwned)
 	if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a regular file ("+rootOwned.Name()+") owned by uid 0; runc would give it to the container's uid 65534") {
 		t.Fatalf("run with a root-owned file as stdout: exit %d\nstderr: %s", code, stderr)
@@ -446,9 +447,23 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 	}
 	assertGone(t, root, "runc", id)
 
-	sandboxOwned := stdoutFile(65534)
+	// A file of the sandbox's own uid is the job's to write, where it
+	// cannot run it: where execution is allowed the job could make it
+	// executable, write its own code and run that through /proc/self/fd.
+	runnable := stdoutFile(t.TempDir(), 65534)
+	code, stderr = runWithStdout(runnable)
+	if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a file the job could write and then execute") {
+		t.Fatalf("run with a file of uid 65534 on a filesystem that allows execution as stdout: exit %d\nstderr: %s", code, stderr)
+	}
+	assertGone(t, root, "runc", id)
+	noexec := t.TempDir()
+	if err := unix.Mount("bulkhead-test", noexec, "tmpfs", unix.MS_NOEXEC|unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(noexec, unix.MNT_DETACH) })
+	sandboxOwned := stdoutFile(noexec, 65534)
 	if code, stderr := runWithStdout(sandboxOwned); code != 0 {
-		t.Fatalf("run with a file of uid 65534 as stdout: exit %d\nstderr: %s", code, stderr)
+		t.Fatalf("run with a file of uid 65534 on a noexec filesystem as stdout: exit %d\nstderr: %s", code, stderr)
 	}
 	if data, _ := os.ReadFile(sandboxOwned.Name()); string(data) != "ran\n" {
 		t.Fatalf("the container's stdout file holds %q, want \"ran\\n\"", data)

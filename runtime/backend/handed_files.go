@@ -144,7 +144,7 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 		if _, ok := dataFilesystems[int64(fs.Type)]; ok {
 			if why := writeThenRun(fd, flags, &st, &fs); why != "" {
 				return "a file the job could write and then execute", handInstead{why,
-					"a file of root's read-only or without execute permission, a memfd sealed against writes (F_SEAL_WRITE) or made with MFD_NOEXEC_SEAL, a file on a noexec filesystem, or a pipe"}
+					"a pipe, or a file the job cannot run: root's and read-only or not executable, a memfd sealed against writes (F_SEAL_WRITE) or made with MFD_NOEXEC_SEAL, or one on a noexec filesystem"}
 			}
 			return "", nil
 		}
