@@ -112,6 +112,9 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 	}
 	// A registry that is only read: joining a pod sandbox's namespace is
 	// judged as create would, and nothing is created.
+	if err := state.JudgeRoot(g.Root); err != nil {
+		return nil, nil, err
+	}
 	reg := state.View(g.Root)
 	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: data, Registry: reg})
 	if err != nil {

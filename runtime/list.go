@@ -35,6 +35,9 @@ func List(g *Globals, v Values, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := state.JudgeRoot(g.Root); err != nil {
+		return err
+	}
 	all := []ContainerState{}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Backends)) {
 		b, err := cfg.ResolveBackend(name)

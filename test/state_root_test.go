@@ -1,6 +1,7 @@
 package test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,4 +35,41 @@ func TestOtherContainersStateRefused(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStateRootOthersMayChangeIsRefused: a --root in a directory another
+// user owns lets that user put records and runc state there for root's
+// verbs to act on (delete --force killed the host process a forged record
+// named and removed its cgroup). Every verb refuses such a root, naming
+// the directory, before it reads or makes anything there.
+func TestStateRootOthersMayChangeIsRefused(t *testing.T) {
+	needRoot(t, "runc")
+	owned := filepath.Join(t.TempDir(), "owned")
+	if err := os.Mkdir(owned, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(owned, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(owned, "state")
+	id := uniqueID("state-root")
+	b := bundle.New(t, []string{"true"})
+	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
+	want := owned + " (uid 1000, mode 0755) can be changed by others than root"
+	for _, args := range [][]string{
+		{"run", "--bundle", b, id},
+		{"create", "--bundle", b, id},
+		{"delete", "--force", id},
+		{"kill", id, "KILL"},
+		{"state", id},
+		{"list"},
+	} {
+		r := bulkhead(t, "", append([]string{"--root", root}, args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%s with --root %s: exit %d, want a refusal naming %s\nstdout: %s\nstderr: %s", args[0], root, r.code, owned, r.stdout, r.stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(owned); len(entries) != 0 {
+		t.Errorf("bulkhead made %v in the other user's directory", entries)
+	}
 }

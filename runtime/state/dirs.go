@@ -1,10 +1,14 @@
 package state
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"bulkhead.dev/bulkhead/specs"
 )
 
 // DefaultRoot is bulkhead's state root when the caller passes no --root.
@@ -42,4 +46,27 @@ func BackendRoot(root, backend string) string {
 
 func Dir(root string) string {
 	return filepath.Join(root, DirName)
+}
+
+// JudgeRoot refuses a state root that others than root could change: a
+// record or a backend's state put there by its owner would be acted on
+// by root's verbs (delete kills the process a record names and removes
+// its cgroup). The deepest part of the root that exists is judged, with
+// every directory above it, as the configuration file is.
+func JudgeRoot(root string) error {
+	p := Dir(root)
+	for {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) || p == filepath.Dir(p) {
+			break
+		}
+		p = filepath.Dir(p)
+	}
+	_, why, err := specs.RootPlace(p)
+	if err != nil {
+		return fmt.Errorf("--root %s: %w", root, err)
+	}
+	if why != "" {
+		return fmt.Errorf("--root %s: %s can be changed by others than root, who could put records there for root's verbs to act on (delete kills the process a record names); keep the state where only root may change it", root, why)
+	}
+	return nil
 }

@@ -78,6 +78,9 @@ type Registry struct {
 // unmounts them by.
 func OpenRegistry(root string) (*Registry, error) {
 	dir := Dir(root)
+	if err := JudgeRoot(root); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}

@@ -1,0 +1,62 @@
+package state
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestJudgeRoot: a state root in a directory another user may change is
+// refused, whether it exists yet or not; one of root's alone, also below
+// the sticky /tmp, is taken.
+func TestJudgeRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it makes directories of another user's")
+	}
+	base := t.TempDir()
+	dir := func(name string, uid int, mode os.FileMode) string {
+		p := filepath.Join(base, name)
+		if err := os.Mkdir(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	users := dir("users", 1000, 0o755)
+	shared := dir("shared", 0, 0o775)
+	roots := dir("roots", 0, 0o700)
+	for _, c := range []struct {
+		name, root, refusal string
+	}{
+		{"a new root in a user's directory", filepath.Join(users, "r"), users + " (uid 1000, mode 0755)"},
+		{"a user's directory itself", users, users + " (uid 1000, mode 0755)"},
+		{"a root in a group-writable directory", filepath.Join(shared, "r"), shared + " (uid 0, mode 0775)"},
+		{"a new root of root's", filepath.Join(roots, "new", "r"), ""},
+		{"below the sticky /tmp", base, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := JudgeRoot(c.root)
+			switch {
+			case c.refusal == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal)):
+				t.Fatalf("got %v, want a refusal naming %s", err, c.refusal)
+			}
+			if c.refusal == "" {
+				return
+			}
+			if _, err := OpenRegistry(c.root); err == nil {
+				t.Fatal("OpenRegistry took it")
+			}
+			if _, err := os.Stat(Dir(c.root)); err == nil {
+				t.Fatalf("%s was made", Dir(c.root))
+			}
+		})
+	}
+}
