@@ -267,23 +267,36 @@ func TestPreserveFdsRefusesAHostDirectory(t *testing.T) {
 	assertGone(t, root, "runc", id)
 }
 
-// TestPreserveFdsRefusesWhatTheJobCouldTurn: a memfd is 0777 on a mount
-// that allows execution, so a job handed one writable writes its own code
-// into it and runs it through /proc/self/fd/3, past the noexec /tmp and
-// the seccomp rule that keeps memfd_create from it; a listening TCP
-// socket keeps the host's network namespace, where the job can take it
-// off its address and bind it to any of the host's. run refuses both,
-// naming the descriptor, and runs nothing. A memfd made with
-// MFD_NOEXEC_SEAL is handed: the job writes it and cannot run it.
+// TestPreserveFdsRefusesWhatTheJobCouldTurn: a file the job may write is
+// one it can write its own code into and run through /proc/self/fd/3 (a
+// memfd: 0777 on a mount that allows execution; any file at all through
+// the loader, which maps it executable whatever its mode), past the
+// noexec /tmp and the seccomp rule that keeps memfd_create from it; a
+// listening TCP socket keeps the host's network namespace, where the job
+// can take it off its address and bind it to any of the host's. run
+// refuses these, naming the descriptor, and runs nothing. A memfd sealed
+// against writes is handed: the job reads it and cannot write it (what
+// it runs from there is the caller's).
 func TestPreserveFdsRefusesWhatTheJobCouldTurn(t *testing.T) {
 	needRoot(t, "runc")
-	script := "echo ran; printf '#!/bin/sh\\necho own code ran\\n' > /proc/self/fd/3; /proc/self/fd/3; echo exit=$?"
-	memfd := func(flags int) *os.File {
-		fd, err := unix.MemfdCreate("handed", unix.MFD_CLOEXEC|flags)
-		if err != nil {
-			t.Fatal(err)
+	script := "echo ran; cat /proc/self/fd/3; printf '#!/bin/sh\\necho own code ran\\n' > /proc/self/fd/3; /proc/self/fd/3; echo exit=$?"
+	memfd := func(flags int, seal bool) func() *os.File {
+		return func() *os.File {
+			fd, err := unix.MemfdCreate("handed", unix.MFD_CLOEXEC|flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := os.NewFile(uintptr(fd), "memfd")
+			if seal {
+				if _, err := f.WriteString("sealed content\n"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_GROW|unix.F_SEAL_SHRINK); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return f
 		}
-		return os.NewFile(uintptr(fd), "memfd")
 	}
 	listener := func() *os.File {
 		l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -301,9 +314,10 @@ func TestPreserveFdsRefusesWhatTheJobCouldTurn(t *testing.T) {
 		name, refusal string
 		file          func() *os.File
 	}{
-		{"memfd", "--preserve-fds: descriptor 3 is a file the job could write and then execute", func() *os.File { return memfd(0) }},
+		{"memfd", "--preserve-fds: descriptor 3 is a file the job could write", memfd(0, false)},
+		{"memfd made with MFD_NOEXEC_SEAL", "--preserve-fds: descriptor 3 is a file the job could write", memfd(unix.MFD_NOEXEC_SEAL, false)},
 		{"listening TCP socket", "--preserve-fds: descriptor 3 is an IP socket", listener},
-		{"memfd made with MFD_NOEXEC_SEAL", "", func() *os.File { return memfd(unix.MFD_NOEXEC_SEAL) }},
+		{"memfd sealed against writes", "", memfd(unix.MFD_ALLOW_SEALING, true)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := stateRoot(t)
@@ -317,8 +331,8 @@ func TestPreserveFdsRefusesWhatTheJobCouldTurn(t *testing.T) {
 				t.Fatalf("the job ran code it wrote into fd 3:\n%s", res.stdout)
 			}
 			if c.refusal == "" {
-				if res.code != 0 || !strings.Contains(res.stdout, "ran") || !strings.Contains(res.stdout, "exit=126") {
-					t.Fatalf("run with fd 3 handed: exit %d, want the job to run and fail to execute fd 3 (126)\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+				if res.code != 0 || !strings.Contains(res.stdout, "sealed content") || !strings.Contains(res.stderr, "can't create /proc/self/fd/3: Operation not permitted") {
+					t.Fatalf("run with fd 3 handed: exit %d, want the job to read it and fail to write it\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
 				}
 				return
 			}
@@ -369,22 +383,23 @@ func TestRunRefusesADirectoryAsStdin(t *testing.T) {
 
 // TestRunRefusesAFileRuncWouldChown: runc's init chowns a stdio file to
 // the container's uid (65534 under the default profile), so `run` with a
-// root-owned file or named FIFO as stdout is refused and keeps its owner;
-// a file already 65534's, on a noexec filesystem, and a pipe are handed
-// over.
+// root-owned file as stdin or a named FIFO as stdout is refused and keeps
+// its owner. A file as stdout is one the job writes, and what it writes
+// it could run (the loader maps a file executable whatever its mode): it
+// is refused whoever owns it. A pipe is handed over.
 func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 	needRoot(t, "runc")
 	root := stateRoot(t)
 	id := uniqueID("stdout-file")
 	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
-	runWithStdout := func(out *os.File) (int, string) {
+	runWith := func(in, out *os.File) (int, string) {
 		t.Helper()
 		cmd := exec.Command(binaries.Bulkhead(t), "--root", root, "run", "--bundle", bundle.New(t, []string{"echo", "ran"}), id)
 		stderr, err := binaries.NewCapture()
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd.Stdout, cmd.Stderr = out, stderr.W
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, stderr.W
 		err = cmd.Run()
 		msg := stderr.Collect()
 		var ee *exec.ExitError
@@ -401,9 +416,9 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 		}
 		return st.Uid
 	}
-	stdoutFile := func(dir string, uid int) *os.File {
+	file := func(uid int) *os.File {
 		t.Helper()
-		f, err := os.Create(filepath.Join(dir, "out"))
+		f, err := os.Create(filepath.Join(t.TempDir(), "out"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -413,19 +428,41 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 		}
 		return f
 	}
-
-	rootOwned := stdoutFile(t.TempDir(), 0)
-	code, stderr := runWithStdout(rootOwned)
-	if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a regular file ("+rootOwned.Name()+") owned by uid 0; runc would give it to the container's uid 65534") {
-		t.Fatalf("run with a root-owned file as stdout: exit %d\nstderr: %s", code, stderr)
+	pipe, err := binaries.NewCapture()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if uid := ownerOf(rootOwned); uid != 0 {
+	defer pipe.Collect()
+
+	input := file(0)
+	readOnly, err := os.Open(input.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer readOnly.Close()
+	code, stderr := runWith(readOnly, pipe.W)
+	if code == 0 || !strings.Contains(stderr, "stdin (descriptor 0) is a regular file ("+input.Name()+") owned by uid 0; runc would give it to the container's uid 65534") {
+		t.Fatalf("run with a root-owned file as stdin: exit %d\nstderr: %s", code, stderr)
+	}
+	if uid := ownerOf(input); uid != 0 {
 		t.Fatalf("the refused run gave the file to uid %d", uid)
 	}
-	if data, _ := os.ReadFile(rootOwned.Name()); len(data) != 0 {
-		t.Fatalf("the container ran with the file as stdout: %q", data)
-	}
 	assertGone(t, root, "runc", id)
+
+	for _, uid := range []int{0, 65534} {
+		out := file(uid)
+		code, stderr = runWith(nil, out)
+		if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a file the job could write") {
+			t.Fatalf("run with a file of uid %d as stdout: exit %d\nstderr: %s", uid, code, stderr)
+		}
+		if owner := ownerOf(out); owner != uint32(uid) {
+			t.Fatalf("the refused run gave uid %d's file to uid %d", uid, owner)
+		}
+		if data, _ := os.ReadFile(out.Name()); len(data) != 0 {
+			t.Fatalf("the container ran with the file as stdout: %q", data)
+		}
+		assertGone(t, root, "runc", id)
+	}
 
 	// A named FIFO a host service reads is a file too: runc would give
 	// it to the sandbox's uid, and the sandbox would write to the service.
@@ -438,7 +475,7 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer service.Close()
-	code, stderr = runWithStdout(service)
+	code, stderr = runWith(nil, service)
 	if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a named FIFO ("+fifo+") owned by uid 0; runc would give it to the container's uid 65534") {
 		t.Fatalf("run with a root-owned named FIFO as stdout: exit %d\nstderr: %s", code, stderr)
 	}
@@ -447,33 +484,11 @@ func TestRunRefusesAFileRuncWouldChown(t *testing.T) {
 	}
 	assertGone(t, root, "runc", id)
 
-	// A file of the sandbox's own uid is the job's to write, where it
-	// cannot run it: where execution is allowed the job could make it
-	// executable, write its own code and run that through /proc/self/fd.
-	runnable := stdoutFile(t.TempDir(), 65534)
-	code, stderr = runWithStdout(runnable)
-	if code == 0 || !strings.Contains(stderr, "stdout (descriptor 1) is a file the job could write and then execute") {
-		t.Fatalf("run with a file of uid 65534 on a filesystem that allows execution as stdout: exit %d\nstderr: %s", code, stderr)
-	}
-	assertGone(t, root, "runc", id)
-	noexec := t.TempDir()
-	if err := unix.Mount("bulkhead-test", noexec, "tmpfs", unix.MS_NOEXEC|unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(noexec, unix.MNT_DETACH) })
-	sandboxOwned := stdoutFile(noexec, 65534)
-	if code, stderr := runWithStdout(sandboxOwned); code != 0 {
-		t.Fatalf("run with a file of uid 65534 on a noexec filesystem as stdout: exit %d\nstderr: %s", code, stderr)
-	}
-	if data, _ := os.ReadFile(sandboxOwned.Name()); string(data) != "ran\n" {
-		t.Fatalf("the container's stdout file holds %q, want \"ran\\n\"", data)
-	}
-
 	out, err := binaries.NewCapture()
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, stderr = runWithStdout(out.W)
+	code, stderr = runWith(nil, out.W)
 	if got := out.Collect(); code != 0 || got != "ran\n" {
 		t.Fatalf("run with a pipe as stdout: exit %d, stdout %q\nstderr: %s", code, got, stderr)
 	}

@@ -142,9 +142,10 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 			return "a file", fmt.Errorf("fstatfs: %w", err)
 		}
 		if _, ok := dataFilesystems[int64(fs.Type)]; ok {
-			if why := writeThenRun(fd, flags, &st, &fs); why != "" {
-				return "a file the job could write and then execute", handInstead{why,
-					"a pipe, or a file the job cannot run: root's and read-only or not executable, a memfd sealed against writes (F_SEAL_WRITE) or made with MFD_NOEXEC_SEAL, or one on a noexec filesystem"}
+			// Stdio is judged so in JudgeStdioOwner, which knows when the
+			// backend puts a terminal of its own in its place.
+			if why := jobMayWrite(fd, flags, &st); why != "" && !stdio {
+				return "a file the job could write", mayWriteRefusal(why)
 			}
 			return "", nil
 		}
@@ -178,26 +179,35 @@ func handedFileRefusal(fd int, stdio bool) (string, error) {
 	return fmt.Sprintf("a file of type %#o", st.Mode&unix.S_IFMT), fmt.Errorf("the policy does not know it")
 }
 
-// writeThenRun says why the job could write its own code into the
-// regular file fd and run it through /proc/self/fd/N, or "": a way past
-// the noexec /tmp and the seccomp rule that keeps memfd_create from it (a
-// memfd is 0777, and its mount allows execution). The file's own mount
-// decides execution, not the container's. The job never runs as root but
-// may be the file's owner, who can chmod it; a file others may write can
-// be opened again for writing through /proc/self/fd whatever fd's mode;
-// a memfd sealed against writes is written by no one.
-func writeThenRun(fd, flags int, st *unix.Stat_t, fs *unix.Statfs_t) string {
-	if fs.Flags&unix.ST_NOEXEC != 0 {
+// mayWriteRefusal is the refusal of a file the job could write.
+func mayWriteRefusal(why string) handInstead {
+	return handInstead{why + ": what the job writes there it could run, past the noexec /tmp and the rule on memfd_create",
+		"a pipe, or a file it can only read: root's, opened read-only, written by no one else, or a memfd sealed with F_SEAL_WRITE"}
+}
+
+// jobMayWrite says why the job could write the regular file fd, or "".
+// A file the job writes is its own code wherever it is reached: the
+// dynamic loader maps it executable whatever its mode bits
+// (ld.so /proc/self/fd/3), and a noexec mount stops only the path the
+// descriptor came by, not a hard link or a bind of the same inode
+// elsewhere in the container. So a handed file must be one the job
+// cannot write at all: open read-only, root's (the job never runs as
+// root, and may be any other file's owner, who can chmod it), writable
+// by no group or other (it can open the file again through
+// /proc/self/fd; an ACL's entries for other users and groups are bounded
+// by its mask, which the group bits show), or sealed against writes (a
+// memfd with F_SEAL_WRITE, written by no one).
+func jobMayWrite(fd, flags int, st *unix.Stat_t) string {
+	if seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0); err == nil && seals&unix.F_SEAL_WRITE != 0 {
 		return ""
 	}
-	if st.Uid != 0 {
-		return fmt.Sprintf("it is uid %d's, on a filesystem that allows execution: if the job runs as that user it can make it executable, write its own code into it and run that through /proc/self/fd", st.Uid)
-	}
-	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	sealed := err == nil && seals&unix.F_SEAL_WRITE != 0
-	writable := !sealed && (flags&unix.O_ACCMODE != unix.O_RDONLY || st.Mode&0o022 != 0)
-	if writable && st.Mode&0o111 != 0 {
-		return fmt.Sprintf("it is executable (mode %04o) and writable, on a filesystem that allows execution: the job could write its own code into it and run that through /proc/self/fd", st.Mode&0o7777)
+	switch {
+	case flags&unix.O_ACCMODE != unix.O_RDONLY:
+		return "it is open for writing"
+	case st.Uid != 0:
+		return fmt.Sprintf("it is uid %d's, and the job may run as its owner, who can make it writable", st.Uid)
+	case st.Mode&0o022 != 0:
+		return fmt.Sprintf("its mode %04o lets others than root write it", st.Mode&0o7777)
 	}
 	return ""
 }
@@ -292,6 +302,11 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 	if ownTerminal {
 		return nil
 	}
+	for fd := 0; fd < len(streamNames); fd++ {
+		if err := judgeStdioWritable(fd); err != nil {
+			return err
+		}
+	}
 	// Every stream refused is named at once: a caller at a terminal has
 	// all three on it, and one refusal per attempt took three attempts.
 	var refused, advice []string
@@ -318,6 +333,30 @@ func (b *Backend) JudgeStdioOwner(uid uint32, ownTerminal bool) error {
 	}
 	return fmt.Errorf("%s; %s %d, for good, on the host; hand a pipe or /dev/null: %s",
 		strings.Join(refused, "; "), whom, b.StdioOwner(uid), strings.Join(advice, "; "))
+}
+
+// judgeStdioWritable refuses a stdio stream that is a regular file the
+// job could write (jobMayWrite): stdout and stderr above all, which the
+// job writes by design.
+func judgeStdioWritable(fd int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil // JudgeHanded has judged what else it is
+	}
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return fmt.Errorf("%s (descriptor %d): %w", streamNames[fd], fd, err)
+	}
+	why := jobMayWrite(fd, flags, &st)
+	if why == "" {
+		return nil
+	}
+	what := "a file the job could write"
+	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil {
+		what += " (" + target + ")"
+	}
+	h := mayWriteRefusal(why)
+	return fmt.Errorf("%s (descriptor %d) is %s: %s; hand the container %s instead: %s", streamNames[fd], fd, what, h.why, h.instead, streamAdvice[fd])
 }
 
 // streamAdvice is how a shell hands each stdio stream a pipe or the null

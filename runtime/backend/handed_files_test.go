@@ -23,6 +23,8 @@ type handedCase struct {
 	stdio, preserve string
 }
 
+// A stdio file the job could write is refused by JudgeStdioOwner, which
+// knows when a terminal of the backend's takes its place.
 func TestJudgeHandedFile(t *testing.T) {
 	cases := []handedCase{
 		{"directory", openPath(t.TempDir(), unix.O_RDONLY|unix.O_DIRECTORY), "a directory", "a directory"},
@@ -31,14 +33,16 @@ func TestJudgeHandedFile(t *testing.T) {
 		{"/dev/null", openPath(os.DevNull, unix.O_RDWR), "", ""},
 		{"/dev/urandom", openPath("/dev/urandom", unix.O_RDONLY), "", ""},
 		{"pipe", openPipe, "", ""},
-		{"regular temp file", openPath(tempFile(t), unix.O_RDWR), "", ""},
-		{"executable temp file, read-only", openPath(executableFile(t, t.TempDir(), 0), unix.O_RDONLY), "", ""},
-		{"executable temp file, open for writing", openPath(executableFile(t, t.TempDir(), 0), unix.O_RDWR), "could write and then execute", "could write and then execute"},
-		{"temp file of uid 1000", openPath(executableFile(t, t.TempDir(), 1000), unix.O_RDONLY), "uid 1000's", "uid 1000's"},
-		{"executable file on a noexec mount, open for writing", openPath(executableFile(t, noexecDir(t), 1000), unix.O_RDWR), "", ""},
-		{"memfd", openMemfd(0), "could write and then execute", "could write and then execute"},
+		{"regular temp file, read-only", openPath(tempFile(t), unix.O_RDONLY), "", ""},
+		{"regular temp file, open for writing", openPath(tempFile(t), unix.O_RDWR), "", "open for writing"},
+		{"executable temp file, read-only", openPath(programFile(t, t.TempDir(), 0, 0o755), unix.O_RDONLY), "", ""},
+		{"temp file others may write, read-only", openPath(programFile(t, t.TempDir(), 0, 0o646), unix.O_RDONLY), "", "lets others than root write it"},
+		{"temp file of uid 1000, read-only", openPath(programFile(t, t.TempDir(), 1000, 0o444), unix.O_RDONLY), "", "uid 1000's"},
+		{"file on a noexec mount, open for writing", openPath(programFile(t, noexecDir(t), 0, 0o644), unix.O_RDWR), "", "open for writing"},
+		{"file whose ACL lets uid 65534 write, read-only", openPath(aclFile(t), unix.O_RDONLY), "", "lets others than root write it"},
+		{"memfd", openMemfd(0), "", "open for writing"},
+		{"memfd made with MFD_NOEXEC_SEAL", openMemfd(unix.MFD_NOEXEC_SEAL), "", "open for writing"},
 		{"memfd sealed against writes", openSealedMemfd, "", ""},
-		{"memfd made with MFD_NOEXEC_SEAL", openMemfd(unix.MFD_NOEXEC_SEAL), "", ""},
 		{"/proc/self/status", openPath("/proc/self/status", unix.O_RDONLY), "pseudo filesystem", "pseudo filesystem"},
 		{"a file in /sys/fs/cgroup", openCgroupFile, "pseudo filesystem", "pseudo filesystem"},
 		{"eventfd", openEventfd, "anonymous kernel object", "anonymous kernel object"},
@@ -174,14 +178,38 @@ func openSealedMemfd(t *testing.T) int {
 	return fd
 }
 
-// executableFile is a file of mode 0755 in dir, owned by uid.
-func executableFile(t *testing.T, dir string, uid int) string {
+// programFile is a file of mode in dir, owned by uid.
+func programFile(t *testing.T, dir string, uid int, mode os.FileMode) string {
 	path := filepath.Join(dir, "program")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(path, uid, uid); err != nil {
 		t.Fatal(err)
+	}
+	return path
+}
+
+// aclFile is a file of root's, mode 0644, whose access ACL lets uid 65534
+// write it (setfacl's encoding of u::rw-,u:65534:rw-,g::r--,m::rw-,o::r--):
+// the mask shows in the group bits.
+func aclFile(t *testing.T) string {
+	path := programFile(t, t.TempDir(), 0, 0o644)
+	entry := func(tag, perm uint16, id uint32) []byte {
+		return []byte{byte(tag), byte(tag >> 8), byte(perm), byte(perm >> 8), byte(id), byte(id >> 8), byte(id >> 16), byte(id >> 24)}
+	}
+	const undefined = 0xffffffff
+	acl := []byte{2, 0, 0, 0}                       // POSIX_ACL_XATTR_VERSION
+	acl = append(acl, entry(0x01, 6, undefined)...) // ACL_USER_OBJ rw
+	acl = append(acl, entry(0x02, 6, 65534)...)     // ACL_USER 65534 rw
+	acl = append(acl, entry(0x04, 4, undefined)...) // ACL_GROUP_OBJ r
+	acl = append(acl, entry(0x10, 6, undefined)...) // ACL_MASK rw
+	acl = append(acl, entry(0x20, 4, undefined)...) // ACL_OTHER r
+	if err := unix.Setxattr(path, "system.posix_acl_access", acl, 0); err != nil {
+		t.Fatalf("set an ACL on %s (the unit tests run as root on a filesystem with ACLs): %v", path, err)
 	}
 	return path
 }

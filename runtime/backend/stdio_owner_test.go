@@ -71,6 +71,12 @@ func ownedFile(t *testing.T, uid int) *os.File {
 	return f
 }
 
+// readOnly is f opened again for reading only.
+func readOnly(t *testing.T, f *os.File) *os.File {
+	t.Helper()
+	return openFile(t, f.Name(), os.O_RDONLY)
+}
+
 func openFile(t *testing.T, path string, flag int) *os.File {
 	t.Helper()
 	f, err := os.OpenFile(path, flag, 0)
@@ -111,11 +117,13 @@ func TestJudgeStdioOwner(t *testing.T) {
 		uid     string
 		want    string // "ok" or a fragment of the refusal
 	}{
-		{"root's regular file as stdin", root, nil, sandbox,
+		{"root's regular file as stdin", readOnly(t, root), nil, sandbox,
 			"stdin (descriptor 0) is a regular file (" + root.Name() + ") owned by uid 0; runc would give it to the container's uid 65534"},
-		{"root's regular file as stdout", nil, root, sandbox, "stdout (descriptor 1) is a regular file (" + root.Name() + ")"},
-		{"a file already the container's", ownedFile(t, 65534), ownedFile(t, 65534), sandbox, "ok"},
-		{"root's file for a root container", root, root, "0", "ok"},
+		// A file the job could write is its own code wherever it lies.
+		{"root's regular file as stdout", nil, root, sandbox, "stdout (descriptor 1) is a file the job could write (" + root.Name() + "): it is open for writing"},
+		{"a file already the container's", ownedFile(t, 65534), nil, sandbox, "stdin (descriptor 0) is a file the job could write"},
+		{"a file already the container's, read-only", readOnly(t, ownedFile(t, 65534)), nil, sandbox, "it is uid 65534's"},
+		{"root's file, read-only, for a root container", readOnly(t, root), nil, "0", "ok"},
 		{"a pipe", pr, pw, sandbox, "ok"},
 		{"root's named FIFO", openFile(t, fifo, os.O_RDWR), nil, sandbox,
 			"stdin (descriptor 0) is a named FIFO (" + fifo + ") owned by uid 0; runc would give it"},
@@ -127,9 +135,8 @@ func TestJudgeStdioOwner(t *testing.T) {
 		{"the caller's terminal on stdin and stdout", slave, slave, sandbox, "; stdout (descriptor 1) is a pty slave (/dev/pts/"},
 		{"root's file under a terminal of runc's own", root, root, sandbox + ",terminal", "ok"},
 		// runsc gives stdio to its host user, not to the process's uid.
-		{"the process's own file on runsc", ownedFile(t, 1000), nil, "1000,runsc",
-			"owned by uid 1000; runsc would give it to the sandbox's host user, uid 65534"},
-		{"nobody's file on runsc", ownedFile(t, 65534), nil, "1000,runsc", "ok"},
+		{"root's file on runsc", readOnly(t, root), nil, "1000,runsc",
+			"owned by uid 0; runsc would give it to the sandbox's host user, uid 65534"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
