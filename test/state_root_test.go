@@ -38,10 +38,11 @@ func TestOtherContainersStateRefused(t *testing.T) {
 }
 
 // TestStateRootOthersMayChangeIsRefused: a --root in a directory another
-// user owns lets that user put records and runc state there for root's
-// verbs to act on (delete --force killed the host process a forged record
-// named and removed its cgroup). Every verb refuses such a root, naming
-// the directory, before it reads or makes anything there.
+// user owns, or a sticky one, lets another user put records and runc state
+// there for root's verbs to act on (delete --force killed the host process
+// a forged record or a forged runc state named and removed its cgroup).
+// Every verb refuses such a root, naming the directory, before it reads or
+// makes anything there.
 func TestStateRootOthersMayChangeIsRefused(t *testing.T) {
 	needRoot(t, "runc")
 	owned := filepath.Join(t.TempDir(), "owned")
@@ -51,25 +52,35 @@ func TestStateRootOthersMayChangeIsRefused(t *testing.T) {
 	if err := os.Chown(owned, 1000, 1000); err != nil {
 		t.Fatal(err)
 	}
-	root := filepath.Join(owned, "state")
-	id := uniqueID("state-root")
-	b := bundle.New(t, []string{"true"})
-	t.Cleanup(func() { bulkhead(t, "", "--root", root, "delete", "--force", id) })
-	want := owned + " (uid 1000, mode 0755) can be changed by others than root"
-	for _, args := range [][]string{
-		{"run", "--bundle", b, id},
-		{"create", "--bundle", b, id},
-		{"delete", "--force", id},
-		{"kill", id, "KILL"},
-		{"state", id},
-		{"list"},
-	} {
-		r := bulkhead(t, "", append([]string{"--root", root}, args...)...)
-		if r.code == 0 || !strings.Contains(r.stderr, want) {
-			t.Errorf("%s with --root %s: exit %d, want a refusal naming %s\nstdout: %s\nstderr: %s", args[0], root, r.code, owned, r.stdout, r.stderr)
-		}
+	sticky := filepath.Join(t.TempDir(), "sticky")
+	if err := os.Mkdir(sticky, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(owned); len(entries) != 0 {
-		t.Errorf("bulkhead made %v in the other user's directory", entries)
+	if err := os.Chmod(sticky, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	b := bundle.New(t, []string{"true"})
+	for _, c := range []struct{ root, dir, want string }{
+		{filepath.Join(owned, "state"), owned, owned + " (uid 1000, mode 0755) can be changed by others than root"},
+		{sticky, sticky, sticky + " (uid 0, mode 1777) can be changed by others than root"},
+	} {
+		id := uniqueID("state-root")
+		t.Cleanup(func() { bulkhead(t, "", "--root", c.root, "delete", "--force", id) })
+		for _, args := range [][]string{
+			{"run", "--bundle", b, id},
+			{"create", "--bundle", b, id},
+			{"delete", "--force", id},
+			{"kill", id, "KILL"},
+			{"state", id},
+			{"list"},
+		} {
+			r := bulkhead(t, "", append([]string{"--root", c.root}, args...)...)
+			if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("%s with --root %s: exit %d, want a refusal naming %s\nstdout: %s\nstderr: %s", args[0], c.root, r.code, c.dir, r.stdout, r.stderr)
+			}
+		}
+		if entries, _ := os.ReadDir(c.dir); len(entries) != 0 {
+			t.Errorf("bulkhead made %v in %s", entries, c.dir)
+		}
 	}
 }

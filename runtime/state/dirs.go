@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"bulkhead.dev/bulkhead/specs"
 )
 
@@ -51,8 +53,12 @@ func Dir(root string) string {
 // JudgeRoot refuses a state root that others than root could change: a
 // record or a backend's state put there by its owner would be acted on
 // by root's verbs (delete kills the process a record names and removes
-// its cgroup). The deepest part of the root that exists is judged, with
-// every directory above it, as the configuration file is.
+// its cgroup). The deepest part of the root that exists is judged with
+// every directory above it as the configuration file is (specs.RootPlace,
+// where a sticky directory on the way is enough), and the root itself and
+// what bulkhead and the backends keep directly in it (bulkhead/, runc/,
+// runsc/) must be root's and writable by no one else: a sticky root lets
+// anyone add a backend's directory of their own making.
 func JudgeRoot(root string) error {
 	p := Dir(root)
 	for {
@@ -61,6 +67,40 @@ func JudgeRoot(root string) error {
 		}
 		p = filepath.Dir(p)
 	}
+	if err := judgePlace(root, p); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("--root %s: %w", root, err)
+	}
+	dirs := []string{root}
+	for _, e := range entries {
+		dirs = append(dirs, filepath.Join(root, e.Name()))
+	}
+	for _, d := range dirs {
+		if err := judgePlace(root, d); err != nil {
+			return err
+		}
+		real, _, _ := specs.RootPlace(d)
+		var st unix.Stat_t
+		if err := unix.Stat(real, &st); err != nil {
+			return fmt.Errorf("--root %s: %w", root, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR && (st.Uid != 0 || st.Mode&0o022 != 0) {
+			return fmt.Errorf("--root %s: %s (uid %d, mode %04o) can be changed by others than root, who could put records or a backend's state there for root's verbs to act on (delete kills the process a record names); keep the state where only root may change it",
+				root, d, st.Uid, st.Mode&0o7777)
+		}
+	}
+	return nil
+}
+
+// judgePlace judges p, part of the state root, and every directory above
+// it (specs.RootPlace).
+func judgePlace(root, p string) error {
 	_, why, err := specs.RootPlace(p)
 	if err != nil {
 		return fmt.Errorf("--root %s: %w", root, err)

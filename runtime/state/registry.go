@@ -84,6 +84,11 @@ func OpenRegistry(root string) (*Registry, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
+	// Again: below a sticky directory another user may have made the
+	// root between the judging and the making.
+	if err := JudgeRoot(root); err != nil {
+		return nil, err
+	}
 	real, err := filepath.EvalSymlinks(dir)
 	if err == nil {
 		real, err = filepath.Abs(real)
