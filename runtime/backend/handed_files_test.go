@@ -261,11 +261,16 @@ func openPidfd(t *testing.T) int {
 }
 
 func openListener(t *testing.T) int {
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(t.TempDir(), "s"), Net: "unix"})
+	return listenerFd(t, "unix", filepath.Join(t.TempDir(), "s"))
+}
+
+// listenerFd is the descriptor of a socket listening on network's addr.
+func listenerFd(t *testing.T, network, addr string) int {
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := l.File()
+	f, err := l.(interface{ File() (*os.File, error) }).File()
 	l.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -315,19 +320,7 @@ func childOutput(stdin *os.File, env string) (string, error) {
 
 // openTCPListener is a socket listening on the host's loopback: in the
 // container it could be bound again to any address of the host's.
-func openTCPListener(t *testing.T) int {
-	l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := l.File()
-	l.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return int(f.Fd())
-}
+func openTCPListener(t *testing.T) int { return listenerFd(t, "tcp", "127.0.0.1:0") }
 
 // openTCPSocket is a socket of the host's network namespace, never
 // connected: in the container it would connect from the host's network.
