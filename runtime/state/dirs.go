@@ -59,11 +59,22 @@ func Dir(root string) string {
 // what bulkhead and the backends keep directly in it (bulkhead/, runc/,
 // runsc/) must be root's and writable by no one else: a sticky root lets
 // anyone add a backend's directory of their own making.
-func JudgeRoot(root string) error {
+func JudgeRoot(root string) error { return judgeRoot(root, false) }
+
+// judgeRootMade is JudgeRoot once the root has been made: a part of it
+// gone since (renamed away by the owner of a directory above it, to be
+// put back once judged) is refused, not judged as absent.
+func judgeRootMade(root string) error { return judgeRoot(root, true) }
+
+func judgeRoot(root string, made bool) error {
 	p := Dir(root)
 	for {
-		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) || p == filepath.Dir(p) {
+		_, err := os.Lstat(p)
+		if !errors.Is(err, os.ErrNotExist) || p == filepath.Dir(p) {
 			break
+		}
+		if made {
+			return fmt.Errorf("--root %s: %s went away as it was made", root, p)
 		}
 		p = filepath.Dir(p)
 	}

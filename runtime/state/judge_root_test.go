@@ -72,3 +72,19 @@ func TestJudgeRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeRootMadeWantsItAll: once made, a root that is not all there
+// (its owner above renamed a part away, to put it back once judged) is
+// refused, not judged as one still to be made.
+func TestJudgeRootMadeWantsItAll(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "s", "r")
+	if err := judgeRootMade(root); err == nil || !strings.Contains(err.Error(), "went away as it was made") {
+		t.Fatalf("a root not there after it was made: %v", err)
+	}
+	if err := os.MkdirAll(Dir(root), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := judgeRootMade(root); err != nil {
+		t.Fatalf("a root made whole: %v", err)
+	}
+}

@@ -85,8 +85,9 @@ func OpenRegistry(root string) (*Registry, error) {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	// Again: below a sticky directory another user may have made the
-	// root between the judging and the making.
-	if err := JudgeRoot(root); err != nil {
+	// root between the judging and the making. Once it is all there and
+	// root's alone, no one else can move a part of it.
+	if err := judgeRootMade(root); err != nil {
 		return nil, err
 	}
 	real, err := filepath.EvalSymlinks(dir)
