@@ -108,7 +108,7 @@ func ownPlaceRefusal(rootfs, path string) string {
 			return fmt.Sprintf("the root filesystem's %s is not a directory", name)
 		case i == 2 && kind != unix.S_IFREG:
 			return fmt.Sprintf("the root filesystem's %s is not a regular file (a symlink there would carry the program's mount elsewhere)", name)
-		case i < 2 && (st.Uid != 0 || st.Mode&0o022 != 0):
+		case i < 2 && !specs.OnlyRootWrites(&st):
 			return fmt.Sprintf("the root filesystem's %s can be changed by uid %d or by others (mode %o); it must be root's alone", name, st.Uid, st.Mode&0o7777)
 		}
 	}

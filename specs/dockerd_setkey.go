@@ -150,7 +150,7 @@ func execRootFromConfig(path string) (string, error) {
 	if err := unix.Stat(path, &st); err != nil {
 		return "", err
 	}
-	if st.Uid != 0 || st.Mode&0o022 != 0 {
+	if !OnlyRootWrites(&st) {
 		return "", fmt.Errorf("%s can be written by others than root", path)
 	}
 	var cfg struct {

@@ -102,7 +102,13 @@ func placeWhy(dir string) string {
 // else, or sticky (others may add entries to a sticky directory, not
 // rename or remove root's).
 func OnlyRootRenames(st *unix.Stat_t) bool {
-	return st.Uid == 0 && (st.Mode&0o022 == 0 || st.Mode&unix.S_ISVTX != 0)
+	return OnlyRootWrites(st) || st.Uid == 0 && st.Mode&unix.S_ISVTX != 0
+}
+
+// OnlyRootWrites says whether st is root's and writable by no one else:
+// for a directory, only root may add entries to it too.
+func OnlyRootWrites(st *unix.Stat_t) bool {
+	return st.Uid == 0 && st.Mode&0o022 == 0
 }
 
 // RootsAbove says which directory above the clean absolute path p

@@ -226,5 +226,5 @@ func othersMayWrite(fd int, st *unix.Stat_t) bool {
 	if err := unix.Fstatfs(fd, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
 		return false
 	}
-	return st.Uid != 0 || st.Mode&0o022 != 0 || specs.HasACL("/proc/self/fd/"+strconv.Itoa(fd))
+	return !specs.OnlyRootWrites(st) || specs.HasACL("/proc/self/fd/"+strconv.Itoa(fd))
 }
