@@ -78,7 +78,7 @@ func judgeRoot(root string, made bool) error {
 		}
 		p = filepath.Dir(p)
 	}
-	if err := judgePlace(root, p); err != nil {
+	if _, err := judgePlace(root, p); err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(root)
@@ -93,15 +93,15 @@ func judgeRoot(root string, made bool) error {
 		dirs = append(dirs, filepath.Join(root, e.Name()))
 	}
 	for _, d := range dirs {
-		if err := judgePlace(root, d); err != nil {
+		real, err := judgePlace(root, d)
+		if err != nil {
 			return err
 		}
-		real, _, _ := specs.RootPlace(d)
 		var st unix.Stat_t
 		if err := unix.Stat(real, &st); err != nil {
 			return fmt.Errorf("--root %s: %w", root, err)
 		}
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR && (st.Uid != 0 || st.Mode&0o022 != 0) {
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR && !specs.OnlyRootWrites(&st) {
 			return fmt.Errorf("--root %s: %s (uid %d, mode %04o) can be changed by others than root, who could put records or a backend's state there for root's verbs to act on (delete kills the process a record names); keep the state where only root may change it",
 				root, d, st.Uid, st.Mode&0o7777)
 		}
@@ -110,14 +110,14 @@ func judgeRoot(root string, made bool) error {
 }
 
 // judgePlace judges p, part of the state root, and every directory above
-// it (specs.RootPlace).
-func judgePlace(root, p string) error {
-	_, why, err := specs.RootPlace(p)
+// it (specs.RootPlace), and says where p leads.
+func judgePlace(root, p string) (real string, err error) {
+	real, why, err := specs.RootPlace(p)
 	if err != nil {
-		return fmt.Errorf("--root %s: %w", root, err)
+		return "", fmt.Errorf("--root %s: %w", root, err)
 	}
 	if why != "" {
-		return fmt.Errorf("--root %s: %s can be changed by others than root, who could put records there for root's verbs to act on (delete kills the process a record names); keep the state where only root may change it", root, why)
+		return "", fmt.Errorf("--root %s: %s can be changed by others than root, who could put records there for root's verbs to act on (delete kills the process a record names); keep the state where only root may change it", root, why)
 	}
-	return nil
+	return real, nil
 }

@@ -78,15 +78,17 @@ type Registry struct {
 // unmounts them by.
 func OpenRegistry(root string) (*Registry, error) {
 	dir := Dir(root)
-	if err := JudgeRoot(root); err != nil {
-		return nil, err
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := JudgeRoot(root); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("state directory %s: %w", dir, err)
+		}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state directory %s: %w", dir, err)
-	}
-	// Again: below a sticky directory another user may have made the
-	// root between the judging and the making. Once it is all there and
-	// root's alone, no one else can move a part of it.
+	// Again once made: below a sticky directory another user may have
+	// made the root between the judging and the making. Once it is all
+	// there and root's alone, no one else can move a part of it.
 	if err := judgeRootMade(root); err != nil {
 		return nil, err
 	}
