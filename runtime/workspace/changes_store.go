@@ -18,7 +18,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/runtime/escape"
@@ -33,9 +32,9 @@ import (
 // holes kept as holes, a hard link's content once), the patch and json
 // computed at delete against the source as it was then, and meta.json,
 // written last: an entry without it is a save that never finished, and
-// prune removes it. A save builds its entry in a .tmp- directory under
-// the changes lock and renames it into place, so a failed save leaves
-// nothing. They are removed by `bulkhead changes prune` once
+// prune removes it. A save builds its entry in a .tmp- directory it holds
+// a lease on (keepLease) and renames it into place, so a failed save
+// leaves nothing. They are removed by `bulkhead changes prune` once
 // changes_retention has passed.
 // tarJudgement is what a kept copy judged against the checkout (Kept):
 // 1 the entries standing on one of its symlinks by their exact name; 2
@@ -201,9 +200,10 @@ func keptDir(cfg *Settings, root, id string) string {
 
 const tmpPrefix = ".tmp-"
 
-// lockChanges serialises saves and prunes of changes_dir, so the quota
-// is counted against a store nobody else is changing, and every .tmp-
-// entry prune finds is a leftover.
+// lockChanges serialises the changes of changes_dir's entries (a keep's
+// lease and its entry put in place, prunes), so the quota is counted
+// against a store nobody else is changing, and every .tmp- directory
+// prune finds without a held lease is a leftover.
 func lockChanges(cfg *Settings) (func(), error) {
 	dir := changesDir(cfg)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -225,36 +225,13 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err != nil {
 		return nil, err
 	}
-	unlock, err := lockChanges(cfg)
+	l, err := takeLease(cfg, lim)
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	if _, err := pruneLocked(cfg, -1); err != nil {
-		logrus.Warnf("bulkhead: prune changes: %v", err)
-	}
-	kept, _, err := scanStore(cfg)
-	if err != nil {
-		return nil, err
-	}
-	var used int64
-	for _, k := range kept {
-		used += k.Bytes
-	}
-	if used >= lim.Quota {
-		return nil, fmt.Errorf("changes_quota: kept changes take %d of %d bytes; prune some", used, lim.Quota)
-	}
-	disk := &diskBudget{limit: min(lim.Bytes, lim.Quota-used)}
-	tmp, err := os.MkdirTemp(changesDir(cfg), tmpPrefix)
-	if err != nil {
-		return nil, err
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = os.RemoveAll(tmp)
-		}
-	}()
+	defer l.release(cfg)
+	disk := &diskBudget{limit: l.bytes}
+	tmp := l.entry()
 	final := keptDir(cfg, root, rec.ID)
 	now := nowUTC()
 	r := &Kept{ID: rec.ID, Root: root, Profile: rec.Profile, Bundle: rec.Bundle, Deleted: now, Expires: now.Add(keep), Dir: final}
@@ -320,14 +297,23 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	if err := os.WriteFile(filepath.Join(tmp, "meta.json"), meta, 0o600); err != nil {
 		return nil, err
 	}
-	if err := setAsideEarlier(cfg, root, rec.ID); err != nil {
+	if err := putInPlace(cfg, root, rec.ID, tmp, final); err != nil {
 		return nil, err
 	}
-	if err := replaceDir(tmp, final); err != nil {
-		return nil, err
-	}
-	done = true
 	return r, nil
+}
+
+// putInPlace moves a finished entry to its name, under the store's lock.
+func putInPlace(cfg *Settings, root, id, tmp, final string) error {
+	unlock, err := lockChanges(cfg)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := setAsideEarlier(cfg, root, id); err != nil {
+		return err
+	}
+	return replaceDir(tmp, final)
 }
 
 // asideMark and asideStamp make a set-aside entry's name after its id.
@@ -905,6 +891,11 @@ func scanStore(cfg *Settings) (kept []*Kept, orphans []string, err error) {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.Name() == ".lock":
+			continue
+		case strings.HasPrefix(e.Name(), tmpPrefix) && e.IsDir():
+			if _, held := heldLease(p, 0); !held {
+				orphans = append(orphans, p)
+			}
 			continue
 		case strings.HasPrefix(e.Name(), tmpPrefix) || !e.IsDir():
 			orphans = append(orphans, p)
