@@ -9,6 +9,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// hostBesideState lays out base/host, a host directory holding
+// precious.txt, and base/state/c1/pins/0, a container's pin to bind it on.
+func hostBesideState(t *testing.T) (base, host, precious string) {
+	t.Helper()
+	base = t.TempDir()
+	host = filepath.Join(base, "host")
+	precious = filepath.Join(host, "precious.txt")
+	for _, d := range []string{host, filepath.Join(base, "state", "c1", "pins", "0")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(precious, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return base, host, precious
+}
+
 // TestRemoveTreeRelative: a tree named by a relative path (a --root given
 // as one) is unmounted before it is removed, so what a bind below it
 // shows of the host stays; RemoveAll would otherwise delete it through the
@@ -17,18 +35,8 @@ func TestRemoveTreeRelative(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: bind-mounts a host directory below the tree")
 	}
-	base := t.TempDir()
-	host := filepath.Join(base, "host")
-	precious := filepath.Join(host, "precious.txt")
+	base, host, precious := hostBesideState(t)
 	pin := filepath.Join(base, "state", "c1", "pins", "0")
-	for _, d := range []string{host, pin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(precious, []byte("keep"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	if err := unix.Mount(host, pin, "", unix.MS_BIND, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -72,16 +80,12 @@ func TestRemoveWithinStopsAtAMount(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: mounts below the tree")
 	}
-	base := t.TempDir()
-	host := filepath.Join(base, "host")
-	precious := filepath.Join(host, "precious.txt")
+	base, host, precious := hostBesideState(t)
 	tree := filepath.Join(base, "state", "c1")
-	for _, d := range []string{host, filepath.Join(tree, "pins", "0"), filepath.Join(tree, "a", "b")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.MkdirAll(filepath.Join(tree, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	for _, f := range []string{precious, filepath.Join(tree, "a", "b", "f"), filepath.Join(tree, "record.json")} {
+	for _, f := range []string{filepath.Join(tree, "a", "b", "f"), filepath.Join(tree, "record.json")} {
 		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
