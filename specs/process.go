@@ -24,12 +24,16 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	}
 	var resolve func(string) (string, error)
 	var mounts []rspec.Mount
+	var containerRlimits []rspec.POSIXRlimit
 	if c.Bundle != "" {
 		s, _, err := Load(c.Bundle)
 		if err != nil {
 			return nil, nil, fmt.Errorf("exec: the container's config cannot be read: %w", err)
 		}
 		mounts = s.Mounts
+		if s.Process != nil {
+			containerRlimits = s.Process.Rlimits
+		}
 		if v := viewOf(c, s); v != nil && c.LiveRoot == "" {
 			resolve = v.resolve
 		}
@@ -48,6 +52,7 @@ func ApplyProcess(c *Context, p *rspec.Process) (*rspec.Process, []Decision, err
 	ds = append(ds, scratchEnvOf(c.Profile, out)...)
 	ds = append(ds, checkCwd(out, resolve)...)
 	ds = append(ds, clampRlimits(out)...)
+	ds = append(ds, withinContainerRlimits(out, containerRlimits)...)
 	ds = append(ds, raiseOOMScoreAdj(out)...)
 	ds = append(ds, limitScheduling(out)...)
 	ds = append(ds, checkLabels(c.Profile, out)...)

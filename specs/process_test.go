@@ -126,3 +126,39 @@ func TestClampResources(t *testing.T) {
 		}
 	})
 }
+
+// An exec asking for more than the container's own rlimits gets the
+// container's: runc failed it with "error setting rlimit type 6:
+// operation not permitted", no rule named.
+func TestApplyProcessRlimitsWithinTheContainers(t *testing.T) {
+	bundle := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(bundle, "rootfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := []rspec.POSIXRlimit{{Type: "RLIMIT_NOFILE", Soft: 1024, Hard: 4096}, {Type: "RLIMIT_NPROC", Soft: 64, Hard: 64}}
+	data, _ := Marshal(&rspec.Spec{Root: &rspec.Root{Path: "rootfs"}, Process: &rspec.Process{Rlimits: own}})
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := testContext()
+	c.Bundle = bundle
+	out, ds, err := ApplyProcess(c, &rspec.Process{Args: []string{"sh"}, Cwd: "/", Rlimits: []rspec.POSIXRlimit{
+		{Type: "RLIMIT_NOFILE", Soft: 1048576, Hard: 1048576},
+		{Type: "RLIMIT_NPROC", Soft: 8, Hard: 100000},
+		{Type: "RLIMIT_STACK", Soft: 1 << 20, Hard: 1 << 30},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]uint64{"RLIMIT_NOFILE": {4096, 4096}, "RLIMIT_NPROC": {8, 64}, "RLIMIT_STACK": {1 << 20, 1 << 30}}
+	for _, r := range out.Rlimits {
+		if w, ok := want[r.Type]; ok && (r.Soft != w[0] || r.Hard != w[1]) {
+			t.Errorf("%s: soft %d hard %d, want soft %d hard %d", r.Type, r.Soft, r.Hard, w[0], w[1])
+		}
+	}
+	for _, field := range []string{"process.rlimits[RLIMIT_NOFILE]", "process.rlimits[RLIMIT_NPROC]"} {
+		if !slices.ContainsFunc(ds, func(d Decision) bool { return d.Field == field && d.Action == Tightened }) {
+			t.Errorf("no decision says %s was tightened: %+v", field, ds)
+		}
+	}
+}

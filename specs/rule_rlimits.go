@@ -91,6 +91,28 @@ func clampRlimits(p *rspec.Process) []Decision {
 	return ds
 }
 
+// withinContainerRlimits holds an exec's rlimits to the container's own:
+// a hard limit above the one its processes run under can only be raised
+// with CAP_SYS_RESOURCE, which the job does not have, so the backend would
+// fail the exec with an EPERM of its own instead of bulkhead saying why.
+func withinContainerRlimits(p *rspec.Process, container []rspec.POSIXRlimit) []Decision {
+	var ds []Decision
+	for i := range p.Rlimits {
+		r := &p.Rlimits[i]
+		for _, own := range container {
+			if own.Type != r.Type || r.Hard <= own.Hard {
+				continue
+			}
+			before := fmt.Sprintf("soft=%d hard=%d", r.Soft, r.Hard)
+			r.Soft, r.Hard = min(r.Soft, own.Hard), own.Hard
+			ds = append(ds, Decision{Rule: "rlimits", Field: "process.rlimits[" + r.Type + "]", Action: Tightened,
+				Before: before, After: fmt.Sprintf("soft=%d hard=%d", r.Soft, r.Hard), Layer: LayerRlimit,
+				Why: "an exec gets no more than the container's own limit"})
+		}
+	}
+	return ds
+}
+
 func rlimitWhy(t string) string {
 	switch t {
 	case "RLIMIT_CORE":
