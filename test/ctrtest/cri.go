@@ -297,6 +297,16 @@ func PodLifecycle(t *testing.T, c CRI) {
 	}
 
 	c.Must(t, "stop", "--timeout", "2", cid)
+	// The CRI plugin records the exit asynchronously, and a stop whose
+	// wait ran out as the task was deleted returns before it has: rm can
+	// race it. The container must be seen exited, then removed.
+	var state string
+	if !engine.Eventually(30*time.Second, func() bool {
+		state = c.Run("inspect", "-o", "go-template", "--template", "{{.status.state}}", cid).stdout
+		return strings.TrimSpace(state) == "CONTAINER_EXITED"
+	}) {
+		t.Fatalf("the stopped container is not seen exited: state %q\ncontainerd log:\n%s", state, c.D.LogTail(20))
+	}
 	c.Must(t, "rm", cid)
 	c.Must(t, "stopp", podID)
 	c.Must(t, "rmp", podID)
