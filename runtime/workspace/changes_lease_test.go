@@ -22,20 +22,27 @@ func keepInBackground(t *testing.T, cfg *Settings, id string) <-chan error {
 	return done
 }
 
+// leaseInFlight takes a lease as a keep in flight holds it.
+func leaseInFlight(t *testing.T, cfg *Settings) (*keepLease, changeLimits) {
+	t.Helper()
+	lim, err := LimitsOf(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := takeLease(cfg, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, lim
+}
+
 // A keep copying a gigabyte held the store's lock for the whole copy, and
 // every other container's delete that keeps changes waited for it. One in
 // flight now holds a lease, not the lock: another keep ends beside it, and
 // prune leaves its directory alone.
 func TestKeepInFlightHoldsNoOtherKeep(t *testing.T) {
 	cfg := testConfig(t)
-	lim, err := LimitsOf(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inFlight, err := takeLease(cfg, lim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	inFlight, _ := leaseInFlight(t, cfg)
 	select {
 	case err := <-keepInBackground(t, cfg, "other"):
 		if err != nil {
@@ -71,14 +78,7 @@ func TestKeepInFlightHoldsNoOtherKeep(t *testing.T) {
 func TestKeepsInFlightShareTheQuota(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.ChangesMaxBytes, cfg.ChangesQuota = "2m", "3m"
-	lim, err := LimitsOf(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := takeLease(cfg, lim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	first, _ := leaseInFlight(t, cfg)
 	if first.bytes != 2<<20 {
 		t.Fatalf("the first keep reserved %d bytes, want changes_max_bytes (%d)", first.bytes, 2<<20)
 	}
@@ -111,14 +111,7 @@ func TestKeepsInFlightShareTheQuota(t *testing.T) {
 // removes it, and it reserves nothing.
 func TestLeaseOfADeadKeepIsPruned(t *testing.T) {
 	cfg := testConfig(t)
-	lim, err := LimitsOf(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead, err := takeLease(cfg, lim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead, lim := leaseInFlight(t, cfg)
 	dead.f.Close() // as the kernel closes it when the keeper dies
 	if reserved, dirs, err := inFlight(cfg, lim.Bytes); err != nil || reserved != 0 || len(dirs) != 0 {
 		t.Fatalf("a dead keep still reserves %d bytes in %q (%v)", reserved, dirs, err)
