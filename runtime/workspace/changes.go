@@ -345,7 +345,10 @@ func repoShape(job, checkout map[string]bool) bool {
 // reader is the sandbox user (nil: unknown). named is the checkout as it
 // is now at the path the caller named (nil: gone or not known): a HEAD
 // there makes a directory a repository as one in the lower layer does.
-func scanChanges(upperDir, lowerDir string, named *layer, b *budget, reader *idShift) ([]Change, error) {
+// upperJudged says the upper layer is a kept copy, each file judged
+// against the reader when copied (root's now, they would all look
+// unreadable to it).
+func scanChanges(upperDir, lowerDir string, named *layer, b *budget, reader *idShift, upperJudged bool) ([]Change, error) {
 	up, err := openLayer(upperDir)
 	if err != nil {
 		return nil, err
@@ -356,7 +359,7 @@ func scanChanges(upperDir, lowerDir string, named *layer, b *budget, reader *idS
 		return nil, err
 	}
 	defer low.Close()
-	s := &scanner{up: up, low: low, b: b, reader: reader, links: map[inode]linked{}}
+	s := &scanner{up: up, low: low, b: b, reader: reader, upperJudged: upperJudged, links: map[inode]linked{}}
 	top, err := up.look("", b)
 	if err != nil {
 		return nil, err
@@ -382,11 +385,12 @@ type linked struct {
 }
 
 type scanner struct {
-	up, low *layer
-	b       *budget
-	reader  *idShift
-	out     []Change
-	links   map[inode]linked
+	up, low     *layer
+	b           *budget
+	reader      *idShift
+	upperJudged bool
+	out         []Change
+	links       map[inode]linked
 }
 
 func join(dir, name string) string {
@@ -539,7 +543,7 @@ func (s *scanner) dir(rel string, lk *look, hidden bool, depth int, cd *checkout
 // file hashes one regular file, once per inode: a second name of a hard
 // link takes the first one's sum and reads nothing.
 func (s *scanner) file(c *Change, st *unix.Stat_t) {
-	if !s.up.upperFileReadable(c.upperRel, st, s.reader) {
+	if !s.upperJudged && !s.up.upperFileReadable(c.upperRel, st, s.reader) {
 		c.Rejected = unreadableReason
 		return
 	}

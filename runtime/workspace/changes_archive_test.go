@@ -786,9 +786,9 @@ func TestPatchJudgedAgainstTheCheckoutNow(t *testing.T) {
 
 // TestKeptPatchJudgedWhereTheCopyLeftOut: the kept copy leaves out what
 // stands on a checkout link by key (fixture, beside the checkout's link
-// Fixture), but the kept patch, made against the checkout's exact names,
-// carries fixture/config. When the fork's next commit makes fixture a
-// repository, the kept patch is refused all the same.
+// Fixture). The kept patch and json are made from that copy, so they
+// leave it out too and name it, as the tar does: a reviewer reads and
+// applies the same changes in every format.
 func TestKeptPatchJudgedWhereTheCopyLeftOut(t *testing.T) {
 	h := newHostileWorkspace(t)
 	if err := os.Symlink("keep.txt", filepath.Join(h.ws.Source, "Fixture")); err != nil {
@@ -796,14 +796,20 @@ func TestKeptPatchJudgedWhereTheCopyLeftOut(t *testing.T) {
 	}
 	h.named("fixture/", nil)
 	h.file("fixture/config", []byte("[core]\n\tfsmonitor = touch /tmp/owned\n"))
+	h.file("fine.txt", []byte("fine\n"))
 	cfg := h.keep()
-	var patch bytes.Buffer
-	if _, err := Export(cfg, "/run/root-a", "c1", "patch", &patch); err != nil || !strings.Contains(patch.String(), "fixture/config") {
-		t.Fatalf("the kept patch before the commit: %v\n%s", err, patch.String())
-	}
-	h.named("fixture/HEAD", []byte("ref: refs/heads/main\n"))
-	if _, err := Export(cfg, "/run/root-a", "c1", "patch", io.Discard); err == nil || !strings.Contains(err.Error(), "in fixture now, which git may take") {
-		t.Errorf("the kept patch into a checkout that made fixture a repository: %v", err)
+	for _, format := range []string{"patch", "json", "tar"} {
+		var out bytes.Buffer
+		rejected, err := Export(cfg, "/run/root-a", "c1", format, &out)
+		if err != nil {
+			t.Fatalf("kept %s: %v", format, err)
+		}
+		if strings.Contains(out.String(), "fixture/config") {
+			t.Errorf("the kept %s carries fixture/config, which the kept copy left out", format)
+		}
+		if !slices.ContainsFunc(rejected, func(l string) bool { return strings.HasPrefix(l, "fixture") }) {
+			t.Errorf("the kept %s does not name what it left out: %q", format, rejected)
+		}
 	}
 }
 

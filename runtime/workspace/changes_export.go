@@ -104,7 +104,7 @@ func scanSets(sets []layerSet, b *budget) ([]workspaceChanges, []string, error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		changes, err := scanChanges(s.Upper, s.Lower, named, b, s.Shift)
+		changes, err := scanChanges(s.Upper, s.Lower, named, b, s.Shift, s.judged)
 		if named != nil {
 			named.Close()
 		}

@@ -235,12 +235,34 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 	final := keptDir(cfg, root, rec.ID)
 	now := nowUTC()
 	r := &Kept{ID: rec.ID, Root: root, Profile: rec.Profile, Bundle: rec.Bundle, Deleted: now, Expires: now.Add(keep), Dir: final}
+	// The patch and json are made from the kept copy, not from the layer:
+	// a pod-mate of the same user that holds a directory of it (its cwd
+	// through /proc/<pid>/root) could change a file between two reads of
+	// the layer, and the tar a reviewer applies would not be what the
+	// patch they read showed. The copy is root's alone once made.
 	sets := liveSets(ws)
+	files := newBudget(lim)
+	kept := make([]layerSet, 0, len(sets))
+	for i, s := range sets {
+		dst := filepath.Join(tmp, strconv.Itoa(i), "upper")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return nil, err
+		}
+		leftOut := func(p, why string) { r.CopyLeftOut = append(r.CopyLeftOut, rejectLine(s.Prefix+p, why)) }
+		if err := copyLayer(s.Upper, s.Lower, dst, files, disk, s.Shift, leftOut); err != nil {
+			return nil, fmt.Errorf("copy upper layer of %s: %w", s.Destination, err)
+		}
+		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
+		k := s
+		k.Upper, k.judged = dst, true
+		kept = append(kept, k)
+	}
 	read := newBudget(lim)
-	wcs, rejected, err := scanSets(sets, read)
+	wcs, rejected, err := scanSets(kept, read)
 	if err != nil {
 		return nil, err
 	}
+	rejected = append(rejected, r.CopyLeftOut...)
 	for _, wc := range wcs {
 		r.Changes += len(wc.Changes)
 	}
@@ -259,18 +281,6 @@ func saveChanges(cfg *Settings, root string, rec *state.Record, ws []Workspace, 
 		return writeReport(w, wcs, rejected)
 	}); err != nil {
 		return nil, err
-	}
-	files := newBudget(lim)
-	for i, s := range sets {
-		dst := filepath.Join(tmp, strconv.Itoa(i), "upper")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-			return nil, err
-		}
-		leftOut := func(p, why string) { r.CopyLeftOut = append(r.CopyLeftOut, rejectLine(s.Prefix+p, why)) }
-		if err := copyLayer(s.Upper, s.Lower, dst, files, disk, s.Shift, leftOut); err != nil {
-			return nil, fmt.Errorf("copy upper layer of %s: %w", s.Destination, err)
-		}
-		r.Workspaces = append(r.Workspaces, layerSet{Destination: s.Destination, Source: s.Source, Prefix: s.Prefix})
 	}
 	r.JudgedAtCopy, r.TarJudgement = true, tarJudgement
 	r.Rejected, r.RejectedNotListed = listedAtMost(r.Rejected)
