@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"bulkhead.dev/bulkhead/runtime/state"
 )
 
@@ -115,5 +117,47 @@ func keptTarSums(t *testing.T, cfg *Settings) map[string]string {
 			t.Fatal(err)
 		}
 		sums[strings.TrimPrefix(hdr.Name, "./")] = hex.EncodeToString(sum.Sum(nil))
+	}
+}
+
+// The kept copy made directories with the job's mode less the umask, and
+// since the kept patch and json are made from it, a 0777 directory was
+// kept as 0755 and a checkout directory the job made 0777 lost its mode
+// change. Every format keeps the mode the job set, sticky and setgid bits
+// too (the tar masks modes by its own rule).
+func TestKeptDirectoryModesAreTheJobs(t *testing.T) {
+	h := newHostileWorkspace(t)
+	if err := os.Mkdir(filepath.Join(h.ws.Source, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir, mode := range map[string]os.FileMode{"dw": 0o777, "dg": 0o770 | os.ModeSetgid, "dt": 0o777 | os.ModeSticky, "src": 0o777} {
+		p := filepath.Join(h.upperDir, dir)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer unix.Umask(unix.Umask(0o077))
+	cfg := h.keep()
+	var out bytes.Buffer
+	if _, err := Export(cfg, "/run/root-a", "c1", "json", &out); err != nil {
+		t.Fatal(err)
+	}
+	var report ChangeReport
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, wc := range report.Workspaces {
+		for _, c := range wc.Changes {
+			got[c.Path] = c.Mode
+		}
+	}
+	for dir, want := range map[string]string{"dw": "0777", "dg": "2770", "dt": "1777", "src": "0777"} {
+		if got[dir] != want {
+			t.Errorf("kept json: %s has mode %q, want the job's %s (all: %v)", dir, got[dir], want, got)
+		}
 	}
 }

@@ -599,7 +599,12 @@ func copyLayer(src, lower, dst string, b *budget, disk *diskBudget, reader *idSh
 				if err := disk.take(blockSize); err != nil {
 					return err
 				}
-				if err := os.Mkdir(out, os.FileMode(st.Mode&0o777)); err != nil {
+				if err := os.Mkdir(out, 0o700); err != nil {
+					return err
+				}
+				// Exactly the job's mode, not what the umask leaves of it:
+				// the kept patch and json are made from this copy.
+				if err := unix.Chmod(out, st.Mode&0o7777); err != nil {
 					return err
 				}
 				switch why := sub.markReason(opaqueMarker); {
