@@ -70,8 +70,8 @@ func TestKeptFormatsAgreeWhileTheLayerChanges(t *testing.T) {
 	t.Logf("%d of %d rounds kept f", kept, rounds)
 }
 
-// keptJSONSums is what the kept json says each regular file holds.
-func keptJSONSums(t *testing.T, cfg *Settings) map[string]string {
+// keptJSONChanges is every change the kept json of c1 lists.
+func keptJSONChanges(t *testing.T, cfg *Settings) []Change {
 	t.Helper()
 	var out bytes.Buffer
 	if _, err := Export(cfg, "/run/root-a", "c1", "json", &out); err != nil {
@@ -81,12 +81,20 @@ func keptJSONSums(t *testing.T, cfg *Settings) map[string]string {
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		t.Fatal(err)
 	}
-	sums := map[string]string{}
+	var all []Change
 	for _, wc := range report.Workspaces {
-		for _, c := range wc.Changes {
-			if c.Type == "file" && c.Kind != "deleted" {
-				sums[c.Path] = c.SHA256
-			}
+		all = append(all, wc.Changes...)
+	}
+	return all
+}
+
+// keptJSONSums is what the kept json says each regular file holds.
+func keptJSONSums(t *testing.T, cfg *Settings) map[string]string {
+	t.Helper()
+	sums := map[string]string{}
+	for _, c := range keptJSONChanges(t, cfg) {
+		if c.Type == "file" && c.Kind != "deleted" {
+			sums[c.Path] = c.SHA256
 		}
 	}
 	return sums
@@ -141,19 +149,9 @@ func TestKeptDirectoryModesAreTheJobs(t *testing.T) {
 	}
 	defer unix.Umask(unix.Umask(0o077))
 	cfg := h.keep()
-	var out bytes.Buffer
-	if _, err := Export(cfg, "/run/root-a", "c1", "json", &out); err != nil {
-		t.Fatal(err)
-	}
-	var report ChangeReport
-	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]string{}
-	for _, wc := range report.Workspaces {
-		for _, c := range wc.Changes {
-			got[c.Path] = c.Mode
-		}
+	for _, c := range keptJSONChanges(t, cfg) {
+		got[c.Path] = c.Mode
 	}
 	for dir, want := range map[string]string{"dw": "0777", "dg": "2770", "dt": "1777", "src": "0777"} {
 		if got[dir] != want {
