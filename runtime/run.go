@@ -82,7 +82,7 @@ func Run(g *Globals, v Values, id string) error {
 	if v.Bool("detach") {
 		return nil
 	}
-	exit := waitInit(c.rec.InitPid, sigs, func(s os.Signal) {
+	stopForwarding := forwardSignals(sigs, func(s os.Signal) {
 		if s == unix.SIGWINCH {
 			if tty != nil {
 				tty.resize()
@@ -91,6 +91,15 @@ func Run(g *Globals, v Values, id string) error {
 		}
 		_ = signalInit(g, b, c.rec, id, strconv.Itoa(int(s.(unix.Signal))))
 	})
+	var exit int
+	if b.IsGVisor() && c.plan.PodSandbox != nil {
+		// A container of a gVisor pod runs in the pod's sandbox process,
+		// which is not run's child: runsc reports its status.
+		exit = waitGVisorMember(g.backendArgv(b, "wait", id), id)
+	} else {
+		exit = waitInit(c.rec.InitPid)
+	}
+	stopForwarding()
 	// The backend's other processes (gVisor's gofer and sandbox) were
 	// re-parented to bulkhead too. Until they are reaped they are zombies,
 	// which runsc's delete takes for a live sandbox and waits 5 s on.
@@ -107,11 +116,9 @@ func Run(g *Globals, v Values, id string) error {
 	return nil
 }
 
-// waitInit reaps children until pid exits, forwarding signals meanwhile,
-// and returns its status the way a shell reports it.
-func waitInit(pid int, sigs chan os.Signal, forward func(os.Signal)) int {
+// forwardSignals forwards the signals run receives until stopped.
+func forwardSignals(sigs chan os.Signal, forward func(os.Signal)) (stop func()) {
 	done := make(chan struct{})
-	defer close(done)
 	go func() {
 		for {
 			select {
@@ -124,6 +131,12 @@ func waitInit(pid int, sigs chan os.Signal, forward func(os.Signal)) int {
 			}
 		}
 	}()
+	return func() { close(done) }
+}
+
+// waitInit reaps children until pid exits and returns its status the way
+// a shell reports it.
+func waitInit(pid int) int {
 	for {
 		var ws unix.WaitStatus
 		got, err := unix.Wait4(-1, &ws, 0, nil)
@@ -142,6 +155,17 @@ func waitInit(pid int, sigs chan os.Signal, forward func(os.Signal)) int {
 			return ws.ExitStatus()
 		}
 	}
+}
+
+// waitGVisorMember is the status runsc's wait reports for a container of
+// a gVisor pod, 255 when it reports none.
+func waitGVisorMember(argv []string, id string) int {
+	status, err := backend.WaitStatus(argv)
+	if err != nil {
+		logrus.Warnf("bulkhead: wait for %s: %v", id, err)
+		return 255
+	}
+	return status
 }
 
 // reapExited waits, for a bounded time, until every child has exited and

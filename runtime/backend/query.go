@@ -23,6 +23,26 @@ func Query(argv []string) ([]byte, error) {
 	return cmd.Output()
 }
 
+// WaitStatus is the exit status runsc's wait verb reports, argv being its
+// command line for `wait ID`: it returns once the container's process has
+// exited, however long that takes, as the status a shell reports.
+func WaitStatus(argv []string) (int, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stderr = strings.NewReader(""), &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var w struct {
+		ExitStatus *int `json:"exitStatus"`
+	}
+	if err := json.Unmarshal(out, &w); err != nil || w.ExitStatus == nil {
+		return 0, fmt.Errorf("wait reported no exit status: %q", out)
+	}
+	return *w.ExitStatus, nil
+}
+
 // Status is the status the backend's state verb reports, argv being its
 // command line for `state ID`; "" when it reports none.
 func Status(argv []string) string {
