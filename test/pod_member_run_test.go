@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
 	"bulkhead.dev/bulkhead/test/bundle"
 )
 
@@ -26,11 +28,11 @@ func TestPodMemberRunReturnsItsStatus(t *testing.T) {
 				{"echo member-out; kill -TERM $$", 128 + 15},
 			} {
 				id := uniqueID("member-run-" + backend)
-				mutate := p.annotate("container")
-				b := bundle.New(t, []string{"sh", "-c", c.script}, mutate)
+				mutate := []func(*rspec.Spec){p.annotate("container")}
 				if backend == "runc" {
-					b = bundle.New(t, []string{"sh", "-c", c.script}, mutate, p.joinPid)
+					mutate = append(mutate, p.joinPid)
 				}
+				b := bundle.New(t, []string{"sh", "-c", c.script}, mutate...)
 				r := bulkhead(t, "", append(g, "run", "--bundle", b, id)...)
 				if r.code != c.status || strings.TrimSpace(r.stdout) != "member-out" {
 					t.Errorf("run of %q in the pod: exit %d, stdout %q; want %d and member-out\nstderr: %s", c.script, r.code, r.stdout, c.status, r.stderr)
