@@ -182,9 +182,7 @@ func Exec(g *Globals, v Values, args []string) error {
 // descriptor after the caller's preserved ones, with p.Cwd its
 // /proc/self/fd path, which runc enters without a lookup of the path.
 func execCwd(liveRoot string, p *rspec.Process, preserved int) (*os.File, *specs.Decision, error) {
-	if p.Capabilities != nil && (slices.Contains(p.Capabilities.Effective, "CAP_DAC_OVERRIDE") || slices.Contains(p.Capabilities.Effective, "CAP_DAC_READ_SEARCH")) {
-		return nil, nil, nil
-	}
+	searchesAll := p.Capabilities != nil && (slices.Contains(p.Capabilities.Effective, "CAP_DAC_OVERRIDE") || slices.Contains(p.Capabilities.Effective, "CAP_DAC_READ_SEARCH"))
 	judged, err := verify.JudgeExecCwd(liveRoot, p.Cwd, p.User.UID, p.User.GID, p.User.AdditionalGids)
 	if errors.Is(err, verify.ErrNoCwd) {
 		return nil, nil, fmt.Errorf("rule cwd refuses process.cwd %s: there is no such directory in the container; give the exec a cwd that exists", p.Cwd)
@@ -192,8 +190,17 @@ func execCwd(liveRoot string, p *rspec.Process, preserved int) (*os.File, *specs
 	if err != nil {
 		return nil, nil, fmt.Errorf("rule cwd: process.cwd %s cannot be checked: %w", p.Cwd, err)
 	}
-	if judged.Blocked != "" {
-		return nil, nil, fmt.Errorf("rule cwd refuses process.cwd %s: %s, and runc enters it as root before it drops to the user; give the exec a cwd its user may reach", p.Cwd, judged.Blocked)
+	refuse := func(err error) (*os.File, *specs.Decision, error) {
+		if judged.Dir != nil {
+			judged.Dir.Close()
+		}
+		return nil, nil, err
+	}
+	if judged.Under != "" {
+		return refuse(fmt.Errorf("rule cwd refuses process.cwd %s: it led to a directory under %s when opened for the exec (a link on the way changed after the rule resolved it; beyond lie leaked host descriptors, CVE-2024-21626); give the exec a cwd the job cannot redirect", p.Cwd, judged.Under))
+	}
+	if judged.Blocked != "" && !searchesAll {
+		return refuse(fmt.Errorf("rule cwd refuses process.cwd %s: %s, and runc enters it as root before it drops to the user; give the exec a cwd its user may reach", p.Cwd, judged.Blocked))
 	}
 	if judged.Dir == nil {
 		return nil, nil, nil

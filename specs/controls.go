@@ -68,7 +68,7 @@ var Controls = []Control{
 		"watchdog outside the sandbox, backend kill --all", nil, nil},
 	{"environment", []string{"environment"}, "variables whose name or value looks like a credential (known names, key and token formats, connection strings, webhooks, headers) removed, names recorded: a net for a caller's mistakes, not a boundary, since a secret in another form arrives; pass secrets as files",
 		"none: they never arrive", nil, []string{"environment"}},
-	{"cwd", []string{"cwd"}, "never resolves under /proc, /dev or /sys, through the image's links or a bind's; the process's cwd inside its root and every directory down to it searchable by its user, for exec too",
+	{"cwd", []string{"cwd"}, "never resolves under /proc, /dev or /sys, through the image's links or a bind's, nor (runc) through the job's at an exec; the process's cwd inside its root and every directory down to it searchable by its user, for exec too",
 		"none: refused before start", []string{"cwd", "cwd reached"}, nil},
 	{"spec fields", []string{"unknown_fields", "spec_fields"}, "every field classified (bulkhead controls --fields); unknown or refused fields refused",
 		"none: refused before start", nil, nil},

@@ -23,8 +23,12 @@ const maxCwdDepth = 4096
 // the path before the backend does, which a job racing it can pass; this
 // is the evidence. The walk goes up by `..` from the cwd itself, as
 // /proc/PID/cwd holds it, until it meets the process's root or stops
-// rising.
-func verifyCwd(r *Report, pid int, status ProcStatus) error {
+// rising. A created init has run none of the job's code: its cwd is the
+// one runc entered, which must not lie under /proc, /dev or /sys either
+// (a pod-mate can swap a link in a volume both share between the rule's
+// resolution and runc's); inRuntimeTree asks for that. An exec'd process
+// may have moved there itself.
+func verifyCwd(r *Report, pid int, status ProcStatus, inRuntimeTree bool) error {
 	proc := "/proc/" + strconv.Itoa(pid)
 	var root unix.Stat_t
 	if err := unix.Stat(proc+"/root", &root); err != nil {
@@ -49,6 +53,20 @@ func verifyCwd(r *Report, pid int, status ProcStatus) error {
 	}
 	if w.inside {
 		observed = "inside the container's root"
+	}
+	if w.inside && inRuntimeTree && w.top != nil {
+		rfd, err := unix.Open(proc+"/root", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("verify: root of %d: %w", pid, err)
+		}
+		under, err := runtimeTree(rfd, w.top)
+		unix.Close(rfd)
+		if err != nil {
+			return fmt.Errorf("verify: cwd of %d: %w", pid, err)
+		}
+		if under != "" {
+			observed += ", under " + under
+		}
 	}
 	r.add("cwd", "inside the container's root", observed)
 	// runc enters the working directory before it drops to the process's
@@ -76,6 +94,11 @@ type ExecCwd struct {
 	// may write (/tmp, a workspace). runc is to enter Dir, not the path.
 	// nil when the path is fixed or names nothing.
 	Dir *os.File
+	// Under names the tree the runtime makes (/proc, /dev or /sys) that
+	// the directory judged lies in, "" for none: the cwd rule refuses a
+	// path that resolves there, and a job swapping a link between that
+	// resolution and this one leads the path there after all.
+	Under string
 }
 
 // ErrNoCwd is JudgeExecCwd's answer for a cwd that is not in the
@@ -116,21 +139,51 @@ func JudgeExecCwd(root, cwd string, uid, gid uint32, groups []uint32) (ExecCwd, 
 		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
 	}
 	w, err := walkToRoot(up, &rst, searcher{uid: uid, groups: append([]uint32{gid}, groups...)}, true)
-	switch {
-	case err != nil:
+	if err != nil {
 		return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
-	case w.blocked != "":
-		return ExecCwd{Blocked: w.blocked}, nil
-	case !w.inside:
+	}
+	if !w.inside {
 		// The walk stopped before the root (deeper than maxCwdDepth):
 		// the directories above were not judged.
 		return ExecCwd{}, fmt.Errorf("cwd %s: the walk up from it did not meet the container's root", cwd)
-	case w.writable || cwd != filepath.Clean(cwd) || !sameDirNoLinks(rfd, cwd, dir):
-		handed := dir
-		dir = nil // the caller's to close now
-		return ExecCwd{Dir: handed}, nil
 	}
-	return ExecCwd{}, nil
+	j := ExecCwd{Blocked: w.blocked}
+	if w.top != nil {
+		if j.Under, err = runtimeTree(rfd, w.top); err != nil {
+			return ExecCwd{}, fmt.Errorf("cwd %s: %w", cwd, err)
+		}
+	}
+	if w.writable || cwd != filepath.Clean(cwd) || !sameDirNoLinks(rfd, cwd, dir) {
+		j.Dir = dir
+		dir = nil // the caller's to close now
+	}
+	return j, nil
+}
+
+// runtimeTree names the tree the runtime makes over the image (/proc, /dev
+// or /sys, as mounted in the container's root) whose top directory is
+// top, "" for none. The root is read-only: the job cannot move these.
+func runtimeTree(root int, top *unix.Stat_t) (string, error) {
+	for _, name := range []string{"proc", "dev", "sys"} {
+		fd, err := unix.Openat2(root, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS})
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("/%s of the container: %w", name, err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err != nil {
+			return "", err
+		}
+		if st.Dev == top.Dev && st.Ino == top.Ino {
+			return "/" + name, nil
+		}
+	}
+	return "", nil
 }
 
 // sameDirNoLinks tells whether cwd resolves in root to dir without
@@ -148,12 +201,14 @@ func sameDirNoLinks(root int, cwd string, dir *os.File) bool {
 
 // walked is what walkToRoot found: the first directory on the way the
 // searcher may not search, described ("" for none); whether the root was
-// met; and whether a directory above the first is one a user other than
-// root may write, whose entries can change under a path through it.
+// met; whether a directory above the first is one a user other than root
+// may write, whose entries can change under a path through it; and the
+// directory of the way that lies in the root itself (nil for the root).
 type walked struct {
 	blocked  string
 	inside   bool
 	writable bool
+	top      *unix.Stat_t
 }
 
 // walkToRoot walks up by ".." from the directory open at fd (which it
@@ -180,6 +235,9 @@ func walkToRoot(fd int, root *unix.Stat_t, who searcher, writers bool) (w walked
 		}
 		if st.Dev == root.Dev && st.Ino == root.Ino {
 			w.inside = true
+			if depth > 0 {
+				w.top = &stats[depth-1]
+			}
 			break
 		}
 		up, err := unix.Openat(fd, "..", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

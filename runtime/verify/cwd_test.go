@@ -25,19 +25,28 @@ func TestVerifyCwdOutsideRoot(t *testing.T) {
 		t.Fatalf("python3 is needed to chroot a process here (hack/install-deps.sh installs it): %v", err)
 	}
 	jail := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(jail, "proc", "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, chdir string
 		inside      bool
 	}{
 		{"outside", "/", false},
 		{"inside", jail, true},
+		// A created init's cwd under /proc: runc entered a path a link
+		// swapped after the rule resolved it.
+		{"under /proc", filepath.Join(jail, "proc", "1"), false},
 	} {
 		// chroot(2) leaves the cwd where it was.
 		r := verifyCwdOf(t, py, "os.chdir(sys.argv[2]); os.chroot(sys.argv[1])", jail, c.chdir)
 		if len(r) != 2 || r[0].Control != "cwd" || r[0].OK != c.inside {
 			t.Fatalf("%s: %+v, want the check ok=%v", c.name, r, c.inside)
 		}
-		if !c.inside && !strings.Contains(r[0].Observed, `outside the container's root ("/"`) {
+		if c.name == "under /proc" && r[0].Observed != "inside the container's root, under /proc" {
+			t.Fatalf("%s: observed %q, want it to name /proc", c.name, r[0].Observed)
+		}
+		if c.name == "outside" && !strings.Contains(r[0].Observed, `outside the container's root ("/"`) {
 			t.Fatalf("%s: observed %q, want it to name the host's path", c.name, r[0].Observed)
 		}
 	}
@@ -103,7 +112,7 @@ func verifyCwdOf(t *testing.T, py, setup string, args ...string) Report {
 	var r Report
 	st, verr := ReadProcStatus(cmd.Process.Pid)
 	if verr == nil {
-		verr = verifyCwd(&r, cmd.Process.Pid, st)
+		verr = verifyCwd(&r, cmd.Process.Pid, st, true)
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
@@ -184,9 +193,9 @@ func TestJudgeExecCwd(t *testing.T) {
 		{"/open", "", false},
 		{"/link", "fixed/sub", false},
 		{"/fixed/../fixed/sub", "fixed/sub", false},
-		{"/alice/sub", "", true},
-		{"/named/sub", "", true},
-		{"/grp/sub", "", true},
+		{"/alice/sub", "alice/sub", true},
+		{"/named/sub", "named/sub", true},
+		{"/grp/sub", "grp/sub", true},
 		{"/grpok/sub", "grpok/sub", false}, // uid 1500 may change it
 	} {
 		j, err := JudgeExecCwd(base, c.cwd, 65534, 65534, nil)
@@ -214,6 +223,29 @@ func TestJudgeExecCwd(t *testing.T) {
 			t.Errorf("%s: the open directory is not %s", c.cwd, c.opened)
 		}
 		j.Dir.Close()
+	}
+	// A directory in a tree the runtime makes is named, however the path
+	// led there: the rule resolved it before the job swapped a link.
+	for _, d := range []string{"proc/1", "dev/shm/x", "sys/fs/cgroup", "procfs/sub"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("/proc/1", filepath.Join(base, "tolink")); err != nil {
+		t.Fatal(err)
+	}
+	for cwd, under := range map[string]string{"/proc/1": "/proc", "/proc": "/proc", "/tolink": "/proc", "/dev/shm/x": "/dev",
+		"/sys/fs/cgroup": "/sys", "/procfs/sub": "", "/fixed/sub": ""} {
+		j, err := JudgeExecCwd(base, cwd, 65534, 65534, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", cwd, err)
+		}
+		if j.Under != under {
+			t.Errorf("%s: under %q, want %q", cwd, j.Under, under)
+		}
+		if j.Dir != nil {
+			j.Dir.Close()
+		}
 	}
 	// A root job without capabilities is held to the modes as the kernel
 	// holds it: runc enters the cwd with its capabilities, the job has none.

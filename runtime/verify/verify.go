@@ -99,7 +99,7 @@ func Container(pid int, e *Expectation) (Report, error) {
 		if err := checkStatus(&r, st, e); err != nil {
 			return r, err
 		}
-		if err := verifyCwd(&r, pid, st); err != nil {
+		if err := verifyCwd(&r, pid, st, true); err != nil {
 			return r, err
 		}
 		if err := verifySeccompFilter(&r, pid, e); err != nil {
@@ -159,7 +159,7 @@ func Process(pid int, e *Expectation) (Report, error) {
 	if err := checkStatus(&r, st, e); err != nil {
 		return r, err
 	}
-	if err := verifyCwd(&r, pid, st); err != nil {
+	if err := verifyCwd(&r, pid, st, false); err != nil {
 		return r, err
 	}
 	if len(r.Failed()) > 0 {
