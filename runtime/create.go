@@ -215,6 +215,14 @@ func (c *creation) handOver(verb string, v Values) error {
 		}
 		logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
 	}
+	if c.plan.PodSandbox != nil && b.IsGVisor() {
+		if err := backend.JudgeMemberCaller(); err != nil {
+			if c.sel.Profile.Mode == specs.Enforce {
+				return c.fail(c.undo(fmt.Errorf("%s %s, a container of a gVisor pod: %w", verb, c.rec.ID, err)))
+			}
+			logrus.Warnf("bulkhead: audit mode, handed over anyway: %v", err)
+		}
+	}
 	argv, dropped := c.plan.BackendArgv(verb, v)
 	if len(dropped) > 0 {
 		logrus.Warnf("bulkhead: backend %s does not support %s; not passed on", b.Name, strings.Join(dropped, " "))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -457,4 +458,26 @@ func JudgeMemberCapture() error {
 		return errors.New("its stdout and stderr are one pipe, the caller's capture of start's own output (containerd's runc shim, bulkhead's too, reads it to its end); runsc would keep it as the container's for the container's life, so the start would never end and the caller would hold all the job writes: a gVisor pod's containers need a caller that hands them their own streams at start (gVisor's shim does); run the pod on runc (runtime class bulkhead), or the job with ctr or Docker on bulkhead-runsc")
 	}
 	return nil
+}
+
+// runcTaskServices are the executables of containerd's runc task service:
+// containerd's runc shim and bulkhead's, which is that service wrapped.
+var runcTaskServices = map[string]bool{"containerd-shim-runc-v2": true, "containerd-shim-bulkhead-v2": true}
+
+// JudgeMemberCaller refuses, for the create of a gVisor pod's container, a
+// caller that is containerd's runc task service (by its executable, the
+// parent's): it hands every start its own output as one pipe, which
+// JudgeMemberCapture refuses, and the container that refusal leaves
+// created is one runsc never signals, so the engine could neither stop
+// nor remove it, nor its pod. Refused at create, it never exists.
+func JudgeMemberCaller() error {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/exe")
+	if err != nil {
+		return nil
+	}
+	name := filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
+	if !runcTaskServices[name] {
+		return nil
+	}
+	return fmt.Errorf("its caller is containerd's runc task service (%s), which hands start its own output as one pipe: runsc would keep it as the container's for the container's life, so the start would be refused, and runsc never signals a container left created, which the engine then could not stop or remove, nor its pod: a gVisor pod's containers need gVisor's own shim (containerd-shim-runsc-v1, with bulkhead-runsc as its runsc); run the pod on runc (runtime class bulkhead), or the job with ctr or Docker on bulkhead-runsc", name)
 }

@@ -3,6 +3,7 @@ package containerd2
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -125,3 +126,12 @@ func TestCRIPodCheckout(t *testing.T) { ctrtest.PodCheckout(t, cri(t)) }
 // Private and Bidirectional propagation, the mount handling critest's
 // volume and propagation tests look at.
 func TestCRIPodMountPropagation(t *testing.T) { ctrtest.PodMountPropagation(t, cri(t)) }
+
+// TestCRIGVisorPodMemberRefused: bulkhead's shim serves no container of
+// a gVisor pod, and says so at create, so the pod can be removed.
+func TestCRIGVisorPodMemberRefused(t *testing.T) {
+	if _, err := exec.LookPath("runsc"); err != nil {
+		t.Skip("runsc is not installed")
+	}
+	ctrtest.GVisorPodMemberRefused(t, cri(t))
+}

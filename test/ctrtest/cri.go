@@ -515,3 +515,42 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// GVisorPodMemberRefused: a container of a pod on the bulkhead-runsc
+// runtime class is refused when it is created, by name, and the pod is
+// then stopped and removed as any other. containerd's runc task service,
+// which bulkhead's shim is, hands start its own output as one pipe, which
+// runsc would keep as the container's for its life, so bulkhead refuses
+// such a start; a container refused only there stayed "created", which
+// runsc never signals, and the pod could not be removed.
+func GVisorPodMemberRefused(t *testing.T, c CRI) {
+	pod := PodConfig(t, "bh-gvisor-member", false)
+	podID := c.Must(t, "runp", "--runtime", "bulkhead-runsc", pod)
+	t.Cleanup(func() {
+		c.Run("stopp", podID)
+		c.Run("rmp", "--force", podID)
+	})
+	ctr := WriteJSON(t, "ctr.json", map[string]any{
+		"metadata": map[string]any{"name": "member"},
+		"image":    map[string]any{"image": Image},
+		"command":  []string{"true"},
+		"log_path": "member.log",
+		// A pid namespace of its own (CONTAINER): one shared with the
+		// pod (POD) is refused on runsc by the namespace rule.
+		"linux": map[string]any{"security_context": map[string]any{"namespace_options": map[string]any{"pid": 1}}},
+	})
+	cid := c.Must(t, "create", podID, ctr, pod)
+	// CRI creates the runtime's container at start: the task's create is
+	// to fail, not its start, which would leave it created.
+	r := c.Run("start", cid)
+	if r.err == nil {
+		t.Fatalf("a container of a gVisor pod started through bulkhead's shim:\n%s", r)
+	}
+	if !strings.Contains(r.stderr, "failed to create shim task") || !strings.Contains(r.stderr, "gVisor's own shim") {
+		t.Errorf("want the container's task refused at create, naming gVisor's shim:\n%s", r)
+	}
+	c.Must(t, "rm", cid)
+	c.Must(t, "stopp", podID)
+	c.Must(t, "rmp", podID)
+	c.LeftoversGone(t, cid, podID)
+}
