@@ -1,9 +1,13 @@
 package test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
 
 	"bulkhead.dev/bulkhead/test/bundle"
 )
@@ -34,5 +38,57 @@ func TestExecCwdSwappedIntoRuntimeTrees(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Errorf("in 3 minutes of execs no path led into /proc or /sys once the rule had resolved it: the race was not run")
+	}
+}
+
+// A read-only bind is read-only only through itself: another writer of
+// its host directory (here the host, as a checkout's owner or another
+// container's workspace would be) swaps a directory of it with a link
+// into /proc while execs are made below it. No exec lands in /proc.
+func TestExecCwdSwappedInAReadOnlyBind(t *testing.T) {
+	needRoot(t, "runc")
+	g := []string{"--root", stateRoot(t), "--backend", "runc"}
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.MkdirAll(filepath.Join(shared, "d", "net"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, shared, 0o777)
+	b := bundle.New(t, []string{"sleep", "600"}, func(s *rspec.Spec) {
+		s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: shared, Options: []string{"rbind", "ro"}})
+	})
+	id := uniqueID("cwd-ro-bind")
+	must(t, append(g, "run", "--detach", "--bundle", b, id)...)
+	t.Cleanup(func() { bulkhead(t, "", append(g, "delete", "--force", id)...) })
+	if err := os.Symlink("/proc/1", filepath.Join(shared, "l")); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	swapped := make(chan struct{})
+	go func() {
+		defer close(swapped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, mv := range [][2]string{{"d", "v"}, {"v", "d"}, {"l", "v"}, {"v", "l"}} {
+				_ = os.Rename(filepath.Join(shared, mv[0]), filepath.Join(shared, mv[1]))
+			}
+		}
+	}()
+	defer func() { close(stop); <-swapped }()
+	refused := 0
+	for i, end := 0, time.Now().Add(3*time.Minute); refused < 3 && time.Now().Before(end); i++ {
+		r := bulkhead(t, "", append(g, "exec", "--cwd", "/data/v/net", id, "sh", "-c", "pwd -P")...)
+		if cwd := strings.TrimSpace(r.stdout); r.code == 0 && !strings.HasPrefix(cwd, "/data/") {
+			t.Fatalf("exec %d --cwd /data/v/net ran in %s", i, cwd)
+		}
+		if r.code != 0 && strings.Contains(r.stderr, "under /proc when opened") {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Errorf("in 3 minutes of execs no path led into /proc once the rule had resolved it: the race was not run")
 	}
 }

@@ -277,12 +277,11 @@ func aclNote(fd int) string {
 }
 
 // othersMayWrite tells whether a user other than root may change the
-// entries of the directory open at fd: it is on a writable mount and not
-// root's alone by its mode (an ACL counts as opening it).
+// entries of the directory open at fd: it is not root's alone by its mode
+// (an ACL counts as opening it). A read-only mount is no answer: a bind
+// is read-only only through itself, and its host directory changes
+// through any other mount of it (a checkout's owner, another container's
+// workspace).
 func othersMayWrite(fd int, st *unix.Stat_t) bool {
-	var fs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &fs); err == nil && fs.Flags&unix.ST_RDONLY != 0 {
-		return false
-	}
 	return !specs.OnlyRootWrites(st) || specs.HasACL("/proc/self/fd/"+strconv.Itoa(fd))
 }
