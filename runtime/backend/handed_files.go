@@ -461,8 +461,11 @@ func JudgeMemberCapture() error {
 }
 
 // runcTaskServices are the executables of containerd's runc task service:
-// containerd's runc shim and bulkhead's, which is that service wrapped.
-var runcTaskServices = map[string]bool{"containerd-shim-runc-v2": true, "containerd-shim-bulkhead-v2": true}
+// containerd's runc shims (v2, and v1 and the legacy shim, which
+// containerd 1.6 still installs) and bulkhead's, which is that service
+// wrapped.
+var runcTaskServices = map[string]bool{"containerd-shim-runc-v2": true, "containerd-shim-runc-v1": true,
+	"containerd-shim": true, "containerd-shim-bulkhead-v2": true}
 
 // JudgeMemberCaller refuses, for the create of a gVisor pod's container, a
 // caller that is containerd's runc task service (by its executable, the
@@ -475,6 +478,12 @@ func JudgeMemberCaller() error {
 	if err != nil {
 		return nil
 	}
+	return memberCallerRefusal(exe)
+}
+
+// memberCallerRefusal is JudgeMemberCaller's answer for the caller's
+// executable, as /proc/PID/exe names it.
+func memberCallerRefusal(exe string) error {
 	name := filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
 	if !runcTaskServices[name] {
 		return nil

@@ -332,3 +332,24 @@ func openTCPSocket(t *testing.T) int {
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
 }
+
+// A gVisor pod's container is refused at create when containerd's runc
+// task service calls, whichever of its shims runs it; gVisor's own shim,
+// an engine or a shell may create one.
+func TestMemberCallerRefusal(t *testing.T) {
+	for exe, refused := range map[string]bool{
+		"/usr/bin/containerd-shim-runc-v2":                      true,
+		"/usr/bin/containerd-shim-runc-v1":                      true,
+		"/usr/bin/containerd-shim":                              true,
+		"/usr/local/bin/containerd-shim-bulkhead-v2":            true,
+		"/var/tmp/c/containerd-shim-runc-v2 (deleted)":          true,
+		"/usr/local/bin/containerd-shim-runsc-v1":               false,
+		"/usr/sbin/dockerd":                                     false,
+		"/usr/bin/bash":                                         false,
+		"/usr/local/bin/containerd-shim-bulkhead-v2-not-a-shim": false,
+	} {
+		if err := memberCallerRefusal(exe); (err != nil) != refused {
+			t.Errorf("%s: %v, want refused %v", exe, err, refused)
+		}
+	}
+}
