@@ -470,12 +470,7 @@ func StartCRI(t testing.TB, containerd, ctr string, config func(dir, address str
 // bulkhead, crictl shows the rule, the pod keeps running, and nothing of
 // the refused container is left.
 func PodRefusal(t *testing.T, c CRI) {
-	pod := PodConfig(t, "bh-refused", false)
-	podID := c.Must(t, "runp", "--runtime", c.Handler, pod)
-	t.Cleanup(func() {
-		c.Run("stopp", podID)
-		c.Run("rmp", "--force", podID)
-	})
+	pod, podID := c.runPod(t, "bh-refused", c.Handler)
 	ctr := WriteJSON(t, "ctr.json", map[string]any{
 		"metadata": map[string]any{"name": "home"},
 		"image":    map[string]any{"image": Image},
@@ -511,6 +506,19 @@ func PodRefusal(t *testing.T, c CRI) {
 	c.LeftoversGone(t, podID)
 }
 
+// runPod runs a pod named name under the runtime handler, removed when
+// the test ends, and returns its config and id.
+func (c CRI) runPod(t *testing.T, name, handler string) (config, id string) {
+	t.Helper()
+	config = PodConfig(t, name, false)
+	id = c.Must(t, "runp", "--runtime", handler, config)
+	t.Cleanup(func() {
+		c.Run("stopp", id)
+		c.Run("rmp", "--force", id)
+	})
+	return config, id
+}
+
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
@@ -524,12 +532,7 @@ func lastLine(s string) string {
 // such a start; a container refused only there stayed "created", which
 // runsc never signals, and the pod could not be removed.
 func GVisorPodMemberRefused(t *testing.T, c CRI) {
-	pod := PodConfig(t, "bh-gvisor-member", false)
-	podID := c.Must(t, "runp", "--runtime", "bulkhead-runsc", pod)
-	t.Cleanup(func() {
-		c.Run("stopp", podID)
-		c.Run("rmp", "--force", podID)
-	})
+	pod, podID := c.runPod(t, "bh-gvisor-member", "bulkhead-runsc")
 	ctr := WriteJSON(t, "ctr.json", map[string]any{
 		"metadata": map[string]any{"name": "member"},
 		"image":    map[string]any{"image": Image},
