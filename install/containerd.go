@@ -43,11 +43,8 @@ const (
 type Containerd struct {
 	// Config is the config.toml to edit.
 	Config string
-	// Name is the runtime handler name; the gVisor handler is NAME-runsc.
+	// Name is the runtime handler name.
 	Name string
-	// Runsc is the absolute path of the bulkhead-runsc symlink, or "" when
-	// runsc is not installed (no gVisor handler is added then).
-	Runsc string
 	// Version is the config version to write when the file does not exist
 	// yet (2 for containerd 1.x, 3 for 2.x); an existing file's own
 	// version is always used.
@@ -63,9 +60,6 @@ func (c *Containerd) check() error {
 	if c.Name == "" || strings.ContainsAny(c.Name, " \t\n\"'./[]") {
 		return fmt.Errorf("runtime handler name %q: want a plain name such as bulkhead", c.Name)
 	}
-	if c.Runsc != "" && !filepath.IsAbs(c.Runsc) {
-		return fmt.Errorf("runtime path %q is not absolute", c.Runsc)
-	}
 	return nil
 }
 
@@ -73,19 +67,32 @@ func (c *Containerd) check() error {
 // bulkhead handler has no options table: the CRI plugin sends runtime types
 // other than io.containerd.runc.v2 a generic options message, and
 // containerd 1.6 ignores runtime_path, so containerd-shim-bulkhead-v2 finds
-// bulkhead itself. The gVisor handler uses containerd's runc shim with
-// BinaryName, which both daemons pass on.
+// bulkhead itself.
+//
+// There is no gVisor handler: every container CRI runs is a pod's, and a
+// gVisor pod's containers start only through a caller that hands each its
+// own streams at start (gVisor's own shim). Through containerd's runc task
+// service, bulkhead's shim included, they are refused at create, so such a
+// handler would run a pod's sandbox and none of its containers.
 func (c *Containerd) handlers() map[string]map[string]any {
-	h := map[string]map[string]any{
+	return map[string]map[string]any{
 		c.Name: {"runtime_type": ShimRuntimeType},
 	}
-	if c.Runsc != "" {
-		h[c.Name+"-runsc"] = map[string]any{
-			"runtime_type": "io.containerd.runc.v2",
-			"options":      map[string]any{"BinaryName": c.Runsc},
-		}
+}
+
+// formerGVisorHandler is the name of the gVisor handler an earlier install
+// wrote (containerd's runc shim with BinaryName bulkhead-runsc), when the
+// file holds it: install and uninstall take it away. A NAME-runsc table of
+// any other content is the administrator's and stays.
+func (c *Containerd) formerGVisorHandler(current map[string]any) (string, any) {
+	name := c.Name + "-runsc"
+	h, _ := current[name].(map[string]any)
+	opts, _ := h["options"].(map[string]any)
+	binary, _ := opts["BinaryName"].(string)
+	if h["runtime_type"] != "io.containerd.runc.v2" || filepath.Base(binary) != "bulkhead-runsc" {
+		return "", nil
 	}
-	return h
+	return name, h
 }
 
 // containerdDoc is a parsed config.toml.
@@ -271,7 +278,9 @@ func (c *Containerd) Install() (*Result, error) {
 	path := doc.runtimesPath()
 	current := runtimesOf(doc.tree, path)
 	want := c.handlers()
+	set := map[string]map[string]any{}
 	for name, entry := range want {
+		set[name] = entry
 		old, has := current[name]
 		switch {
 		case !has:
@@ -280,11 +289,15 @@ func (c *Containerd) Install() (*Result, error) {
 			res.Changes = append(res.Changes, Change{Action: "changed", Key: doc.key(name), Before: compactValue(old), After: compactValue(entry)})
 		}
 	}
+	if name, old := c.formerGVisorHandler(current); name != "" {
+		res.Changes = append(res.Changes, Change{Action: "removed", Key: doc.key(name), Before: compactValue(old)})
+		set[name] = nil
+	}
 	sortChanges(res.Changes)
 	if len(res.Changes) == 0 {
 		return res, nil
 	}
-	wantTree := withRuntimes(doc.tree, path, map[string]map[string]any(want))
+	wantTree := withRuntimes(doc.tree, path, set)
 	stripped, _, err := stripBlock(before)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Config, err)
@@ -361,10 +374,9 @@ func (c *Containerd) Uninstall() (*Result, error) {
 			remove[name] = nil
 		}
 	}
-	// The gVisor handler goes too when runsc has since been removed.
-	if old, has := current[c.Name+"-runsc"]; has && c.Runsc == "" {
-		res.Changes = append(res.Changes, Change{Action: "removed", Key: doc.key(c.Name + "-runsc"), Before: compactValue(old)})
-		remove[c.Name+"-runsc"] = nil
+	if name, old := c.formerGVisorHandler(current); name != "" {
+		res.Changes = append(res.Changes, Change{Action: "removed", Key: doc.key(name), Before: compactValue(old)})
+		remove[name] = nil
 	}
 	sortChanges(res.Changes)
 	if len(res.Changes) == 0 {

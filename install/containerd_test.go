@@ -58,7 +58,7 @@ func newContainerd(t *testing.T, content string) *Containerd {
 			t.Fatal(err)
 		}
 	}
-	return &Containerd{Config: path, Name: "bulkhead", Runsc: runsc, Version: 2}
+	return &Containerd{Config: path, Name: "bulkhead", Version: 2}
 }
 
 // handlerOf reads plugins.<plugin>.containerd.runtimes.<name> back.
@@ -86,7 +86,7 @@ func TestContainerdInstallBothVersionsTwiceThenUninstall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !res.Written || len(res.Changes) != 2 {
+			if !res.Written || len(res.Changes) != 1 {
 				t.Fatalf("first install: written %v, changes %v", res.Written, res.Changes)
 			}
 			after := read(t, c.Config)
@@ -96,9 +96,8 @@ func TestContainerdInstallBothVersionsTwiceThenUninstall(t *testing.T) {
 			if h := handlerOf(t, after, tc.plugin, "bulkhead"); h["runtime_type"] != ShimRuntimeType || h["options"] != nil {
 				t.Errorf("handler bulkhead = %v, want runtime_type %s and no options", h, ShimRuntimeType)
 			}
-			h := handlerOf(t, after, tc.plugin, "bulkhead-runsc")
-			if opts, _ := h["options"].(map[string]any); h["runtime_type"] != "io.containerd.runc.v2" || opts["BinaryName"] != runsc {
-				t.Errorf("handler bulkhead-runsc = %v", h)
+			if h := handlerOf(t, after, tc.plugin, "bulkhead-runsc"); h != nil {
+				t.Errorf("a gVisor handler was written: %v", h)
 			}
 			if h := handlerOf(t, after, tc.plugin, "runc"); h["runtime_type"] != "io.containerd.runc.v2" {
 				t.Errorf("the administrator's runc handler is gone: %v", h)
@@ -119,7 +118,7 @@ func TestContainerdInstallBothVersionsTwiceThenUninstall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Changes) != 2 {
+			if len(res.Changes) != 1 {
 				t.Errorf("uninstall changes: %v", res.Changes)
 			}
 			if got := read(t, c.Config); got != tc.content {
@@ -165,7 +164,7 @@ func TestContainerdDryRunWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Written || len(res.Changes) != 2 || !strings.Contains(string(res.After), "bulkhead") {
+	if res.Written || len(res.Changes) != 1 || !strings.Contains(string(res.After), "bulkhead") {
 		t.Errorf("dry run: %+v", res)
 	}
 	if read(t, c.Config) != configV2 {
@@ -173,6 +172,49 @@ func TestContainerdDryRunWritesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(c.Config + BackupSuffix); !os.IsNotExist(err) {
 		t.Error("dry run wrote a backup")
+	}
+}
+
+// The gVisor handler an earlier install wrote (containerd's runc shim with
+// BinaryName bulkhead-runsc) runs a pod's sandbox and none of its
+// containers: install takes it away, and the file keeps the rest. A
+// NAME-runsc handler the administrator wrote for something else stays.
+func TestContainerdInstallRemovesFormerGVisorHandler(t *testing.T) {
+	const plugin = "io.containerd.grpc.v1.cri"
+	path := []string{"plugins", plugin, "containerd", "runtimes"}
+	former, err := renderBlock(path, map[string]map[string]any{
+		"bulkhead":       {"runtime_type": ShimRuntimeType},
+		"bulkhead-runsc": {"runtime_type": "io.containerd.runc.v2", "options": map[string]any{"BinaryName": "/usr/local/bin/bulkhead-runsc"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newContainerd(t, configV2+"\n"+string(former))
+	res, err := c.Install()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes) != 1 || res.Changes[0].Action != "removed" || !strings.HasSuffix(res.Changes[0].Key, "bulkhead-runsc") {
+		t.Errorf("changes: %v", res.Changes)
+	}
+	after := read(t, c.Config)
+	if !strings.HasPrefix(after, configV2) || handlerOf(t, after, plugin, "bulkhead-runsc") != nil || handlerOf(t, after, plugin, "bulkhead")["runtime_type"] != ShimRuntimeType {
+		t.Errorf("after install:\n%s", after)
+	}
+
+	const own = "\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.bulkhead-runsc]\n  runtime_type = \"io.containerd.runsc.v1\"\n"
+	c = newContainerd(t, configV2+own)
+	if _, err := c.Install(); err != nil {
+		t.Fatal(err)
+	}
+	if h := handlerOf(t, read(t, c.Config), plugin, "bulkhead-runsc"); h["runtime_type"] != "io.containerd.runsc.v1" {
+		t.Errorf("install took the administrator's gVisor handler: %v", h)
+	}
+	if _, err := c.Uninstall(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c.Config); got != configV2+own {
+		t.Errorf("uninstall did not give back the file:\n%s", got)
 	}
 }
 
@@ -233,7 +275,7 @@ func FuzzContainerdInstall(f *testing.F) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c := &Containerd{Config: path, Name: "bulkhead", Runsc: runsc, Version: 3}
+		c := &Containerd{Config: path, Name: "bulkhead", Version: 3}
 		var before map[string]any
 		beforeErr := toml.Unmarshal([]byte(content), &before)
 		res, err := c.Install()
@@ -264,7 +306,11 @@ func FuzzContainerdInstall(f *testing.F) {
 				t.Fatalf("after uninstall: not TOML: %v", err)
 			}
 		}
-		want := withRuntimes(before, doc.runtimesPath(), map[string]map[string]any{"bulkhead": nil, "bulkhead-runsc": nil})
+		gone := map[string]map[string]any{"bulkhead": nil}
+		if name, _ := c.formerGVisorHandler(runtimesOf(before, doc.runtimesPath())); name != "" {
+			gone[name] = nil
+		}
+		want := withRuntimes(before, doc.runtimesPath(), gone)
 		if len(back) == 0 && len(before) <= 1 {
 			return // a file install created is removed, or held only a version
 		}

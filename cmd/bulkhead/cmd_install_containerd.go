@@ -21,13 +21,15 @@ const shimName = "containerd-shim-bulkhead-v2"
 func installContainerdCommand(g *runtime.Globals) *cli.Command {
 	return &cli.Command{
 		Name:  "containerd",
-		Usage: "add runtime handlers bulkhead (and bulkhead-runsc) to containerd's CRI config.toml",
+		Usage: "add runtime handler bulkhead to containerd's CRI config.toml",
 		Description: "Adds plugins.<CRI>.containerd.runtimes.NAME with runtime_type = \"" + install.ShimRuntimeType + "\" and no\n" +
-			"options (containerd-shim-bulkhead-v2 finds bulkhead next to itself, then on PATH), and\n" +
-			"NAME-runsc (containerd's runc shim with BinaryName = the bulkhead-runsc symlink) when runsc is\n" +
-			"installed. <CRI> is io.containerd.grpc.v1.cri in a version 2 config (containerd 1.x) and\n" +
-			"io.containerd.cri.v1.runtime in a version 3 config (containerd 2.x). The handlers go in a\n" +
-			"marked block at the end; the rest of the file keeps its bytes. The file as it was is kept as\n" +
+			"options (containerd-shim-bulkhead-v2 finds bulkhead next to itself, then on PATH), and removes\n" +
+			"the NAME-runsc handler an earlier bulkhead wrote: a gVisor pod's containers start only through\n" +
+			"gVisor's own shim. When runsc is installed, the bulkhead-runsc symlink is made next to this\n" +
+			"binary (ctr --runtime io.containerd.bulkhead-runsc.v2). <CRI> is io.containerd.grpc.v1.cri in\n" +
+			"a version 2 config (containerd 1.x) and io.containerd.cri.v1.runtime in a version 3 config\n" +
+			"(containerd 2.x). The handler goes in a marked block at the end; the rest of the file keeps\n" +
+			"its bytes. The file as it was is kept as\n" +
 			"config.toml" + install.BackupSuffix + ". Running it again changes nothing.\n" +
 			"bulkhead doctor runs first; on a node where a check fails nothing is registered unless --force.",
 		Flags:        append(containerdFlags(), forceFlag),
@@ -41,7 +43,7 @@ func installContainerdCommand(g *runtime.Globals) *cli.Command {
 func uninstallContainerdCommand() *cli.Command {
 	return &cli.Command{
 		Name:         "containerd",
-		Usage:        "remove runtime handlers bulkhead and bulkhead-runsc from containerd's config.toml",
+		Usage:        "remove runtime handler bulkhead (and an earlier install's bulkhead-runsc) from containerd's config.toml",
 		Flags:        containerdFlags(),
 		OnUsageError: usageError,
 		Action: func(c *cli.Context) error {
@@ -53,9 +55,8 @@ func uninstallContainerdCommand() *cli.Command {
 func containerdFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Value: install.DefaultContainerdConfig, Usage: "config.toml to edit"},
-		&cli.StringFlag{Name: "name", Value: "bulkhead", Usage: "runtime handler name (RuntimeClass handler, crictl --runtime); gVisor is NAME-runsc"},
+		&cli.StringFlag{Name: "name", Value: "bulkhead", Usage: "runtime handler name (RuntimeClass handler, crictl --runtime)"},
 		&cli.IntFlag{Name: "config-version", Usage: "config version for a new file: 2 (containerd 1.x) or 3 (2.x); default: from `containerd --version`"},
-		&cli.StringFlag{Name: "runsc", Usage: "path of bulkhead-runsc as the node sees it, for the NAME-runsc handler (\"none\": no gVisor handler); default: next to this binary when runsc is on PATH"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the change and the resulting file; write nothing"},
 	}
 }
@@ -83,16 +84,6 @@ func containerdTarget(c *cli.Context) (*install.Containerd, string, error) {
 	if t.Version == 0 {
 		t.Version = containerdConfigVersion()
 	}
-	switch r := c.String("runsc"); r {
-	case "none":
-	case "":
-		if _, err := exec.LookPath("runsc"); err == nil {
-			t.Runsc = filepath.Join(filepath.Dir(exe), "bulkhead-runsc")
-		}
-	default:
-		// A node installer runs in a container: the path is the node's.
-		t.Runsc = r
-	}
 	return t, exe, nil
 }
 
@@ -116,22 +107,21 @@ func installContainerd(c *cli.Context, g *runtime.Globals, out io.Writer) error 
 	if err := doctorGate(g, c.Bool("force"), t.DryRun, out); err != nil {
 		return err
 	}
+	runsc := ""
+	if _, err := exec.LookPath("runsc"); err == nil {
+		runsc = filepath.Join(filepath.Dir(exe), "bulkhead-runsc")
+	}
 	var linked bool
-	if t.Runsc != "" && !t.DryRun && c.String("runsc") == "" {
-		if linked, err = ensureRunscLink(t.Runsc, filepath.Base(exe)); err != nil {
-			fmt.Fprintf(out, "note: runsc is installed but %s cannot be created (%v): no %s-runsc handler\n", t.Runsc, err, t.Name)
-			t.Runsc = ""
+	if runsc != "" && !t.DryRun {
+		if linked, err = ensureRunscLink(runsc, filepath.Base(exe)); err != nil {
+			fmt.Fprintf(out, "note: runsc is installed but %s cannot be created (%v)\n", runsc, err)
+			runsc = ""
 		}
 	}
-	if t.Runsc != "" {
-		// A path given for the node, when this is not the node, cannot
-		// be judged here.
-		if _, err := os.Lstat(t.Runsc); err == nil || c.String("runsc") == "" {
-			if err := registrable(t.Runsc); err != nil {
-				return err
-			}
-		} else {
-			fmt.Fprintf(out, "note: %s is not here to judge: make sure only root may change it and every directory above it on the node\n", t.Runsc)
+	if runsc != "" {
+		// ctr's io.containerd.bulkhead-runsc.v2 runs it as root.
+		if err := registrable(runsc); err != nil {
+			return err
 		}
 	}
 	res, err := t.Install()
@@ -139,7 +129,7 @@ func installContainerd(c *cli.Context, g *runtime.Globals, out io.Writer) error 
 		return fmt.Errorf("install containerd: %w", err)
 	}
 	if linked {
-		fmt.Fprintf(out, "created symlink %s -> %s (the name selects gVisor)\n", t.Runsc, filepath.Base(exe))
+		fmt.Fprintf(out, "created symlink %s -> %s (the name selects gVisor)\n", runsc, filepath.Base(exe))
 	}
 	report(out, res, t.DryRun)
 	if len(res.Changes) == 0 {
@@ -154,6 +144,9 @@ func installContainerd(c *cli.Context, g *runtime.Globals, out io.Writer) error 
 	fmt.Fprintf(out, "\napply: containerd reads config.toml only at start:\n  systemctl restart containerd    # running containers keep running: their shims outlive the restart\n")
 	fmt.Fprintf(out, "use:   Kubernetes: a RuntimeClass with handler: %s (deploy/kubernetes/runtimeclass.yaml)\n", t.Name)
 	fmt.Fprintf(out, "       crictl runp --runtime %s POD.json;  ctr run --runtime %s IMAGE ID\n", t.Name, install.ShimRuntimeType)
+	if runsc != "" {
+		fmt.Fprintf(out, "       ctr run --runtime io.containerd.bulkhead-runsc.v2 IMAGE ID    # gVisor; no CRI handler: a gVisor pod's containers need gVisor's own shim\n")
+	}
 	fmt.Fprintf(out, "undo:  bulkhead uninstall containerd --config %s --name %s\n", res.Path, t.Name)
 	return nil
 }

@@ -32,9 +32,10 @@ func closeCRI() error {
 	return sharedCRI.c.D.Close()
 }
 
-// criConfig3 is containerd 2.x's version 3 config with CRI on; the bulkhead
-// handler (plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.bulkhead)
-// is then added by `bulkhead install containerd`.
+// criConfig3 is containerd 2.x's version 3 config with CRI on, the egress
+// tests' handler and a gVisor handler set up by hand; the bulkhead handler
+// (plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.bulkhead) is
+// then added by `bulkhead install containerd`.
 func criConfig3(t testing.TB, dir, address string) (string, error) {
 	cniConf, err := ctrtest.WriteCNIConfig(dir, bridge, subnet)
 	if err != nil {
@@ -67,8 +68,8 @@ state = %q
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ['/usr/lib/cni']
     conf_dir = %q
-%s`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", pauseImage, cniConf,
-		ctrtest.EgressHandlerConfig3(dir))
+%s%s`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), address, address+".ttrpc", pauseImage, cniConf,
+		ctrtest.EgressHandlerConfig3(dir), ctrtest.GVisorRuncShimHandlerConfig3(t))
 	path := filepath.Join(dir, "config.toml")
 	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
 		return "", err
@@ -127,8 +128,9 @@ func TestCRIPodCheckout(t *testing.T) { ctrtest.PodCheckout(t, cri(t)) }
 // volume and propagation tests look at.
 func TestCRIPodMountPropagation(t *testing.T) { ctrtest.PodMountPropagation(t, cri(t)) }
 
-// TestCRIGVisorPodMemberRefused: bulkhead's shim serves no container of
-// a gVisor pod, and says so at create, so the pod can be removed.
+// TestCRIGVisorPodMemberRefused: containerd's runc shim, as a gVisor
+// handler set up by hand, serves no container of a gVisor pod, and
+// bulkhead says so at create, so the pod can be removed.
 func TestCRIGVisorPodMemberRefused(t *testing.T) {
 	if _, err := exec.LookPath("runsc"); err != nil {
 		t.Skip("runsc is not installed")

@@ -524,15 +524,27 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// GVisorPodMemberRefused: a container of a pod on the bulkhead-runsc
-// runtime class is refused when it is created, by name, and the pod is
-// then stopped and removed as any other. containerd's runc task service,
+// GVisorRuncShimHandler is a CRI handler an administrator may set up by
+// hand (install containerd writes none): containerd's runc shim with
+// BinaryName bulkhead-runsc. Not named bulkhead-runsc, which install
+// would take for an earlier install's and remove.
+const GVisorRuncShimHandler = "runsc-runc-shim"
+
+// GVisorRuncShimHandlerConfig3 is its table for a version 3 config
+// (containerd 2.x).
+func GVisorRuncShimHandlerConfig3(t testing.TB) string {
+	return runcShimHandlerTable(`'io.containerd.cri.v1.runtime'.containerd`, GVisorRuncShimHandler, filepath.Join(binaries.Dir(t), "bulkhead-runsc"))
+}
+
+// GVisorPodMemberRefused: a container of a pod on GVisorRuncShimHandler
+// is refused when it is created, by name, and the pod is then stopped and
+// removed as any other. containerd's runc task service,
 // which bulkhead's shim is, hands start its own output as one pipe, which
 // runsc would keep as the container's for its life, so bulkhead refuses
 // such a start; a container refused only there stayed "created", which
 // runsc never signals, and the pod could not be removed.
 func GVisorPodMemberRefused(t *testing.T, c CRI) {
-	pod, podID := c.runPod(t, "bh-gvisor-member", "bulkhead-runsc")
+	pod, podID := c.runPod(t, "bh-gvisor-member", GVisorRuncShimHandler)
 	ctr := WriteJSON(t, "ctr.json", map[string]any{
 		"metadata": map[string]any{"name": "member"},
 		"image":    map[string]any{"image": Image},

@@ -33,12 +33,18 @@ func EgressHandlerConfig3(dir string) string {
 }
 
 func egressHandlerTable(plugin, dir string) string {
+	return runcShimHandlerTable(plugin, EgressHandler, EgressRuntime(dir))
+}
+
+// runcShimHandlerTable is a CRI handler NAME on containerd's runc shim
+// with options.BinaryName BINARY.
+func runcShimHandlerTable(plugin, name, binary string) string {
 	return fmt.Sprintf(`
     [plugins.%[1]s.runtimes.%[2]s]
       runtime_type = "io.containerd.runc.v2"
       [plugins.%[1]s.runtimes.%[2]s.options]
         BinaryName = %[3]q
-`, plugin, EgressHandler, EgressRuntime(dir))
+`, plugin, name, binary)
 }
 
 // PodEgress: a pod under a profile with egress. CRI made a network
