@@ -28,6 +28,7 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup1"
 	v1stats "github.com/containerd/cgroups/v3/cgroup1/stats"
 	"github.com/containerd/cgroups/v3/cgroup2"
+	"golang.org/x/sys/unix"
 )
 
 // Unlimited is the value of a limit the kernel shows as unset: "max" on v2,
@@ -600,4 +601,30 @@ func String(v int64) string {
 		return "absent"
 	}
 	return strconv.FormatInt(v, 10)
+}
+
+// DirID names the group at path as it is now: the device and inode of its
+// directory in the first hierarchy that has it (v1 hierarchies in name
+// order, or the v2 tree). A group removed and made again under the same
+// path gets another; ok is false when the group is nowhere.
+func DirID(path string) (id string, ok bool) {
+	path = filepath.Join("/", path)
+	dirs := []string{filepath.Join(defaultV2Mountpoint, path)}
+	if cgroupsv3.Mode() != cgroupsv3.Unified {
+		entries, err := os.ReadDir(defaultV1Root)
+		if err != nil {
+			return "", false
+		}
+		dirs = dirs[:0]
+		for _, e := range entries {
+			dirs = append(dirs, filepath.Join(defaultV1Root, e.Name(), path))
+		}
+	}
+	for _, d := range dirs {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return fmt.Sprintf("%d:%d", st.Dev, st.Ino), true
+		}
+	}
+	return "", false
 }

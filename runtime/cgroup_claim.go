@@ -5,13 +5,16 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
@@ -69,11 +72,151 @@ func (c *creation) claimCgroup() (func(), error) {
 	} else if shared != "" {
 		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: it %s", l.CgroupsPath, specs.SharedAncestorWhy(shared))
 	}
+	var absent []string
+	if err == nil && !c.g.SystemdCgroup {
+		if c.rec.CgroupParents, absent, err = madeParents(group); err != nil {
+			err = fmt.Errorf("rule cgroups_path: %s: %w", group, err)
+		}
+	}
 	if err != nil {
 		release()
 		return nil, err
 	}
-	return release, nil
+	return func() {
+		markMadeParents(absent)
+		release()
+	}, nil
+}
+
+// cgroupParentsDir holds a marker for each group above a caller's
+// cgroupsPath that a backend's create made (runc and runsc make every
+// missing group above the container's and remove only the container's
+// own): a delete removes such a group once it is empty, where a group
+// the administrator made, empty or not, stays. One directory for every
+// bulkhead on the host, as cgroupLockFile. A marker holds its group's
+// identity (cgroups.DirID), so that a group of that path made since by
+// anyone else is not taken for it.
+const cgroupParentsDir = "/run/bulkhead-cgroup-parents"
+
+// madeParents returns the groups above group, deepest first, that are
+// bulkhead's to remove once empty: those an earlier create made (their
+// marker names them as they are) and those that do not exist yet, which
+// the backend's create is to make (absent, marked once it did). The
+// caller holds the groups' locks (lockCgroupPath) until the markers are
+// written, so no delete removes one meanwhile.
+func madeParents(group string) (parents, absent []string, err error) {
+	for a := path.Dir(group); a != "/" && a != "."; a = path.Dir(a) {
+		if !cgroups.Exists(a) {
+			absent = append(absent, a)
+			parents = append(parents, a)
+			continue
+		}
+		mine, err := markedAsMade(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		if mine {
+			parents = append(parents, a)
+		}
+	}
+	return parents, absent, nil
+}
+
+// markMadeParents marks those of the groups that the backend's create
+// made. A group it could not mark is left to its administrator.
+func markMadeParents(groups []string) {
+	for _, g := range groups {
+		id, ok := cgroups.DirID(g)
+		if !ok {
+			continue
+		}
+		marker, err := parentMarker(g)
+		if err == nil {
+			err = os.WriteFile(marker, []byte(id), 0o600)
+		}
+		if err != nil {
+			logrus.Warnf("bulkhead: cgroup %s, made for a container, will not be removed with it: %v", g, err)
+		}
+	}
+}
+
+// markedAsMade tells whether group is the one a create made.
+func markedAsMade(group string) (bool, error) {
+	marker, err := parentMarker(group)
+	if err != nil {
+		return false, err
+	}
+	data, err := os.ReadFile(marker)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	id, ok := cgroups.DirID(group)
+	return ok && string(data) == id, nil
+}
+
+// parentMarker is the marker's path for group: named by the group's
+// SHA-256, in cgroupParentsDir, which is made root's alone.
+func parentMarker(group string) (string, error) {
+	if err := os.Mkdir(cgroupParentsDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(cgroupParentsDir, &st); err != nil {
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o022 != 0 {
+		return "", fmt.Errorf("%s is not a directory only root may write", cgroupParentsDir)
+	}
+	sum := sha256.Sum256([]byte(group))
+	return filepath.Join(cgroupParentsDir, hex.EncodeToString(sum[:])), nil
+}
+
+// removeMadeParents removes, deepest first, the groups above a
+// container's that a create made (madeParents), once the container's own
+// is gone and nothing else is in them. A group still in use stays, and
+// so does every group above it; the last container below it to go
+// removes it. A failure is logged: the container is gone, and what is
+// left is an empty group.
+func removeMadeParents(parents []string) {
+	for _, p := range parents {
+		gone, err := removeMadeParent(p)
+		if err != nil {
+			logrus.Warnf("bulkhead: cgroup %s, made for a container, is left: %v", p, err)
+			return
+		}
+		if !gone {
+			return
+		}
+	}
+}
+
+func removeMadeParent(group string) (bool, error) {
+	// Exclusive: a create below group holds it shared until its backend
+	// made its own group there and marked what it made.
+	f, err := lockCgroupPath(group)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if !cgroups.Exists(group) {
+		return true, nil
+	}
+	mine, err := markedAsMade(group)
+	if err != nil || !mine {
+		return false, err
+	}
+	gone, err := cgroups.RemoveEmpty(group)
+	if err != nil || !gone {
+		return false, err
+	}
+	marker, err := parentMarker(group)
+	if err != nil {
+		return true, err
+	}
+	return true, os.Remove(marker)
 }
 
 // lockCgroupPath takes, in cgroupLockFile, an exclusive lock on group and

@@ -342,6 +342,8 @@ func (c *creation) undo(cause error) error {
 		_ = backend.Quietly(c.g.backendArgv(c.sel.Backend, "delete", "--force", c.rec.ID))
 		if err := cgroups.Remove(c.rec.CgroupsPath); err != nil {
 			errs = append(errs, err)
+		} else {
+			removeMadeParents(c.rec.CgroupParents)
 		}
 	}
 	os.Remove(c.pidFile)

@@ -34,6 +34,10 @@ type Record struct {
 	// the init, whatever runc's exec.fifo says (InitReleased).
 	InitExe     string `json:"init_exe,omitempty"`
 	CgroupsPath string `json:"cgroups_path,omitempty"`
+	// CgroupParents are the groups above CgroupsPath, deepest first, that
+	// a create made for a caller's path (see runtime's markMadeParents):
+	// the delete of the last container below one removes it.
+	CgroupParents []string `json:"cgroup_parents,omitempty"`
 	// Pod is set on a CRI pod sandbox: the containers of this pod, and
 	// only they, may join its namespaces (see PodSandbox).
 	Pod *Pod `json:"pod,omitempty"`

@@ -1,0 +1,102 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	rspec "github.com/opencontainers/runtime-spec/specs-go"
+
+	"bulkhead.dev/bulkhead/cgroups"
+	"bulkhead.dev/bulkhead/test/bundle"
+)
+
+// TestCgroupParentsMadeForContainersGo: runc and runsc make every missing
+// group above a caller's cgroupsPath (Docker's --cgroup-parent) and
+// remove only the container's own, so each new parent a caller named
+// stayed on the host, empty, for good. The groups a create made go with
+// the last container below them; one still holding a container stays
+// until that one goes; a group the administrator made stays, empty or
+// not.
+func TestCgroupParentsMadeForContainersGo(t *testing.T) {
+	for _, backend := range []string{"runc", "runsc"} {
+		t.Run(backend, func(t *testing.T) {
+			needRoot(t, backend)
+			root := stateRoot(t)
+			top := fmt.Sprintf("/bhparents-%s-%d", backend, os.Getpid())
+			admin := fmt.Sprintf("/bhadmin-%s-%d", backend, os.Getpid())
+			// A group that holds others' containers must be one of
+			// cgroup_parents, as Docker's /docker is by default.
+			cfg, _ := workspaceConfig(t, fmt.Sprintf("[profiles.default]\ncgroup_parents = [%q, %q]\n", top, top+"/shared"))
+			g := []string{"--root", root, "--config", cfg, "--backend", backend}
+			t.Cleanup(func() {
+				for _, p := range []string{top + "/shared", top, admin} {
+					cgroups.RemoveEmpty(p)
+				}
+			})
+			created := map[string]bool{}
+			create := func(name, parent string) string {
+				id := uniqueID(name)
+				b := bundle.New(t, []string{"sleep", "60"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = parent + "/" + id })
+				must(t, append(g, "create", "--bundle", b, id)...)
+				created[id] = true
+				t.Cleanup(func() {
+					if created[id] {
+						bulkhead(t, "", append(g, "delete", "--force", id)...)
+					}
+				})
+				return id
+			}
+			remove := func(id string) {
+				must(t, append(g, "delete", "--force", id)...)
+				created[id] = false
+			}
+
+			// Two containers below one new parent, two levels down.
+			a := create("parent-a", top+"/shared")
+			b := create("parent-b", top+"/shared")
+			remove(a)
+			if !cgroups.Exists(top + "/shared") {
+				t.Fatalf("%s/shared went with one container while another is in it", top)
+			}
+			remove(b)
+			if cgroups.Exists(top) {
+				t.Errorf("%s, made for the containers, is left after the last of them went", top)
+			}
+
+			// A parent the administrator made before stays.
+			for _, d := range v1AndV2Dirs(t, admin) {
+				if err := os.Mkdir(d, 0o755); err != nil && !os.IsExist(err) {
+					t.Fatal(err)
+				}
+			}
+			remove(create("parent-admin", admin))
+			if !cgroups.Exists(admin) {
+				t.Errorf("%s, the administrator's, was removed with a container", admin)
+			}
+		})
+	}
+}
+
+// v1AndV2Dirs are the directories of the group at path in every hierarchy
+// of this host, as a backend makes them.
+func v1AndV2Dirs(t *testing.T, path string) []string {
+	t.Helper()
+	if v2, err := cgroups.V2(); err != nil {
+		t.Fatal(err)
+	} else if v2 {
+		return []string{filepath.Join("/sys/fs/cgroup", path)}
+	}
+	entries, err := os.ReadDir("/sys/fs/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join("/sys/fs/cgroup", e.Name(), path))
+		}
+	}
+	return dirs
+}
