@@ -194,9 +194,16 @@ func removeMadeParents(parents []string) {
 }
 
 func removeMadeParent(group string) (bool, error) {
-	// Exclusive: a create below group holds it shared until its backend
-	// made its own group there and marked what it made.
-	f, err := lockCgroupPath(group)
+	// Exclusive, and only tried: a create below group holds it shared
+	// until its backend made its own group there and marked what it
+	// made, and then the group is in use, its own container's to remove.
+	// Waiting, a delete could wait for good while creates below follow
+	// one another (dockerd's /docker under load), since a waiting
+	// exclusive lock does not hold new shared ones back.
+	f, err := lockCgroupPathFor(group, false)
+	if errors.Is(err, errCgroupBusy) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
@@ -229,6 +236,16 @@ func removeMadeParent(group string) (bool, error) {
 // bytes in ascending order, so no two creates wait for each other in a
 // cycle.
 func lockCgroupPath(group string) (*os.File, error) {
+	return lockCgroupPathFor(group, true)
+}
+
+// errCgroupBusy is lockCgroupPathFor's answer, when it does not wait, for
+// a group whose lock another bulkhead holds.
+var errCgroupBusy = errors.New("locked by another create or delete")
+
+// lockCgroupPathFor is lockCgroupPath; unless waitOwn, the group's own
+// byte is only tried, and errCgroupBusy returned when it is held.
+func lockCgroupPathFor(group string, waitOwn bool) (*os.File, error) {
 	f, key, err := openCgroupLock()
 	if err != nil {
 		return nil, err
@@ -241,14 +258,22 @@ func lockCgroupPath(group string) (*os.File, error) {
 	slices.Sort(bytes)
 	for _, b := range slices.Compact(bytes) {
 		lk := unix.Flock_t{Type: unix.F_RDLCK, Whence: io.SeekStart, Start: b, Len: 1}
+		cmd := unix.F_OFD_SETLKW
 		if b == own {
 			lk.Type = unix.F_WRLCK
+			if !waitOwn {
+				cmd = unix.F_OFD_SETLK
+			}
 		}
 		for {
-			err = unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLKW, &lk)
+			err = unix.FcntlFlock(f.Fd(), cmd, &lk)
 			if !errors.Is(err, unix.EINTR) {
 				break
 			}
+		}
+		if cmd == unix.F_OFD_SETLK && (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES)) {
+			f.Close()
+			return nil, errCgroupBusy
 		}
 		if err != nil {
 			f.Close()

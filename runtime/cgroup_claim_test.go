@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -148,5 +149,50 @@ func TestCgroupLockIsPerPath(t *testing.T) {
 	held.Close()
 	if conflicts(top+"/a/b", true) || conflicts(top, true) {
 		t.Errorf("released, the claim of %s/a/b still holds its locks", top)
+	}
+}
+
+// TestRemoveMadeParentDoesNotWaitForACreate: a create below a group made
+// for containers holds the group's lock shared while its backend makes its
+// own group there. The delete of another container below it does not wait
+// for that (creates following one another under dockerd's /docker would
+// hold it back for good) and leaves the group, which the new container's
+// delete removes; once no create is under way, the empty group goes.
+func TestRemoveMadeParentDoesNotWaitForACreate(t *testing.T) {
+	parent := fmt.Sprintf("/bhtry-%d", os.Getpid())
+	makeGroups(t, parent)
+	markMadeParents([]string{parent})
+	t.Cleanup(func() {
+		if m, err := parentMarker(parent); err == nil {
+			os.Remove(m)
+		}
+	})
+	create, err := lockCgroupPath(parent + "/creating")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		gone, err := removeMadeParent(parent)
+		if err == nil && gone {
+			err = fmt.Errorf("%s removed while a create below it was under way", parent)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		create.Close()
+		t.Fatalf("the delete waited 30 s for the create below %s", parent)
+	}
+	create.Close()
+	if !cgroups.Exists(parent) {
+		t.Fatalf("%s is gone", parent)
+	}
+	if gone, err := removeMadeParent(parent); err != nil || !gone || cgroups.Exists(parent) {
+		t.Fatalf("with no create under way: removed %v, %v; exists %v", gone, err, cgroups.Exists(parent))
 	}
 }
