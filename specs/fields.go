@@ -150,7 +150,7 @@ var Fields = []FieldClass{
 	{"linux.resources.rdma{}.hcaHandles", Contained, "spec_fields", "an RDMA limit only restricts"},
 	{"linux.resources.rdma{}.hcaObjects", Contained, "spec_fields", "an RDMA limit only restricts"},
 	{"linux.resources.unified", Denied, "spec_fields", "raw cgroup v2 files would bypass the profile's ceilings; use the typed resources"},
-	{"linux.cgroupsPath", Allowlisted, "cgroups_path", "a new cgroup: never one that exists already or lies below one holding processes, never the root"},
+	{"linux.cgroupsPath", Allowlisted, "cgroups_path", "a new cgroup: never one that exists already or lies below one holding processes, never the root, at most 16 groups deep"},
 	{"linux.namespaces[].type", Allowlisted, "namespaces", "pid, network, mount, ipc, uts, cgroup; no user or time namespace"},
 	{"linux.namespaces[].path", Allowlisted, "namespaces", "only a namespace of this container's own pod sandbox"},
 	{"linux.devices[].path", Allowlisted, "devices", "only null, zero, full, random, urandom, tty, ptmx"},

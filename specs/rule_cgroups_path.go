@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
@@ -45,6 +46,11 @@ var systemdUnitSuffixes = []string{".slice", ".service", ".scope", ".socket", ".
 // limits (CgroupSharedAncestor). Under the systemd driver the same is
 // judged of the scope's group (SystemdScopePath): the driver joins a scope
 // that exists, and the caller names the slice above it.
+// MaxCgroupDepth bounds how deep a caller's cgroup lies: the engines'
+// deepest (a kubelet's pod below its QoS slice, in a kind node's group
+// below dockerd's) is six.
+const MaxCgroupDepth = 16
+
 func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	const field = "linux.cgroupsPath"
 	p := ensureLinux(s).CgroupsPath
@@ -111,6 +117,9 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 				}
 			}
 		}
+	}
+	if depth := strings.Count(judged, "/"); depth > MaxCgroupDepth {
+		return refuse(fmt.Sprintf("%s is %d groups deep, at most %d: the backend makes every missing group above it in every hierarchy, in kernel memory no limit of the container's charges", judged, depth, MaxCgroupDepth))
 	}
 	if c.CgroupTaken == nil {
 		return refuse("whether this cgroup is new cannot be checked here")

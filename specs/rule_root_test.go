@@ -51,12 +51,20 @@ func TestRuleCgroupsPath(t *testing.T) {
 			}
 		}
 	}
+	deepRefused := func(t *testing.T, s *rspec.Spec, ds []Decision) {
+		if d := wantDecision(t, ds, "linux.cgroupsPath", Refused); !strings.Contains(d.Why, "is 17 groups deep, at most 16") {
+			t.Fatalf("refused for %q, want its depth named", d.Why)
+		}
+	}
 	runRule(t, ruleCgroupsPath, []ruleCase{
 		{name: "fresh", spec: path("/docker/abc"), want: want(Kept)},
 		{name: "holds processes", spec: path("/system-busy"), want: want(Refused)},
 		{name: "root", spec: path("/"), want: want(Refused)},
 		{name: "dot dot", spec: path("/docker/../system.slice"), want: want(Refused)},
 		{name: "relative", spec: path("docker/abc"), want: want(Refused)},
+		{name: "sixteen deep", spec: path(strings.Repeat("/a", 15) + "/abc"), want: want(Kept)},
+		{name: "seventeen deep", spec: path(strings.Repeat("/a", 16) + "/abc"), want: deepRefused},
+		{name: "systemd seventeen deep", spec: path(strings.Repeat("a-", 15) + "a.slice:docker:abc"), ctx: systemd, want: deepRefused},
 		{name: "a systemd unit's", spec: path("/system.slice/ssh.service"), want: want(Refused)},
 		{name: "init.scope", spec: path("/init.scope"), want: want(Refused)},
 		{name: "systemd form", spec: path("system.slice:docker:abc"), ctx: systemd, want: want(Kept)},
