@@ -603,28 +603,37 @@ func String(v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
-// DirID names the group at path as it is now: the device and inode of its
-// directory in the first hierarchy that has it (v1 hierarchies in name
-// order, or the v2 tree). A group removed and made again under the same
-// path gets another; ok is false when the group is nowhere.
-func DirID(path string) (id string, ok bool) {
+// GroupDirs are the directories of the group at path (a cgroupsPath) in
+// each hierarchy of the host that has it, each with its identity (the
+// directory's device and inode): a group removed and made again under the
+// same path gets another. A co-mounted hierarchy's link (cpu ->
+// cpu,cpuacct) is not counted again, and only a hierarchy's own tree is
+// looked in, never its mount directory (a group named /unified is not the
+// hybrid host's v2 tree).
+func GroupDirs(path string) (map[string]string, error) {
 	path = filepath.Join("/", path)
+	if path == "/" {
+		return nil, nil
+	}
 	dirs := []string{filepath.Join(defaultV2Mountpoint, path)}
 	if cgroupsv3.Mode() != cgroupsv3.Unified {
 		entries, err := os.ReadDir(defaultV1Root)
 		if err != nil {
-			return "", false
+			return nil, err
 		}
 		dirs = dirs[:0]
 		for _, e := range entries {
-			dirs = append(dirs, filepath.Join(defaultV1Root, e.Name(), path))
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(defaultV1Root, e.Name(), path))
+			}
 		}
 	}
+	out := map[string]string{}
 	for _, d := range dirs {
 		var st unix.Stat_t
-		if unix.Stat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			return fmt.Sprintf("%d:%d", st.Dev, st.Ino), true
+		if unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			out[d] = fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 		}
 	}
-	return "", false
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	cgroupsv3 "github.com/containerd/cgroups/v3"
@@ -89,41 +90,21 @@ func RemovePaths(paths map[string]string) error {
 	return retryRemoval(func() error { return ocgroups.RemovePaths(paths) })
 }
 
-// RemoveEmpty removes the group at path (a cgroupsPath) from every
-// hierarchy that has it, where nothing is in it: the kernel removes a
-// group's directory only when it holds no process and no group below it,
-// so a group in use anywhere stays there (removed is false then). Unlike
-// Remove it never removes the groups below path, which may be other
-// containers'.
-func RemoveEmpty(path string) (removed bool, err error) {
-	path = filepath.Join("/", path)
-	if path == "/" {
+// RemoveEmptyDir removes one directory of a group (one of GroupDirs') if
+// nothing is in it: the kernel removes a group's directory only when it
+// holds no process and no group below it, so one in use stays (removed is
+// false then). Unlike Remove it never removes the groups below, which may
+// be other containers'. A directory that is gone counts as removed.
+func RemoveEmptyDir(dir string) (removed bool, err error) {
+	if !strings.HasPrefix(dir, defaultV1Root+"/") {
+		return false, fmt.Errorf("%s is not a cgroup directory", dir)
+	}
+	switch err := unix.Rmdir(dir); {
+	case err == nil, errors.Is(err, unix.ENOENT):
+		return true, nil
+	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.ENOTEMPTY):
 		return false, nil
+	default:
+		return false, fmt.Errorf("cgroup %s: %w", dir, err)
 	}
-	var dirs []string
-	if cgroupsv3.Mode() == cgroupsv3.Unified {
-		dirs = []string{filepath.Join(defaultV2Mountpoint, path)}
-	} else {
-		// Each v1 hierarchy (and a hybrid host's v2 tree) is a directory
-		// of defaultV1Root; a co-mounted one also appears as a link
-		// (cpu -> cpu,cpuacct), whose second removal finds nothing.
-		entries, err := os.ReadDir(defaultV1Root)
-		if err != nil {
-			return false, err
-		}
-		for _, e := range entries {
-			dirs = append(dirs, filepath.Join(defaultV1Root, e.Name(), path))
-		}
-	}
-	removed = true
-	for _, d := range dirs {
-		switch err := unix.Rmdir(d); {
-		case err == nil, errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		case errors.Is(err, unix.EBUSY), errors.Is(err, unix.ENOTEMPTY):
-			removed = false
-		default:
-			return false, fmt.Errorf("cgroup %s: %w", d, err)
-		}
-	}
-	return removed, nil
 }

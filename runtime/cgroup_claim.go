@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,9 +73,9 @@ func (c *creation) claimCgroup() (func(), error) {
 	} else if shared != "" {
 		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: it %s", l.CgroupsPath, specs.SharedAncestorWhy(shared))
 	}
-	var absent []string
+	var above []groupDirs
 	if err == nil && !c.g.SystemdCgroup {
-		if c.rec.CgroupParents, absent, err = madeParents(group); err != nil {
+		if above, err = groupsAbove(group); err != nil {
 			err = fmt.Errorf("rule cgroups_path: %s: %w", group, err)
 		}
 	}
@@ -82,79 +83,130 @@ func (c *creation) claimCgroup() (func(), error) {
 		release()
 		return nil, err
 	}
+	if len(above) == 0 {
+		return release, nil
+	}
 	return func() {
-		markMadeParents(absent)
+		c.rec.CgroupParents = markMadeParents(above)
 		release()
 	}, nil
 }
 
 // cgroupParentsDir holds a marker for each group above a caller's
-// cgroupsPath that a backend's create made (runc and runsc make every
-// missing group above the container's and remove only the container's
-// own): a delete removes such a group once it is empty, where a group
-// the administrator made, empty or not, stays. One directory for every
-// bulkhead on the host, as cgroupLockFile. A marker holds its group's
-// identity (cgroups.DirID), so that a group of that path made since by
-// anyone else is not taken for it.
+// cgroupsPath whose directories a backend's create made (runc and runsc
+// make every missing group above the container's, in every hierarchy,
+// and remove only the container's own): a delete removes those
+// directories once empty, where one the administrator made, empty or
+// not, stays. One directory for every bulkhead on the host, as
+// cgroupLockFile. A marker holds each directory made with its identity
+// (cgroups.GroupDirs), so that one of that path made since by anyone
+// else, or in a hierarchy the backend left alone, is not taken for it.
 const cgroupParentsDir = "/run/bulkhead-cgroup-parents"
 
-// madeParents returns the groups above group, deepest first, that are
-// bulkhead's to remove once empty: those an earlier create made (their
-// marker names them as they are) and those that do not exist yet, which
-// the backend's create is to make (absent, marked once it did). The
-// caller holds the groups' locks (lockCgroupPath) until the markers are
-// written, so no delete removes one meanwhile.
-func madeParents(group string) (parents, absent []string, err error) {
+// groupDirs is a group above a container's, with its directories as a
+// create found them before its backend ran.
+type groupDirs struct {
+	path   string
+	before map[string]string
+}
+
+// groupsAbove are the groups above group, deepest first, with the
+// directories each has now.
+func groupsAbove(group string) ([]groupDirs, error) {
+	var out []groupDirs
 	for a := path.Dir(group); a != "/" && a != "."; a = path.Dir(a) {
-		if !cgroups.Exists(a) {
-			absent = append(absent, a)
-			parents = append(parents, a)
-			continue
-		}
-		mine, err := markedAsMade(a)
+		dirs, err := cgroups.GroupDirs(a)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if mine {
-			parents = append(parents, a)
-		}
+		out = append(out, groupDirs{path: a, before: dirs})
 	}
-	return parents, absent, nil
+	return out, nil
 }
 
-// markMadeParents marks those of the groups that the backend's create
-// made. A group it could not mark is left to its administrator.
-func markMadeParents(groups []string) {
-	for _, g := range groups {
-		id, ok := cgroups.DirID(g)
-		if !ok {
-			continue
-		}
-		marker, err := parentMarker(g)
+// markMadeParents marks, once the backend's create ran, the directories
+// of the groups above the container's that it made, beside those an
+// earlier create made that are still the same, and returns the groups
+// (deepest first) that have any: a delete removes those directories. The
+// caller still holds the groups' locks (lockCgroupPath), so no delete
+// removes one meanwhile. A group it could not mark is left to its
+// administrator.
+func markMadeParents(above []groupDirs) []string {
+	var parents []string
+	for _, g := range above {
+		made, err := madeDirs(g.path)
 		if err == nil {
-			err = os.WriteFile(marker, []byte(id), 0o600)
+			var now map[string]string
+			if now, err = cgroups.GroupDirs(g.path); err == nil {
+				for d, id := range now {
+					if _, had := g.before[d]; !had {
+						made[d] = id
+					}
+				}
+				err = writeMarker(g.path, made)
+			}
 		}
 		if err != nil {
-			logrus.Warnf("bulkhead: cgroup %s, made for a container, will not be removed with it: %v", g, err)
+			logrus.Warnf("bulkhead: cgroup %s, made for a container, will not be removed with it: %v", g.path, err)
+			continue
+		}
+		if len(made) > 0 {
+			parents = append(parents, g.path)
 		}
 	}
+	return parents
 }
 
-// markedAsMade tells whether group is the one a create made.
-func markedAsMade(group string) (bool, error) {
+// madeDirs are the directories of group its marker names that are still
+// the ones a create made (same path and identity).
+func madeDirs(group string) (map[string]string, error) {
+	made := map[string]string{}
 	marker, err := parentMarker(group)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	data, err := os.ReadFile(marker)
 	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
+		return made, nil
 	}
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	id, ok := cgroups.DirID(group)
-	return ok && string(data) == id, nil
+	var listed map[string]string
+	if json.Unmarshal(data, &listed) != nil {
+		// A marker cut short: what it named is left.
+		return made, nil
+	}
+	now, err := cgroups.GroupDirs(group)
+	if err != nil {
+		return nil, err
+	}
+	for d, id := range listed {
+		if now[d] == id {
+			made[d] = id
+		}
+	}
+	return made, nil
+}
+
+// writeMarker records the directories of group a create made; none
+// removes its marker.
+func writeMarker(group string, made map[string]string) error {
+	marker, err := parentMarker(group)
+	if err != nil {
+		return err
+	}
+	if len(made) == 0 {
+		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	data, err := json.Marshal(made)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(marker, data, 0o600)
 }
 
 // parentMarker is the marker's path for group: named by the group's
@@ -174,12 +226,12 @@ func parentMarker(group string) (string, error) {
 	return filepath.Join(cgroupParentsDir, hex.EncodeToString(sum[:])), nil
 }
 
-// removeMadeParents removes, deepest first, the groups above a
-// container's that a create made (madeParents), once the container's own
-// is gone and nothing else is in them. A group still in use stays, and
-// so does every group above it; the last container below it to go
-// removes it. A failure is logged: the container is gone, and what is
-// left is an empty group.
+// removeMadeParents removes, deepest first, the directories a create made
+// of the groups above a container's (markMadeParents), once the
+// container's own group is gone and nothing else is in them. A group
+// still in use stays, and so does every group above it; the last
+// container below it to go removes it. A failure is logged: the container
+// is gone, and what is left is an empty group.
 func removeMadeParents(parents []string) {
 	for _, p := range parents {
 		gone, err := removeMadeParent(p)
@@ -193,7 +245,9 @@ func removeMadeParents(parents []string) {
 	}
 }
 
-func removeMadeParent(group string) (bool, error) {
+// removeMadeParent removes the directories of group a create made;
+// gone is false while one of them is in use.
+func removeMadeParent(group string) (gone bool, err error) {
 	// Exclusive, and only tried: a create below group holds it shared
 	// until its backend made its own group there and marked what it
 	// made, and then the group is in use, its own container's to remove.
@@ -208,22 +262,23 @@ func removeMadeParent(group string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	if !cgroups.Exists(group) {
-		return true, nil
-	}
-	mine, err := markedAsMade(group)
-	if err != nil || !mine {
-		return false, err
-	}
-	gone, err := cgroups.RemoveEmpty(group)
-	if err != nil || !gone {
-		return false, err
-	}
-	marker, err := parentMarker(group)
+	made, err := madeDirs(group)
 	if err != nil {
-		return true, err
+		return false, err
 	}
-	return true, os.Remove(marker)
+	gone = true
+	for d := range made {
+		removed, err := cgroups.RemoveEmptyDir(d)
+		if err != nil {
+			return false, err
+		}
+		if removed {
+			delete(made, d)
+		} else {
+			gone = false
+		}
+	}
+	return gone, writeMarker(group, made)
 }
 
 // lockCgroupPath takes, in cgroupLockFile, an exclusive lock on group and

@@ -161,7 +161,10 @@ func TestCgroupLockIsPerPath(t *testing.T) {
 func TestRemoveMadeParentDoesNotWaitForACreate(t *testing.T) {
 	parent := fmt.Sprintf("/bhtry-%d", os.Getpid())
 	makeGroups(t, parent)
-	markMadeParents([]string{parent})
+	// As if the backend made it: no directory of it was there before.
+	if got := markMadeParents([]groupDirs{{path: parent}}); len(got) != 1 {
+		t.Fatalf("marked %v", got)
+	}
 	t.Cleanup(func() {
 		if m, err := parentMarker(parent); err == nil {
 			os.Remove(m)

@@ -28,11 +28,14 @@ func TestCgroupParentsMadeForContainersGo(t *testing.T) {
 			admin := fmt.Sprintf("/bhadmin-%s-%d", backend, os.Getpid())
 			// A group that holds others' containers must be one of
 			// cgroup_parents, as Docker's /docker is by default.
-			cfg, _ := workspaceConfig(t, fmt.Sprintf("[profiles.default]\ncgroup_parents = [%q, %q]\n", top, top+"/shared"))
+			cfg, _ := workspaceConfig(t, fmt.Sprintf("[profiles.default]\ncgroup_parents = [%q, %q, \"/unified\"]\n", top, top+"/shared"))
 			g := []string{"--root", root, "--config", cfg, "--backend", backend}
 			t.Cleanup(func() {
-				for _, p := range []string{top + "/shared", top, admin} {
-					cgroups.RemoveEmpty(p)
+				for _, p := range []string{top + "/shared", top, admin, fmt.Sprintf("/unified/bhparents-%s-%d", backend, os.Getpid()), "/unified"} {
+					dirs, _ := cgroups.GroupDirs(p)
+					for d := range dirs {
+						os.Remove(d)
+					}
 				}
 			})
 			created := map[string]bool{}
@@ -65,15 +68,49 @@ func TestCgroupParentsMadeForContainersGo(t *testing.T) {
 				t.Errorf("%s, made for the containers, is left after the last of them went", top)
 			}
 
-			// A parent the administrator made before stays.
+			// The administrator's directories of a parent stay, those the
+			// backend made go: made in one hierarchy before the create,
+			// and in each one the backend left alone while it ran.
+			mine := v1AndV2Dirs(t, admin)[:1]
+			if err := os.Mkdir(mine[0], 0o755); err != nil {
+				t.Fatal(err)
+			}
+			id := create("parent-admin", admin)
 			for _, d := range v1AndV2Dirs(t, admin) {
-				if err := os.Mkdir(d, 0o755); err != nil && !os.IsExist(err) {
+				if err := os.Mkdir(d, 0o755); err == nil {
+					mine = append(mine, d)
+				} else if !os.IsExist(err) {
 					t.Fatal(err)
 				}
 			}
-			remove(create("parent-admin", admin))
-			if !cgroups.Exists(admin) {
-				t.Errorf("%s, the administrator's, was removed with a container", admin)
+			remove(id)
+			left, err := cgroups.GroupDirs(admin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range mine {
+				if _, ok := left[d]; !ok {
+					t.Errorf("%s, the administrator's, was removed with a container", d)
+				}
+				delete(left, d)
+			}
+			for d := range left {
+				t.Errorf("%s, which the backend made, is left", d)
+			}
+
+			// A group named as a hierarchy is (/unified, /memory) is a
+			// group like any other.
+			named := fmt.Sprintf("/unified/bhparents-%s-%d", backend, os.Getpid())
+			remove(create("parent-named", named))
+			if cgroups.Exists(named) {
+				t.Errorf("%s, made for a container, is left", named)
+			}
+			// Another run of this test may have its own group there.
+			dirs, _ := cgroups.GroupDirs("/unified")
+			for d := range dirs {
+				if sub, _ := filepath.Glob(d + "/*/cgroup.procs"); len(sub) == 0 {
+					t.Errorf("%s, made for a container, is left", d)
+				}
 			}
 		})
 	}
