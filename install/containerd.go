@@ -81,15 +81,32 @@ func (c *Containerd) handlers() map[string]map[string]any {
 }
 
 // formerGVisorHandler is the name of the gVisor handler an earlier install
-// wrote (containerd's runc shim with BinaryName bulkhead-runsc), when the
-// file holds it: install and uninstall take it away. A NAME-runsc table of
-// any other content is the administrator's and stays.
-func (c *Containerd) formerGVisorHandler(current map[string]any) (string, any) {
+// wrote, and its table, when the file still holds it as install wrote it:
+// in install's framed block, containerd's runc shim with BinaryName
+// bulkhead-runsc and nothing else. install and uninstall take it away; a
+// NAME-runsc table the administrator wrote, or changed, stays.
+func (c *Containerd) formerGVisorHandler(doc *containerdDoc) (string, any) {
 	name := c.Name + "-runsc"
-	h, _ := current[name].(map[string]any)
+	text := string(doc.text)
+	i := strings.Index(text, blockBegin)
+	if i < 0 {
+		return "", nil
+	}
+	j := strings.Index(text[i:], blockEnd)
+	if j < 0 {
+		return "", nil
+	}
+	var block map[string]any
+	if toml.Unmarshal([]byte(text[i:i+j]), &block) != nil {
+		return "", nil
+	}
+	h, _ := runtimesOf(block, doc.runtimesPath())[name].(map[string]any)
 	opts, _ := h["options"].(map[string]any)
 	binary, _ := opts["BinaryName"].(string)
-	if h["runtime_type"] != "io.containerd.runc.v2" || filepath.Base(binary) != "bulkhead-runsc" {
+	if len(h) != 2 || len(opts) != 1 || h["runtime_type"] != "io.containerd.runc.v2" || filepath.Base(binary) != "bulkhead-runsc" {
+		return "", nil
+	}
+	if current := runtimesOf(doc.tree, doc.runtimesPath())[name]; !same(current, h) {
 		return "", nil
 	}
 	return name, h
@@ -289,7 +306,7 @@ func (c *Containerd) Install() (*Result, error) {
 			res.Changes = append(res.Changes, Change{Action: "changed", Key: doc.key(name), Before: compactValue(old), After: compactValue(entry)})
 		}
 	}
-	if name, old := c.formerGVisorHandler(current); name != "" {
+	if name, old := c.formerGVisorHandler(doc); name != "" {
 		res.Changes = append(res.Changes, Change{Action: "removed", Key: doc.key(name), Before: compactValue(old)})
 		set[name] = nil
 	}
@@ -374,7 +391,7 @@ func (c *Containerd) Uninstall() (*Result, error) {
 			remove[name] = nil
 		}
 	}
-	if name, old := c.formerGVisorHandler(current); name != "" {
+	if name, old := c.formerGVisorHandler(doc); name != "" {
 		res.Changes = append(res.Changes, Change{Action: "removed", Key: doc.key(name), Before: compactValue(old)})
 		remove[name] = nil
 	}

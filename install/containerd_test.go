@@ -202,19 +202,38 @@ func TestContainerdInstallRemovesFormerGVisorHandler(t *testing.T) {
 		t.Errorf("after install:\n%s", after)
 	}
 
-	const own = "\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.bulkhead-runsc]\n  runtime_type = \"io.containerd.runsc.v1\"\n"
-	c = newContainerd(t, configV2+own)
-	if _, err := c.Install(); err != nil {
-		t.Fatal(err)
+	// The administrator's own handler of that name stays, whatever it
+	// holds: one of other content, and one exactly as install wrote it
+	// but outside install's block, with more options, or changed in it.
+	for _, own := range []string{
+		"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.bulkhead-runsc]\n  runtime_type = \"io.containerd.runsc.v1\"\n",
+		"\n# mine\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.bulkhead-runsc]\n  runtime_type = \"io.containerd.runc.v2\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.bulkhead-runsc.options]\n    BinaryName = \"/opt/admin/bulkhead-runsc\"\n",
+		"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.bulkhead-runsc]\n  runtime_type = \"io.containerd.runc.v2\"\n" +
+			"  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.bulkhead-runsc.options]\n    BinaryName = \"/opt/admin/bulkhead-runsc\"\n    SystemdCgroup = true\n",
+	} {
+		c = newContainerd(t, configV2+own)
+		if _, err := c.Install(); err != nil {
+			t.Fatal(err)
+		}
+		installed := read(t, c.Config)
+		if !strings.HasPrefix(installed, configV2+own) {
+			t.Errorf("install changed the administrator's part of the file:\n%s", installed)
+		}
+		if _, err := c.Uninstall(); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, c.Config); got != configV2+own {
+			t.Errorf("uninstall did not give back the file:\n%s", got)
+		}
 	}
-	if h := handlerOf(t, read(t, c.Config), plugin, "bulkhead-runsc"); h["runtime_type"] != "io.containerd.runsc.v1" {
-		t.Errorf("install took the administrator's gVisor handler: %v", h)
+	changed := strings.Replace(configV2+"\n"+string(former), "BinaryName = '/usr/local/bin/bulkhead-runsc'", "BinaryName = '/usr/local/bin/bulkhead-runsc'\nSystemdCgroup = true", 1)
+	if !strings.Contains(changed, "SystemdCgroup") {
+		t.Fatalf("no options table in the former block:\n%s", former)
 	}
-	if _, err := c.Uninstall(); err != nil {
-		t.Fatal(err)
-	}
-	if got := read(t, c.Config); got != configV2+own {
-		t.Errorf("uninstall did not give back the file:\n%s", got)
+	c = newContainerd(t, changed)
+	if res, err := c.Install(); err != nil || len(res.Changes) != 0 {
+		t.Errorf("install of a file whose gVisor handler was changed in the block: %v, %v", res.Changes, err)
 	}
 }
 
@@ -307,7 +326,9 @@ func FuzzContainerdInstall(f *testing.F) {
 			}
 		}
 		gone := map[string]map[string]any{"bulkhead": nil}
-		if name, _ := c.formerGVisorHandler(runtimesOf(before, doc.runtimesPath())); name != "" {
+		if beforeDoc, err := c.parse([]byte(content)); err != nil {
+			t.Fatalf("installed into a file it cannot parse: %v", err)
+		} else if name, _ := c.formerGVisorHandler(beforeDoc); name != "" {
 			gone[name] = nil
 		}
 		want := withRuntimes(before, doc.runtimesPath(), gone)
