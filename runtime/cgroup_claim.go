@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
@@ -206,7 +207,24 @@ func writeMarker(group string, made map[string]string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(marker, data, 0o600)
+	// Whole or not at all: creates below one group write its marker side
+	// by side, and one reading another's half-written marker would find
+	// nothing made and take the marker away.
+	f, err := os.CreateTemp(cgroupParentsDir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), marker)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // parentMarker is the marker's path for group: named by the group's
@@ -294,12 +312,17 @@ func lockCgroupPath(group string) (*os.File, error) {
 	return lockCgroupPathFor(group, true)
 }
 
+// cgroupHeldByDeleteWait bounds how long lockCgroupPathFor, when it does
+// not wait, tries again while a group's lock is held exclusively.
+const cgroupHeldByDeleteWait = 5 * time.Second
+
 // errCgroupBusy is lockCgroupPathFor's answer, when it does not wait, for
 // a group whose lock another bulkhead holds.
 var errCgroupBusy = errors.New("locked by another create or delete")
 
 // lockCgroupPathFor is lockCgroupPath; unless waitOwn, the group's own
-// byte is only tried, and errCgroupBusy returned when it is held.
+// byte is only tried, and errCgroupBusy returned when a create below holds
+// it, or it stays held exclusively for cgroupHeldByDeleteWait.
 func lockCgroupPathFor(group string, waitOwn bool) (*os.File, error) {
 	f, key, err := openCgroupLock()
 	if err != nil {
@@ -320,15 +343,26 @@ func lockCgroupPathFor(group string, waitOwn bool) (*os.File, error) {
 				cmd = unix.F_OFD_SETLK
 			}
 		}
+		deadline := time.Now().Add(cgroupHeldByDeleteWait)
 		for {
 			err = unix.FcntlFlock(f.Fd(), cmd, &lk)
-			if !errors.Is(err, unix.EINTR) {
-				break
+			if errors.Is(err, unix.EINTR) {
+				continue
 			}
-		}
-		if cmd == unix.F_OFD_SETLK && (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES)) {
-			f.Close()
-			return nil, errCgroupBusy
+			if cmd == unix.F_OFD_SETLK && (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EACCES)) {
+				// Held exclusively, by another delete (or the create of
+				// that very group): it is soon let go, and that delete
+				// may have found this container's group still there.
+				// Held shared, by a create below: the group is in use.
+				held := unix.Flock_t{Type: unix.F_WRLCK, Whence: io.SeekStart, Start: b, Len: 1}
+				if unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &held) == nil && held.Type == unix.F_WRLCK && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				f.Close()
+				return nil, errCgroupBusy
+			}
+			break
 		}
 		if err != nil {
 			f.Close()

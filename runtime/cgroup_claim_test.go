@@ -199,3 +199,32 @@ func TestRemoveMadeParentDoesNotWaitForACreate(t *testing.T) {
 		t.Fatalf("with no create under way: removed %v, %v; exists %v", gone, err, cgroups.Exists(parent))
 	}
 }
+
+// TestRemoveMadeParentWaitsForAnotherDelete: deletes below one made group
+// side by side each remove their own group and then try the parent's lock;
+// one that finds another delete holding it waits for it, since that
+// delete may have found this container's group still there and left the
+// parent, and no delete after them would remove it.
+func TestRemoveMadeParentWaitsForAnotherDelete(t *testing.T) {
+	parent := fmt.Sprintf("/bhwait-%d", os.Getpid())
+	makeGroups(t, parent)
+	if got := markMadeParents([]groupDirs{{path: parent}}); len(got) != 1 {
+		t.Fatalf("marked %v", got)
+	}
+	t.Cleanup(func() {
+		if m, err := parentMarker(parent); err == nil {
+			os.Remove(m)
+		}
+	})
+	other, err := lockCgroupPath(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		other.Close()
+	}()
+	if gone, err := removeMadeParent(parent); err != nil || !gone || cgroups.Exists(parent) {
+		t.Fatalf("after another delete let the lock go: removed %v, %v; exists %v", gone, err, cgroups.Exists(parent))
+	}
+}

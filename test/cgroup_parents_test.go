@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
@@ -66,6 +68,34 @@ func TestCgroupParentsMadeForContainersGo(t *testing.T) {
 			remove(b)
 			if cgroups.Exists(top) {
 				t.Errorf("%s, made for the containers, is left after the last of them went", top)
+			}
+
+			// Containers created and deleted side by side below one new
+			// parent, as dockerd's below /docker: the last to go takes it.
+			ids := make([]string, 4)
+			bundles := make([]string, len(ids))
+			for i := range ids {
+				ids[i] = uniqueID(fmt.Sprintf("parent-side%d", i))
+				bundles[i] = bundle.New(t, []string{"sleep", "60"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = top + "/shared/" + ids[i] })
+				t.Cleanup(func() { bulkhead(t, "", slices.Concat(g, []string{"delete", "--force", ids[i]})...) })
+			}
+			sideBySide := func(verb func(i int) []string) {
+				var wg sync.WaitGroup
+				for i := range ids {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if r := bulkhead(t, "", verb(i)...); r.code != 0 {
+							t.Errorf("bulkhead %v: exit %d\n%s", verb(i), r.code, r.stderr)
+						}
+					}()
+				}
+				wg.Wait()
+			}
+			sideBySide(func(i int) []string { return slices.Concat(g, []string{"create", "--bundle", bundles[i], ids[i]}) })
+			sideBySide(func(i int) []string { return slices.Concat(g, []string{"delete", "--force", ids[i]}) })
+			if cgroups.Exists(top) {
+				t.Errorf("%s, made for containers created side by side, is left after the last of them went", top)
 			}
 
 			// The administrator's directories of a parent stay, those the
