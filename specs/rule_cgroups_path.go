@@ -121,6 +121,11 @@ func ruleCgroupsPath(c *Context, s *rspec.Spec) []Decision {
 	if depth := strings.Count(judged, "/"); depth > MaxCgroupDepth {
 		return refuse(fmt.Sprintf("%s is %d groups deep, at most %d: the backend makes every missing group above it in every hierarchy, in kernel memory no limit of the container's charges", judged, depth, MaxCgroupDepth))
 	}
+	for _, parent := range c.Profile.CgroupParents {
+		if under(parent, judged) {
+			return refuse(fmt.Sprintf("%s is or holds %s, one of the profile's cgroup_parents, where other containers' groups lie: they would lie below this container's, under its limits, and end with it", judged, parent))
+		}
+	}
 	if c.CgroupTaken == nil {
 		return refuse("whether this cgroup is new cannot be checked here")
 	}

@@ -51,6 +51,13 @@ func TestRuleCgroupsPath(t *testing.T) {
 			}
 		}
 	}
+	parentRefused := func(parent string) func(t *testing.T, s *rspec.Spec, ds []Decision) {
+		return func(t *testing.T, s *rspec.Spec, ds []Decision) {
+			if d := wantDecision(t, ds, "linux.cgroupsPath", Refused); !strings.Contains(d.Why, parent+" is or holds "+parent+", one of the profile's cgroup_parents") {
+				t.Fatalf("refused for %q, want the grouping parent named", d.Why)
+			}
+		}
+	}
 	deepRefused := func(t *testing.T, s *rspec.Spec, ds []Decision) {
 		if d := wantDecision(t, ds, "linux.cgroupsPath", Refused); !strings.Contains(d.Why, "is 17 groups deep, at most 16") {
 			t.Fatalf("refused for %q, want its depth named", d.Why)
@@ -62,6 +69,9 @@ func TestRuleCgroupsPath(t *testing.T) {
 		{name: "root", spec: path("/"), want: want(Refused)},
 		{name: "dot dot", spec: path("/docker/../system.slice"), want: want(Refused)},
 		{name: "relative", spec: path("docker/abc"), want: want(Refused)},
+		{name: "a grouping parent", spec: path("/docker"), want: parentRefused("/docker")},
+		{name: "above a grouping parent", spec: path("/kubepods"), want: parentRefused("/kubepods")},
+		{name: "a systemd grouping parent", spec: path("kubepods.slice:x:y"), ctx: systemd, want: want(Kept)},
 		{name: "sixteen deep", spec: path(strings.Repeat("/a", 15) + "/abc"), want: want(Kept)},
 		{name: "seventeen deep", spec: path(strings.Repeat("/a", 16) + "/abc"), want: deepRefused},
 		{name: "systemd seventeen deep", spec: path(strings.Repeat("a-", 15) + "a.slice:docker:abc"), ctx: systemd, want: deepRefused},
