@@ -69,8 +69,13 @@ func removeOnce(path string) error {
 			err = nil
 		}
 		if err == nil && cgroupsv3.Mode() == cgroupsv3.Hybrid {
-			// cgroup1 knows only the controllers' hierarchies.
-			err = ocgroups.RemovePath(filepath.Join(hybridV2Mountpoint, path))
+			// cgroup1 knows only the controllers' hierarchies. runc makes
+			// the group in the v2 tree too, runsc does not: what is there
+			// may be another's (an administrator's group made there while
+			// the container ran), so only an empty directory goes, never
+			// the groups below it, and one that holds some is left to
+			// whoever made them.
+			_, err = RemoveEmptyDir(filepath.Join(hybridV2Mountpoint, path))
 		}
 	}
 	if err == nil || errors.Is(err, os.ErrNotExist) || errors.Is(err, cgroup1.ErrCgroupDeleted) {

@@ -5,18 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 
 	"bulkhead.dev/bulkhead/cgroups"
@@ -76,7 +72,9 @@ func (c *creation) claimCgroup() (func(), error) {
 	}
 	var above []groupDirs
 	if err == nil && !c.g.SystemdCgroup {
-		if above, err = groupsAbove(group); err != nil {
+		if above, err = groupsAbove(group); errors.Is(err, errBelowContainer) {
+			err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: %w", l.CgroupsPath, err)
+		} else if err != nil {
 			err = fmt.Errorf("rule cgroups_path: %s: %w", group, err)
 		}
 	}
@@ -84,219 +82,13 @@ func (c *creation) claimCgroup() (func(), error) {
 		release()
 		return nil, err
 	}
-	if len(above) == 0 {
+	if c.g.SystemdCgroup {
 		return release, nil
 	}
 	return func() {
-		c.rec.CgroupParents = markMadeParents(above)
+		c.rec.CgroupParents = markCreated(group, above)
 		release()
 	}, nil
-}
-
-// cgroupParentsDir holds a marker for each group above a caller's
-// cgroupsPath whose directories a backend's create made (runc and runsc
-// make every missing group above the container's, in every hierarchy,
-// and remove only the container's own): a delete removes those
-// directories once empty, where one the administrator made, empty or
-// not, stays. One directory for every bulkhead on the host, as
-// cgroupLockFile. A marker holds each directory made with its identity
-// (cgroups.GroupDirs), so that one of that path made since by anyone
-// else, or in a hierarchy the backend left alone, is not taken for it.
-const cgroupParentsDir = "/run/bulkhead-cgroup-parents"
-
-// groupDirs is a group above a container's, with its directories as a
-// create found them before its backend ran.
-type groupDirs struct {
-	path   string
-	before map[string]string
-}
-
-// groupsAbove are the groups above group, deepest first, with the
-// directories each has now.
-func groupsAbove(group string) ([]groupDirs, error) {
-	var out []groupDirs
-	for a := path.Dir(group); a != "/" && a != "."; a = path.Dir(a) {
-		dirs, err := cgroups.GroupDirs(a)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, groupDirs{path: a, before: dirs})
-	}
-	return out, nil
-}
-
-// markMadeParents marks, once the backend's create ran, the directories
-// of the groups above the container's that it made, beside those an
-// earlier create made that are still the same, and returns the groups
-// (deepest first) that have any: a delete removes those directories. The
-// caller still holds the groups' locks (lockCgroupPath), so no delete
-// removes one meanwhile. A group it could not mark is left to its
-// administrator.
-func markMadeParents(above []groupDirs) []string {
-	var parents []string
-	for _, g := range above {
-		made, err := madeDirs(g.path)
-		if err == nil {
-			var now map[string]string
-			if now, err = cgroups.GroupDirs(g.path); err == nil {
-				for d, id := range now {
-					if _, had := g.before[d]; !had {
-						made[d] = id
-					}
-				}
-				err = writeMarker(g.path, made)
-			}
-		}
-		if err != nil {
-			logrus.Warnf("bulkhead: cgroup %s, made for a container, will not be removed with it: %v", g.path, err)
-			continue
-		}
-		if len(made) > 0 {
-			parents = append(parents, g.path)
-		}
-	}
-	return parents
-}
-
-// madeDirs are the directories of group its marker names that are still
-// the ones a create made (same path and identity).
-func madeDirs(group string) (map[string]string, error) {
-	made := map[string]string{}
-	marker, err := parentMarker(group)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(marker)
-	if errors.Is(err, os.ErrNotExist) {
-		return made, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var listed map[string]string
-	if json.Unmarshal(data, &listed) != nil {
-		// A marker cut short: what it named is left.
-		return made, nil
-	}
-	now, err := cgroups.GroupDirs(group)
-	if err != nil {
-		return nil, err
-	}
-	for d, id := range listed {
-		if now[d] == id {
-			made[d] = id
-		}
-	}
-	return made, nil
-}
-
-// writeMarker records the directories of group a create made; none
-// removes its marker.
-func writeMarker(group string, made map[string]string) error {
-	marker, err := parentMarker(group)
-	if err != nil {
-		return err
-	}
-	if len(made) == 0 {
-		if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	data, err := json.Marshal(made)
-	if err != nil {
-		return err
-	}
-	// Whole or not at all: creates below one group write its marker side
-	// by side, and one reading another's half-written marker would find
-	// nothing made and take the marker away.
-	f, err := os.CreateTemp(cgroupParentsDir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), marker)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
-}
-
-// parentMarker is the marker's path for group: named by the group's
-// SHA-256, in cgroupParentsDir, which is made root's alone.
-func parentMarker(group string) (string, error) {
-	if err := os.Mkdir(cgroupParentsDir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
-	}
-	var st unix.Stat_t
-	if err := unix.Lstat(cgroupParentsDir, &st); err != nil {
-		return "", err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o022 != 0 {
-		return "", fmt.Errorf("%s is not a directory only root may write", cgroupParentsDir)
-	}
-	sum := sha256.Sum256([]byte(group))
-	return filepath.Join(cgroupParentsDir, hex.EncodeToString(sum[:])), nil
-}
-
-// removeMadeParents removes, deepest first, the directories a create made
-// of the groups above a container's (markMadeParents), once the
-// container's own group is gone and nothing else is in them. A group
-// still in use stays, and so does every group above it; the last
-// container below it to go removes it. A failure is logged: the container
-// is gone, and what is left is an empty group.
-func removeMadeParents(parents []string) {
-	for _, p := range parents {
-		gone, err := removeMadeParent(p)
-		if err != nil {
-			logrus.Warnf("bulkhead: cgroup %s, made for a container, is left: %v", p, err)
-			return
-		}
-		if !gone {
-			return
-		}
-	}
-}
-
-// removeMadeParent removes the directories of group a create made;
-// gone is false while one of them is in use.
-func removeMadeParent(group string) (gone bool, err error) {
-	// Exclusive, and only tried: a create below group holds it shared
-	// until its backend made its own group there and marked what it
-	// made, and then the group is in use, its own container's to remove.
-	// Waiting, a delete could wait for good while creates below follow
-	// one another (dockerd's /docker under load), since a waiting
-	// exclusive lock does not hold new shared ones back.
-	f, err := lockCgroupPathFor(group, false)
-	if errors.Is(err, errCgroupBusy) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	made, err := madeDirs(group)
-	if err != nil {
-		return false, err
-	}
-	gone = true
-	for d := range made {
-		removed, err := cgroups.RemoveEmptyDir(d)
-		if err != nil {
-			return false, err
-		}
-		if removed {
-			delete(made, d)
-		} else {
-			gone = false
-		}
-	}
-	return gone, writeMarker(group, made)
 }
 
 // lockCgroupPath takes, in cgroupLockFile, an exclusive lock on group and

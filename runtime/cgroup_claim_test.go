@@ -160,16 +160,7 @@ func TestCgroupLockIsPerPath(t *testing.T) {
 // delete removes; once no create is under way, the empty group goes.
 func TestRemoveMadeParentDoesNotWaitForACreate(t *testing.T) {
 	parent := fmt.Sprintf("/bhtry-%d", os.Getpid())
-	makeGroups(t, parent)
-	// As if the backend made it: no directory of it was there before.
-	if got := markMadeParents([]groupDirs{{path: parent}}); len(got) != 1 {
-		t.Fatalf("marked %v", got)
-	}
-	t.Cleanup(func() {
-		if m, err := parentMarker(parent); err == nil {
-			os.Remove(m)
-		}
-	})
+	markedAsMade(t, parent)
 	create, err := lockCgroupPath(parent + "/creating")
 	if err != nil {
 		t.Fatal(err)
@@ -207,15 +198,7 @@ func TestRemoveMadeParentDoesNotWaitForACreate(t *testing.T) {
 // parent, and no delete after them would remove it.
 func TestRemoveMadeParentWaitsForAnotherDelete(t *testing.T) {
 	parent := fmt.Sprintf("/bhwait-%d", os.Getpid())
-	makeGroups(t, parent)
-	if got := markMadeParents([]groupDirs{{path: parent}}); len(got) != 1 {
-		t.Fatalf("marked %v", got)
-	}
-	t.Cleanup(func() {
-		if m, err := parentMarker(parent); err == nil {
-			os.Remove(m)
-		}
-	})
+	markedAsMade(t, parent)
 	other, err := lockCgroupPath(parent)
 	if err != nil {
 		t.Fatal(err)
@@ -226,5 +209,38 @@ func TestRemoveMadeParentWaitsForAnotherDelete(t *testing.T) {
 	}()
 	if gone, err := removeMadeParent(parent); err != nil || !gone || cgroups.Exists(parent) {
 		t.Fatalf("after another delete let the lock go: removed %v, %v; exists %v", gone, err, cgroups.Exists(parent))
+	}
+}
+
+// markedAsMade makes the group parent, marked as a backend's create of a
+// container's group below it would have made it, and that container gone.
+func markedAsMade(t *testing.T, parent string) {
+	t.Helper()
+	own := parent + "/container"
+	makeGroups(t, parent, own)
+	if got := markCreated(own, []groupDirs{{path: parent}}); len(got) != 1 {
+		t.Fatalf("marked %v", got)
+	}
+	t.Cleanup(func() {
+		if m, err := madeParentMarkers.path(parent); err == nil {
+			os.Remove(m)
+		}
+	})
+	dirs, err := cgroups.GroupDirs(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := range dirs {
+		if err := os.Remove(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unmarkContainerGroup(own); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := containerGroupMarkers.path(own); err != nil {
+		t.Fatal(err)
+	} else if _, err := os.Lstat(m); !os.IsNotExist(err) {
+		t.Fatalf("the container's marker %s is left (%v)", m, err)
 	}
 }

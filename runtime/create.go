@@ -343,7 +343,7 @@ func (c *creation) undo(cause error) error {
 		if err := cgroups.Remove(c.rec.CgroupsPath); err != nil {
 			errs = append(errs, err)
 		} else {
-			removeMadeParents(c.rec.CgroupParents)
+			removedGroup(c.rec.CgroupsPath, c.rec.CgroupParents)
 		}
 	}
 	os.Remove(c.pidFile)

@@ -213,7 +213,7 @@ func Delete(g *Globals, v Values, id string) error {
 		writeAudit(cfg, &entry)
 		return err
 	}
-	removeMadeParents(rec.CgroupParents)
+	removedGroup(rec.CgroupsPath, rec.CgroupParents)
 	// Workspace changes outlive the container; failing to keep them is
 	// recorded, never a reason to keep the container.
 	kept, keepErr := keepChanges(g, reg, rec)

@@ -52,7 +52,7 @@ var Controls = []Control{
 		"netns (ENETUNREACH; EHOSTUNREACH on runsc), egress broker (403)", nil, []string{"egress"}},
 	{"namespaces", []string{"namespaces"}, "pid, ipc, uts, mount, cgroup new; no user or time namespace; a pid, ipc, uts or network namespace path only as /proc/<pid>/ns/<kind>, written exactly so, of this pod's own running sandbox (or runsc's sandbox by CRI annotation); never another's mount or cgroup namespace",
 		"namespaces", []string{"pid namespace", "ipc namespace", "uts namespace", "mnt namespace", "cgroup namespace"}, nil},
-	{"cgroup", []string{"cgroups_path"}, "a new cgroup: never one that exists already, one below a group holding processes itself, or one below another container's or pod's group (only cgroup_parents, empty groups and its own pod's group may hold others' containers), never a systemd unit's, at most 16 groups deep; exec only into it or a group below it; the container's process in that very group",
+	{"cgroup", []string{"cgroups_path"}, "a new cgroup: never one that exists already, one below a group holding processes itself, or one below another container's or pod's group (only cgroup_parents, empty groups and its own pod's group may hold others' containers), never a systemd unit's, never one of cgroup_parents or one holding them, at most 16 groups deep; exec only into it or a group below it; the container's process in that very group",
 		"cgroups", []string{"cgroup"}, nil},
 	{"seccomp", []string{"seccomp"}, "default-deny profile, narrowed by the caller's own filter, never widened; 64-bit ABIs only; memfd_create only with a build scratch; no huge pages",
 		"seccomp (EPERM, ENOSYS)", []string{"seccomp"}, []string{"seccomp"}},
