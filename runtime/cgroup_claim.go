@@ -40,20 +40,23 @@ func (c *creation) claimCgroup() (func(), error) {
 	l := c.handed.Linux
 	// bulkhead's own path is unique per state root and id, and the
 	// registry lets one create per id have it; a caller's path is anyone's.
-	if c.sel.Profile.Mode != specs.Enforce || l == nil || l.CgroupsPath == "" ||
-		l.CgroupsPath == c.handed.Annotations[annotationCgroupsPath] {
+	if l == nil || l.CgroupsPath == "" || l.CgroupsPath == c.handed.Annotations[annotationCgroupsPath] {
 		return func() {}, nil
 	}
+	// Audit hands the path over unjudged, but the group made there is
+	// still a container's, which no enforced container's may lie below
+	// once it has stopped, and the groups made above it are made for it.
+	enforce := c.sel.Profile.Mode == specs.Enforce
 	// group is the cgroupfs path the backend makes: under the systemd
 	// driver the scope's, which the driver joins if it exists.
 	group, scope := l.CgroupsPath, ""
-	if c.g.SystemdCgroup {
+	if c.g.SystemdCgroup && enforce {
 		sp, err := specs.SystemdScopePath(group)
 		if err != nil {
 			return nil, fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: %w", group, err)
 		}
 		group, scope = sp, " (the systemd scope "+sp+")"
-	} else if group[0] != '/' {
+	} else if c.g.SystemdCgroup || group[0] != '/' {
 		return func() {}, nil
 	}
 	f, err := lockCgroupPath(group)
@@ -61,19 +64,15 @@ func (c *creation) claimCgroup() (func(), error) {
 		return nil, fmt.Errorf("rule cgroups_path: lock %s: %w", group, err)
 	}
 	release := func() { f.Close() }
-	if taken, terr := cgroups.Taken(group); terr != nil {
-		err = fmt.Errorf("rule cgroups_path: %s: %w", group, terr)
-	} else if taken {
-		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s%s: another container's create made it meanwhile", l.CgroupsPath, scope)
-	} else if shared, serr := specs.CgroupSharedAncestor(c.ctx, group); serr != nil {
-		err = fmt.Errorf("rule cgroups_path: %s: %w", group, serr)
-	} else if shared != "" {
-		err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: it %s", l.CgroupsPath, specs.SharedAncestorWhy(shared))
+	if enforce {
+		err = c.recheckCgroup(group, scope)
 	}
 	var above []groupDirs
 	if err == nil && !c.g.SystemdCgroup {
-		if above, err = groupsAbove(group); errors.Is(err, errBelowContainer) {
+		if above, err = groupsAbove(group); errors.Is(err, errBelowContainer) && enforce {
 			err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: %w", l.CgroupsPath, err)
+		} else if errors.Is(err, errBelowContainer) {
+			above, err = nil, nil
 		} else if err != nil {
 			err = fmt.Errorf("rule cgroups_path: %s: %w", group, err)
 		}
@@ -89,6 +88,24 @@ func (c *creation) claimCgroup() (func(), error) {
 		c.rec.CgroupParents = markCreated(group, above)
 		release()
 	}, nil
+}
+
+// recheckCgroup judges again, under the lock, what the rule judged of the
+// caller's group: that it is new, and below no group holding another
+// container's processes.
+func (c *creation) recheckCgroup(group, scope string) error {
+	p := c.handed.Linux.CgroupsPath
+	if taken, err := cgroups.Taken(group); err != nil {
+		return fmt.Errorf("rule cgroups_path: %s: %w", group, err)
+	} else if taken {
+		return fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s%s: another container's create made it meanwhile", p, scope)
+	}
+	if shared, err := specs.CgroupSharedAncestor(c.ctx, group); err != nil {
+		return fmt.Errorf("rule cgroups_path: %s: %w", group, err)
+	} else if shared != "" {
+		return fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: it %s", p, specs.SharedAncestorWhy(shared))
+	}
+	return nil
 }
 
 // lockCgroupPath takes, in cgroupLockFile, an exclusive lock on group and

@@ -170,12 +170,8 @@ var errBelowContainer = errors.New("it lies below another container's group")
 // the groups' locks (lockCgroupPath), so no delete removes one meanwhile.
 // What it could not mark is left to the administrator.
 func markCreated(group string, above []groupDirs) []string {
-	own, err := cgroups.GroupDirs(group)
-	if err == nil {
-		err = containerGroupMarkers.write(group, own)
-	}
-	if err != nil {
-		logrus.Warnf("bulkhead: cgroup %s and those made above it: not marked: %v", group, err)
+	own := markContainerGroup(group)
+	if own == nil {
 		return nil
 	}
 	var parents []string
@@ -203,6 +199,21 @@ func markCreated(group string, above []groupDirs) []string {
 		}
 	}
 	return parents
+}
+
+// markContainerGroup marks group, which the backend's create just made, as
+// a container's own, and returns its directories; nil when it could not
+// (logged).
+func markContainerGroup(group string) map[string]string {
+	own, err := cgroups.GroupDirs(group)
+	if err == nil {
+		err = containerGroupMarkers.write(group, own)
+	}
+	if err != nil {
+		logrus.Warnf("bulkhead: cgroup %s: not marked as a container's: %v", group, err)
+		return nil
+	}
+	return own
 }
 
 // removedGroup takes away what markCreated marked once the container's

@@ -74,23 +74,28 @@ func TestCgroupParentsMadeForContainersGo(t *testing.T) {
 			// No container's group lies below another's, even one that has
 			// stopped and holds no process: it would be under that
 			// container's limits and end with its delete.
-			stopped := uniqueID("parent-stopped")
-			sb := bundle.New(t, []string{"true"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = top + "/" + stopped })
-			must(t, slices.Concat(g, []string{"create", "--bundle", sb, stopped})...)
-			created[stopped] = true
-			t.Cleanup(func() { bulkhead(t, "", slices.Concat(g, []string{"delete", "--force", stopped})...) })
-			must(t, slices.Concat(g, []string{"start", stopped})...)
-			waitStatus(t, g, stopped, "stopped")
-			below := uniqueID("parent-below")
-			bb := bundle.New(t, []string{"sleep", "60"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = top + "/" + stopped + "/" + below })
-			r := bulkhead(t, "", slices.Concat(g, []string{"create", "--bundle", bb, below})...)
-			if r.code == 0 {
-				bulkhead(t, "", slices.Concat(g, []string{"delete", "--force", below})...)
+			// A container in audit mode hands its path over unjudged, but
+			// its group is a container's all the same.
+			cfgAudit, _ := workspaceConfig(t, fmt.Sprintf("[profiles.default]\nmode = \"audit\"\ncgroup_parents = [%q]\n", top))
+			audit := []string{"--root", root, "--config", cfgAudit, "--backend", backend}
+			for _, upper := range [][]string{g, audit} {
+				stopped := uniqueID("parent-stopped")
+				sb := bundle.New(t, []string{"true"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = top + "/" + stopped })
+				must(t, slices.Concat(upper, []string{"create", "--bundle", sb, stopped})...)
+				t.Cleanup(func() { bulkhead(t, "", slices.Concat(upper, []string{"delete", "--force", stopped})...) })
+				must(t, slices.Concat(upper, []string{"start", stopped})...)
+				waitStatus(t, upper, stopped, "stopped")
+				below := uniqueID("parent-below")
+				bb := bundle.New(t, []string{"sleep", "60"}, func(s *rspec.Spec) { s.Linux.CgroupsPath = top + "/" + stopped + "/" + below })
+				r := bulkhead(t, "", slices.Concat(g, []string{"create", "--bundle", bb, below})...)
+				if r.code == 0 {
+					bulkhead(t, "", slices.Concat(g, []string{"delete", "--force", below})...)
+				}
+				if want := "another container's group"; r.code == 0 || !strings.Contains(r.stderr, want) {
+					t.Errorf("create below the group of a stopped container (config %s): exit %d, want refused naming %q\n%s", upper[3], r.code, want, r.stderr)
+				}
+				must(t, slices.Concat(upper, []string{"delete", "--force", stopped})...)
 			}
-			if want := "another container's group"; r.code == 0 || !strings.Contains(r.stderr, want) {
-				t.Errorf("create below a stopped container's group: exit %d, want refused naming %q\n%s", r.code, want, r.stderr)
-			}
-			remove(stopped)
 
 			// Containers created and deleted side by side below one new
 			// parent, as dockerd's below /docker: the last to go takes it.
