@@ -69,10 +69,8 @@ func (c *creation) claimCgroup() (func(), error) {
 	}
 	var above []groupDirs
 	if err == nil && !c.g.SystemdCgroup {
-		if above, err = groupsAbove(group); errors.Is(err, errBelowContainer) && enforce {
+		if above, err = groupsAbove(group, enforce); errors.Is(err, errBelowContainer) {
 			err = fmt.Errorf("rule cgroups_path refuses linux.cgroupsPath %s: %w", l.CgroupsPath, err)
-		} else if errors.Is(err, errBelowContainer) {
-			above, err = nil, nil
 		} else if err != nil {
 			err = fmt.Errorf("rule cgroups_path: %s: %w", group, err)
 		}
@@ -152,7 +150,10 @@ func lockCgroupPathFor(group string, waitOwn bool) (*os.File, error) {
 				cmd = unix.F_OFD_SETLK
 			}
 		}
-		deadline := time.Now().Add(cgroupHeldByDeleteWait)
+		var deadline time.Time
+		if cmd == unix.F_OFD_SETLK {
+			deadline = time.Now().Add(cgroupHeldByDeleteWait)
+		}
 		for {
 			err = unix.FcntlFlock(f.Fd(), cmd, &lk)
 			if errors.Is(err, unix.EINTR) {

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
@@ -40,26 +41,49 @@ const (
 	containerGroupMarkers groupMarkers = "/run/bulkhead-cgroup-containers"
 )
 
-// path is the marker's path for group.
-func (m groupMarkers) path(group string) (string, error) {
+// markerDirReady makes each markers' directory, root's alone, or says why
+// it is not: once per process, not at every marker.
+var markerDirReady = map[groupMarkers]func() error{
+	madeParentMarkers:     sync.OnceValue(madeParentMarkers.makeDir),
+	containerGroupMarkers: sync.OnceValue(containerGroupMarkers.makeDir),
+}
+
+func (m groupMarkers) makeDir() error {
 	dir := string(m)
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", err
+		return err
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {
-		return "", err
+		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 || st.Mode&0o022 != 0 {
-		return "", fmt.Errorf("%s is not a directory only root may write", dir)
+		return fmt.Errorf("%s is not a directory only root may write", dir)
+	}
+	return nil
+}
+
+// path is the marker's path for group.
+func (m groupMarkers) path(group string) (string, error) {
+	if err := markerDirReady[m](); err != nil {
+		return "", err
 	}
 	sum := sha256.Sum256([]byte(group))
-	return filepath.Join(dir, hex.EncodeToString(sum[:])), nil
+	return filepath.Join(string(m), hex.EncodeToString(sum[:])), nil
 }
 
 // dirs are the directories of group its marker names that are still the
 // ones a create made (same path and identity).
 func (m groupMarkers) dirs(group string) (map[string]string, error) {
+	now, err := cgroups.GroupDirs(group)
+	if err != nil {
+		return nil, err
+	}
+	return m.dirsAmong(group, now)
+}
+
+// dirsAmong is dirs, given the group's directories as they are now.
+func (m groupMarkers) dirsAmong(group string, now map[string]string) (map[string]string, error) {
 	made := map[string]string{}
 	marker, err := m.path(group)
 	if err != nil {
@@ -76,10 +100,6 @@ func (m groupMarkers) dirs(group string) (map[string]string, error) {
 	if json.Unmarshal(data, &listed) != nil {
 		// A marker cut short: what it named is left.
 		return made, nil
-	}
-	now, err := cgroups.GroupDirs(group)
-	if err != nil {
-		return nil, err
 	}
 	for d, id := range listed {
 		if now[d] == id {
@@ -135,8 +155,9 @@ type groupDirs struct {
 
 // groupsAbove are the groups above group, deepest first, with the
 // directories each has now. One that is another container's own group
-// is refused (containerGroupMarkers).
-func groupsAbove(group string) ([]groupDirs, error) {
+// (containerGroupMarkers) is refused when refuse is set, and otherwise
+// ends the list with none: nothing above such a group is this create's.
+func groupsAbove(group string, refuse bool) ([]groupDirs, error) {
 	var out []groupDirs
 	for a := path.Dir(group); a != "/" && a != "."; a = path.Dir(a) {
 		dirs, err := cgroups.GroupDirs(a)
@@ -144,9 +165,12 @@ func groupsAbove(group string) ([]groupDirs, error) {
 			return nil, err
 		}
 		if len(dirs) > 0 {
-			theirs, err := containerGroupMarkers.dirs(a)
+			theirs, err := containerGroupMarkers.dirsAmong(a, dirs)
 			if err != nil {
 				return nil, err
+			}
+			if len(theirs) > 0 && !refuse {
+				return nil, nil
 			}
 			if len(theirs) > 0 {
 				return nil, fmt.Errorf("%w: %s is another container's group (running or stopped), whose limits it would be under and whose delete would end it", errBelowContainer, a)
@@ -176,17 +200,23 @@ func markCreated(group string, above []groupDirs) []string {
 	}
 	var parents []string
 	for _, g := range above {
-		made, err := madeParentMarkers.dirs(g.path)
+		now, err := cgroups.GroupDirs(g.path)
+		var made map[string]string
 		if err == nil {
-			var now map[string]string
-			if now, err = cgroups.GroupDirs(g.path); err == nil {
-				for d, id := range now {
-					_, had := g.before[d]
-					_, backends := own[strings.TrimSuffix(d, g.path)+group]
-					if !had && backends {
-						made[d] = id
-					}
+			made, err = madeParentMarkers.dirsAmong(g.path, now)
+		}
+		if err == nil {
+			marked := len(made)
+			for d, id := range now {
+				_, had := g.before[d]
+				_, backends := own[strings.TrimSuffix(d, g.path)+group]
+				if !had && backends {
+					made[d] = id
 				}
+			}
+			// A marker that names what is there already stays as it is
+			// (dockerd's /docker, for every container below it).
+			if len(made) != marked {
 				err = madeParentMarkers.write(g.path, made)
 			}
 		}
