@@ -156,9 +156,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 	c.rec = &state.Record{ID: id, Backend: sel.Backend.Name, BackendPath: sel.Backend.Path, Bundle: bundle,
 		Profile: sel.Profile.Name, Mode: sel.Profile.Mode}
 	c.rec.Created = nowUTC()
-	if a := spec.Annotations; a[specs.AnnotationCRIContainerType] == "sandbox" && a[specs.AnnotationCRISandboxID] == id {
-		c.rec.Pod = state.PodOf(a)
-	}
+	c.rec.Pod = state.PodOfBundle(id, bundle, spec.Annotations)
 	if c.handed.Linux != nil {
 		c.rec.CgroupsPath = c.handed.Linux.CgroupsPath
 		if sel.Profile.Mode == specs.Enforce {

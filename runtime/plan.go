@@ -132,8 +132,8 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	if sel.Profile.Mode == specs.Enforce {
 		p.HandOverBundle = filepath.Join(stateDir, privateBundleDir)
 	}
-	p.Ctx = specContext(g, &sel.Profile, sel.Backend.Name, in.Bundle, in.Registry, in.Original, in.ID, spec.Annotations)
-	p.PodSandbox = in.Registry.PodSandbox(&sel.Profile, sel.Backend.Name, spec.Annotations)
+	p.PodSandbox = in.Registry.PodSandbox(&sel.Profile, sel.Backend.Name, in.Bundle, spec.Annotations)
+	p.Ctx = specContext(g, &sel.Profile, in.Bundle, p.PodSandbox, in.Original, in.ID)
 	rewritten, decisions, err := specs.Apply(p.Ctx, spec)
 	p.Lifetime, p.Decisions, p.RuleErr = withLifetime(&sel.Profile, spec.Annotations, decisions, err)
 	p.Handed = spec

@@ -75,6 +75,9 @@ func podAnnotationRefusal(c *Context, a map[string]string) string {
 		}
 		return ""
 	case "container":
+		if !madeByCRI(c) {
+			return "pod annotations count only in a bundle a CRI engine made (containerd's CRI plugin, CRI-O), and this one is a caller's; the backend would put this container into sandbox " + id + "; remove the io.kubernetes.cri.* annotations, or run the pod through CRI"
+		}
 		if id == "" || c.JoinableSandbox == nil || !c.JoinableSandbox(id) {
 			return "sandbox " + id + " is not a running pod sandbox that bulkhead created under this enforced profile; the backend would put this container into it"
 		}

@@ -26,6 +26,11 @@ func TestRuleAnnotations(t *testing.T) {
 			want: want("annotations["+AnnotationCRISandboxID+"]", Refused)},
 		{name: "own pod's sandbox", spec: ann(AnnotationCRIContainerType, "container", AnnotationCRISandboxID, testSandboxID,
 			"io.kubernetes.cri.sandbox-name", "web"), want: want("annotations["+AnnotationCRISandboxID+"]", Kept)},
+		// A caller's bundle names the pod's sandbox as the CRI would: the
+		// words are the caller's, and join nothing.
+		{name: "own pod's sandbox, in a caller's bundle", spec: ann(AnnotationCRIContainerType, "container", AnnotationCRISandboxID, testSandboxID,
+			"io.kubernetes.cri.sandbox-name", "web"), ctx: func(c *Context) { c.MadeByCRI = func() bool { return false } },
+			want: want("annotations["+AnnotationCRISandboxID+"]", Refused)},
 		{name: "a sandbox names itself", spec: ann(AnnotationCRIContainerType, "sandbox", AnnotationCRISandboxID, testID),
 			want: want("annotations["+AnnotationCRIContainerType+"]", Kept)},
 		{name: "a sandbox naming another", spec: ann(AnnotationCRIContainerType, "sandbox", AnnotationCRISandboxID, testSandboxID),

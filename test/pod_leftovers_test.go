@@ -45,9 +45,17 @@ func startPodSandbox(t *testing.T, g []string, name string) *pod {
 // (sandbox or container) and returns its init's pid.
 func (p *pod) create(t *testing.T, id, kind string, args []string, mutate ...func(*rspec.Spec)) int {
 	t.Helper()
-	must(t, append(p.g, "create", "--bundle", bundle.New(t, args, append([]func(*rspec.Spec){p.annotate(kind)}, mutate...)...), id)...)
+	must(t, append(p.g, "create", "--bundle", p.bundle(t, id, kind, args, mutate...), id)...)
 	t.Cleanup(func() { bulkhead(t, "", append(p.g, "delete", "--force", id)...) })
 	return containerState(t, p.g, id).Pid
+}
+
+// bundle makes the bundle of container id of the pod, of the kind CRI
+// names (sandbox or container), where a CRI engine would: bulkhead takes
+// pod annotations from no other.
+func (p *pod) bundle(t *testing.T, id, kind string, args []string, mutate ...func(*rspec.Spec)) string {
+	t.Helper()
+	return bundle.NewCRI(t, kind, id, args, append([]func(*rspec.Spec){p.annotate(kind)}, mutate...)...)
 }
 
 // annotate gives a spec the CRI annotations of a container of the pod of
@@ -209,7 +217,7 @@ func TestPodMemberJoinsNoOtherBackendsSandbox(t *testing.T) {
 	root := stateRoot(t)
 	p := startPodSandbox(t, []string{"--root", root, "--backend", "runsc"}, "cross-backend")
 	id := uniqueID("cross-backend")
-	member := bundle.New(t, []string{"sleep", "600"}, p.annotate("container"), p.joinPid)
+	member := p.bundle(t, id, "container", []string{"sleep", "600"}, p.joinPid)
 	r := bulkhead(t, "", "--root", root, "--backend", "runc", "create", "--bundle", member, id)
 	if r.code == 0 {
 		bulkhead(t, "", "--root", root, "delete", "--force", id)

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
-
-	"bulkhead.dev/bulkhead/test/bundle"
 )
 
 // `run` of a pod's container returns the container's own status and
@@ -28,11 +26,11 @@ func TestPodMemberRunReturnsItsStatus(t *testing.T) {
 				{"echo member-out; kill -TERM $$", 128 + 15},
 			} {
 				id := uniqueID("member-run-" + backend)
-				mutate := []func(*rspec.Spec){p.annotate("container")}
+				var mutate []func(*rspec.Spec)
 				if backend == "runc" {
 					mutate = append(mutate, p.joinPid)
 				}
-				b := bundle.New(t, []string{"sh", "-c", c.script}, mutate...)
+				b := p.bundle(t, id, "container", []string{"sh", "-c", c.script}, mutate...)
 				r := bulkhead(t, "", append(g, "run", "--bundle", b, id)...)
 				if r.code != c.status || strings.TrimSpace(r.stdout) != "member-out" {
 					t.Errorf("run of %q in the pod: exit %d, stdout %q; want %d and member-out\nstderr: %s", c.script, r.code, r.stdout, c.status, r.stderr)

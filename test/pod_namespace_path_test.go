@@ -10,8 +10,6 @@ import (
 	"testing"
 
 	rspec "github.com/opencontainers/runtime-spec/specs-go"
-
-	"bulkhead.dev/bulkhead/test/bundle"
 )
 
 // A pod member joins its sandbox's namespaces by the path
@@ -43,7 +41,7 @@ func TestPodMemberJoinsOnlyTheSandboxsOwnNamespaces(t *testing.T) {
 		"io.kubernetes.cri.sandbox-namespace": "ns1",
 		"io.kubernetes.cri.sandbox-name":      "nspath",
 	}}
-	sb := bundle.New(t, []string{"sleep", "600"}, p.annotate("sandbox"))
+	sb := p.bundle(t, sid, "sandbox", []string{"sleep", "600"})
 	trap := filepath.Join(sb, "rootfs", "ns")
 	if err := os.MkdirAll(trap, 0o755); err != nil {
 		t.Fatal(err)
@@ -90,7 +88,7 @@ func TestPodMemberJoinsOnlyTheSandboxsOwnNamespaces(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			id := uniqueID("nspath")
-			member := bundle.New(t, []string{"sleep", "600"}, p.annotate("container"), join(c.kind, c.path))
+			member := p.bundle(t, id, "container", []string{"sleep", "600"}, join(c.kind, c.path))
 			r := bulkhead(t, "", append(g, "create", "--bundle", member, id)...)
 			if r.code == 0 {
 				defer bulkhead(t, "", append(g, "delete", "--force", id)...)
@@ -134,7 +132,7 @@ func TestPodMemberJoinsOnlyTheSandboxsOwnNamespaces(t *testing.T) {
 	} {
 		t.Run("a joined namespace's "+c.name, func(t *testing.T) {
 			id := uniqueID("nspath-write")
-			member := bundle.New(t, []string{"sleep", "600"}, p.annotate("container"),
+			member := p.bundle(t, id, "container", []string{"sleep", "600"},
 				join(rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/ns/net", p.sandboxPid)),
 				join(rspec.UTSNamespace, fmt.Sprintf("/proc/%d/ns/uts", p.sandboxPid)), c.mutate)
 			r := bulkhead(t, "", append(g, "create", "--bundle", member, id)...)
@@ -154,7 +152,7 @@ func TestPodMemberJoinsOnlyTheSandboxsOwnNamespaces(t *testing.T) {
 
 	// The sandbox's own network namespace, by its exact path, is the pod's.
 	id := uniqueID("nspath-ok")
-	member := bundle.New(t, []string{"sleep", "600"}, p.annotate("container"),
+	member := p.bundle(t, id, "container", []string{"sleep", "600"},
 		join(rspec.NetworkNamespace, fmt.Sprintf("/proc/%d/ns/net", p.sandboxPid)))
 	must(t, append(g, "create", "--bundle", member, id)...)
 	bulkhead(t, "", append(g, "delete", "--force", id)...)

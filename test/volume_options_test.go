@@ -99,17 +99,10 @@ set +e
 	podAnnotations := map[string]string{"io.kubernetes.cri.sandbox-uid": mine, "io.kubernetes.cri.sandbox-namespace": "default",
 		"io.kubernetes.cri.sandbox-name": "web"}
 	sandbox := uniqueID("sandbox")
-	state := filepath.Join(t.TempDir(), "state")
-	sandboxBundle := filepath.Join(state, "io.containerd.runtime.v2.task", "k8s.io", sandbox)
-	if err := os.MkdirAll(filepath.Join(state, "io.containerd.grpc.v1.cri", "sandboxes", sandbox), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := bundle.Make(sandboxBundle, []string{"sleep", "600"}, func(s *rspec.Spec) {
+	sandboxBundle := bundle.NewCRI(t, "sandbox", sandbox, []string{"sleep", "600"}, func(s *rspec.Spec) {
 		s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": sandbox}
 		maps.Copy(s.Annotations, podAnnotations)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	// The sandbox's init keeps its stdio open: a pipe to cat would never end.
 	fmt.Fprintf(&script, "%q --root %q --log %s/sandbox.log create --bundle %q %s </dev/null >/dev/null 2>&1\n",
 		binaries.Bulkhead(t), root, logs, sandboxBundle, sandbox)
@@ -117,17 +110,11 @@ set +e
 		id := uniqueID(fmt.Sprintf("source-%d", i))
 		// A container of the pod, as the CRI hands it: its bundle beside
 		// the plugin's own directory for it.
-		b := filepath.Join(state, "io.containerd.runtime.v2.task", "k8s.io", id)
-		if err := os.MkdirAll(filepath.Join(state, "io.containerd.grpc.v1.cri", "containers", id), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := bundle.Make(b, []string{"true"}, func(s *rspec.Spec) {
+		b := bundle.NewCRI(t, "container", id, []string{"true"}, func(s *rspec.Spec) {
 			s.Mounts = append(s.Mounts, rspec.Mount{Destination: "/data", Type: "bind", Source: c.source, Options: []string{"rbind", "ro"}})
 			s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": sandbox}
 			maps.Copy(s.Annotations, podAnnotations)
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 		// Pipes, as engines hand them: the container's stdio is not a
 		// file of root's.
 		fmt.Fprintf(&script, "%q --root %q run --bundle %q %s </dev/null 2>&1 | cat > %s/%d.log; echo ${PIPESTATUS[0]} > %s/%d.exit\n",

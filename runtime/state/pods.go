@@ -30,44 +30,68 @@ func PodOf(a map[string]string) *Pod {
 }
 
 // PodSandbox returns the record of the pod sandbox a container of a pod
-// may join, or nil: the spec must be a CRI container whose sandbox id
-// names a sandbox bulkhead created as the pod's own (same pod uid,
-// namespace and name), enforced under this profile on the same backend,
-// whose init is still the process it verified. Any other container,
-// whatever paths or ids its spec names, joins nothing: another tenant's
-// container under the same root and profile is not its pod, and a runsc
-// sandbox's init is a host process (runsc-sandbox, in the host's pid
-// namespace) whose namespaces are no pod's.
-func (r *Registry) PodSandbox(p *specs.Profile, backendName string, a map[string]string) *Record {
+// may join, or nil. Pod annotations are the CRI's word only in a bundle a
+// CRI engine made (specs.CRIBundle): any caller of bulkhead writes them
+// into its own spec, and another tenant's pod uid, name and namespace are
+// no secret. So the container's bundle must be a CRI engine's, its spec a
+// CRI container whose sandbox id names a sandbox bulkhead created as the
+// pod's own from a CRI engine's bundle too (same pod uid, namespace and
+// name), enforced under this profile on the same backend, whose init is
+// still the process it verified. Any other container, whatever paths or
+// ids its spec names, joins nothing: another tenant's container under the
+// same root and profile is not its pod, and a runsc sandbox's init is a
+// host process (runsc-sandbox, in the host's pid namespace) whose
+// namespaces are no pod's.
+func (r *Registry) PodSandbox(p *specs.Profile, backendName, bundle string, a map[string]string) *Record {
 	id := a[specs.AnnotationCRISandboxID]
-	if a[specs.AnnotationCRIContainerType] != "container" || CheckID(id) != nil {
+	if a[specs.AnnotationCRIContainerType] != "container" || CheckID(id) != nil || PodOf(a) == nil {
+		return nil
+	}
+	if !specs.CRIBundle(bundle) {
 		return nil
 	}
 	rec, err := r.Get(id)
-	if err != nil || rec.Pod == nil || PodOf(a) == nil || *rec.Pod != *PodOf(a) {
+	if err != nil || rec.Pod == nil || *rec.Pod != *PodOf(a) {
 		return nil
 	}
 	if rec.Backend != backendName || !SameEnforcedProfile(rec, p) || !StillRunning(rec) {
 		return nil
 	}
+	// A record written before pods were told by their bundles may hold a
+	// caller's pod.
+	if !specs.CRIBundle(rec.Bundle) {
+		return nil
+	}
 	return rec
 }
 
-// JoinableFor returns the rule's test for a namespace path of a container
-// on backend backendName: only /proc/<pid>/ns/<kind> of the init of this
-// container's own pod sandbox (PodSandbox), and never a namespace
-// bulkhead itself runs in. So a job cannot reach the host's namespaces,
-// those of a container outside bulkhead's control, those of one that ran
-// under a weaker profile, in audit mode or on another backend, or those
-// of another pod.
-func (r *Registry) JoinableFor(p *specs.Profile, backendName string, a map[string]string) func(rspec.LinuxNamespaceType, string) bool {
+// PodOfBundle is the pod a sandbox's spec describes, recorded at create:
+// nil unless the spec is a CRI sandbox carrying its own id and a CRI
+// engine made its bundle (PodSandbox says why).
+func PodOfBundle(id, bundle string, a map[string]string) *Pod {
+	if a[specs.AnnotationCRIContainerType] != "sandbox" || a[specs.AnnotationCRISandboxID] != id || PodOf(a) == nil {
+		return nil
+	}
+	if !specs.CRIBundle(bundle) {
+		return nil
+	}
+	return PodOf(a)
+}
+
+// JoinableIn returns the rule's test for a namespace path of a container
+// whose own pod sandbox is sb (PodSandbox, nil for none): only
+// /proc/<pid>/ns/<kind> of sb's init, and never a namespace bulkhead
+// itself runs in. So a job cannot reach the host's namespaces, those of a
+// container outside bulkhead's control, those of one that ran under a
+// weaker profile, in audit mode or on another backend, or those of
+// another pod.
+func JoinableIn(sb *Record) func(rspec.LinuxNamespaceType, string) bool {
 	return func(kind rspec.LinuxNamespaceType, path string) bool {
 		pid, ok := specs.NamespacePathPid(path, kind)
 		if !ok {
 			return false
 		}
-		rec := r.PodSandbox(p, backendName, a)
-		return rec != nil && rec.InitPid == pid && !ownNamespace(path, specs.NamespaceFile(kind))
+		return sb != nil && sb.InitPid == pid && !ownNamespace(path, specs.NamespaceFile(kind))
 	}
 }
 
@@ -82,42 +106,30 @@ func ownNamespace(path, nsKind string) bool {
 	return theirs.Dev == ours.Dev && theirs.Ino == ours.Ino
 }
 
-// SandboxFor returns the annotations rule's test for a CRI sandbox id:
+// IsSandbox returns the annotations rule's test for a CRI sandbox id:
 // runsc puts a container whose annotations name a sandbox into that
-// gVisor sandbox, so the id must be this container's own pod sandbox.
-func (r *Registry) SandboxFor(p *specs.Profile, backendName string, a map[string]string) func(string) bool {
-	return func(id string) bool {
-		rec := r.PodSandbox(p, backendName, a)
-		return rec != nil && rec.ID == id
-	}
+// gVisor sandbox, so the id must be this container's own pod sandbox sb.
+func IsSandbox(sb *Record) func(string) bool {
+	return func(id string) bool { return sb != nil && sb.ID == id }
 }
 
-// KubeletPodFor returns the host_mounts rule's test for whose kubelet
-// files a container may bind: only its own pod sandbox's (PodSandbox) pod
-// uid, and only when a CRI engine made that sandbox (specs.CRIBundle):
-// the pod annotations of a sandbox Docker or ctr made are the caller's.
-func (r *Registry) KubeletPodFor(p *specs.Profile, backendName string, a map[string]string) func(string) bool {
-	return func(uid string) bool {
-		rec := r.PodSandbox(p, backendName, a)
-		if rec == nil || rec.Pod == nil || rec.Pod.UID != uid {
-			return false
-		}
-		return specs.CRIBundle(rec.Bundle)
-	}
+// KubeletPodOf returns the host_mounts rule's test for whose kubelet
+// files a container may bind: only its own pod sandbox sb's pod uid.
+func KubeletPodOf(sb *Record) func(string) bool {
+	return func(uid string) bool { return sb != nil && sb.Pod != nil && sb.Pod.UID == uid }
 }
 
-// PodCgroupParentFor returns the cgroups_path rule's pod group: the group
-// above the cgroup of this container's own pod sandbox (PodSandbox), whose
-// limits the pod's containers share by design; "" for none. A sandbox
-// made under the systemd driver recorded slice:prefix:name, and its group
-// is its scope's: the pod's slice is then the one above.
-func (r *Registry) PodCgroupParentFor(p *specs.Profile, backendName string, a map[string]string) func() string {
+// PodCgroupParentOf returns the cgroups_path rule's pod group: the group
+// above the cgroup of this container's own pod sandbox sb, whose limits
+// the pod's containers share by design; "" for none. A sandbox made under
+// the systemd driver recorded slice:prefix:name, and its group is its
+// scope's: the pod's slice is then the one above.
+func PodCgroupParentOf(sb *Record) func() string {
 	return func() string {
-		rec := r.PodSandbox(p, backendName, a)
-		if rec == nil {
+		if sb == nil {
 			return ""
 		}
-		group := rec.CgroupsPath
+		group := sb.CgroupsPath
 		if strings.Contains(group, ":") {
 			scope, err := specs.SystemdScopePath(group)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -18,10 +19,33 @@ func podAnnotations(id, uid string) map[string]string {
 		"io.kubernetes.cri.sandbox-uid": uid, "io.kubernetes.cri.sandbox-namespace": "default", "io.kubernetes.cri.sandbox-name": "web"}
 }
 
+// criState lays out containerd's state as its CRI plugin does for the
+// tasks named (sandboxes, then containers), root's as containerd makes
+// it, and returns the directory.
+func criState(t *testing.T, sandboxes, containers []string) string {
+	state := filepath.Join(t.TempDir(), "state")
+	for kind, ids := range map[string][]string{"sandboxes": sandboxes, "containers": containers} {
+		for _, id := range ids {
+			for _, dir := range []string{criTask(state, id), filepath.Join(state, "io.containerd.grpc.v1.cri", kind, id)} {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return state
+}
+
+// criTask is the bundle of task id in containerd's state.
+func criTask(state, id string) string {
+	return filepath.Join(state, "io.containerd.runtime.v2.task", "k8s.io", id)
+}
+
 // A namespace path may be joined only when it is the init of this
 // container's own pod sandbox, which bulkhead enforced under the same
-// profile in this root and which still runs as the same process.
-func TestJoinableFor(t *testing.T) {
+// profile in this root and which still runs as the same process, and
+// only when a CRI engine made both bundles.
+func TestJoinableIn(t *testing.T) {
 	reg, err := OpenRegistry(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -31,8 +55,11 @@ func TestJoinableFor(t *testing.T) {
 	// that started then. hostly stays in the test's namespaces, as a runsc
 	// sandbox's init stays in the host's pid namespace.
 	pod, other, audited, lax, reused, plain, gvisor := nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t), nsSleeper(t)
-	hostly := sleeper(t)
+	hostly, forged := sleeper(t), nsSleeper(t)
 	web := &Pod{UID: "uid-web", Namespace: "default", Name: "web"}
+	cri := criState(t, []string{"pod", "other", "audited", "lax", "reused", "plain", "gvisor", "hostly"}, []string{"member"})
+	member := criTask(cri, "member")
+	callers := t.TempDir()
 	for _, rec := range []*Record{
 		{ID: "pod", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: pod, InitStart: InitStart(pod), Pod: web},
 		{ID: "other", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: other, InitStart: InitStart(other), Pod: &Pod{UID: "uid-other", Namespace: "default", Name: "other"}},
@@ -42,7 +69,12 @@ func TestJoinableFor(t *testing.T) {
 		{ID: "plain", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: plain, InitStart: InitStart(plain)},
 		{ID: "gvisor", Backend: "runsc", Profile: "default", Mode: specs.Enforce, InitPid: gvisor, InitStart: InitStart(gvisor), Pod: web},
 		{ID: "hostly", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: hostly, InitStart: InitStart(hostly), Pod: web},
+		// A record bulkhead wrote before pods were told by their bundles.
+		{ID: "forged", Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: forged, InitStart: InitStart(forged), Pod: web, Bundle: callers},
 	} {
+		if rec.Bundle == "" {
+			rec.Bundle = criTask(cri, rec.ID)
+		}
 		if err := reg.Add(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -55,6 +87,7 @@ func TestJoinableFor(t *testing.T) {
 		path        string
 		want        bool
 	}{
+		{"a sandbox from a caller's bundle", podAnnotations("forged", "uid-web"), rspec.NetworkNamespace, nsPath(forged, "net"), false},
 		{"own pod's net", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, nsPath(pod, "net"), true},
 		{"own pod's ipc", podAnnotations("pod", "uid-web"), rspec.IPCNamespace, nsPath(pod, "ipc"), true},
 		{"kind and file differ", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, nsPath(pod, "ipc"), false},
@@ -84,20 +117,55 @@ func TestJoinableFor(t *testing.T) {
 		{"plus sign", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, fmt.Sprintf("/proc/+%d/ns/net", pod), false},
 		{"relative", podAnnotations("pod", "uid-web"), rspec.NetworkNamespace, fmt.Sprintf("proc/%d/ns/net", pod), false},
 	}
+	if err := os.MkdirAll(criTask(cri, "forged-member"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range cases {
-		if got := reg.JoinableFor(&def, "runc", c.annotations)(c.kind, c.path); got != c.want {
+		if got := JoinableIn(reg.PodSandbox(&def, "runc", member, c.annotations))(c.kind, c.path); got != c.want {
 			t.Errorf("%s: %s %s: joinable %v, want %v", c.name, c.kind, c.path, got, c.want)
 		}
 	}
-	sandbox := reg.SandboxFor(&def, "runc", podAnnotations("pod", "uid-web"))
+	// The member's own words, in a bundle no CRI engine made: a caller's,
+	// or a task a client of containerd made in the CRI's namespace.
+	for _, b := range []string{callers, criTask(cri, "forged-member")} {
+		if JoinableIn(reg.PodSandbox(&def, "runc", b, podAnnotations("pod", "uid-web")))(rspec.NetworkNamespace, nsPath(pod, "net")) {
+			t.Errorf("own pod's net joinable from %s", b)
+		}
+	}
+	sandbox := IsSandbox(reg.PodSandbox(&def, "runc", member, podAnnotations("pod", "uid-web")))
 	if !sandbox("pod") || sandbox("other") {
-		t.Error("sandboxFor: own pod's sandbox not joinable, or another's joinable")
+		t.Error("IsSandbox: own pod's sandbox not joinable, or another's joinable")
 	}
-	if reg.SandboxFor(&def, "runc", podAnnotations("other", "uid-web"))("other") {
-		t.Error("sandboxFor: another pod's sandbox joinable by naming its id")
+	if IsSandbox(reg.PodSandbox(&def, "runc", member, podAnnotations("other", "uid-web")))("other") {
+		t.Error("IsSandbox: another pod's sandbox joinable by naming its id")
 	}
-	if !reg.SandboxFor(&def, "runsc", podAnnotations("gvisor", "uid-web"))("gvisor") || reg.SandboxFor(&def, "runc", podAnnotations("gvisor", "uid-web"))("gvisor") {
-		t.Error("sandboxFor: a gVisor pod's sandbox not joinable on runsc, or joinable on runc")
+	if !IsSandbox(reg.PodSandbox(&def, "runsc", member, podAnnotations("gvisor", "uid-web")))("gvisor") ||
+		IsSandbox(reg.PodSandbox(&def, "runc", member, podAnnotations("gvisor", "uid-web")))("gvisor") {
+		t.Error("IsSandbox: a gVisor pod's sandbox not joinable on runsc, or joinable on runc")
+	}
+	if !KubeletPodOf(reg.PodSandbox(&def, "runc", member, podAnnotations("pod", "uid-web")))("uid-web") ||
+		KubeletPodOf(reg.PodSandbox(&def, "runc", callers, podAnnotations("pod", "uid-web")))("uid-web") {
+		t.Error("KubeletPodOf: own pod's uid not granted from a CRI bundle, or granted from a caller's")
+	}
+}
+
+// TestPodOfBundle: a sandbox's pod is recorded only from a CRI engine's
+// bundle, and only when the sandbox names itself.
+func TestPodOfBundle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: engines' state is root's")
+	}
+	cri := criState(t, []string{"sb"}, nil)
+	a := podAnnotations("sb", "uid-web")
+	a[specs.AnnotationCRIContainerType] = "sandbox"
+	if got := PodOfBundle("sb", criTask(cri, "sb"), a); got == nil || got.UID != "uid-web" {
+		t.Errorf("a CRI sandbox's pod: %v", got)
+	}
+	if got := PodOfBundle("sb", t.TempDir(), a); got != nil {
+		t.Errorf("a caller's bundle's pod recorded: %v", got)
+	}
+	if got := PodOfBundle("other", criTask(cri, "sb"), a); got != nil {
+		t.Errorf("a sandbox naming another's id recorded: %v", got)
 	}
 }
 
@@ -128,17 +196,21 @@ func sleeper(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
-// TestPodCgroupParentFor: the pod's group is the one above its sandbox's
+// TestPodCgroupParentOf: the pod's group is the one above its sandbox's
 // cgroup, also when the sandbox was made under the systemd driver and
 // recorded slice:prefix:name: its group is then the scope's, and the pod's
 // slice is above it. Without that every container of a pod on a systemd
 // host would be refused as joining another pod's limits.
-func TestPodCgroupParentFor(t *testing.T) {
+func TestPodCgroupParentOf(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: engines' state is root's")
+	}
 	reg, err := OpenRegistry(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	def := specs.DefaultProfile()
+	cri := criState(t, []string{"cgroupfs", "systemd", "malformed", "none"}, []string{"member"})
 	for _, c := range []struct{ id, cgroupsPath, want string }{
 		{"cgroupfs", "/kubepods/burstable/pod1/sandbox", "/kubepods/burstable/pod1"},
 		{"systemd", "kubepods-burstable-pod1.slice:cri-containerd:sandbox", "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice"},
@@ -148,10 +220,10 @@ func TestPodCgroupParentFor(t *testing.T) {
 		pid := sleeper(t)
 		pod := &Pod{UID: "uid-" + c.id, Namespace: "default", Name: "web"}
 		if err := reg.Add(&Record{ID: c.id, Backend: "runc", Profile: "default", Mode: specs.Enforce, InitPid: pid, InitStart: InitStart(pid),
-			Pod: pod, CgroupsPath: c.cgroupsPath}); err != nil {
+			Pod: pod, CgroupsPath: c.cgroupsPath, Bundle: criTask(cri, c.id)}); err != nil {
 			t.Fatal(err)
 		}
-		if got := reg.PodCgroupParentFor(&def, "runc", podAnnotations(c.id, "uid-"+c.id))(); got != c.want {
+		if got := PodCgroupParentOf(reg.PodSandbox(&def, "runc", criTask(cri, "member"), podAnnotations(c.id, "uid-"+c.id)))(); got != c.want {
 			t.Errorf("%s: %q: pod group %q, want %q", c.id, c.cgroupsPath, got, c.want)
 		}
 	}

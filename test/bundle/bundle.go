@@ -30,6 +30,31 @@ func New(t testing.TB, args []string, mutate ...func(*rspec.Spec)) string {
 	return dir
 }
 
+// NewCRI makes the bundle of container id of a pod as containerd's CRI
+// plugin lays it out, kind "sandbox" or "container", and returns its path:
+// the task's bundle in the k8s.io namespace beside the plugin's own
+// directory for id, in a state directory of root's. bulkhead takes a
+// spec's pod annotations only from such a bundle.
+func NewCRI(t testing.TB, kind, id string, args []string, mutate ...func(*rspec.Spec)) string {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(state, "io.containerd.runtime.v2.task", "k8s.io", id)
+	plugin := map[string]string{"sandbox": "sandboxes", "container": "containers"}[kind]
+	if plugin == "" {
+		t.Fatalf("kind %q: a CRI task is a sandbox or a container", kind)
+	}
+	if err := os.MkdirAll(filepath.Join(state, "io.containerd.grpc.v1.cri", plugin, id), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Make(dir, args, mutate...); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // Make writes a bundle into dir (rootfs/ and config.json).
 func Make(dir string, args []string, mutate ...func(*rspec.Spec)) error {
 	if err := Rootfs(filepath.Join(dir, "rootfs")); err != nil {

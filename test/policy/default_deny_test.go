@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -306,17 +307,27 @@ func assertNothingLeft(t *testing.T, root, id, marker string, v *hostVictim) {
 }
 
 // TestNoJoiningAnotherTenant: a running container of another tenant, under
-// the same root and profile, is no pod sandbox of the attacker's: naming
-// its namespaces (runc) or its id as the CRI sandbox (runsc, which would
-// put the attacker into the victim's gVisor sandbox) is refused.
+// the same root and profile, is no pod sandbox of the attacker's, not even
+// one a CRI engine made: naming its namespaces (runc) or its id as the CRI
+// sandbox (runsc, which would put the attacker into the victim's gVisor
+// sandbox) is refused, also when the attacker's spec claims the victim's
+// pod uid, name and namespace, which are no secret. Pod annotations count
+// only in a bundle a CRI engine made; the same words there join the pod.
 func TestNoJoiningAnotherTenant(t *testing.T) {
 	for _, backend := range []struct{ name, entry string }{{"runc", "bulkhead"}, {"runsc", "bulkhead-runsc"}} {
 		t.Run(backend.name, func(t *testing.T) {
 			binaries.NeedRoot(t, backend.name)
 			bin := filepath.Join(binaries.Dir(t), backend.entry)
 			root := filepath.Join(t.TempDir(), "state")
-			victim := fmt.Sprintf("victim-%d", os.Getpid())
-			vb := bundle.New(t, []string{"sleep", "600"})
+			victim := fmt.Sprintf("victim-%s-%d", backend.name, os.Getpid())
+			pod := map[string]string{"io.kubernetes.cri.sandbox-id": victim, "io.kubernetes.cri.sandbox-uid": "uid-" + victim,
+				"io.kubernetes.cri.sandbox-namespace": "default", "io.kubernetes.cri.sandbox-name": "web"}
+			claim := func(kind string) map[string]string {
+				a := map[string]string{"io.kubernetes.cri.container-type": kind}
+				maps.Copy(a, pod)
+				return a
+			}
+			vb := bundle.NewCRI(t, "sandbox", victim, []string{"sleep", "600"}, func(s *rspec.Spec) { s.Annotations = claim("sandbox") })
 			for _, verb := range [][]string{{"create", "--bundle", vb, victim}, {"start", victim}} {
 				if r := (binaries.Cmd{}).Run(t, bin, append([]string{"--root", root}, verb...)...); r.Code != 0 {
 					t.Fatalf("%v: exit %d: %s", verb, r.Code, r.Stderr)
@@ -337,11 +348,10 @@ func TestNoJoiningAnotherTenant(t *testing.T) {
 							s.Linux.Namespaces[i].Path = fmt.Sprintf("/proc/%d/ns/%s", state.Pid, nsFile(ns.Type))
 						}
 					}
-					s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": victim}
+					s.Hostname = "" // a member writes no joined namespace
+					s.Annotations = claim("container")
 				},
-				"annotations": func(s *rspec.Spec) {
-					s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": victim}
-				},
+				"annotations": func(s *rspec.Spec) { s.Annotations = claim("container") },
 			}
 			for rule, mutate := range attacks {
 				b := bundle.New(t, []string{"cat", "/proc/1/cmdline"}, mutate)
@@ -349,6 +359,13 @@ func TestNoJoiningAnotherTenant(t *testing.T) {
 				if r.Code == 0 || !strings.Contains(r.Stderr, "rule "+rule) {
 					t.Errorf("joining the victim through %s: exit %d, stdout %q, stderr %q; want refused by rule %s", rule, r.Code, r.Stdout, r.Stderr, rule)
 				}
+			}
+			// The claim is the pod's own in a CRI engine's bundle: what the
+			// attacker wrote is all that kept it out.
+			id := fmt.Sprintf("member-%s-%d", backend.name, os.Getpid())
+			b := bundle.NewCRI(t, "container", id, []string{"true"}, attacks["annotations"])
+			if r := (binaries.Cmd{}).Run(t, bin, "--root", root, "run", "--bundle", b, id); r.Code != 0 {
+				t.Errorf("the pod's own member, from a CRI engine's bundle: exit %d: %s", r.Code, r.Stderr)
 			}
 		})
 	}

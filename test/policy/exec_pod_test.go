@@ -34,8 +34,8 @@ func TestExecIntoSandboxSparesThePod(t *testing.T) {
 		return a
 	}
 	root := filepath.Join(t.TempDir(), "state")
-	start := func(id string, mutate func(*rspec.Spec)) int {
-		dir := bundle.New(t, []string{"sleep", "60"}, mutate)
+	start := func(id, kind string, mutate func(*rspec.Spec)) int {
+		dir := bundle.NewCRI(t, kind, id, []string{"sleep", "60"}, mutate)
 		must(t, nil, "--root", root, "create", "--bundle", dir, id)
 		t.Cleanup(func() { bulkhead(t, "", nil, "--root", root, "delete", "--force", id) })
 		must(t, nil, "--root", root, "start", id)
@@ -45,9 +45,9 @@ func TestExecIntoSandboxSparesThePod(t *testing.T) {
 		}
 		return st.Pid
 	}
-	sandboxPid := start(sid, func(s *rspec.Spec) { s.Annotations = annotations("sandbox") })
+	sandboxPid := start(sid, "sandbox", func(s *rspec.Spec) { s.Annotations = annotations("sandbox") })
 	member := "member-" + sid
-	memberPid := start(member, func(s *rspec.Spec) {
+	memberPid := start(member, "container", func(s *rspec.Spec) {
 		s.Annotations = annotations("container")
 		for i, ns := range s.Linux.Namespaces {
 			if ns.Type == rspec.PIDNamespace {
