@@ -97,3 +97,33 @@ func TestPinsJudgeTheOpenedBundle(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenBundleDirNamesWhatItOpened: a bundle is named by its real path,
+// and one reached through a link of /proc is refused: /proc/<pid>/root
+// reads as a host path while the kernel follows it into that process's
+// mount namespace, where the caller may have covered an engine's bundle.
+func TestOpenBundleDirNamesWhatItOpened(t *testing.T) {
+	tmp := t.TempDir()
+	real := filepath.Join(tmp, "bundle")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := openBundleDir(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir.close()
+	if dir.path != real {
+		t.Errorf("bundle %s named %s, want its real path %s", link, dir.path, real)
+	}
+	for _, p := range []string{"/proc/self/root" + real, "/proc/self/cwd", "/proc/self/root/proc/self/cwd"} {
+		if dir, err := openBundleDir(p); err == nil || !strings.Contains(err.Error(), "link of /proc") {
+			dir.close()
+			t.Errorf("bundle %s: %v, want refused for the link of /proc", p, err)
+		}
+	}
+}

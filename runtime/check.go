@@ -116,6 +116,10 @@ func planAndReport(g *Globals, specPath, bundle, id string) (*CheckReport, *Plan
 		return nil, nil, err
 	}
 	reg := state.View(g.Root)
+	// Judged by its real path, as create names the bundle it opened.
+	if real, err := filepath.EvalSymlinks(bundle); err == nil {
+		bundle = real
+	}
 	plan, err := MakePlan(PlanInput{Config: cfg, Globals: g, Bundle: bundle, ID: id, Spec: spec, Original: data, Registry: reg})
 	if err != nil {
 		return nil, nil, err

@@ -108,6 +108,7 @@ func prepare(g *Globals, verb, id, bundle, pidFile string) (*creation, error) {
 		return nil, err
 	}
 	defer dir.close() // everything that reads the bundle runs before prepare returns
+	bundle = dir.path
 	spec, original, err := specs.LoadAt(bundle, dir.at("."))
 	if err != nil {
 		return nil, err

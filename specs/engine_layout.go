@@ -186,17 +186,17 @@ var criBundle = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^(/run/containerd/io\.containerd\.runtime\.v[12]\.(task|linux)/k8s\.io/[^/]+|/run/containers/storage/overlay-containers/[^/]+/userdata)$`)
 })
 
-// CRIBundle tells whether a bundle, symlinks resolved, is one a CRI
+// CRIBundle tells whether a bundle, named by its real path, is one a CRI
 // engine made: the pod annotations of its spec are the CRI's, not a
-// caller's. Judged as a grant (grantPath): the engine's state must be
-// root's. A task in
-// containerd's k8s.io namespace is the CRI's only where its CRI plugin
-// keeps the sandbox's or container's own directory beside it: any client
-// of any containerd can name that namespace, but only the plugin makes
-// <state>/io.containerd.grpc.v1.cri/{sandboxes,containers}/<id>.
+// caller's. Judged as a grant: the engine's state must be root's, and no
+// one but root may change what the path names (rootOnlyPath), or a
+// caller's bundle could be put at it between this judgment and the use.
+// A task in containerd's k8s.io namespace is the CRI's only where its CRI
+// plugin keeps the sandbox's or container's own directory beside it: any
+// client of any containerd can name that namespace, but only the plugin
+// makes <state>/io.containerd.grpc.v1.cri/{sandboxes,containers}/<id>.
 func CRIBundle(bundle string) bool {
-	bundle, err := filepath.EvalSymlinks(bundle)
-	if err != nil {
+	if !rootOnlyPath(bundle) {
 		return false
 	}
 	judged := grantPath(bundle)
@@ -215,6 +215,26 @@ func CRIBundle(bundle string) bool {
 		}
 	}
 	return false
+}
+
+// rootOnlyPath tells whether p is an absolute, clean path of directories
+// only (no link on the way), each root's and writable by no one else, or
+// sticky (as /tmp is: no one else may move root's entries in it). Then no
+// one but root can make p name another directory.
+func rootOnlyPath(p string) bool {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return false
+	}
+	for dir := p; ; dir = filepath.Dir(dir) {
+		var st unix.Stat_t
+		if unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 ||
+			st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+	}
 }
 
 // EngineHomeAt is the home of the engine whose state dir is laid out as,

@@ -170,13 +170,33 @@ func TestCRIBundle(t *testing.T) {
 	if err := os.Chown(fake, 1000, 1000); err != nil {
 		t.Fatal(err)
 	}
+	// The engine's own layout, where someone else may change what the path
+	// names: below a directory a user may write, or through a link.
+	open := filepath.Join(dir, "open")
+	layout(t, open, "state/io.containerd.runtime.v2.task/k8s.io/sb1/", "state/io.containerd.grpc.v1.cri/sandboxes/sb1/")
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	sticky := filepath.Join(dir, "sticky")
+	layout(t, sticky, "state/io.containerd.runtime.v2.task/k8s.io/sb1/", "state/io.containerd.grpc.v1.cri/sandboxes/sb1/")
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"), link); err != nil {
+		t.Fatal(err)
+	}
 	for p, want := range map[string]bool{
-		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"):    true,
-		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/c2"):     true,
-		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/forged"): false,
-		filepath.Join(state, "io.containerd.runtime.v2.task/moby/c1"):       false,
-		filepath.Join(fake, "io.containerd.runtime.v2.task/k8s.io/sb1"):     false,
-		filepath.Join(dir, "bundle"):                                        false,
+		filepath.Join(open, "state/io.containerd.runtime.v2.task/k8s.io/sb1"):   false,
+		filepath.Join(sticky, "state/io.containerd.runtime.v2.task/k8s.io/sb1"): true,
+		link: false,
+		"/proc/self/root" + filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"): false,
+		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"):                     true,
+		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/c2"):                      true,
+		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/forged"):                  false,
+		filepath.Join(state, "io.containerd.runtime.v2.task/moby/c1"):                        false,
+		filepath.Join(fake, "io.containerd.runtime.v2.task/k8s.io/sb1"):                      false,
+		filepath.Join(dir, "bundle"):                                                         false,
 	} {
 		if got := CRIBundle(p); got != want {
 			t.Errorf("CRIBundle(%s) = %v, want %v", p, got, want)

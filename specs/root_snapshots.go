@@ -22,9 +22,10 @@ var containerdTaskDirs = map[string]bool{"io.containerd.runtime.v2.task": true, 
 // is false for a bundle that is no containerd task's, or one that anyone
 // but root could have laid out.
 func (c *Context) containerdTask() (namespace, root string, ok bool) {
-	// dockerd's state is below /var/run, a link to /run.
-	bundle, err := filepath.EvalSymlinks(c.Bundle)
-	if err != nil {
+	// create names the bundle by its real path (dockerd's state is below
+	// /var/run, a link to /run), and only root may change what it names.
+	bundle := c.Bundle
+	if !rootOnlyPath(bundle) {
 		return "", "", false
 	}
 	ns := filepath.Dir(bundle)

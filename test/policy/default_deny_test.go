@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -359,6 +360,32 @@ func TestNoJoiningAnotherTenant(t *testing.T) {
 				if r.Code == 0 || !strings.Contains(r.Stderr, "rule "+rule) {
 					t.Errorf("joining the victim through %s: exit %d, stdout %q, stderr %q; want refused by rule %s", rule, r.Code, r.Stdout, r.Stderr, rule)
 				}
+			}
+			// A CRI engine's bundle path, read in a mount namespace of the
+			// attacker's, where its own config.json covers the engine's:
+			// /proc/<pid>/root/<path> leads the kernel there, while its text
+			// reads as the host's path.
+			pending := bundle.NewCRI(t, "container", fmt.Sprintf("pending-%s-%d", backend.name, os.Getpid()), []string{"true"})
+			theirs := bundle.New(t, []string{"cat", "/proc/1/cmdline"}, attacks["annotations"], func(s *rspec.Spec) {
+				s.Root.Path = filepath.Join(pending, "rootfs")
+			})
+			cover := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c",
+				`mount --bind "$1" "$2" && echo ready && exec sleep 600`, "sh", theirs, pending)
+			out, err := cover.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cover.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cover.Process.Kill(); _ = cover.Wait() })
+			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("the attacker's mount namespace: %q %v", line, err)
+			}
+			through := fmt.Sprintf("/proc/%d/root%s", cover.Process.Pid, pending)
+			r := binaries.Cmd{}.Run(t, bin, "--root", root, "run", "--bundle", through, fmt.Sprintf("attacker-mountns-%d", os.Getpid()))
+			if r.Code == 0 || !strings.Contains(r.Stderr, "link of /proc") {
+				t.Errorf("joining the victim from a CRI bundle's path in another mount namespace: exit %d, stdout %q, stderr %q; want refused for the link of /proc", r.Code, r.Stdout, r.Stderr)
 			}
 			// The claim is the pod's own in a CRI engine's bundle: what the
 			// attacker wrote is all that kept it out.
