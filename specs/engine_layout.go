@@ -196,7 +196,7 @@ var criBundle = sync.OnceValue(func() *regexp.Regexp {
 // client of any containerd can name that namespace, but only the plugin
 // makes <state>/io.containerd.grpc.v1.cri/{sandboxes,containers}/<id>.
 func CRIBundle(bundle string) bool {
-	if !rootOnlyPath(bundle) {
+	if !rootOnlyPath(bundle) || insideEngineData(filepath.Dir(filepath.Dir(filepath.Dir(bundle)))) {
 		return false
 	}
 	judged := grantPath(bundle)
@@ -217,24 +217,30 @@ func CRIBundle(bundle string) bool {
 	return false
 }
 
-// rootOnlyPath tells whether p is an absolute, clean path of directories
-// only (no link on the way), each root's and writable by no one else, or
-// sticky (as /tmp is: no one else may move root's entries in it). Then no
-// one but root can make p name another directory.
-func rootOnlyPath(p string) bool {
-	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-		return false
-	}
-	for dir := p; ; dir = filepath.Dir(dir) {
-		var st unix.Stat_t
-		if unix.Lstat(dir, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != 0 ||
-			st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
-			return false
-		}
-		if dir == "/" {
+// insideEngineData tells whether dir lies below a directory laid out as
+// an engine's state, other than Docker's exec root (which holds the state
+// of the containerd dockerd runs): image layers, snapshots, volumes and
+// build caches. Their directories are root's as an engine unpacked them
+// from an image, or as a container's root wrote them, so whoever can pull
+// an image or run a container lays them out at will, a CRI task's layout
+// and a work link to another engine's task included.
+func insideEngineData(dir string) bool {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		if home := engineHomeAt(d); home != "" && home != "/run/docker" {
 			return true
 		}
+		if d == "/" || d == "." {
+			return false
+		}
 	}
+}
+
+// rootOnlyPath tells whether p is an absolute, clean path of directories
+// only (no link on the way), each one whose entries only root may rename
+// or replace (placeWhy): then no one but root can make p name another
+// directory.
+func rootOnlyPath(p string) bool {
+	return filepath.IsAbs(p) && filepath.Clean(p) == p && placeWhy(p) == "" && RootsAbove(p) == ""
 }
 
 // EngineHomeAt is the home of the engine whose state dir is laid out as,

@@ -182,6 +182,11 @@ func TestCRIBundle(t *testing.T) {
 	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
 		t.Fatal(err)
 	}
+	// An image's layer as a snapshotter unpacked it: root's throughout,
+	// laid out at will by whoever made the image.
+	layer := filepath.Join(dir, "snapshotter")
+	layout(t, layer, "metadata.db", "snapshots/1/fs/x/io.containerd.runtime.v2.task/k8s.io/sb1/",
+		"snapshots/1/fs/x/io.containerd.grpc.v1.cri/sandboxes/sb1/")
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"), link); err != nil {
 		t.Fatal(err)
@@ -190,6 +195,7 @@ func TestCRIBundle(t *testing.T) {
 		filepath.Join(open, "state/io.containerd.runtime.v2.task/k8s.io/sb1"):   false,
 		filepath.Join(sticky, "state/io.containerd.runtime.v2.task/k8s.io/sb1"): true,
 		link: false,
+		filepath.Join(layer, "snapshots/1/fs/x/io.containerd.runtime.v2.task/k8s.io/sb1"):    false,
 		"/proc/self/root" + filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"): false,
 		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/sb1"):                     true,
 		filepath.Join(state, "io.containerd.runtime.v2.task/k8s.io/c2"):                      true,

@@ -24,6 +24,14 @@ func TestEngineFilesOfTheTasksEngine(t *testing.T) {
 	volume := filepath.Join(ctrd, "io.containerd.grpc.v1.cri", "containers", testID, "volumes", "v")
 	other := filepath.Join(dir, "other")
 	layout(t, other, "io.containerd.metadata.v1.bolt/")
+	// An image's layer as a snapshotter unpacked it, root's throughout,
+	// holding a task's layout whose work link names dockerd's task.
+	layer := filepath.Join(dir, "snapshotter")
+	inLayer := filepath.Join(layer, "snapshots/1/fs/x/io.containerd.runtime.v2.task/moby", testID)
+	layout(t, layer, "metadata.db", "snapshots/1/fs/x/io.containerd.runtime.v2.task/moby/"+testID+"/")
+	if err := os.Symlink(filepath.Join(docker, "containerd/daemon/io.containerd.runtime.v2.task/moby", testID), filepath.Join(inLayer, "work")); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tt := range []struct {
 		name         string
@@ -35,6 +43,7 @@ func TestEngineFilesOfTheTasksEngine(t *testing.T) {
 		{"another containerd's task in namespace moby", taskBundle(t, other, "moby", testID), hosts, "docker", false},
 		{"dockerd's containerd, another namespace", taskBundle(t, filepath.Join(docker, "containerd", "daemon"), "tenant", testID), hosts, "docker", false},
 		{"no task", &Context{Bundle: "/bundle", ID: testID}, hosts, "docker", false},
+		{"a task laid out in an image's layer, working in dockerd's containerd", &Context{Bundle: inLayer, ID: testID}, hosts, "docker", false},
 		{"the CRI's containerd's task", taskBundle(t, ctrd, "k8s.io", testID), volume, "containerd", true},
 		{"another containerd's task", taskBundle(t, other, "k8s.io", testID), volume, "containerd", false},
 	} {

@@ -25,7 +25,7 @@ func (c *Context) containerdTask() (namespace, root string, ok bool) {
 	// create names the bundle by its real path (dockerd's state is below
 	// /var/run, a link to /run), and only root may change what it names.
 	bundle := c.Bundle
-	if !rootOnlyPath(bundle) {
+	if !rootOnlyPath(bundle) || insideEngineData(filepath.Dir(filepath.Dir(filepath.Dir(bundle)))) {
 		return "", "", false
 	}
 	ns := filepath.Dir(bundle)

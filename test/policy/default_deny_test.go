@@ -387,6 +387,24 @@ func TestNoJoiningAnotherTenant(t *testing.T) {
 			if r.Code == 0 || !strings.Contains(r.Stderr, "link of /proc") {
 				t.Errorf("joining the victim from a CRI bundle's path in another mount namespace: exit %d, stdout %q, stderr %q; want refused for the link of /proc", r.Code, r.Stdout, r.Stderr)
 			}
+			// A CRI task's layout in an image's layer, as a snapshotter
+			// unpacked it: root's throughout, laid out by whoever made the
+			// image.
+			layer := filepath.Join(t.TempDir(), "io.containerd.snapshotter.v1.overlayfs")
+			lid := fmt.Sprintf("attacker-layer-%d", os.Getpid())
+			if err := os.MkdirAll(filepath.Join(layer, "snapshots/1/fs/x/io.containerd.grpc.v1.cri/containers", lid), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(layer, "metadata.db"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			inLayer := filepath.Join(layer, "snapshots/1/fs/x/io.containerd.runtime.v2.task/k8s.io", lid)
+			if err := bundle.Make(inLayer, []string{"cat", "/proc/1/cmdline"}, attacks["annotations"]); err != nil {
+				t.Fatal(err)
+			}
+			if r := (binaries.Cmd{}).Run(t, bin, "--root", root, "run", "--bundle", inLayer, lid); r.Code == 0 || !strings.Contains(r.Stderr, "rule annotations") {
+				t.Errorf("joining the victim from a CRI layout in an image's layer: exit %d, stdout %q, stderr %q; want refused by rule annotations", r.Code, r.Stdout, r.Stderr)
+			}
 			// The claim is the pod's own in a CRI engine's bundle: what the
 			// attacker wrote is all that kept it out.
 			id := fmt.Sprintf("member-%s-%d", backend.name, os.Getpid())
